@@ -1,0 +1,34 @@
+# The two commands of the README: `make demo` (once the protocol lands) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint typecheck pytest bench bench-quick clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -U pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check supervisors erlmcp_py tests benchmarks
+	$(BIN)/ruff format --check supervisors erlmcp_py tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy supervisors erlmcp_py
+
+# `-p no:cacheprovider` keeps clean clones clean; exit code 5 (no tests collected) is a failure.
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+bench-quick: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b --quick || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""erlmcp_py.actors."""

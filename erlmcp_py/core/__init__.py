@@ -1,0 +1,1 @@
+"""Pure, sans-IO core of erlmcp-py: no trio, no sockets, no clock reads (time is an argument)."""
