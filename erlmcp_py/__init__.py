@@ -12,6 +12,8 @@ from erlmcp_py.core.errors import (
     TooManyElicitations as TooManyElicitations,
     UnsafeURLError as UnsafeURLError,
 )
+from erlmcp_py.core.urlpolicy import UrlPolicy as UrlPolicy
+from erlmcp_py.urlcheck import check_url as check_url
 
 __all__ = [
     "AlreadyTerminal",
@@ -22,4 +24,6 @@ __all__ = [
     "SchemaNotAllowed",
     "TooManyElicitations",
     "UnsafeURLError",
+    "UrlPolicy",
+    "check_url",
 ]
