@@ -29,6 +29,9 @@ class Echo(Actor):
             case ("sleep", seconds):
                 await trio.sleep(seconds)
                 return ("slept", seconds)
+            case ("wait", trio.Event() as event):
+                await event.wait()
+                return "waited"
             case ("crash",):
                 raise RuntimeError("boom")
             case ("defer",):
@@ -58,3 +61,49 @@ async def current_task_child(*, task_status: trio.TaskStatus[trio.lowlevel.Task]
     """A task that reports itself and sleeps until cancelled."""
     task_status.started(trio.lowlevel.current_task())
     await trio.sleep_forever()
+
+
+class Control:
+    """What a harness child hands its supervisor: a way to make it crash or exit."""
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.command = ""
+
+    def order(self, command: str) -> None:
+        self.command = command
+        self.event.set()
+
+
+class Harness:
+    """Children that log ("start", id) / ("stop", id) and crash or exit on command."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.controls: dict[str, Control] = {}
+        self.fail_start: set[str] = set()
+
+    def spec(self, child_id: str, restart: str = "permanent", shutdown: Any = 5.0) -> Any:
+        from supervisors import ChildSpec, Restart
+
+        return ChildSpec(child_id, self.child, (child_id,), Restart(restart), shutdown)
+
+    async def child(self, child_id: str, *, task_status: trio.TaskStatus[Control]) -> None:
+        if child_id in self.fail_start:
+            self.log.append(("start-failed", child_id))
+            raise RuntimeError(f"{child_id} cannot start")
+        self.log.append(("start", child_id))
+        control = Control()
+        self.controls[child_id] = control
+        task_status.started(control)
+        try:
+            await control.event.wait()
+        except trio.Cancelled:
+            self.log.append(("stop", child_id))
+            raise
+        if control.command == "crash":
+            raise RuntimeError(f"{child_id} crashed")
+
+    def take_log(self) -> list[tuple[str, str]]:
+        out, self.log = self.log, []
+        return out

@@ -116,17 +116,20 @@ async def test_crash_fails_in_flight_queued_and_deferred_callers() -> None:
     with pytest.raises(ExceptionGroup) as group:
         async with trio.open_nursery() as nursery:
             ref = await start_actor(nursery, actor)
-            nursery.start_soon(caller, "deferred", ("defer",))
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(caller, "crasher", ("sleep", 0))
-            nursery.start_soon(caller, "queued", "q")
-            # Replace the first sleep with a crash by queueing it right behind:
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(caller, "crash", ("crash",))
-            nursery.start_soon(caller, "after-crash", "a")
-            await trio.testing.wait_all_tasks_blocked()
+            # Enqueue one by one (trio shuffles start order): deferred, busy, queued, crash, after.
+            gate = trio.Event()
+            for label, msg in [
+                ("deferred", ("defer",)),
+                ("crasher", ("wait", gate)),
+                ("queued", "q"),
+                ("crash", ("crash",)),
+                ("after-crash", "a"),
+            ]:
+                nursery.start_soon(caller, label, msg)
+                await trio.testing.wait_all_tasks_blocked()
+            gate.set()
     assert group.group_contains(RuntimeError, match="boom")
-    assert outcomes["crasher"] == ("slept", 0)
+    assert outcomes["crasher"] == "waited"
     assert outcomes["queued"] == "q"
     for label in ("deferred", "crash", "after-crash"):
         err = outcomes[label]
