@@ -71,3 +71,72 @@ class ResultTooLarge(ErlmcpError):
         super().__init__(f"result too large: {size} bytes > {limit} bytes")
         self.size = size
         self.limit = limit
+
+
+class StateTokenError(ErlmcpError):
+    """A sealed MRTR ``requestState`` was refused; ``reason`` is a stable code.
+
+    Reasons: ``malformed``, ``unknown_key``, ``bad_signature``, ``expired``,
+    ``wrong_principal``, ``request_mismatch``, ``too_large``. Each has its own subclass. The text
+    never contains token contents; a server should answer every reason with the same client-facing
+    error and keep ``reason`` for its log.
+    """
+
+    reason: str = "invalid"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(
+            f"request state refused ({self.reason})" + (f": {detail}" if detail else "")
+        )
+        self.detail = detail
+
+
+class StateTokenMalformed(StateTokenError):
+    """The token is not a well-formed token of a version we understand."""
+
+    reason = "malformed"
+
+
+class StateTokenUnknownKey(StateTokenError):
+    """The token names a key id that is not (or no longer) in the key ring."""
+
+    reason = "unknown_key"
+
+
+class StateTokenBadSignature(StateTokenError):
+    """The token's MAC does not verify: it was forged or altered."""
+
+    reason = "bad_signature"
+
+
+class StateTokenExpired(StateTokenError):
+    """The token is authentic but past its expiry (``expired_at``, on the caller's clock)."""
+
+    reason = "expired"
+
+    def __init__(self, expired_at: float) -> None:
+        super().__init__()
+        self.expired_at = expired_at
+
+
+class StateTokenWrongPrincipal(StateTokenError):
+    """The token is authentic but was sealed for another principal."""
+
+    reason = "wrong_principal"
+
+
+class StateTokenRequestMismatch(StateTokenError):
+    """The token is authentic but was sealed for another request (method or parameters)."""
+
+    reason = "request_mismatch"
+
+
+class StateTokenTooLarge(StateTokenError):
+    """The token (or the token a payload would make) exceeds the size limit, in characters."""
+
+    reason = "too_large"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} > {limit} characters")
+        self.size = size
+        self.limit = limit

@@ -1,0 +1,433 @@
+"""Sealed MRTR ``requestState`` for protocol 2026-07-28 (pure: no I/O, no clock, no randomness).
+
+Theory of operation
+-------------------
+On 2026-07-28 a tool call that needs input returns ``InputRequiredResult`` with an opaque
+``requestState``; the client retries the request with ``inputResponses`` and that exact string.
+The spec makes the state attacker-controlled, so it is sealed here:
+
+* **Integrity** (required): HMAC-SHA256 over the whole token, compared in constant time.
+* **Binding**: the principal (authenticated user) and a digest of the originating request
+  (:func:`request_digest`: method + params minus ``_meta``/``inputResponses``/``requestState``)
+  are sealed in; presenting the token for another principal or another request is refused.
+* **Expiry**: an absolute expiry (``now + ttl`` on the caller's clock) sits in the header and is
+  trusted only after the MAC verifies.
+* **Confidentiality**: the payload is encrypted. The state may carry the suspended tool's data
+  (earlier answers, internal ids) and travels through the client, the LLM host and their logs;
+  the spec calls it opaque, so we make it so. Stdlib only, no new dependency: a synthetic-IV
+  construction (the SIV pattern of RFC 5297) — the HMAC tag over header and plaintext is also
+  the IV of a SHAKE-256 keystream (SHAKE-256 keyed by prefix, as KMAC is) that encrypts the
+  plaintext. It is deterministic (no nonce to draw, so :func:`seal` stays pure): equal inputs
+  give equal tokens, which reveals nothing since the expiry differs. The version byte leaves
+  room for an AES-GCM-SIV version should ``cryptography`` become a dependency.
+* **Rotation**: each token names its key id; a :class:`KeyRing` seals with its current key and
+  opens with any key it still holds. Per key, independent MAC and encryption keys are derived
+  with HMAC-SHA256 (HKDF-Expand, one block) from the master key.
+
+Single use is *not* enforced here (it needs server-side state); the caller does that if needed.
+
+Token layout (then base64url, no padding; decoding is canonical — one text per token)::
+
+    version   1 byte    0x01
+    kid_len   1 byte    1..64
+    kid       kid_len   ASCII key id
+    expires   8 bytes   IEEE-754 double, big-endian (seconds on the caller's clock)
+    tag      32 bytes   HMAC-SHA256(mac_key, header || plaintext)       header = bytes 0..expires
+    body      n bytes   plaintext XOR SHAKE-256("erlmcp…ks" || enc_key || tag)[:n]
+
+    plaintext = HMAC(mac_key, "principal\\0" || principal)[:16]
+             || HMAC(mac_key, "request\\0" || request_digest)[:16]
+             || canonical JSON of the payload (sorted keys, UTF-8)
+
+Checks on open, in this order (each its own error, see :class:`StateTokenError`): size
+(``too_large``), shape and version (``malformed``), key id (``unknown_key``), MAC
+(``bad_signature``), then, on authentic tokens only, expiry (``expired``), principal
+(``wrong_principal``) and request (``request_mismatch``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import math
+import struct
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from erlmcp_py.core.errors import (
+    StateTokenBadSignature,
+    StateTokenError,
+    StateTokenExpired,
+    StateTokenMalformed,
+    StateTokenRequestMismatch,
+    StateTokenTooLarge,
+    StateTokenUnknownKey,
+    StateTokenWrongPrincipal,
+)
+
+__all__ = [
+    "MAX_TOKEN_CHARS",
+    "MIN_KEY_BYTES",
+    "TOKEN_VERSION",
+    "KeyRing",
+    "StateTokenError",
+    "open_token",
+    "request_digest",
+    "seal",
+]
+
+TOKEN_VERSION: Final = 1
+#: Shortest accepted master key, in bytes.
+MIN_KEY_BYTES: Final = 32
+#: Default size limit of a token, in characters (checked before decoding, and when sealing).
+MAX_TOKEN_CHARS: Final = 64 * 1024
+_MAX_KID_LEN: Final = 64
+
+_TAG_LEN: Final = 32
+_BIND_LEN: Final = 16
+_EXPIRES: Final = struct.Struct(">d")
+_MIN_RAW: Final = 2 + 1 + _EXPIRES.size + _TAG_LEN + 2 * _BIND_LEN + 2  # "{}" at least
+
+_LABEL_MAC: Final = b"erlmcp-py/state-token/v1/mac\x01"
+_LABEL_ENC: Final = b"erlmcp-py/state-token/v1/enc\x01"
+_LABEL_KS: Final = b"erlmcp-py/state-token/v1/ks\x00"
+_LABEL_PRINCIPAL: Final = b"principal\x00"
+_LABEL_REQUEST: Final = b"request\x00"
+
+#: Top-level request params that are not part of the request's identity.
+_UNSALIENT_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState"})
+
+
+# --------------------------------------------------------------------------------------------
+# Keys
+
+
+class _DerivedKeys:
+    __slots__ = ("enc", "mac")
+
+    def __init__(self, master: bytes) -> None:
+        self.mac = hmac.digest(master, _LABEL_MAC, "sha256")
+        self.enc = hmac.digest(master, _LABEL_ENC, "sha256")
+
+
+def _check_kid(kid: object) -> str:
+    if (
+        not isinstance(kid, str)
+        or not 1 <= len(kid) <= _MAX_KID_LEN
+        or not kid.isascii()
+        or not kid.isprintable()
+    ):
+        raise ValueError("key id must be 1..64 printable ASCII characters")
+    return kid
+
+
+def _check_key(key: object) -> bytes:
+    if not isinstance(key, bytes | bytearray):
+        raise TypeError("key must be bytes")
+    if len(key) < MIN_KEY_BYTES:
+        raise ValueError(f"key must be at least {MIN_KEY_BYTES} bytes")
+    return bytes(key)
+
+
+class KeyRing:
+    """The keys that seal and open state tokens: one current key plus older ones for rotation.
+
+    A ring is immutable; :meth:`rotate` and :meth:`retire` return new rings. Tokens are sealed
+    with the current key and opened with whichever key of the ring their key id names, so a
+    rotation keeps outstanding tokens valid until the old key is retired. Every instance of a
+    multi-node deployment must hold the same ring.
+
+    Args:
+        current_kid: Id of the sealing key (1..64 printable ASCII characters; it is visible in
+            tokens, so do not put secrets in it).
+        current_key: The sealing key, at least 32 random bytes.
+        previous: Older keys still accepted for opening, by key id.
+
+    Raises:
+        ValueError: A key is too short, a key id is invalid, or a key id is used twice.
+        TypeError: A key is not bytes.
+
+    Example:
+        >>> ring = KeyRing("2026-01", b"k" * 32)
+        >>> ring = ring.rotate("2026-02", b"n" * 32)   # old tokens still open
+        >>> ring = ring.retire("2026-01")              # now they don't
+    """
+
+    __slots__ = ("_current_kid", "_derived", "_masters")
+
+    def __init__(
+        self,
+        current_kid: str,
+        current_key: bytes | bytearray,
+        *,
+        previous: Mapping[str, bytes | bytearray] | Iterable[tuple[str, bytes | bytearray]] = (),
+    ) -> None:
+        items = previous.items() if isinstance(previous, Mapping) else previous
+        masters: dict[str, bytes] = {_check_kid(current_kid): _check_key(current_key)}
+        for kid, key in items:
+            if _check_kid(kid) in masters:
+                raise ValueError(f"duplicate key id {kid!r}")
+            masters[kid] = _check_key(key)
+        self._current_kid = current_kid
+        self._masters = masters
+        self._derived = {kid: _DerivedKeys(key) for kid, key in masters.items()}
+
+    @property
+    def current_kid(self) -> str:
+        """The id of the key new tokens are sealed with."""
+        return self._current_kid
+
+    @property
+    def kids(self) -> tuple[str, ...]:
+        """Every key id the ring accepts, current first."""
+        return tuple(self._masters)
+
+    def __contains__(self, kid: object) -> bool:
+        return kid in self._masters
+
+    def rotate(self, new_kid: str, new_key: bytes | bytearray) -> KeyRing:
+        """Return a ring sealing with a new key and still opening with every key of this one.
+
+        Args:
+            new_kid: Id of the new current key (must not be in the ring).
+            new_key: The new key, at least 32 bytes.
+        """
+        return KeyRing(new_kid, new_key, previous=self._masters)
+
+    def retire(self, kid: str) -> KeyRing:
+        """Return a ring without the older key ``kid``: tokens sealed with it stop opening.
+
+        Args:
+            kid: Id of a previous (not the current) key.
+
+        Raises:
+            KeyError: ``kid`` is not a previous key of this ring.
+        """
+        if kid == self._current_kid or kid not in self._masters:
+            raise KeyError(kid)
+        previous = {k: v for k, v in self._masters.items() if k not in (kid, self._current_kid)}
+        return KeyRing(self._current_kid, self._masters[self._current_kid], previous=previous)
+
+    def _keys(self, kid: str) -> _DerivedKeys | None:
+        return self._derived.get(kid)
+
+    def __repr__(self) -> str:  # never shows key material
+        previous = tuple(k for k in self._masters if k != self._current_kid)
+        return f"KeyRing(current={self._current_kid!r}, previous={previous!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Request digest
+
+
+def _normalize(value: Any) -> Any:
+    # JSON does not tell 1 from 1.0 (JavaScript cannot even write 1.0): digest them alike.
+    if type(value) is float:
+        if value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _normalize(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalize(v) for v in value]
+    return value
+
+
+def _canonical_json(value: Any) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
+    """Digest the identity of a request, to bind a state token to it.
+
+    The digest covers the method and the params, minus the top-level members that legitimately
+    change between an original request and its retry: ``_meta``, ``inputResponses`` and
+    ``requestState`` (so passing the retry's params as they are is fine). It is SHA-256 over
+    canonical JSON: sorted keys, no whitespace, UTF-8, integral floats written as integers.
+
+    Args:
+        method: The JSON-RPC method, e.g. ``"tools/call"``.
+        params: The request params (``None`` when absent).
+
+    Returns:
+        64 lowercase hex digits.
+
+    Raises:
+        ValueError: ``params`` holds NaN/Infinity or a lone surrogate.
+        TypeError: ``params`` holds a value that is not JSON.
+    """
+    salient = {k: v for k, v in (params or {}).items() if k not in _UNSALIENT_PARAMS}
+    canonical = _canonical_json({"method": method, "params": _normalize(salient)})
+    return hashlib.sha256(canonical).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Seal / open
+
+
+def _keystream_xor(enc_key: bytes, tag: bytes, data: bytes) -> bytes:
+    if not data:
+        return b""
+    stream = hashlib.shake_256(_LABEL_KS + enc_key + tag).digest(len(data))
+    n = len(data)
+    return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(n, "big")
+
+
+def _bind(mac_key: bytes, label: bytes, value: str) -> bytes:
+    return hmac.digest(mac_key, label + value.encode("utf-8", "surrogatepass"), "sha256")[
+        :_BIND_LEN
+    ]
+
+
+def _b64encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _token_chars(raw_len: int) -> int:
+    return (raw_len * 4 + 2) // 3
+
+
+def seal(
+    payload: dict[str, Any],
+    *,
+    principal: str,
+    request_digest: str,
+    now: float,
+    ttl: float,
+    keyring: KeyRing,
+    max_chars: int = MAX_TOKEN_CHARS,
+) -> str:
+    """Seal ``payload`` into a URL-safe ``requestState`` token.
+
+    Args:
+        payload: A JSON object with string keys (it comes back from :func:`open_token` equal
+            after a JSON round trip: tuples become lists).
+        principal: The authenticated principal the token is for (e.g. the OAuth ``sub``).
+        request_digest: :func:`request_digest` of the originating request.
+        now: The current time on the caller's clock, in seconds.
+        ttl: Lifetime in seconds (> 0).
+        keyring: Seals with ``keyring.current_kid``.
+        max_chars: Size limit of the token.
+
+    Returns:
+        The token: base64url text without padding.
+
+    Raises:
+        StateTokenTooLarge: The token would exceed ``max_chars``.
+        ValueError: ``now``/``ttl`` are not finite or ``ttl <= 0``; ``payload`` holds
+            NaN/Infinity or a lone surrogate.
+        TypeError: ``payload`` is not a dict or holds a value that is not JSON.
+    """
+    if not isinstance(payload, dict):
+        raise TypeError("payload must be a dict")
+    expires = now + ttl
+    if not (math.isfinite(now) and math.isfinite(ttl) and ttl > 0 and math.isfinite(expires)):
+        raise ValueError("now and ttl must be finite, ttl > 0")
+    if not expires > now:
+        raise ValueError("ttl is too small to move the expiry past now")
+    kid = keyring.current_kid
+    keys = keyring._keys(kid)
+    assert keys is not None
+    body = _canonical_json(payload)
+    kid_bytes = kid.encode("ascii")
+    raw_len = 2 + len(kid_bytes) + _EXPIRES.size + _TAG_LEN + 2 * _BIND_LEN + len(body)
+    if _token_chars(raw_len) > max_chars:
+        raise StateTokenTooLarge(_token_chars(raw_len), max_chars)
+    header = bytes((TOKEN_VERSION, len(kid_bytes))) + kid_bytes + _EXPIRES.pack(expires)
+    plaintext = (
+        _bind(keys.mac, _LABEL_PRINCIPAL, principal)
+        + _bind(keys.mac, _LABEL_REQUEST, request_digest)
+        + body
+    )
+    tag = hmac.digest(keys.mac, header + plaintext, "sha256")
+    return _b64encode(header + tag + _keystream_xor(keys.enc, tag, plaintext))
+
+
+def open_token(
+    token: str,
+    *,
+    principal: str,
+    request_digest: str,
+    now: float,
+    keyring: KeyRing,
+    max_chars: int = MAX_TOKEN_CHARS,
+) -> dict[str, Any]:
+    """Verify and open a ``requestState`` token sealed by :func:`seal`.
+
+    Args:
+        token: The token as the client sent it (attacker-controlled).
+        principal: The authenticated principal of the retrying request.
+        request_digest: :func:`request_digest` of the retrying request.
+        now: The current time on the caller's clock, in seconds.
+        keyring: Any key of the ring may have sealed the token.
+        max_chars: Size limit, checked before anything else.
+
+    Returns:
+        The payload.
+
+    Raises:
+        StateTokenTooLarge: ``reason == "too_large"``.
+        StateTokenMalformed: ``reason == "malformed"`` (not text, not canonical base64url,
+            truncated, unknown version).
+        StateTokenUnknownKey: ``reason == "unknown_key"``.
+        StateTokenBadSignature: ``reason == "bad_signature"``.
+        StateTokenExpired: ``reason == "expired"`` (``now`` at or past the expiry).
+        StateTokenWrongPrincipal: ``reason == "wrong_principal"``.
+        StateTokenRequestMismatch: ``reason == "request_mismatch"``.
+    """
+    if not isinstance(token, str):
+        raise StateTokenMalformed("not a string")
+    if len(token) > max_chars:
+        raise StateTokenTooLarge(len(token), max_chars)
+    if not token.isascii():
+        raise StateTokenMalformed("not base64url")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        raise StateTokenMalformed("not base64url") from None
+    # The decoder skips foreign characters and ignores trailing bits: insist on the one text.
+    if _b64encode(raw) != token:
+        raise StateTokenMalformed("not canonical base64url")
+    if len(raw) < _MIN_RAW:
+        raise StateTokenMalformed("truncated")
+    if raw[0] != TOKEN_VERSION:
+        raise StateTokenMalformed("unknown version")
+    kid_len = raw[1]
+    if not 1 <= kid_len <= _MAX_KID_LEN or len(raw) < _MIN_RAW - 1 + kid_len:
+        raise StateTokenMalformed("bad key id length")
+    head_end = 2 + kid_len + _EXPIRES.size
+    try:
+        kid = raw[2 : 2 + kid_len].decode("ascii")
+    except UnicodeDecodeError:
+        raise StateTokenMalformed("bad key id") from None
+    keys = keyring._keys(kid)
+    if keys is None:
+        raise StateTokenUnknownKey()
+    header = raw[:head_end]
+    tag = raw[head_end : head_end + _TAG_LEN]
+    plaintext = _keystream_xor(keys.enc, tag, raw[head_end + _TAG_LEN :])
+    expected = hmac.digest(keys.mac, header + plaintext, "sha256")
+    if not hmac.compare_digest(expected, tag):
+        raise StateTokenBadSignature()
+    # Authentic from here on.
+    (expires,) = _EXPIRES.unpack_from(raw, 2 + kid_len)
+    if not now < expires:
+        raise StateTokenExpired(expires)
+    if not hmac.compare_digest(plaintext[:_BIND_LEN], _bind(keys.mac, _LABEL_PRINCIPAL, principal)):
+        raise StateTokenWrongPrincipal()
+    if not hmac.compare_digest(
+        plaintext[_BIND_LEN : 2 * _BIND_LEN], _bind(keys.mac, _LABEL_REQUEST, request_digest)
+    ):
+        raise StateTokenRequestMismatch()
+    try:
+        payload = json.loads(plaintext[2 * _BIND_LEN :])
+    except ValueError:  # only a key compromise or a bug could get here
+        raise StateTokenMalformed("payload") from None
+    if not isinstance(payload, dict):
+        raise StateTokenMalformed("payload")
+    return payload
