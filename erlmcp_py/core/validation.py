@@ -1,0 +1,638 @@
+"""Strict validation of form answers against the requestedSchema that was sent.
+
+Theory of operation
+-------------------
+:func:`compile_validator` turns a requestedSchema (checked with
+:func:`~erlmcp_py.core.schema.check_requested_schema`) into a :class:`CompiledValidator`, once:
+the schema is frozen, and every property gets a jsonschema Draft 2020-12 validator for its
+constraint keywords, with a format checker that enforces exactly ``email``, ``uri``, ``date``
+and ``date-time`` (:data:`~erlmcp_py.core.schema.FORMATS`). Compiled validators live in a
+bounded LRU (:class:`ValidatorCache`) keyed by the SHA-256 of the schema's canonical JSON; a
+frozen schema carries that digest, so a cache hit costs a dict lookup.
+
+Validating an answer walks the form's fields in order:
+
+* the answer must be a JSON object; keys that are not fields are an error
+  (``additionalProperties: false``); required fields must be present;
+* each present value must have its field's JSON type. That gate is checked natively, with
+  jsonschema's Draft 2020-12 semantics, because dispatching ``type`` through jsonschema costs
+  more than all the other keywords together. There is no coercion: ``"36"`` is not 36,
+  ``"yes"`` is not ``true``, ``true`` is not 1 (a ``bool`` is never a number). An
+  integer-valued float (``3.0``) is an integer, as JSON Schema says, and is returned as ``3``.
+  NaN and the infinities are refused (JSON has no such numbers);
+* the remaining keywords of the field run through its jsonschema validator. A titled
+  single-select (``oneOf`` of ``{const, title}``) is checked as the equivalent ``enum`` of its
+  consts (errors are still reported as ``oneOf``); a multi-select is checked as an array
+  (``minItems``/``maxItems``, no repeated choice) and then item by item. That is what a single
+  whole-schema jsonschema run does, without its per-keyword re-dispatch:
+  ``tests/core/test_validation.py`` checks by property test that both always agree;
+* missing optional fields get their ``default``; the completed answer is returned.
+
+Errors are :class:`AnswerError` values: field, constraint keyword, what was expected, a JSON
+pointer, a message -- and about the value only its JSON type, its length or its item count.
+**No error ever contains the submitted value**, nor the name of an unexpected key (either may
+be a secret the user pasted in the wrong field).
+
+Pure: no I/O, no clock, no trio.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
+
+from erlmcp_py.core.schema import (
+    FORMATS,
+    LATEST_VERSION,
+    FieldKind,
+    FrozenDict,
+    check_requested_schema,
+    enum_options,
+    field_kind,
+    freeze,
+    schema_digest,
+    thaw,
+)
+
+__all__ = [
+    "AnswerError",
+    "CacheInfo",
+    "CompiledValidator",
+    "ValidationResult",
+    "ValidatorCache",
+    "cache_clear",
+    "cache_info",
+    "compile_validator",
+    "json_type",
+    "summarize",
+    "validate_answer",
+]
+
+#: At most this many options are listed in an error message.
+MAX_LISTED_OPTIONS: Final = 10
+
+
+def _format_checker() -> Any:
+    """A jsonschema FormatChecker that knows exactly the four MCP formats."""
+    checker = FormatChecker(formats=())
+    for name, check in FORMATS.items():
+        # JSON Schema: a format applies to strings only; other types pass (``type`` decides).
+        checker.checks(name)(lambda v, check=check: not isinstance(v, str) or check(v))
+    return checker
+
+
+_FORMAT_CHECKER: Final = _format_checker()
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerError:
+    """One reason an answer was not accepted. Never contains the submitted value.
+
+    Attributes:
+        field: The form field concerned, or ``None`` for a problem with the answer as a whole
+            (not an object; unexpected fields).
+        constraint: The schema keyword that failed: ``type``, ``required``,
+            ``additionalProperties``, ``minLength``, ``maxLength``, ``format``, ``minimum``,
+            ``maximum``, ``enum``, ``oneOf`` (titled single-select), ``anyOf`` (an item of a
+            titled multi-select), ``minItems``, ``maxItems``, ``uniqueItems``, or ``finite``
+            (NaN or an infinity where a number was expected).
+        expected: What the constraint wants, from the schema (never from the answer): the JSON
+            type name; the bound; the format name; the tuple of allowed option values; the
+            tuple of allowed field names (``additionalProperties``); ``True`` (``required``,
+            ``uniqueItems``); ``"finite number"`` (``finite``).
+        path: JSON pointer into the answer (``/age``, ``/colors/1``; ``""`` for the whole).
+        message: One human-readable sentence for a re-prompt.
+        actual_type: JSON type of the submitted value (``None`` when it is missing).
+        actual_length: Length in code points when the value is a string.
+        actual_items: Item count when the value is an array; for ``additionalProperties``
+            the number of unexpected keys.
+    """
+
+    field: str | None
+    constraint: str
+    expected: str | int | float | bool | tuple[str, ...]
+    path: str
+    message: str
+    actual_type: str | None = None
+    actual_length: int | None = None
+    actual_items: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationResult:
+    """The outcome of :func:`validate_answer`.
+
+    Attributes:
+        ok: ``True`` when the answer is valid.
+        content_with_defaults: When ``ok``, a new dict with the answer's fields in form order,
+            defaults filled in for missing optional fields and integral floats of ``integer``
+            fields turned into ``int``; ``None`` otherwise.
+        errors: Why it is not valid (empty when ``ok``), in form field order.
+    """
+
+    ok: bool
+    content_with_defaults: dict[str, Any] | None
+    errors: tuple[AnswerError, ...] = ()
+
+    @property
+    def content(self) -> dict[str, Any] | None:
+        """Alias of :attr:`content_with_defaults`."""
+        return self.content_with_defaults
+
+
+@dataclass(frozen=True, slots=True)
+class CacheInfo:
+    """Statistics of a :class:`ValidatorCache`."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+def json_type(value: object) -> str:
+    """Name the JSON type of a decoded JSON value (``"integer"`` for ints, ``"number"`` for
+    floats, ``"boolean"`` for bools; ``"unsupported"`` for anything JSON cannot carry)."""
+    t = type(value)
+    if t is str:
+        return "string"
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer"
+    if t is float:
+        return "number"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    return "unsupported"
+
+
+# --------------------------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------------------------
+
+_TYPE_WORDS: Final = {
+    "string": "text",
+    "number": "a number",
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "array": "a list of choices",
+    "object": "an object of fields",
+}
+_FORMAT_WORDS: Final = {
+    "email": "a valid email address",
+    "uri": "an absolute URI with a scheme (e.g. https://example.com/)",
+    "date": "a date as YYYY-MM-DD",
+    "date-time": "a date and time in RFC 3339 form (e.g. 2025-01-31T09:30:00Z)",
+}
+
+
+def _num(v: object) -> str:
+    if type(v) is float and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _list_options(options: tuple[tuple[str, str | None], ...]) -> str:
+    shown = [f"{t} ({v})" if t is not None else v for v, t in options[:MAX_LISTED_OPTIONS]]
+    more = len(options) - MAX_LISTED_OPTIONS
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _facts(value: object) -> tuple[str, int | None, int | None]:
+    jt = json_type(value)
+    if jt == "string":
+        return jt, len(value), None  # type: ignore[arg-type]
+    if jt == "array":
+        return jt, None, len(value)  # type: ignore[arg-type]
+    return jt, None, None
+
+
+def summarize(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
+    """Render errors as a short text to put in a re-prompt (it contains no submitted value).
+
+    Args:
+        errors: The errors of a :class:`ValidationResult`.
+
+    Returns:
+        One line per error under a heading, or a sentence saying the answer is valid.
+    """
+    if not errors:
+        return "The answer is valid."
+    head = f"The answer was not accepted ({_plural(len(errors), 'problem')}):"
+    return "\n".join([head, *(f"- {e.message}" for e in errors)])
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled validators
+# --------------------------------------------------------------------------------------------
+
+
+def _pointer(*tokens: str | int) -> str:
+    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+
+
+def _is_string(v: object) -> bool:
+    return isinstance(v, str)
+
+
+def _is_integer(v: object) -> bool:
+    t = type(v)
+    return t is int or (t is float and v.is_integer())  # type: ignore[attr-defined]
+
+
+def _is_number(v: object) -> bool:
+    t = type(v)
+    return t is int or t is float
+
+
+def _is_boolean(v: object) -> bool:
+    return type(v) is bool
+
+
+def _is_array(v: object) -> bool:
+    return isinstance(v, list)
+
+
+# The JSON Schema ``type`` keyword, with jsonschema's Draft 2020-12 semantics for decoded JSON
+# (a bool is never a number; a float with an integral value is an integer). Checked natively:
+# it is the costliest keyword to dispatch through jsonschema and it gates all the others.
+_TYPE_CHECKS: Final = {
+    "string": _is_string,
+    "integer": _is_integer,
+    "number": _is_number,
+    "boolean": _is_boolean,
+    "array": _is_array,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    kind: FieldKind
+    json_type: str
+    is_type: Any  # Callable[[object], bool]
+    required: bool
+    has_default: bool
+    default: Any
+    value_validator: Any  # Draft202012Validator | None: the field's keywords other than type
+    item_validator: Any  # Draft202012Validator | None: a multi-select's item enum
+    options: tuple[tuple[str, str | None], ...]
+
+
+def _constraints(prop: Mapping[str, Any], kind: FieldKind) -> tuple[dict[str, Any], Any]:
+    """The jsonschema keywords (besides ``type``) of a value, and of an item of a multi-select.
+
+    A titled single-select's ``oneOf`` of ``{const, title}`` with unique string consts
+    accepts exactly the ``enum`` of those consts; so does a titled multi-select's
+    ``items.anyOf``. A multi-select also gets ``uniqueItems``: a choice is made once.
+    """
+    if kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT):
+        array = {k: prop[k] for k in ("minItems", "maxItems") if k in prop}
+        array["uniqueItems"] = True
+        return array, {"enum": [v for v, _ in enum_options(prop)]}
+    if kind in (
+        FieldKind.SINGLE_SELECT,
+        FieldKind.LEGACY_SINGLE_SELECT,
+        FieldKind.TITLED_SINGLE_SELECT,
+    ):
+        return {"enum": [v for v, _ in enum_options(prop)]}, None
+    keys = ("minLength", "maxLength", "format", "minimum", "maximum")
+    return {k: prop[k] for k in keys if k in prop}, None
+
+
+def _jsonschema(leaf: dict[str, Any] | None) -> Any:
+    if not leaf:
+        return None
+    return Draft202012Validator(leaf, format_checker=_FORMAT_CHECKER)
+
+
+class CompiledValidator:
+    """Validates answers to one requestedSchema. Build with :func:`compile_validator`.
+
+    Attributes:
+        schema: The frozen requestedSchema.
+        digest: Hex SHA-256 of its canonical JSON (the cache key).
+        field_names: The form's fields, in order.
+        required: The names of the required fields.
+    """
+
+    __slots__ = ("_by_name", "_fields", "digest", "field_names", "required", "schema")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        """Compile ``schema``; prefer :func:`compile_validator`, which caches.
+
+        Raises:
+            SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
+        """
+        check_requested_schema(schema, LATEST_VERSION)
+        frozen: FrozenDict = freeze(schema)
+        self.schema = frozen
+        self.digest = frozen.digest
+        required = frozenset(frozen.get("required", ()))
+        fields = []
+        for name, prop in frozen["properties"].items():
+            kind = field_kind(prop)
+            value_keywords, item_keywords = _constraints(prop, kind)
+            fields.append(
+                _Field(
+                    name=name,
+                    kind=kind,
+                    json_type=prop["type"],
+                    is_type=_TYPE_CHECKS[prop["type"]],
+                    required=name in required,
+                    has_default="default" in prop,
+                    default=prop.get("default"),
+                    value_validator=_jsonschema(value_keywords),
+                    item_validator=_jsonschema(item_keywords),
+                    options=enum_options(prop) if kind.value.endswith("select") else (),
+                )
+            )
+        self._fields: tuple[_Field, ...] = tuple(fields)
+        self._by_name = {f.name: f for f in fields}
+        self.field_names: tuple[str, ...] = tuple(f.name for f in fields)
+        self.required: frozenset[str] = required
+
+    def __repr__(self) -> str:
+        return f"<CompiledValidator {self.digest[:12]} fields={list(self.field_names)}>"
+
+    def validate(self, content: object) -> ValidationResult:
+        """Validate an answer's ``content``; see :func:`validate_answer`."""
+        if not isinstance(content, Mapping):
+            jt, length, items = _facts(content)
+            err = AnswerError(
+                field=None,
+                constraint="type",
+                expected="object",
+                path="",
+                message=f"The answer must be an object of fields (got {jt}).",
+                actual_type=jt,
+                actual_length=length,
+                actual_items=items,
+            )
+            return ValidationResult(False, None, (err,))
+        errors: list[AnswerError] = []
+        out: dict[str, Any] = {}
+        matched = 0
+        for f in self._fields:
+            name = f.name
+            if name in content:
+                matched += 1
+                value = content[name]
+                if _check_value(f, value, errors):
+                    if f.kind is FieldKind.INTEGER and type(value) is float:
+                        value = int(value)
+                    elif f.item_validator is not None:
+                        value = list(value)
+                    out[name] = value
+            elif f.required:
+                errors.append(
+                    AnswerError(
+                        field=name,
+                        constraint="required",
+                        expected=True,
+                        path=_pointer(name),
+                        message=f"{name}: is required.",
+                    )
+                )
+            elif f.has_default:
+                out[name] = thaw(f.default)
+        if matched != len(content):
+            extra = len(content) - matched
+            errors.append(
+                AnswerError(
+                    field=None,
+                    constraint="additionalProperties",
+                    expected=self.field_names,
+                    path="",
+                    message=(
+                        f"The answer has {_plural(extra, 'field')} that the form does not have "
+                        f"(its fields: {', '.join(self.field_names)})."
+                    ),
+                    actual_type="object",
+                    actual_items=extra,
+                )
+            )
+        if errors:
+            return ValidationResult(False, None, tuple(errors))
+        return ValidationResult(True, out, ())
+
+
+def _check_value(f: _Field, value: Any, errors: list[AnswerError]) -> bool:
+    """Append ``f``'s errors for ``value``; return whether it is valid."""
+    if not f.is_type(value):
+        errors.append(_convert(f, "type", f.json_type, value, (f.name,), item=False))
+        return False
+    if type(value) is float and not math.isfinite(value):
+        errors.append(
+            AnswerError(
+                field=f.name,
+                constraint="finite",
+                expected="finite number",
+                path=_pointer(f.name),
+                message=f"{f.name}: must be a finite number.",
+                actual_type="number",
+            )
+        )
+        return False
+    if f.value_validator is not None:
+        found = [
+            _convert(f, e.validator, e.validator_value, value, (f.name,), item=False)
+            for e in f.value_validator.iter_errors(value)
+        ]
+        if found:
+            errors.extend(found)
+            return False
+    if f.item_validator is not None:
+        before = len(errors)
+        for i, item in enumerate(value):
+            where = (f.name, i)
+            if not isinstance(item, str):
+                errors.append(_convert(f, "type", "string", item, where, item=True))
+                continue
+            errors.extend(
+                _convert(f, e.validator, e.validator_value, item, where, item=True)
+                for e in f.item_validator.iter_errors(item)
+            )
+        return len(errors) == before
+    return True
+
+
+def _convert(
+    f: _Field,
+    keyword: str,
+    expected: Any,
+    value: object,
+    where: tuple[str | int, ...],
+    item: bool,
+) -> AnswerError:
+    jt, length, items = _facts(value)
+    what = f"{f.name} item {where[1]}" if item else f.name
+    exp: str | int | float | bool | tuple[str, ...] = expected
+    if keyword == "type":
+        msg = f"must be {_TYPE_WORDS.get(expected, expected)}"
+        if f.kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT) and item:
+            msg = "must be one of the choices (as text)"
+        msg += f" (got {jt})"
+    elif keyword == "enum":
+        exp = tuple(v for v, _ in f.options)
+        msg = f"must be one of: {_list_options(f.options)}"
+        if f.kind is FieldKind.TITLED_SINGLE_SELECT:
+            keyword = "oneOf"
+        elif f.kind is FieldKind.TITLED_MULTI_SELECT:
+            keyword = "anyOf"
+    elif keyword == "format":
+        msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
+    elif keyword == "minLength":
+        msg = f"must be at least {_plural(expected, 'character')} long (got {length})"
+    elif keyword == "maxLength":
+        msg = f"must be at most {_plural(expected, 'character')} long (got {length})"
+    elif keyword == "minimum":
+        msg = f"must be at least {_num(expected)}"
+    elif keyword == "maximum":
+        msg = f"must be at most {_num(expected)}"
+    elif keyword == "minItems":
+        msg = f"needs at least {_plural(expected, 'choice')} (got {items})"
+    elif keyword == "maxItems":
+        msg = f"allows at most {_plural(expected, 'choice')} (got {items})"
+    elif keyword == "uniqueItems":
+        msg = "must not repeat a choice"
+    else:  # pragma: no cover - the leaf schemas use no other keyword
+        msg = f"does not satisfy {keyword}"
+        exp = str(expected)
+    return AnswerError(
+        field=f.name,
+        constraint=keyword,
+        expected=exp,
+        path=_pointer(*where),
+        message=f"{what}: {msg}.",
+        actual_type=jt,
+        actual_length=length,
+        actual_items=items,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The cache
+# --------------------------------------------------------------------------------------------
+
+
+class ValidatorCache:
+    """A bounded LRU of compiled validators keyed by schema digest. Thread-safe.
+
+    The runtime's ValidatorActor may own one; the module functions use a shared default.
+    """
+
+    def __init__(self, maxsize: int = 256) -> None:
+        """Create an empty cache holding at most ``maxsize`` validators."""
+        if maxsize < 1:
+            raise ValueError("maxsize must be at least 1")
+        self._maxsize = maxsize
+        self._entries: OrderedDict[str, CompiledValidator] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+
+    def get(self, schema: Mapping[str, Any]) -> CompiledValidator:
+        """Return the compiled validator of ``schema``, compiling it on a miss.
+
+        Raises:
+            SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
+        """
+        key = schema.digest if type(schema) is FrozenDict else schema_digest(schema)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self._hits += 1
+                return found
+        compiled = CompiledValidator(schema)
+        with self._lock:
+            self._misses += 1
+            self._entries[key] = compiled
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._maxsize:
+                self._entries.popitem(last=False)
+        return compiled
+
+    def info(self) -> CacheInfo:
+        """Hits, misses, bound and current size."""
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, self._maxsize, len(self._entries))
+
+    def clear(self) -> None:
+        """Drop every entry and reset the statistics."""
+        with self._lock:
+            self._entries.clear()
+            self._hits = self._misses = 0
+
+
+_DEFAULT_CACHE: Final = ValidatorCache()
+
+
+def compile_validator(schema: Mapping[str, Any]) -> CompiledValidator:
+    """Return the (cached) compiled validator of a requestedSchema.
+
+    Args:
+        schema: A requestedSchema. A :class:`~erlmcp_py.core.schema.FrozenDict` (see
+            :func:`~erlmcp_py.core.schema.freeze`) is found without re-encoding it.
+
+    Returns:
+        The validator; the same object for equal schemas while it stays in the cache.
+
+    Raises:
+        SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
+    """
+    return _DEFAULT_CACHE.get(schema)
+
+
+def cache_info() -> CacheInfo:
+    """Statistics of the shared validator cache."""
+    return _DEFAULT_CACHE.info()
+
+
+def cache_clear() -> None:
+    """Empty the shared validator cache."""
+    _DEFAULT_CACHE.clear()
+
+
+def validate_answer(
+    schema: Mapping[str, Any] | CompiledValidator, content: object
+) -> ValidationResult:
+    """Validate the ``content`` of an accepted form answer, strictly.
+
+    Args:
+        schema: The requestedSchema that was sent (newest dialect, or its down-levelled form),
+            or its :class:`CompiledValidator`.
+        content: ``ElicitResult.content`` as decoded from JSON.
+
+    Returns:
+        ``ValidationResult(ok=True, content_with_defaults=..., errors=())`` or
+        ``ValidationResult(ok=False, content_with_defaults=None, errors=(...))``.
+
+    Raises:
+        SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
+    """
+    validator = schema if isinstance(schema, CompiledValidator) else _DEFAULT_CACHE.get(schema)
+    return validator.validate(content)
