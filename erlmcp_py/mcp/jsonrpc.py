@@ -32,7 +32,9 @@ requests (fail that request instead of answering: responses are never answered).
 Encoders (:func:`encode` and friends) produce compact UTF-8 JSON bytes with no insignificant
 whitespace and no raw newlines (safe for newline-delimited stdio). Non-ASCII text is written
 as UTF-8, not ``\\uXXXX`` escapes. ``NaN``/``Infinity`` and lone surrogates are refused with
-:class:`EncodeError`.
+:class:`EncodeError`. Serialization is pydantic-core's: besides plain JSON types, tuples and
+sets become arrays and pydantic models, dataclasses and datetimes are written as pydantic
+writes them; other objects raise :class:`EncodeError`.
 
 Outgoing request ids (server → client: ``elicitation/create``, ``ping``…) come from an
 :class:`IdAllocator`: strings with a per-allocator random stem, so they are never confused with
