@@ -73,6 +73,19 @@ class ResultTooLarge(ErlmcpError):
         self.limit = limit
 
 
+class FormDefinitionError(ErlmcpError, ValueError):
+    """A form definition (seed-000 language) is invalid.
+
+    ``problems`` lists ``(location, message)`` pairs; a location is a dotted path into the
+    definition (``fields.2.validation.minLength``), or ``""`` for the form as a whole.
+    """
+
+    def __init__(self, problems: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> None:
+        self.problems: tuple[tuple[str, str], ...] = tuple(problems)
+        shown = "; ".join(f"{loc or '<form>'}: {msg}" for loc, msg in self.problems)
+        super().__init__(f"invalid form definition: {shown}")
+
+
 class StateTokenError(ErlmcpError):
     """A sealed MRTR ``requestState`` was refused; ``reason`` is a stable code.
 

@@ -596,6 +596,7 @@ def test_global_unicast_v6_judged_consistently(value: int) -> None:
 
 @given(st.text(max_size=60))
 def test_parse_url_never_crashes(text: str) -> None:
+    reason: str | None
     try:
         parsed = parse_url("https://" + text)
     except UnsafeURLError as exc:
