@@ -153,3 +153,15 @@ class StateTokenTooLarge(StateTokenError):
         super().__init__(f"{size} > {limit} characters")
         self.size = size
         self.limit = limit
+
+
+class InvalidAnswer(ErlmcpError, ValueError):
+    """An accepted form answer does not match its form.
+
+    ``errors`` are :class:`erlmcp_py.core.validation.AnswerError` values; neither they nor the
+    message (a re-prompt summary) contain the submitted value.
+    """
+
+    def __init__(self, errors: tuple[object, ...], summary: str) -> None:
+        super().__init__(summary)
+        self.errors = errors
