@@ -92,6 +92,7 @@ from erlmcp_py.core.validation import AnswerError, ValidationResult, json_type
 
 __all__ = [
     "FIELD_TYPES",
+    "AnyField",
     "BooleanField",
     "CompiledForm",
     "Condition",
@@ -1795,7 +1796,8 @@ def validate_form_answer(
             actual_items=items,
         )
         return ValidationResult(False, None, (err,))
-    known = {p.id for p in compiled._plans}
+    by_id = {p.id: p for p in compiled._plans}
+    known = by_id.keys()
     unknown = [k for k in content if k not in known]
     work, _ = _effective(compiled, {k: v for k, v in content.items() if k in known}, apply_defaults)
 
@@ -1813,8 +1815,8 @@ def validate_form_answer(
             continue  # value errors were collected per field above
         for name in e.validator_value:
             if name not in passed and name in known and name not in per_field:
-                p = compiled._plans[[q.id for q in compiled._plans].index(name)]
-                per_field[name] = [_error(p, "required", True, _MISSING, "is required")]
+                plan = by_id[name]
+                per_field[name] = [_error(plan, "required", True, _MISSING, "is required")]
     errors: list[AnswerError] = []
     for p in compiled._plans:
         errors.extend(per_field.get(p.id, ()))
