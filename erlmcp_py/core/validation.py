@@ -560,7 +560,11 @@ class ValidatorCache:
         Raises:
             SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
         """
-        key = schema.digest if type(schema) is FrozenDict else schema_digest(schema)
+        try:
+            key = schema.digest if type(schema) is FrozenDict else schema_digest(schema)
+        except (TypeError, ValueError):  # not JSON (NaN, a set, ...): say where, as a check does
+            check_requested_schema(schema, LATEST_VERSION)
+            raise
         with self._lock:
             found = self._entries.get(key)
             if found is not None:

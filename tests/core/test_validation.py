@@ -510,6 +510,22 @@ def test_compile_refuses_disallowed_schemas_and_caches_nothing() -> None:
     assert cache_info().currsize == 0
 
 
+@pytest.mark.parametrize(
+    ("prop", "keyword"),
+    [
+        ({"type": "number", "minimum": float("nan")}, "minimum"),
+        ({"type": "string", "enum": {"a", "b"}}, "enum"),
+        ({"type": "string", "title": b"x"}, "title"),
+    ],
+)
+def test_non_json_schemas_are_refused_with_a_location(prop: dict[str, Any], keyword: str) -> None:
+    schema = {"type": "object", "properties": {"a": prop}}
+    for candidate in (schema, freeze(schema)):
+        with pytest.raises(SchemaNotAllowed) as info:
+            compile_validator(candidate)
+        assert (info.value.path, info.value.keyword) == ("/properties/a", keyword)
+
+
 def test_compiled_validator_owns_a_frozen_copy() -> None:
     schema = object_schema({"a": string_field(max_length=2)})
     v = CompiledValidator(schema)
