@@ -14,19 +14,28 @@ Validating an answer walks the form's fields in order:
 
 * the answer must be a JSON object; keys that are not fields are an error
   (``additionalProperties: false``); required fields must be present;
-* each present value must have its field's JSON type. That gate is checked natively, with
-  jsonschema's Draft 2020-12 semantics, because dispatching ``type`` through jsonschema costs
-  more than all the other keywords together. There is no coercion: ``"36"`` is not 36,
-  ``"yes"`` is not ``true``, ``true`` is not 1 (a ``bool`` is never a number). An
-  integer-valued float (``3.0``) is an integer, as JSON Schema says, and is returned as ``3``.
-  NaN and the infinities are refused (JSON has no such numbers);
-* the remaining keywords of the field run through its jsonschema validator. A titled
-  single-select (``oneOf`` of ``{const, title}``) is checked as the equivalent ``enum`` of its
-  consts (errors are still reported as ``oneOf``); a multi-select is checked as an array
-  (``minItems``/``maxItems``, no repeated choice) and then item by item. That is what a single
-  whole-schema jsonschema run does, without its per-keyword re-dispatch:
-  ``tests/core/test_validation.py`` checks by property test that both always agree;
+* each present value is judged by its field's JSON Schema, strictly. There is no coercion:
+  ``"36"`` is not 36, ``"yes"`` is not ``true``, ``true`` is not 1 (a ``bool`` is never a
+  number). An integer-valued float (``3.0``) is an integer, as JSON Schema says, and is
+  returned as ``3``. NaN and the infinities are refused (JSON has no such numbers);
 * missing optional fields get their ``default``; the completed answer is returned.
+
+Two paths judge a value, with the same verdict:
+
+1. A compiled predicate per field (type, length, bounds, option set, item count, no repeated
+   choice, format via the same :data:`~erlmcp_py.core.schema.FORMATS` predicates). It runs
+   first and only ever *accepts*: a valid answer costs a few microseconds.
+2. A value the predicate refuses goes to the field's jsonschema Draft 2020-12 validator,
+   which decides and explains: a value is refused only when jsonschema reports an error, and
+   every :class:`AnswerError` is built from jsonschema's errors. The ``type`` keyword is
+   checked natively in front of it (jsonschema's semantics; dispatching it through jsonschema
+   costs more than all other keywords together). A titled single-select (``oneOf`` of
+   ``{const, title}``) is checked as the equivalent ``enum`` of its consts (reported as
+   ``oneOf``); a multi-select as an array (``minItems``/``maxItems``, ``uniqueItems``) and
+   then item by item (reported as ``enum``/``anyOf`` at ``/field/i``).
+
+``tests/core/test_validation.py`` checks by property test that path 1, path 2 and one
+jsonschema run over the whole answer (``additionalProperties: false``) always agree.
 
 Errors are :class:`AnswerError` values: field, constraint keyword, what was expected, a JSON
 pointer, a message -- and about the value only its JSON type, its length or its item count.
@@ -41,7 +50,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -299,6 +308,61 @@ class _Field:
     value_validator: Any  # Draft202012Validator | None: the field's keywords other than type
     item_validator: Any  # Draft202012Validator | None: a multi-select's item enum
     options: tuple[tuple[str, str | None], ...]
+    accepts: Callable[[Any], bool]  # the fast path: same verdict, no explanation
+
+
+def _fast_check(prop: Mapping[str, Any], kind: FieldKind) -> Callable[[Any], bool]:
+    """A predicate with the verdict of the field's JSON Schema, for the common valid case.
+
+    It only ever *accepts* quickly: a value it refuses is re-checked (and explained) by the
+    field's jsonschema validator. ``test_validation.py`` checks both verdicts agree.
+    """
+    if kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT):
+        options = frozenset(v for v, _ in enum_options(prop))
+        lo, hi = prop.get("minItems", 0), prop.get("maxItems")
+
+        def multi(v: Any) -> bool:
+            if not isinstance(v, list) or len(v) < lo or (hi is not None and len(v) > hi):
+                return False
+            seen: set[str] = set()
+            for item in v:
+                if not isinstance(item, str) or item not in options or item in seen:
+                    return False
+                seen.add(item)
+            return True
+
+        return multi
+    if kind in (
+        FieldKind.SINGLE_SELECT,
+        FieldKind.LEGACY_SINGLE_SELECT,
+        FieldKind.TITLED_SINGLE_SELECT,
+    ):
+        choices = frozenset(v for v, _ in enum_options(prop))
+        return lambda v: isinstance(v, str) and v in choices
+    if kind is FieldKind.BOOLEAN:
+        return _is_boolean
+    if kind is FieldKind.STRING:
+        min_len, max_len = prop.get("minLength", 0), prop.get("maxLength")
+        fmt = FORMATS.get(prop.get("format", ""))
+
+        def string(v: Any) -> bool:
+            if not isinstance(v, str):
+                return False
+            n = len(v)
+            if n < min_len or (max_len is not None and n > max_len):
+                return False
+            return fmt is None or fmt(v)
+
+        return string
+    is_type = _is_integer if kind is FieldKind.INTEGER else _is_number
+    low, high = prop.get("minimum"), prop.get("maximum")
+
+    def number(v: Any) -> bool:
+        if not is_type(v) or (type(v) is float and not math.isfinite(v)):
+            return False
+        return (low is None or v >= low) and (high is None or v <= high)
+
+    return number
 
 
 def _constraints(prop: Mapping[str, Any], kind: FieldKind) -> tuple[dict[str, Any], Any]:
@@ -367,6 +431,7 @@ class CompiledValidator:
                     value_validator=_jsonschema(value_keywords),
                     item_validator=_jsonschema(item_keywords),
                     options=enum_options(prop) if kind.value.endswith("select") else (),
+                    accepts=_fast_check(prop, kind),
                 )
             )
         self._fields: tuple[_Field, ...] = tuple(fields)
@@ -400,7 +465,7 @@ class CompiledValidator:
             if name in content:
                 matched += 1
                 value = content[name]
-                if _check_value(f, value, errors):
+                if f.accepts(value) or _check_value(f, value, errors):
                     if f.kind is FieldKind.INTEGER and type(value) is float:
                         value = int(value)
                     elif f.item_validator is not None:
