@@ -54,13 +54,18 @@ class ErrorReply:
 
 
 class ReplyTo:
-    """One-shot reply slot for one call. First write wins; late writes are dropped."""
+    """One-shot reply slot for one call. First write wins; late writes are dropped.
 
-    __slots__ = ("_event", "_owner", "_value", "abandoned")
+    The caller parks its task directly (``wait_task_rescheduled``) rather than on a
+    ``trio.Event``: a call is the hottest path of the runtime.
+    """
+
+    __slots__ = ("_done", "_owner", "_value", "_waiter", "abandoned")
 
     def __init__(self) -> None:
-        self._event = trio.Event()
+        self._done = False
         self._value: Any = None
+        self._waiter: trio.lowlevel.Task | None = None
         self._owner: set[ReplyTo] | None = None
         self.abandoned = False
         """True once the caller stopped waiting (timeout, cancellation)."""
@@ -68,7 +73,7 @@ class ReplyTo:
     @property
     def done(self) -> bool:
         """Whether a reply has been written."""
-        return self._event.is_set()
+        return self._done
 
     def reply(self, value: Any) -> bool:
         """Deliver ``value`` (an :class:`ErrorReply` makes the caller raise).
@@ -76,10 +81,14 @@ class ReplyTo:
         Returns:
             ``True`` if this write was the first, ``False`` if it was dropped.
         """
-        if self._event.is_set():
+        if self._done:
             return False
+        self._done = True
         self._value = value
-        self._event.set()
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter)
         if self._owner is not None:
             self._owner.discard(self)
             self._owner = None
@@ -88,6 +97,18 @@ class ReplyTo:
     def fail(self, error: BaseException) -> bool:
         """Make the caller raise ``error``; same first-write-wins rule as :meth:`reply`."""
         return self.reply(ErrorReply(error))
+
+    async def _wait(self) -> None:
+        if self._done:
+            await trio.lowlevel.checkpoint()
+            return
+        self._waiter = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
 
 class _Call:
@@ -182,14 +203,14 @@ class ActorRef:
         self._post(_Call(msg, reply_to))
         try:
             if timeout is None:
-                await reply_to._event.wait()
+                await reply_to._wait()
             else:
                 with trio.move_on_after(timeout):
-                    await reply_to._event.wait()
-                if not reply_to._event.is_set():
+                    await reply_to._wait()
+                if not reply_to._done:
                     raise CallTimeout(self._shared.name, timeout)
         finally:
-            if not reply_to._event.is_set():
+            if not reply_to._done:
                 reply_to.abandoned = True
         value = reply_to._value
         if type(value) is ErrorReply:
@@ -292,7 +313,7 @@ class Actor:
             result = await self.handle_call(env.msg, reply_to)
             self._in_flight = None
             if result is NOREPLY:
-                if not reply_to._event.is_set():
+                if not reply_to._done:
                     reply_to._owner = self._deferred
                     self._deferred.add(reply_to)
             else:
