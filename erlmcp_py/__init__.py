@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+from erlmcp_py.actors.api import (
+    ElicitationHandle as ElicitationHandle,
+    ElicitationInfo as ElicitationInfo,
+    ElicitationRequest as ElicitationRequest,
+    RuntimeConfig as RuntimeConfig,
+)
+from erlmcp_py.actors.peer import Peer as Peer, PeerError as PeerError, PeerGone as PeerGone
+from erlmcp_py.actors.tree import Runtime as Runtime, open_runtime as open_runtime
 from erlmcp_py.core.errors import (
     AlreadyTerminal as AlreadyTerminal,
     ElicitationNotFound as ElicitationNotFound,
     ErlmcpError as ErlmcpError,
+    ExtensionDenied as ExtensionDenied,
     InvalidAnswer as InvalidAnswer,
     RateLimited as RateLimited,
+    RequestTooLarge as RequestTooLarge,
     ResultTooLarge as ResultTooLarge,
     SchemaNotAllowed as SchemaNotAllowed,
     TooManyElicitations as TooManyElicitations,
     UnsafeURLError as UnsafeURLError,
+)
+from erlmcp_py.core.outcomes import (
+    Accepted as Accepted,
+    Cancelled as Cancelled,
+    Declined as Declined,
+    Failed as Failed,
+    Outcome as Outcome,
+    Tenant as Tenant,
+    TimedOut as TimedOut,
+    Unsupported as Unsupported,
 )
 from erlmcp_py.core.typeschema import (
     Format as Format,
@@ -29,22 +49,41 @@ from erlmcp_py.core.validation import (
 from erlmcp_py.urlcheck import check_url as check_url
 
 __all__ = [
+    "Accepted",
     "AlreadyTerminal",
     "AnswerError",
+    "Cancelled",
+    "Declined",
+    "ElicitationHandle",
+    "ElicitationInfo",
     "ElicitationNotFound",
+    "ElicitationRequest",
     "ErlmcpError",
+    "ExtensionDenied",
+    "Failed",
     "FormType",
     "Format",
     "InvalidAnswer",
+    "Outcome",
+    "Peer",
+    "PeerError",
+    "PeerGone",
     "RateLimited",
+    "RequestTooLarge",
     "ResultTooLarge",
+    "Runtime",
+    "RuntimeConfig",
     "SchemaNotAllowed",
+    "Tenant",
+    "TimedOut",
     "Titles",
     "TooManyElicitations",
     "UnsafeURLError",
+    "Unsupported",
     "UrlPolicy",
     "ValidationResult",
     "check_url",
+    "open_runtime",
     "schema_for",
     "summarize",
     "validate_answer",

@@ -165,3 +165,22 @@ class InvalidAnswer(ErlmcpError, ValueError):
     def __init__(self, errors: tuple[object, ...], summary: str) -> None:
         super().__init__(summary)
         self.errors = errors
+
+
+class ExtensionDenied(ErlmcpError):
+    """``extend_timeout`` was refused: ``reason`` is ``max_extensions`` or ``expired``."""
+
+    def __init__(self, reason: str, max_extensions: int) -> None:
+        super().__init__(f"extension denied ({reason}; at most {max_extensions} extensions)")
+        self.reason = reason
+        self.max_extensions = max_extensions
+
+
+class RequestTooLarge(ErlmcpError):
+    """A part of an elicitation request exceeds the size policy (measured in UTF-8 bytes)."""
+
+    def __init__(self, part: str, size: int, limit: int) -> None:
+        super().__init__(f"{part} too large: {size} bytes > {limit} bytes")
+        self.part = part
+        self.size = size
+        self.limit = limit

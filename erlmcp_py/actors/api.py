@@ -1,0 +1,195 @@
+"""Values that cross the runtime's API: requests, handles, status rows, config.
+
+Frozen value types at the boundary; :class:`RuntimeConfig` is a pydantic model so that a bad
+configuration fails when the runtime starts, with a message naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import trio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from erlmcp_py.core.outcomes import Outcome
+from erlmcp_py.core.policy import (
+    LifecyclePolicy,
+    Policy,
+    RatePolicy,
+    RetentionPolicy,
+    SizePolicy,
+)
+from erlmcp_py.core.validation import ValidationResult
+
+if TYPE_CHECKING:
+    from erlmcp_py.actors.elicitation import Record
+
+__all__ = [
+    "AnswerValidator",
+    "ElicitationHandle",
+    "ElicitationInfo",
+    "ElicitationRequest",
+    "RuntimeConfig",
+]
+
+Mode = Literal["form", "url"]
+
+
+class AnswerValidator(Protocol):
+    """Anything that validates an accepted answer: a ``FormType``, a compiled form adapter."""
+
+    def validate(self, content: object) -> ValidationResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationRequest:
+    """What to ask.
+
+    Attributes:
+        message: the text shown to the user.
+        mode: ``"form"`` (``requested_schema`` required) or ``"url"`` (``url`` required).
+        requested_schema: the wire schema, already down-levelled for the client's version.
+        url: the page the user is sent to (checked by ``check_url`` at creation).
+        validator: validates accepted content; defaults to strict validation against
+            ``requested_schema``.
+    """
+
+    message: str
+    mode: Mode = "form"
+    requested_schema: Mapping[str, Any] | None = None
+    url: str | None = None
+    validator: AnswerValidator | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.message, str):
+            raise TypeError("ElicitationRequest.message must be a str")
+        if self.mode == "form":
+            if self.requested_schema is None or self.url is not None:
+                raise ValueError("a form elicitation needs requested_schema and no url")
+        elif self.mode == "url":
+            if not self.url or self.requested_schema is not None:
+                raise ValueError("a url elicitation needs url and no requested_schema")
+        else:
+            raise ValueError(f"mode must be 'form' or 'url', got {self.mode!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationInfo:
+    """A status row (``get_elicitation_status``, ``list_elicitations``). Never holds content."""
+
+    id: str
+    mode: Mode
+    status: str
+    client: str
+    created_at: float
+    deadline: float
+    sent_at: float | None
+    ended_at: float | None
+    extensions_used: int
+    reprompts_used: int
+    outcome: str | None
+    """The outcome's type name (``Accepted``, ``TimedOut``…) once terminal."""
+
+
+class ElicitationHandle:
+    """The waiter's side of one elicitation: ``await handle.outcome()`` yields exactly once."""
+
+    __slots__ = ("_outcome", "_record", "id", "mode")
+
+    def __init__(self, elicitation_id: str, mode: Mode, record: Record | None,
+                 outcome: Outcome | None = None) -> None:  # fmt: skip
+        self.id = elicitation_id
+        self.mode = mode
+        self._record = record
+        self._outcome = outcome
+
+    async def outcome(self) -> Outcome:
+        """Wait for the one outcome: ``Accepted | Declined | Cancelled | TimedOut |
+        Unsupported | Failed``. Never hangs: deadlines, owner exit and actor restarts all
+        resolve it."""
+        if self._outcome is None:
+            assert self._record is not None
+            await self._record.resolved.wait()
+            self._outcome = self._record.outcome
+        else:
+            await trio.lowlevel.checkpoint()
+        assert self._outcome is not None
+        return self._outcome
+
+    def outcome_nowait(self) -> Outcome:
+        """The outcome if already decided.
+
+        Raises:
+            trio.WouldBlock: still pending.
+        """
+        if self._outcome is None:
+            if self._record is None or self._record.outcome is None:
+                raise trio.WouldBlock
+            self._outcome = self._record.outcome
+        return self._outcome
+
+    def __repr__(self) -> str:
+        return f"<ElicitationHandle {self.id} {self.mode}>"
+
+
+class RuntimeConfig(BaseModel):
+    """Server-owned policy (DESIGN.md §5). A peer can never raise any of these limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    form_deadline_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    url_deadline_s: float = Field(600.0, gt=0, allow_inf_nan=False)
+    warn_before_s: float = Field(60.0, ge=0, allow_inf_nan=False)
+    max_extensions: int = Field(2, ge=0)
+    extension_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    max_reprompts: int = Field(3, ge=0)
+    rate: int = Field(10, gt=0, description="new elicitations per client per rate_window_s")
+    rate_window_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    max_pending_per_client: int = Field(100, gt=0)
+    max_pending_global: int | None = Field(None, gt=0)
+    answer_bytes: int = Field(1 << 20, gt=0)
+    schema_bytes: int = Field(64 << 10, gt=0)
+    message_bytes: int = Field(16 << 10, gt=0)
+    frame_bytes: int = Field(4 << 20, gt=0)
+    retention_max_records: int = Field(10_000, ge=0)
+    retention_max_age_s: float = Field(900.0, gt=0, allow_inf_nan=False)
+    url_dev: bool = Field(False, description="allow http:// to loopback hosts (development)")
+    call_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
+    max_restarts: int = Field(5, ge=0)
+    restart_period_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _check_policy(self) -> RuntimeConfig:
+        self.to_policy()  # the core's own checks, surfaced as a validation error
+        return self
+
+    def to_policy(self) -> Policy:
+        """The pure core's policy objects."""
+        return Policy(
+            lifecycle=LifecyclePolicy(
+                form_deadline_s=self.form_deadline_s,
+                url_deadline_s=self.url_deadline_s,
+                warn_before_s=self.warn_before_s,
+                max_extensions=self.max_extensions,
+                extension_s=self.extension_s,
+                max_reprompts=self.max_reprompts,
+            ),
+            rate=RatePolicy(
+                rate=self.rate,
+                window_s=self.rate_window_s,
+                capacity=self.rate,
+                max_pending_per_client=self.max_pending_per_client,
+                max_pending_global=self.max_pending_global,
+            ),
+            sizes=SizePolicy(
+                answer_bytes=self.answer_bytes,
+                schema_bytes=self.schema_bytes,
+                message_bytes=self.message_bytes,
+                frame_bytes=self.frame_bytes,
+            ),
+            retention=RetentionPolicy(
+                max_records=self.retention_max_records, max_age_s=self.retention_max_age_s
+            ),
+        )

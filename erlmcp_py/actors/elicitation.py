@@ -1,0 +1,609 @@
+"""ElicitationActor: the registry, and one child task per elicitation.
+
+Theory of operation. The actor owns the registry (id -> :class:`Record`) and answers the
+runtime API. Each record owns one pure ``core.lifecycle.Elicitation`` and is fed events by
+whoever learns something — the peer's response callback, the owner monitor, the API calls,
+the record's own timers — through the synchronous :meth:`Record.feed`. ``feed`` executes the
+effects that need no I/O at once (resolve the waiter, re-arm timers, answer an extension)
+and queues the others (send a request, validate, warn, notify) for the record's child task,
+which performs them one at a time and otherwise sleeps until its next timer (the warning,
+then the deadline) or until ``feed`` wakes it.
+
+So the lifecycle decides everything, the child task is the only place that awaits for a
+record, and every path to a terminal status goes through ``feed`` -> ``Resolve`` ->
+:meth:`ElicitationActor._on_resolved`, which releases the rate-limit slot, the owner watch
+and the pending gauge exactly once.
+
+The owner watch is one ``MonitorHub`` subscription per record, sharing one watcher task
+per owner task. URL mode adds one shell rule the lifecycle does not model: the client's
+``accept`` only means the user agreed to open the page, so the record keeps waiting for the
+application's ``complete_elicitation``; then ``notifications/elicitation/complete`` goes to
+the initiating client.
+
+If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
+takes every child task with it and ``terminate`` feeds ``RuntimeRestart`` to every live
+record: each waiter gets ``Failed("runtime_restarted")``, never a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import structlog
+import trio
+
+from erlmcp_py.actors.api import ElicitationHandle, ElicitationInfo, ElicitationRequest, Mode
+from erlmcp_py.actors.metrics import Metrics
+from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.ratelimiter import Acquire, Release, ResetPending
+from erlmcp_py.actors.validator import Validate
+from erlmcp_py.core.errors import (
+    AlreadyTerminal,
+    ElicitationNotFound,
+    ExtensionDenied,
+    InvalidAnswer,
+    ResultTooLarge,
+)
+from erlmcp_py.core.lifecycle import (
+    Answer,
+    Cancel,
+    DeadlineReached,
+    Effect,
+    Elicitation,
+    Extend,
+    ExtensionGranted,
+    ExtensionRefused,
+    OwnerDown,
+    Resolve,
+    RuntimeRestart,
+    SendCancelledNotice,
+    SendRequest,
+    SendWarning,
+    Sent,
+    SetDeadline,
+    TransportFailed,
+    ValidateAnswer,
+    Validated,
+    WarningDue,
+)
+from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant
+from erlmcp_py.core.policy import Policy
+from erlmcp_py.core.ratelimit import Refused
+from erlmcp_py.core.validation import AnswerError, json_type, summarize
+from supervisors import (
+    Actor,
+    ActorGone,
+    ActorRef,
+    Busy,
+    CallTimeout,
+    ErrorReply,
+    MonitorHub,
+    MonitorRef,
+    ReplyTo,
+)
+
+__all__ = ["ElicitationActor", "Record"]
+
+log = structlog.get_logger("erlmcp_py.elicitation")
+
+_ACTIONS = frozenset({"accept", "decline", "cancel"})
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value``'s compact UTF-8 JSON encoding (how answer sizes are measured)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@dataclass(frozen=True, slots=True)
+class _NotifyComplete:
+    """Shell effect: tell the initiating client a URL-mode elicitation completed."""
+
+
+class Record:
+    """One elicitation: its lifecycle, its peer, its waiter. Fed by :meth:`feed`."""
+
+    __slots__ = (
+        "actor",
+        "client",
+        "consented",
+        "core",
+        "ended_at",
+        "id",
+        "mode",
+        "monitor",
+        "outcome",
+        "peer",
+        "request",
+        "resolved",
+        "rid",
+        "tenant",
+        "waiter",
+        "warned",
+        "work",
+    )
+
+    def __init__(
+        self,
+        actor: ElicitationActor,
+        elicitation_id: str,
+        request: ElicitationRequest,
+        peer: Peer,
+        tenant: Tenant,
+        client: str,
+        now: float,
+    ) -> None:
+        self.actor = actor
+        self.id = elicitation_id
+        self.mode: Mode = request.mode
+        self.request = request
+        self.peer = peer
+        self.tenant = tenant
+        self.client = client
+        self.core = Elicitation(actor.policy.lifecycle, now, mode=request.mode)
+        self.work: deque[Effect | _NotifyComplete] = deque()
+        self.resolved = trio.Event()
+        self.outcome: Outcome | None = None
+        self.waiter: trio.lowlevel.Task | None = None
+        self.rid: str | None = None  # JSON-RPC id of our outstanding elicitation/create
+        self.consented = False
+        self.warned = False
+        self.ended_at: float | None = None
+        self.monitor: MonitorRef | None = None
+
+    # -- feeding the lifecycle (synchronous: callable from any trio task) ----------------
+
+    def feed(self, event: Any) -> list[ExtensionGranted | ExtensionRefused]:
+        """Hand ``event`` to the lifecycle and execute or queue its effects."""
+        return self.apply(self.core.handle(event))
+
+    def apply(self, effects: list[Effect]) -> list[ExtensionGranted | ExtensionRefused]:
+        replies: list[ExtensionGranted | ExtensionRefused] = []
+        for effect in effects:
+            kind = type(effect)
+            if kind is Resolve:
+                assert isinstance(effect, Resolve)
+                self.outcome = effect.outcome
+                self.ended_at = trio.current_time()
+                self.resolved.set()
+                self.actor._on_resolved(self)
+            elif kind is SetDeadline:
+                self.warned = False
+            elif kind is ExtensionGranted or kind is ExtensionRefused:
+                replies.append(effect)  # type: ignore[arg-type]
+            else:
+                if kind is SendWarning:
+                    self.warned = True
+                self.work.append(effect)
+        self.wake()
+        return replies
+
+    def on_response(self, rid: str, response: PeerResponse) -> None:
+        """The peer's answer to our request ``rid`` (called once, synchronously)."""
+        if rid != self.rid or self.core.is_terminal:
+            return  # an answer to an earlier attempt, or too late: ignored
+        if isinstance(response, PeerGone):
+            self.feed(TransportFailed("client gone"))
+            return
+        if isinstance(response, PeerError):
+            self.feed(TransportFailed(f"client error {response.code}: {response.message}"))
+            return
+        action = response.get("action") if isinstance(response, Mapping) else None
+        if action not in _ACTIONS:
+            self.feed(TransportFailed("invalid response: action must be accept|decline|cancel"))
+            return
+        sent_at = self.core.sent_at
+        if sent_at is not None:
+            self.actor.metrics.on_answer_latency(trio.current_time() - sent_at)
+        if self.mode == "url" and action == "accept":
+            self.consented = True  # the user opened the page; the app completes it later
+            self.actor._event("consented", self)
+            return
+        self.actor._event("answered", self, action=action)
+        content = response.get("content") if action == "accept" else None
+        self.feed(Answer(action, content))
+
+    def on_owner_down(self, _task: trio.lowlevel.Task) -> None:
+        self.feed(OwnerDown())
+
+    # -- the child task's sleep ------------------------------------------------------------
+
+    def next_timer(self) -> float:
+        warn_at = self.core.warn_at
+        if warn_at is not None and not self.warned and warn_at < self.core.deadline:
+            return warn_at
+        return self.core.deadline
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    async def park(self) -> None:
+        self.waiter = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self.waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def info(self) -> ElicitationInfo:
+        core = self.core
+        return ElicitationInfo(
+            id=self.id,
+            mode=self.mode,
+            status=core.status.value,
+            client=self.client,
+            created_at=core.created_at,
+            deadline=core.deadline,
+            sent_at=core.sent_at,
+            ended_at=self.ended_at,
+            extensions_used=core.extensions_used,
+            reprompts_used=core.reprompts_used,
+            outcome=None if self.outcome is None else type(self.outcome).__name__,
+        )
+
+
+# Messages of the actor's call protocol (the Runtime builds them).
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    request: ElicitationRequest
+    peer: Peer
+    tenant: Tenant
+    owner: trio.lowlevel.Task
+    client: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetStatus:
+    elicitation_id: str
+    tenant: Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class ListAll:
+    tenant: Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class CancelIt:
+    elicitation_id: str
+    tenant: Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendIt:
+    elicitation_id: str
+    tenant: Tenant
+    seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteIt:
+    elicitation_id: str
+    tenant: Tenant
+    content: Any
+
+
+class ElicitationActor(Actor):
+    """Registry of elicitations; spawns and supervises (links) one child task each."""
+
+    name = "elicitation"
+    mailbox_size = 8192
+
+    def __init__(
+        self,
+        policy: Policy,
+        registry: dict[str, ActorRef],
+        metrics: Metrics,
+        call_timeout: float,
+        on_ready: trio.Event | None = None,
+    ) -> None:
+        self.policy = policy
+        self.metrics = metrics
+        self._registry = registry
+        self._call_timeout = call_timeout
+        self._on_ready = on_ready
+
+    async def init(self) -> None:
+        self.records: dict[str, Record] = {}
+        self.retired: deque[tuple[float, str]] = deque()
+        self.live = 0
+        self.ratelimiter = self._registry["ratelimiter"]
+        self.validator = self._registry["validator"]
+        self.hub = MonitorHub(self.nursery)
+        # Every elicitation of a previous incarnation died with it: free their slots.
+        await self.ratelimiter.call(ResetPending(), timeout=self._call_timeout)
+        self._registry["elicitation"] = self.ref
+
+    # -- API ---------------------------------------------------------------------------------
+
+    async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
+        self._evict(trio.current_time())
+        kind = type(msg)
+        if kind is Create:
+            return await self._create(msg)
+        if kind is ListAll:
+            return [r.info() for r in self.records.values() if r.tenant == msg.tenant]
+        record = self.records.get(msg.elicitation_id)
+        if record is None or record.tenant != msg.tenant:
+            # Another tenant's id takes exactly the unknown-id path.
+            return ErrorReply(ElicitationNotFound(msg.elicitation_id))
+        if kind is GetStatus:
+            return record.info()
+        if record.core.is_terminal:
+            return ErrorReply(AlreadyTerminal(record.core.status.value))
+        if kind is CancelIt:
+            record.feed(Cancel(by="server"))
+            return record.info()
+        if kind is ExtendIt:
+            (reply,) = record.feed(Extend(trio.current_time(), msg.seconds))
+            if isinstance(reply, ExtensionGranted):
+                self._event("extended", record, deadline=reply.deadline)
+                return record.info()
+            assert isinstance(reply, ExtensionRefused)
+            return ErrorReply(ExtensionDenied(reply.reason, reply.max_extensions))
+        if kind is CompleteIt:
+            return await self._complete(record, msg.content)
+        raise TypeError(f"unknown elicitation call {kind.__name__}")
+
+    async def _create(self, msg: Create) -> Any:
+        decision = await self.ratelimiter.call(Acquire(msg.client), timeout=self._call_timeout)
+        if isinstance(decision, Refused):
+            self.metrics.on_refused(decision.limit)
+            return ErrorReply(decision.to_error())
+        record = Record(
+            self,
+            secrets.token_urlsafe(16),  # 128 random bits, URL-safe text
+            msg.request,
+            msg.peer,
+            msg.tenant,
+            msg.client,
+            trio.current_time(),
+        )
+        self.records[record.id] = record
+        self.live += 1
+        self.metrics.on_created(record.mode)
+        record.monitor = self.hub.monitor(msg.owner, record.on_owner_down)
+        self.nursery.start_soon(self._child, record)
+        self._event("created", record)
+        return ElicitationHandle(record.id, record.mode, record)
+
+    async def _complete(self, record: Record, content: Any) -> Any:
+        size = json_size(content)
+        limit = self.policy.sizes.answer_bytes
+        if size > limit:
+            return ErrorReply(ResultTooLarge(size, limit))
+        verdict = await self.validator.call(
+            Validate(record.request.requested_schema, record.request.validator, content),
+            timeout=self._call_timeout,
+        )
+        if not verdict.ok:
+            return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
+        effects = record.core.handle(Answer("accept", content))
+        if not any(isinstance(e, ValidateAnswer) for e in effects):
+            # A client answer is being validated right now; the caller may retry.
+            return ErrorReply(Busy(f"elicitation {record.id} (validating)"))
+        record.apply(record.core.handle(Validated(True, (), verdict.content)))
+        if record.mode == "form" and record.rid is not None:
+            record.work.append(SendCancelledNotice())  # the client's form is moot now
+            record.wake()
+        return record.info()
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _on_resolved(self, record: Record) -> None:
+        outcome = record.outcome
+        assert outcome is not None
+        self.live -= 1
+        self.metrics.on_outcome(record.mode, type(outcome).__name__)
+        if record.monitor is not None:
+            record.monitor.cancel()
+            record.monitor = None
+        if record.mode == "url" and isinstance(outcome, Accepted):
+            record.work.append(_NotifyComplete())
+        assert record.ended_at is not None
+        self.retired.append((record.ended_at, record.id))
+        self._evict(record.ended_at)
+        self._event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
+
+    def _evict(self, now: float) -> None:
+        retention = self.policy.retention
+        horizon = now - retention.max_age_s
+        retired = self.retired
+        while retired and (len(retired) > retention.max_records or retired[0][0] <= horizon):
+            _, elicitation_id = retired.popleft()
+            self.records.pop(elicitation_id, None)
+
+    def _event(self, name: str, record: Record, **extra: Any) -> None:
+        tenant = record.tenant
+        log.info(
+            name,
+            elicitation_id=record.id,
+            mode=record.mode,
+            client=record.client,
+            user=tenant.user,
+            workspace=tenant.workspace,
+            conversation=tenant.conversation,
+            **extra,
+        )
+
+    # -- the child task ----------------------------------------------------------------------
+
+    async def _child(self, record: Record) -> None:
+        try:
+            record.apply(record.core.start())
+            while True:
+                while record.work:
+                    await self._perform(record, record.work.popleft())
+                if record.core.is_terminal:
+                    break
+                with trio.move_on_at(record.next_timer()) as timer:
+                    await record.park()
+                if timer.cancelled_caught:
+                    now = trio.current_time()
+                    if now >= record.core.deadline:
+                        record.feed(DeadlineReached(now))
+                    else:
+                        record.warned = True  # fired once for this deadline, warning or not
+                        record.feed(WarningDue(now))
+        finally:
+            if record.rid is not None:
+                record.peer.forget_request(record.rid)
+        await self._release(record)
+
+    async def _perform(self, record: Record, effect: Effect | _NotifyComplete) -> None:
+        kind = type(effect)
+        # Sends and validation are bounded by the deadline: back-pressure cannot stop it.
+        with trio.move_on_at(math.inf if record.core.is_terminal else record.core.deadline):
+            if kind is SendRequest:
+                assert isinstance(effect, SendRequest)
+                await self._send_request(record, effect)
+            elif kind is ValidateAnswer:
+                assert isinstance(effect, ValidateAnswer)
+                await self._validate(record, effect.content)
+            elif kind is SendWarning:
+                assert isinstance(effect, SendWarning)
+                self._event("warned", record, remaining_s=round(effect.remaining_s, 3))
+                await self._notify(record, "notifications/message", _warning(record, effect))
+            elif kind is SendCancelledNotice:
+                await self._send_cancelled(record)
+            elif kind is _NotifyComplete:
+                await self._notify(
+                    record, "notifications/elicitation/complete", {"elicitationId": record.id}
+                )
+
+    async def _send_request(self, record: Record, effect: SendRequest) -> None:
+        if record.rid is not None:
+            record.peer.forget_request(record.rid)
+        rid = f"{record.id}.{effect.attempt}"
+        record.rid = rid
+        try:
+            await record.peer.send_request(
+                "elicitation/create",
+                _request_params(record, effect),
+                request_id=rid,
+                on_response=partial(record.on_response, rid),
+            )
+        except PeerGone:
+            record.feed(TransportFailed("client gone"))
+            return
+        except Exception as exc:
+            log.exception("elicitation_send_failed", elicitation_id=record.id)
+            record.feed(TransportFailed(f"send failed: {type(exc).__name__}"))
+            return
+        record.feed(Sent(trio.current_time()))
+        self._event("sent", record, attempt=effect.attempt)
+
+    async def _validate(self, record: Record, content: Any) -> None:
+        size = json_size(content)
+        limit = self.policy.sizes.answer_bytes
+        if size > limit:
+            error = AnswerError(
+                field="",
+                constraint="maxBytes",
+                expected=f"at most {limit} bytes of JSON",
+                path="",
+                message=f"The answer is too large ({size} bytes; the limit is {limit}).",
+                actual_type=json_type(content),
+                actual_length=size,
+            )
+            record.feed(Validated(False, (error,)))
+            return
+        request = record.request
+        message = Validate(request.requested_schema, request.validator, content)
+        while True:
+            try:
+                verdict = await self.validator.call(message, timeout=self._call_timeout)
+            except ActorGone:
+                record.feed(RuntimeRestart())  # the validator died; rest_for_one restarts us
+                return
+            except (Busy, CallTimeout):
+                await trio.sleep(0.01)
+                continue
+            break
+        record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+
+    async def _send_cancelled(self, record: Record) -> None:
+        rid = record.rid
+        if rid is None or record.consented:
+            return
+        record.peer.forget_request(rid)
+        record.rid = None
+        outcome = record.outcome
+        reason = "elicitation ended" if outcome is None else _reason(outcome)
+        await self._notify(record, "notifications/cancelled", {"requestId": rid, "reason": reason})
+
+    async def _notify(self, record: Record, method: str, params: Mapping[str, Any]) -> None:
+        try:
+            await record.peer.send_notification(method, params)
+        except PeerGone:
+            pass  # best effort: the client is gone, there is nobody left to tell
+        except Exception:
+            log.exception("elicitation_notify_failed", elicitation_id=record.id, method=method)
+
+    async def _release(self, record: Record) -> None:
+        for _ in range(100):
+            try:
+                await self.ratelimiter.call(Release(record.client), timeout=self._call_timeout)
+                return
+            except ActorGone:
+                return  # a restarted rate limiter starts from empty counts
+            except (Busy, CallTimeout):
+                await trio.sleep(0.01)
+
+    async def terminate(self, reason: object) -> None:
+        live = [r for r in self.records.values() if not r.core.is_terminal]
+        for record in live:
+            record.feed(RuntimeRestart())
+        # Best effort, bounded: tell clients to drop requests nobody waits for any more.
+        with trio.move_on_after(1.0):
+            async with trio.open_nursery() as nursery:
+                for record in live:
+                    if record.rid is not None and not record.consented:
+                        nursery.start_soon(self._send_cancelled, record)
+        for record in live:
+            if record.rid is not None:
+                record.peer.forget_request(record.rid)
+
+
+def _request_params(record: Record, effect: SendRequest) -> dict[str, Any]:
+    request = record.request
+    message = request.message
+    if effect.errors:
+        message = (
+            f"{message}\n\nYour previous answer was not accepted "
+            f"(attempt {effect.attempt}):\n{summarize(effect.errors)}"
+        )
+    if record.mode == "url":
+        return {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}
+    params: dict[str, Any] = {"message": message, "requestedSchema": request.requested_schema}
+    return params
+
+
+def _warning(record: Record, effect: SendWarning) -> dict[str, Any]:
+    return {
+        "level": "warning",
+        "logger": "erlmcp.elicitation",
+        "data": {
+            "elicitationId": record.id,
+            "remainingSeconds": round(effect.remaining_s),
+            "message": f"This request expires in {round(effect.remaining_s)} seconds.",
+        },
+    }
+
+
+def _reason(outcome: Outcome) -> str:
+    name = type(outcome).__name__
+    detail = getattr(outcome, "reason", "")
+    return f"elicitation {name.lower()}" + (f" ({detail})" if detail else "")

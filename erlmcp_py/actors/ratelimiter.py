@@ -1,0 +1,60 @@
+"""RateLimiterActor: a thin shell owning one pure ``core.ratelimit.RateLimiter``.
+
+It reads trio's clock (the core never does) and answers three calls. Its state is soft: when
+it restarts, the elicitation actor restarts after it (rest_for_one) and every pending
+elicitation has already ended, so starting from empty buckets loses nothing that matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from erlmcp_py.core.policy import RatePolicy
+from erlmcp_py.core.ratelimit import RateLimiter
+from supervisors import Actor, ActorRef, ReplyTo
+
+__all__ = ["Acquire", "RateLimiterActor", "Release", "ResetPending"]
+
+
+@dataclass(frozen=True, slots=True)
+class Acquire:
+    client: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    client: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class ResetPending:
+    """Forget every pending count (the elicitation actor restarted: they all ended)."""
+
+
+class RateLimiterActor(Actor):
+    name = "ratelimiter"
+    mailbox_size = 8192
+
+    def __init__(self, policy: RatePolicy, registry: dict[str, ActorRef]) -> None:
+        self._policy = policy
+        self._registry = registry
+
+    async def init(self) -> None:
+        self.limiter = RateLimiter(self._policy)
+        self._registry["ratelimiter"] = self.ref
+
+    async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
+        if type(msg) is Acquire:
+            return self.limiter.try_acquire(msg.client, trio.current_time())
+        if type(msg) is Release:
+            return self.limiter.release(msg.client)
+        if type(msg) is ResetPending:
+            self.limiter = RateLimiter(self._policy)
+            return None
+        if msg == "stats":
+            return self.limiter.stats()
+        raise TypeError(f"unknown rate limiter call {type(msg).__name__}")

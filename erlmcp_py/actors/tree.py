@@ -1,0 +1,242 @@
+"""The supervision tree (DESIGN.md §2) and the runtime API on top of it.
+
+    root Supervisor (rest_for_one, 5 restarts / 10 s)
+    ├── RateLimiterActor   permanent
+    ├── ValidatorActor     permanent
+    └── ElicitationActor   permanent — one child task per elicitation
+
+Actors find each other through a small registry (Erlang's registered names): each actor
+registers its ref in ``init``. rest_for_one guarantees that when the rate limiter or the
+validator restarts, the elicitation actor restarts after it and picks up the fresh refs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from erlmcp_py.actors.api import (
+    ElicitationHandle,
+    ElicitationInfo,
+    ElicitationRequest,
+    RuntimeConfig,
+)
+from erlmcp_py.actors.elicitation import (
+    CancelIt,
+    CompleteIt,
+    Create,
+    ElicitationActor,
+    ExtendIt,
+    GetStatus,
+    ListAll,
+)
+from erlmcp_py.actors.metrics import Metrics
+from erlmcp_py.actors.peer import Peer
+from erlmcp_py.actors.ratelimiter import RateLimiterActor
+from erlmcp_py.actors.validator import ValidatorActor
+from erlmcp_py.core.errors import RequestTooLarge
+from erlmcp_py.core.outcomes import Tenant, Unsupported
+from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.urlcheck import check_url
+from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
+
+__all__ = ["Runtime", "open_runtime"]
+
+
+class Registry(dict[str, ActorRef]):
+    """Registered names -> current actor refs; ``changed`` fires on every registration."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = trio.Event()
+
+    def __setitem__(self, name: str, ref: ActorRef) -> None:
+        super().__setitem__(name, ref)
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+class Runtime:
+    """The elicitation runtime's API. Get one from :func:`open_runtime`.
+
+    Every call takes the caller's tenant; another tenant's elicitation id behaves exactly
+    like an unknown id (``ElicitationNotFound``).
+    """
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        self.config = config
+        self.policy = config.to_policy()
+        self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
+        self._metrics = Metrics()
+        self._registry = Registry()
+        self.supervisor = Supervisor(
+            [
+                ChildSpec(
+                    "ratelimiter",
+                    actor_starter(lambda: RateLimiterActor(self.policy.rate, self._registry)),
+                ),
+                ChildSpec("validator", actor_starter(lambda: ValidatorActor(self._registry))),
+                ChildSpec(
+                    "elicitation",
+                    actor_starter(
+                        lambda: ElicitationActor(
+                            self.policy, self._registry, self._metrics, config.call_timeout_s
+                        )
+                    ),
+                ),
+            ],
+            strategy="rest_for_one",
+            max_restarts=config.max_restarts,
+            max_seconds=config.restart_period_s,
+            name="erlmcp",
+        )
+
+    async def _call(self, msg: Any) -> Any:
+        """Call the elicitation actor, riding out one restart of it."""
+        deadline = trio.current_time() + self.config.call_timeout_s
+        while True:
+            ref = self._registry["elicitation"]
+            try:
+                return await ref.call(msg, timeout=max(deadline - trio.current_time(), 0.001))
+            except ActorGone:
+                # Restarting: wait for the new incarnation to register, within our timeout.
+                with trio.move_on_at(deadline):
+                    while self._registry["elicitation"] is ref:
+                        await self._registry.changed.wait()
+                if self._registry["elicitation"] is ref:
+                    raise
+
+    async def create_elicitation(
+        self,
+        request: ElicitationRequest,
+        *,
+        peer: Peer,
+        tenant: Tenant,
+        owner: trio.lowlevel.Task | None = None,
+        client_id: str | None = None,
+    ) -> ElicitationHandle:
+        """Ask ``peer``'s user; return a handle whose ``outcome()`` yields exactly once.
+
+        Args:
+            request: what to ask.
+            peer: the client to ask.
+            tenant: the caller's scope.
+            owner: the task whose exit abandons the elicitation; default: the caller.
+            client_id: rate-limit key; default ``peer.peer_id``.
+
+        Raises:
+            RequestTooLarge: the message exceeds the size policy.
+            SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
+            UnsafeURLError: URL mode with a refused URL.
+            RateLimited, TooManyElicitations: the client's limits.
+        """
+        sizes = self.policy.sizes
+        message_size = len(request.message.encode())
+        if message_size > sizes.message_bytes:
+            raise RequestTooLarge("message", message_size, sizes.message_bytes)
+        if request.mode == "form":
+            assert request.requested_schema is not None
+            version = getattr(peer, "protocol_version", LATEST_VERSION)
+            check_requested_schema(request.requested_schema, version)
+        else:
+            assert request.url is not None
+            url = await check_url(request.url, self.url_policy)
+            if url != request.url:
+                request = ElicitationRequest(
+                    request.message, "url", url=url, validator=request.validator
+                )
+        if not peer.supports(request.mode):
+            # Never a fake decline: the client cannot be asked at all.
+            self._metrics.on_unsupported(request.mode)
+            return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
+        owner_task = owner if owner is not None else trio.lowlevel.current_task()
+        client = client_id if client_id is not None else peer.peer_id
+        handle: ElicitationHandle = await self._call(
+            Create(request, peer, tenant, owner_task, client)
+        )
+        return handle
+
+    async def get_elicitation_status(
+        self, elicitation_id: str, *, tenant: Tenant
+    ) -> ElicitationInfo:
+        """Status of one elicitation (terminal ones stay visible for the retention period).
+
+        Raises:
+            ElicitationNotFound: unknown, evicted, or another tenant's.
+        """
+        info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+        return info
+
+    async def list_elicitations(self, *, tenant: Tenant) -> list[ElicitationInfo]:
+        """Every retained elicitation of ``tenant``."""
+        rows: list[ElicitationInfo] = await self._call(ListAll(tenant))
+        return rows
+
+    async def cancel_elicitation(self, elicitation_id: str, *, tenant: Tenant) -> ElicitationInfo:
+        """Cancel (outcome ``Cancelled(by="server")``; the client is told to drop it).
+
+        Raises:
+            ElicitationNotFound, AlreadyTerminal.
+        """
+        info: ElicitationInfo = await self._call(CancelIt(elicitation_id, tenant))
+        return info
+
+    async def complete_elicitation(
+        self, elicitation_id: str, content: Mapping[str, Any] | None, *, tenant: Tenant
+    ) -> ElicitationInfo:
+        """Complete from the application side (URL mode: the out-of-band flow finished).
+
+        The content is validated like a client answer. A URL-mode completion sends
+        ``notifications/elicitation/complete`` to the initiating client.
+
+        Raises:
+            ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer.
+        """
+        info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
+        return info
+
+    async def extend_timeout(
+        self, elicitation_id: str, *, tenant: Tenant, seconds: float | None = None
+    ) -> ElicitationInfo:
+        """Move the deadline (bounded by policy: at most ``max_extensions`` times ``extension_s``).
+
+        Raises:
+            ElicitationNotFound, AlreadyTerminal, ExtensionDenied.
+        """
+        info: ElicitationInfo = await self._call(ExtendIt(elicitation_id, tenant, seconds))
+        return info
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters per outcome and mode, the pending gauge, the human-latency histogram."""
+        return self._metrics.snapshot()
+
+    def actor(self, name: str) -> ActorRef:
+        """The current ref of ``ratelimiter``, ``validator`` or ``elicitation`` (for ops/tests)."""
+        return self._registry[name]
+
+
+@asynccontextmanager
+async def open_runtime(
+    config: RuntimeConfig | Mapping[str, Any] | None = None,
+) -> AsyncIterator[Runtime]:
+    """Start the supervision tree; stop it (in reverse order) when the block exits.
+
+    Args:
+        config: a :class:`RuntimeConfig`, a mapping of its fields, or ``None`` for defaults.
+
+    Raises:
+        pydantic.ValidationError: the configuration is invalid (raised before anything starts).
+    """
+    if not isinstance(config, RuntimeConfig):
+        config = RuntimeConfig.model_validate(dict(config or {}))
+    runtime = Runtime(config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.supervisor.run)
+        try:
+            yield runtime
+        finally:
+            runtime.supervisor.request_stop()
