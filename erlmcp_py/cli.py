@@ -1,16 +1,102 @@
-"""The ``erlmcp-py`` command."""
+"""The ``erlmcp-py`` command: ``serve`` the example server, or run the ``demo``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+import trio
+
+from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.logging import configure_logging
+
+__all__ = ["main", "runtime_config"]
+
+
+def runtime_config(elicitation_timeout: float | None, dev: bool) -> RuntimeConfig:
+    """The runtime policy for ``serve``'s options.
+
+    Args:
+        elicitation_timeout: Deadline of every elicitation (form and URL), or ``None`` for the
+            defaults (300 s / 600 s); the expiry warning comes at most a quarter of it early.
+        dev: Allow ``http://`` URLs to loopback hosts in URL mode.
+    """
+    fields: dict[str, object] = {"url_dev": dev}
+    if elicitation_timeout is not None:
+        fields.update(
+            form_deadline_s=elicitation_timeout,
+            url_deadline_s=elicitation_timeout,
+            warn_before_s=min(60.0, elicitation_timeout / 4),
+        )
+    return RuntimeConfig.model_validate(fields)
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="erlmcp-py", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the bundled example server")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--elicitation-timeout",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="deadline of every elicitation (default: 300 s form, 600 s URL)",
+    )
+    serve.add_argument("--dev", action="store_true", help="allow http:// loopback URLs in URL mode")
+    serve.add_argument("--log-format", choices=("json", "console"), default="json")
+    serve.add_argument("--log-level", default="info")
+    demo = sub.add_parser("demo", help="run the example server and drive it with a script")
+    demo.add_argument(
+        "--elicitation-timeout",
+        type=_positive,
+        default=2.0,
+        metavar="SECONDS",
+        help="deadline the demo server uses (the timeout scene waits this long)",
+    )
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    configure_logging(args.log_format, args.log_level)
+    if args.transport == "http":
+        print("erlmcp-py: the Streamable HTTP transport is not yet available", file=sys.stderr)
+        return 2
+    from erlmcp_py.example_server import build_server
+    from erlmcp_py.transports.stdio import serve_stdio
+
+    server = build_server(runtime_config(args.elicitation_timeout, args.dev))
+    # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
+    mcp_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        trio.run(lambda: serve_stdio(server, stdout_fd=mcp_out))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        os.close(mcp_out)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erlmcp-py", description=__doc__)
-    parser.add_subparsers(dest="command", required=True)
-    parser.parse_args(argv)
-    return 0
+    """Entry point of the ``erlmcp-py`` command."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    from erlmcp_py.demo import run_demo
+
+    return run_demo(elicitation_timeout=args.elicitation_timeout)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,229 @@
+"""A small scripted MCP client over a server subprocess's stdio (demo, tests, benchmarks).
+
+Not a general-purpose client: it speaks raw JSON-RPC, answers server requests through one
+async handler, records notifications, and lets a script send anything (including garbage).
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic_core
+import trio
+
+from erlmcp_py.mcp import jsonrpc
+
+__all__ = ["ClientRequestError", "ServerRequest", "StdioClient", "open_stdio_client"]
+
+
+class ClientRequestError(Exception):
+    """The server answered one of our requests with an error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRequest:
+    """A request the server sent us (e.g. ``elicitation/create``)."""
+
+    id: jsonrpc.RequestId
+    method: str
+    params: Mapping[str, Any]
+
+
+Handler = Callable[[ServerRequest], Awaitable[Mapping[str, Any] | None]]
+"""Answers a server request: a result object, or ``None`` to leave it unanswered."""
+
+
+@dataclass
+class StdioClient:
+    """The client side of one stdio connection. Create with :func:`open_stdio_client`."""
+
+    process: trio.Process
+    handler: Handler | None = None
+    notifications: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    server_requests: list[ServerRequest] = field(default_factory=list)
+    frames: list[Any] = field(default_factory=list)
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _waiting: dict[Any, trio.MemorySendChannel[Any]] = field(default_factory=dict)
+    _event: trio.Event = field(default_factory=trio.Event)
+    _lock: trio.Lock = field(default_factory=trio.Lock)
+    _nursery: trio.Nursery | None = None
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write bytes as they are (add the newline yourself)."""
+        assert self.process.stdin is not None
+        async with self._lock:
+            await self.process.stdin.send_all(data)
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        """Write one JSON-RPC message."""
+        await self.send_raw(pydantic_core.to_json(dict(message)) + b"\n")
+
+    def next_id(self) -> int:
+        """A fresh request id."""
+        return int(next(self._ids))
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, id: Any = None
+    ) -> dict[str, Any]:
+        """Send a request and wait for its response.
+
+        Raises:
+            ClientRequestError: the server answered with an error.
+        """
+        raw = await self.request_raw(method, params, id=id)
+        if "error" in raw:
+            err = raw["error"]
+            raise ClientRequestError(err["code"], err["message"], err.get("data"))
+        result: dict[str, Any] = raw["result"]
+        return result
+
+    async def request_raw(
+        self, method: str, params: Mapping[str, Any] | None = None, *, id: Any = None
+    ) -> dict[str, Any]:
+        """Send a request; return the whole response frame (result or error)."""
+        rid = self.next_id() if id is None else id
+        send, receive = trio.open_memory_channel[Any](1)
+        self._waiting[rid] = send
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self.send(message)
+        response: dict[str, Any] = await receive.receive()
+        return response
+
+    async def expect_response(self, id: Any) -> dict[str, Any]:
+        """Wait for the response to ``id`` (for requests written with :meth:`send`)."""
+        send, receive = trio.open_memory_channel[Any](1)
+        self._waiting[id] = send
+        response: dict[str, Any] = await receive.receive()
+        return response
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self.send(message)
+
+    async def initialize(
+        self,
+        capabilities: Mapping[str, Any] | None = None,
+        version: str = "2025-11-25",
+    ) -> dict[str, Any]:
+        """``initialize`` then ``notifications/initialized``; returns the initialize result."""
+        result = await self.request(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": dict(
+                    capabilities if capabilities is not None else {"elicitation": {}}
+                ),
+                "clientInfo": {"name": "erlmcp-py-scripted-client", "version": "0.1.0"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        return result
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: Any = None
+    ) -> dict[str, Any]:
+        """``tools/call``; returns the result (raises on a JSON-RPC error)."""
+        return await self.request(
+            "tools/call", {"name": name, "arguments": dict(arguments or {})}, id=id
+        )
+
+    async def answer(self, id: Any, result: Mapping[str, Any]) -> None:
+        """Answer a server request by hand."""
+        await self.send({"jsonrpc": "2.0", "id": id, "result": dict(result)})
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` holds (re-checked after every inbound frame)."""
+        while not predicate():
+            await self._event.wait()
+
+    async def next_server_request(self, after: int = 0) -> ServerRequest:
+        """Wait for the server request number ``after`` (0-based) and return it."""
+        await self.wait_for(lambda: len(self.server_requests) > after)
+        return self.server_requests[after]
+
+    async def _reader(self) -> None:
+        assert self.process.stdout is not None
+        buf = b""
+        async for chunk in self.process.stdout:
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    await self._on_frame(pydantic_core.from_json(line))
+        self._event.set()
+
+    async def _on_frame(self, frame: Any) -> None:
+        self.frames.append(frame)
+        if "method" in frame and "id" in frame:
+            request = ServerRequest(frame["id"], frame["method"], frame.get("params") or {})
+            self.server_requests.append(request)
+            if self.handler is not None and self._nursery is not None:
+                self._nursery.start_soon(self._handle, request)
+        elif "method" in frame:
+            self.notifications.append((frame["method"], frame.get("params") or {}))
+        else:
+            waiter = self._waiting.pop(frame.get("id"), None)
+            if waiter is not None:
+                waiter.send_nowait(frame)
+        self._event.set()
+        self._event = trio.Event()
+
+    async def _handle(self, request: ServerRequest) -> None:
+        assert self.handler is not None
+        result = await self.handler(request)
+        if result is not None:
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.answer(request.id, result)
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    command: Sequence[str],
+    *,
+    handler: Handler | None = None,
+    stderr: int | None = subprocess.DEVNULL,
+    close_timeout: float = 10.0,
+) -> AsyncIterator[StdioClient]:
+    """Start ``command`` and talk MCP to it over its stdin/stdout.
+
+    On exit stdin is closed (the stdio way of saying goodbye) and the process is waited for
+    (killed after ``close_timeout`` seconds).
+    """
+    process = await trio.lowlevel.open_process(
+        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+    )
+    client = StdioClient(process, handler)
+    try:
+        async with trio.open_nursery() as nursery:
+            client._nursery = nursery
+            nursery.start_soon(client._reader)
+            try:
+                yield client
+            finally:
+                assert process.stdin is not None
+                with trio.CancelScope(shield=True):
+                    await process.stdin.aclose()
+                    with trio.move_on_after(close_timeout):
+                        await process.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()

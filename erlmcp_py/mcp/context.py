@@ -1,0 +1,323 @@
+"""The ``Context`` a tool receives: ask the user (form or URL mode), report progress, log.
+
+Theory of operation
+-------------------
+``await ctx.elicit(message, form)`` turns ``form`` into a wire ``requestedSchema`` for the
+session's protocol version (a Python type through :func:`~erlmcp_py.core.typeschema.schema_for`,
+cached per type and version; a seed-000 form definition through
+:func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked and
+down-levelled), checks the client's declared capability (no capability → ``Unsupported`` and
+nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
+with the tool's task as owner. While the outcome is pending the tool's own clock is paused. An
+``Accepted`` answer to a typed form is converted to the type (a model instance, an enum member,
+a bare value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
+from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
+from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
+from erlmcp_py.core.schema import (
+    boolean_field,
+    check_requested_schema,
+    downlevel,
+    enum_field,
+    multi_select_field,
+    object_schema,
+    string_field,
+)
+from erlmcp_py.core.typeschema import FormType, schema_for
+from erlmcp_py.core.validation import ValidationResult, compile_validator
+from erlmcp_py.mcp.params import LOG_LEVELS
+from erlmcp_py.mcp.stopwatch import ToolClock
+from erlmcp_py.urlcheck import check_url
+
+if TYPE_CHECKING:
+    from erlmcp_py.mcp.server import Server
+    from erlmcp_py.mcp.session import RequestPeer
+
+__all__ = ["Context"]
+
+T = TypeVar("T")
+
+FormLike = type | FormType[Any] | FormDefinition | CompiledForm | Mapping[str, Any]
+"""What ``ctx.elicit`` accepts as a form (see :meth:`Context.elicit`)."""
+
+Options = Sequence[str] | Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class _FormValidator:
+    """Adapts a compiled seed-000 form to the runtime's ``validate(content)`` protocol."""
+
+    compiled: CompiledForm
+
+    def validate(self, content: object) -> ValidationResult:
+        return validate_form_answer(self.compiled, content)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    schema: Mapping[str, Any]
+    validator: Any
+    form_type: FormType[Any] | None
+
+
+def _titled(options: Options) -> dict[str, str]:
+    if isinstance(options, Mapping):
+        return {str(k): str(v) for k, v in options.items()}
+    out: dict[str, str] = {}
+    for item in options:
+        if isinstance(item, str):
+            value, _, title = item.partition(":")  # seed 004: "val1:Label 1"
+            out[value] = title or value
+        else:
+            value, title = item
+            out[value] = title
+    return out
+
+
+class Context:
+    """Per-call services for a tool. Annotate a tool parameter with it to receive one.
+
+    Attributes:
+        request_id: The JSON-RPC id of the ``tools/call``.
+        tool_name: The tool being called.
+        tenant: The tenant scope of every runtime call made for this client.
+        clock: The tool's time budget (paused while an elicitation is pending).
+        progress_token: The client's ``_meta.progressToken``, if any.
+    """
+
+    def __init__(
+        self,
+        *,
+        server: Server,
+        peer: RequestPeer,
+        runtime: Any,
+        tenant: Tenant,
+        request_id: str | int,
+        tool_name: str,
+        clock: ToolClock,
+        progress_token: str | int | None,
+    ) -> None:
+        self._server = server
+        self._peer = peer
+        self.runtime = runtime
+        self.tenant = tenant
+        self.request_id = request_id
+        self.tool_name = tool_name
+        self.clock = clock
+        self.progress_token = progress_token
+        self._last_progress: float | None = None
+
+    # -- what the client is -------------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol version."""
+        return self._peer.session.protocol_version
+
+    @property
+    def peer_id(self) -> str:
+        """The id of this client's connection."""
+        return self._peer.peer_id
+
+    def supports(self, mode: str) -> bool:
+        """Whether the client declared elicitation in ``mode`` (``"form"`` or ``"url"``)."""
+        return self._peer.supports(mode)
+
+    # -- form mode ----------------------------------------------------------------------------
+
+    def _prepare(self, form: FormLike) -> _Prepared:
+        version = self.protocol_version
+        if isinstance(form, FormType):
+            return _Prepared(form.requested_schema(version), form, form)
+        if isinstance(form, FormDefinition | CompiledForm):
+            compiled = (
+                form
+                if isinstance(form, CompiledForm) and form.version == version
+                else compile_form(form.form if isinstance(form, CompiledForm) else form, version)
+            )
+            if compiled.requested_schema is None:
+                raise SchemaNotAllowed(
+                    "", "mode", f"this form needs URL mode: {compiled.needs_url_mode}"
+                )
+            return _Prepared(compiled.requested_schema, _FormValidator(compiled), None)
+        if isinstance(form, Mapping):
+            if "fields" in form and "properties" not in form:
+                return self._prepare(compile_form(form, version))
+            check_requested_schema(form, "2026-07-28")
+            wire = downlevel(form, version)
+            return _Prepared(wire, compile_validator(wire), None)
+        return self._prepare(schema_for(form))
+
+    async def elicit(self, message: str, form: FormLike) -> Outcome:
+        """Ask the user to fill in a form and wait for the one outcome.
+
+        Args:
+            message: What to ask, shown to the user.
+            form: A Python type (pydantic model, dataclass, TypedDict, or a bare field type
+                such as ``bool`` or ``Literal[...]``), a :class:`FormType`, a seed-000 form
+                definition (``FormDefinition``, ``CompiledForm`` or its dict), or a raw
+                ``requestedSchema`` dict written for 2025-11-25.
+
+        Returns:
+            ``Accepted(content)`` (for a type: an instance of it, or the bare value;
+            otherwise the validated dict with defaults) | ``Declined`` | ``Cancelled`` |
+            ``TimedOut`` | ``Unsupported`` (the client cannot show this form; nothing was
+            sent) | ``Failed(reason)``.
+
+        Raises:
+            SchemaNotAllowed: the form is outside the MCP subset.
+            TypeError: the type cannot be a form.
+            RateLimited, TooManyElicitations: the runtime refused to ask now.
+        """
+        if not self.supports("form"):
+            return Unsupported("form")
+        try:
+            prepared = self._prepare(form)
+        except SchemaNotAllowed as exc:
+            if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
+                return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
+            raise
+        request = ElicitationRequest(
+            message=message,
+            mode="form",
+            requested_schema=prepared.schema,
+            validator=prepared.validator,
+        )
+        outcome = await self._wait(await self._create(request))
+        form_type = prepared.form_type
+        if form_type is None or not isinstance(outcome, Accepted):
+            return outcome
+        if not isinstance(outcome.content, Mapping):
+            return outcome
+        return Accepted(form_type.from_valid(outcome.content))
+
+    async def _create(self, request: ElicitationRequest) -> ElicitationHandle:
+        handle: ElicitationHandle = await self.runtime.create_elicitation(
+            request, peer=self._peer, tenant=self.tenant
+        )
+        return handle
+
+    async def _wait(self, handle: ElicitationHandle) -> Outcome:
+        with self.clock.pause():
+            return await handle.outcome()
+
+    async def _elicit_field(self, message: str, name: str, prop: dict[str, Any]) -> Outcome:
+        if not self.supports("form"):
+            return Unsupported("form")
+        schema = object_schema({name: prop}, required=[name])
+        try:
+            wire = downlevel(schema, self.protocol_version)
+        except SchemaNotAllowed:
+            return Unsupported("form")  # cannot be expressed for this client's version
+        request = ElicitationRequest(message=message, mode="form", requested_schema=wire)
+        outcome = await self._wait(await self._create(request))
+        if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
+            return Accepted(outcome.content.get(name))
+        return outcome
+
+    async def elicit_string(self, message: str, field_name: str = "value") -> Outcome:
+        """Ask for free text; ``Accepted(str)``."""
+        return await self._elicit_field(message, field_name, string_field(title=field_name))
+
+    async def elicit_confirm(self, message: str) -> Outcome:
+        """Ask yes/no; ``Accepted(bool)``."""
+        return await self._elicit_field(message, "confirm", boolean_field(title="Confirm"))
+
+    async def elicit_choice(self, message: str, options: Sequence[str]) -> Outcome:
+        """Ask for one of ``options`` (radio buttons); ``Accepted(str)``."""
+        return await self._elicit_field(message, "choice", enum_field(list(options)))
+
+    async def elicit_titled_choice(self, message: str, options: Options) -> Outcome:
+        """Ask for one option shown by its title; ``Accepted(value)``.
+
+        Args:
+            message: What to ask.
+            options: ``{value: title}``, ``[(value, title)]`` or seed-004 ``"value:Title"``
+                strings.
+        """
+        return await self._elicit_field(message, "choice", enum_field(_titled(options)))
+
+    async def elicit_multi_choice(self, message: str, options: Sequence[str]) -> Outcome:
+        """Ask for any of ``options`` (checkboxes); ``Accepted(list[str])``.
+
+        A 2025-06-18 client has no multi-select: the outcome is ``Unsupported``.
+        """
+        prop = multi_select_field(list(options))
+        return await self._elicit_field(message, "choices", prop)
+
+    async def elicit_titled_multi_choice(self, message: str, options: Options) -> Outcome:
+        """Ask for any of the options shown by title; ``Accepted(list of values)``."""
+        prop = multi_select_field(_titled(options))
+        return await self._elicit_field(message, "choices", prop)
+
+    # -- URL mode -----------------------------------------------------------------------------
+
+    async def begin_elicit_url(self, message: str, url: str) -> ElicitationHandle | Unsupported:
+        """Start a URL-mode elicitation and return its handle without waiting.
+
+        The handle's ``id`` is the ``elicitationId`` the client sees; the application ends
+        the elicitation with ``runtime.complete_elicitation(id, result, tenant=ctx.tenant)``,
+        which also sends ``notifications/elicitation/complete`` to this client only.
+
+        Raises:
+            UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
+        """
+        checked = await check_url(url, self._server.url_policy, resolver=self._server.url_resolver)
+        if not self.supports("url"):
+            return Unsupported("url")
+        return await self._create(ElicitationRequest(message=message, mode="url", url=checked))
+
+    async def elicit_url(self, message: str, url: str) -> Outcome:
+        """Send the user to ``url`` (consent first) and wait until the application completes.
+
+        Returns:
+            ``Accepted(result)`` once the application called ``complete_elicitation`` |
+            ``Declined`` | ``Cancelled`` | ``TimedOut`` | ``Unsupported("url")`` | ``Failed``.
+
+        Raises:
+            UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
+        """
+        handle = await self.begin_elicit_url(message, url)
+        if isinstance(handle, Unsupported):
+            return handle
+        return await self._wait(handle)
+
+    async def wait(self, handle: ElicitationHandle) -> Outcome:
+        """Wait for a handle from :meth:`begin_elicit_url` (the tool clock pauses)."""
+        return await self._wait(handle)
+
+    # -- progress and logging -----------------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the client asked for it (increasing values only)."""
+        if self.progress_token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError("progress must increase with each notification")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._peer.session.notify("notifications/progress", params)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` when ``level`` is at or above the client's level."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._peer.session.notify("notifications/message", params)

@@ -1,0 +1,534 @@
+"""One client connection of the session era (2025-06-18, 2025-11-25), on trio.
+
+Theory of operation
+-------------------
+A transport feeds every inbound frame to :meth:`ServerSession.feed` from its reader task and
+gives the session one ``send(frame)`` coroutine. ``feed`` never waits on a tool: a
+``tools/call`` is checked, then started as its own task in the session's nursery (that task is
+the *owner* of the elicitations it creates), and ``feed`` returns. Everything else is answered
+at once.
+
+Phases: ``new`` (only ``initialize`` and ``ping``) → ``initializing`` (answered ``initialize``;
+client requests are served, but no server→client request is sent) → ``ready`` (after
+``notifications/initialized``) → ``closed`` (transport EOF or error).
+
+Our own requests (``elicitation/create``, sent by the runtime through the :class:`Peer`
+interface) are correlated in ``_pending`` by the id the runtime chose. A response whose id is
+not there — unknown, duplicate, late after a timeout — is logged and dropped. When the
+session closes, every tool task is cancelled (so the runtime's owner watch ends their
+elicitations ``abandoned``) and every pending callback gets :class:`PeerGone`.
+
+Cancellation both ways: a client ``notifications/cancelled`` naming an in-flight
+``tools/call`` cancels that task and no response is sent; the runtime sends
+``notifications/cancelled`` for its own requests through :meth:`send_notification`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+import trio
+
+from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.errors import UrlElicitationRequired
+from erlmcp_py.mcp.jsonrpc import (
+    ErrorResponse,
+    JsonRpcError,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from erlmcp_py.mcp.params import (
+    LOG_LEVELS,
+    CallToolParams,
+    CancelledParams,
+    InitializeParams,
+    ListToolsParams,
+    ProgressParams,
+    SetLevelParams,
+    parse_params,
+)
+from erlmcp_py.mcp.stopwatch import ToolClock
+from erlmcp_py.mcp.tools import ToolArgumentsError, ToolSpec, text_result, to_call_result
+from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
+
+if TYPE_CHECKING:
+    from erlmcp_py.core.outcomes import Tenant
+    from erlmcp_py.mcp.server import Server
+
+__all__ = ["RequestPeer", "ServerSession", "open_session"]
+
+log = structlog.get_logger("erlmcp.session")
+
+Send = Callable[[bytes], Awaitable[None]]
+
+NEW: Final = "new"
+INITIALIZING: Final = "initializing"
+READY: Final = "ready"
+CLOSED: Final = "closed"
+
+_session_numbers = itertools.count(1)
+
+
+class _Call:
+    """One in-flight ``tools/call``."""
+
+    __slots__ = ("cancelled_by_client", "scope")
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.cancelled_by_client = False
+
+
+class ServerSession:
+    """A client connection; implements the runtime's ``Peer`` interface.
+
+    Create with :func:`open_session`. Attributes are read-only for users.
+
+    Attributes:
+        protocol_version: Negotiated version (``""`` before ``initialize``).
+        client_capabilities: What the client declared.
+        client_info: ``clientInfo`` as sent.
+        phase: ``new``, ``initializing``, ``ready`` or ``closed``.
+        log_level: Minimum level of ``notifications/message`` sent to the client.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        runtime: Any,
+        send: Send,
+        nursery: trio.Nursery,
+        *,
+        peer_id: str | None = None,
+        max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    ) -> None:
+        self._server = server
+        self._runtime = runtime
+        self._send = send
+        self._nursery = nursery
+        self._peer_id = peer_id or f"session-{next(_session_numbers)}-{secrets.token_hex(4)}"
+        self.max_frame_bytes = max_frame_bytes
+        self.protocol_version = ""
+        self.client_capabilities = ClientCapabilities()
+        self.client_info: Mapping[str, Any] = {}
+        self.phase = NEW
+        self.log_level = "info"
+        self._initialized = trio.Event()
+        self._closed = trio.Event()
+        self._write_lock = trio.Lock()
+        self._pending: dict[RequestId, Callable[[PeerResponse], None]] = {}
+        self._calls: dict[RequestId, _Call] = {}
+        self._tenant: Tenant | None = None
+        self._log = log.bind(peer=self._peer_id)
+
+    # -- Peer ---------------------------------------------------------------------------------
+
+    @property
+    def peer_id(self) -> str:
+        """Stable id of this connection (the default rate-limit key)."""
+        return self._peer_id
+
+    def supports(self, mode: str) -> bool:
+        """Whether the client declared elicitation in ``mode``."""
+        return self.client_capabilities.supports(mode)
+
+    @property
+    def tenant(self) -> Tenant:
+        """The tenant scope of this client (from ``Server(tenant=...)``)."""
+        if self._tenant is None:
+            self._tenant = self._server.tenant_for(self)
+        return self._tenant
+
+    @property
+    def closed(self) -> bool:
+        """True once the transport is gone."""
+        return self.phase == CLOSED
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """Send a server→client request (waits for ``notifications/initialized`` first).
+
+        Raises:
+            PeerGone: the session is closed, or closed while waiting; nothing was sent.
+        """
+        if self.phase != READY:
+            await self._wait_ready()
+        if request_id in self._pending:
+            raise ValueError(f"request id {request_id!r} is already pending")
+        self._pending[request_id] = on_response
+        try:
+            frame = jsonrpc.encode_request(request_id, method, dict(params))
+            await self._write(frame)
+        except BaseException:
+            self._pending.pop(request_id, None)
+            raise
+
+    def forget_request(self, request_id: str) -> None:
+        """Stop waiting for ``request_id``; a later answer is ignored."""
+        self._pending.pop(request_id, None)
+
+    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
+        """Send a notification to this client.
+
+        Raises:
+            PeerGone: the session is closed.
+        """
+        if method == "notifications/message" and not self._level_enabled(params.get("level")):
+            return
+        await self._write(jsonrpc.encode_notification(method, dict(params)))
+
+    async def send_raw(self, frame: bytes) -> None:
+        """Write an already encoded frame (e.g. a transport-level refusal).
+
+        Raises:
+            PeerGone: the session is closed.
+        """
+        await self._write(frame)
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """Like :meth:`send_notification`, but silently drops it when the client is gone."""
+        with suppress(PeerGone):
+            await self.send_notification(method, params)
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _level_enabled(self, level: object) -> bool:
+        if level not in LOG_LEVELS:
+            return True
+        return LOG_LEVELS.index(str(level)) >= LOG_LEVELS.index(self.log_level)
+
+    async def _wait_ready(self) -> None:
+        if self.phase == CLOSED:
+            raise PeerGone("session closed")
+        async with trio.open_nursery() as nursery:
+
+            async def closed() -> None:
+                await self._closed.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(closed)
+            await self._initialized.wait()
+            nursery.cancel_scope.cancel()
+        if self.phase == CLOSED:
+            raise PeerGone("session closed")
+
+    async def _write(self, frame: bytes) -> None:
+        if self.phase == CLOSED:
+            raise PeerGone("session closed")
+        async with self._write_lock:
+            if self.phase == CLOSED:
+                raise PeerGone("session closed")
+            try:
+                await self._send(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                self._log.info("transport_write_failed", error=type(exc).__name__)
+                self._mark_closed()
+                raise PeerGone("transport closed") from exc
+
+    async def _respond(self, id: RequestId, result: Mapping[str, Any]) -> None:
+        with suppress(PeerGone):
+            await self._write(jsonrpc.encode_response(id, result))
+
+    async def _respond_error(self, error: JsonRpcError) -> None:
+        with suppress(PeerGone):
+            await self._write(error.encode())
+
+    def _mark_closed(self) -> None:
+        if self.phase == CLOSED:
+            return
+        self.phase = CLOSED
+        self._closed.set()
+        pending, self._pending = self._pending, {}
+        for callback in pending.values():
+            callback(PeerGone("session closed"))
+        for call in self._calls.values():
+            call.scope.cancel()
+
+    def close(self) -> None:
+        """End the session: cancel every tool call (their elicitations end ``abandoned``) and
+        fail every pending request with ``PeerGone``. Idempotent."""
+        self._mark_closed()
+
+    # -- inbound ------------------------------------------------------------------------------
+
+    async def feed(self, frame: bytes | bytearray | str) -> None:
+        """Handle one inbound frame; returns without waiting on any tool."""
+        if self.phase == CLOSED:
+            return
+        try:
+            message = jsonrpc.parse(frame, max_bytes=self.max_frame_bytes)
+        except JsonRpcError as exc:
+            if exc.response_id is not None:
+                self._deliver(exc.response_id, PeerError(exc.code, exc.message, exc.data))
+                return
+            self._log.info("bad_frame", code=exc.code, reason=exc.message)
+            await self._respond_error(exc)
+            return
+        await self.dispatch(message)
+
+    async def dispatch(self, message: jsonrpc.Message) -> None:
+        """Handle one parsed message (transports that parse themselves call this)."""
+        if isinstance(message, Request):
+            try:
+                await self._on_request(message)
+            except JsonRpcError as exc:
+                await self._respond_error(exc.with_id(message.id))
+        elif isinstance(message, Notification):
+            try:
+                self._on_notification(message)
+            except JsonRpcError as exc:
+                self._log.info("bad_notification", method=message.method, reason=exc.message)
+        elif isinstance(message, Response):
+            self._deliver(message.id, message.result)
+        elif isinstance(message, ErrorResponse):
+            if message.id is None:
+                self._log.info("client_error_without_id", code=message.code)
+                return
+            self._deliver(message.id, PeerError(message.code, message.message, message.data))
+
+    def _deliver(self, id: RequestId, response: PeerResponse) -> None:
+        callback = self._pending.pop(id, None)
+        if callback is None:
+            self._log.info("response_ignored", id=str(id)[:80], why="unknown, late or duplicate")
+            return
+        callback(response)
+
+    async def _on_request(self, req: Request) -> None:
+        method = req.method
+        if method == "ping":
+            await self._respond(req.id, {})
+            return
+        if method == "initialize":
+            await self._initialize(req)
+            return
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            raise jsonrpc.method_not_found(method, req.id)
+        if self.phase == NEW:
+            raise jsonrpc.invalid_request("session not initialized: send initialize first")
+        if req.id in self._calls:
+            raise jsonrpc.invalid_request("a request with this id is already in progress")
+        await handler(self, req)
+
+    async def _initialize(self, req: Request) -> None:
+        if self.phase != NEW:
+            raise jsonrpc.invalid_request("initialize was already received")
+        params = parse_params(InitializeParams, req.params, req.id)
+        version = negotiate_version(params.protocolVersion)
+        self.protocol_version = version
+        self.client_capabilities = ClientCapabilities.parse(params.capabilities, version)
+        if params.clientInfo is not None:
+            self.client_info = params.clientInfo.model_dump()
+        self.phase = INITIALIZING
+        self._log = self._log.bind(version=version)
+        self._log.info(
+            "initialize",
+            requested=params.protocolVersion[:40],
+            elicitation=sorted(self.client_capabilities.elicitation_modes),
+            client=str(self.client_info.get("name", ""))[:80],
+        )
+        await self._respond(req.id, self._server.initialize_result(version))
+
+    async def _tools_list(self, req: Request) -> None:
+        parse_params(ListToolsParams, req.params, req.id)
+        await self._respond(req.id, {"tools": self._server.tool_definitions()})
+
+    async def _logging_set_level(self, req: Request) -> None:
+        params = parse_params(SetLevelParams, req.params, req.id)
+        self.log_level = params.level
+        await self._respond(req.id, {})
+
+    async def _tools_call(self, req: Request) -> None:
+        params = parse_params(CallToolParams, req.params, req.id)
+        spec = self._server.tools.get(params.name)
+        if spec is None:
+            raise jsonrpc.invalid_params(
+                f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, req.id
+            )
+        call = _Call()
+        self._calls[req.id] = call
+        self._nursery.start_soon(self._run_tool, req.id, spec, params, call)
+
+    def _on_notification(self, note: Notification) -> None:
+        method = note.method
+        if method == "notifications/initialized":
+            if self.phase == INITIALIZING:
+                self.phase = READY
+                self._initialized.set()
+        elif method == "notifications/cancelled":
+            params = parse_params(CancelledParams, note.params)
+            call = self._calls.get(params.requestId) if params.requestId is not None else None
+            if call is None:
+                self._log.info("cancel_ignored", why="no such request in progress")
+                return
+            call.cancelled_by_client = True
+            call.scope.cancel()
+        elif method == "notifications/progress":
+            parse_params(ProgressParams, note.params)  # nothing of ours reports progress
+        else:
+            self._log.debug("notification_ignored", method=method[:80])
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    async def _run_tool(
+        self, id: RequestId, spec: ToolSpec, params: CallToolParams, call: _Call
+    ) -> None:
+        result: Mapping[str, Any] | None = None
+        error: JsonRpcError | None = None
+        try:
+            with call.scope:
+                clock = ToolClock(call.scope, spec.timeout)
+                try:
+                    result = await self._invoke(id, spec, params, clock)
+                except UrlElicitationRequired as exc:
+                    error = exc.to_jsonrpc().with_id(id)
+                except JsonRpcError as exc:
+                    error = exc.with_id(id)
+            if call.scope.cancelled_caught:
+                if call.cancelled_by_client or self.phase == CLOSED:
+                    self._log.info("tool_cancelled", tool=spec.name)
+                    return  # the client asked for no answer (or cannot get one)
+                result = text_result(
+                    f"Tool {spec.name!r} ran out of its {spec.timeout:g} s budget "
+                    "(time spent waiting for the user is not counted).",
+                    is_error=True,
+                )
+        finally:
+            self._calls.pop(id, None)
+        if error is not None:
+            await self._respond_error(error)
+        elif result is not None:
+            await self._respond(id, result)
+
+    async def _invoke(
+        self, id: RequestId, spec: ToolSpec, params: CallToolParams, clock: ToolClock
+    ) -> Mapping[str, Any]:
+        from erlmcp_py.mcp.context import Context
+
+        try:
+            kwargs = spec.bind(params.arguments)
+        except ToolArgumentsError as exc:
+            return text_result(str(exc), is_error=True)
+        if spec.context_param is not None:
+            kwargs[spec.context_param] = Context(
+                server=self._server,
+                peer=RequestPeer(self, id),
+                runtime=self._runtime,
+                tenant=self.tenant,
+                request_id=id,
+                tool_name=spec.name,
+                clock=clock,
+                progress_token=params.progress_token,
+            )
+        try:
+            value = spec.fn(**kwargs)
+            if hasattr(value, "__await__"):
+                value = await value
+        except (UrlElicitationRequired, JsonRpcError):
+            raise
+        except Exception as exc:
+            self._log.info("tool_error", tool=spec.name, error=type(exc).__name__)
+            return text_result(str(exc) or type(exc).__name__, is_error=True)
+        try:
+            return to_call_result(value)
+        except Exception as exc:
+            self._log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
+            return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
+
+
+_HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]] = {
+    "tools/list": ServerSession._tools_list,
+    "tools/call": ServerSession._tools_call,
+    "logging/setLevel": ServerSession._logging_set_level,
+}
+
+
+class RequestPeer:
+    """The session as seen by one ``tools/call``: the ``Peer`` its elicitations go through.
+
+    It carries the id of the originating request, so that a transport that can (Streamable
+    HTTP) sends ``elicitation/create`` on that request's stream. On stdio it just delegates.
+    """
+
+    __slots__ = ("related_request_id", "session")
+
+    def __init__(self, session: ServerSession, related_request_id: RequestId) -> None:
+        self.session = session
+        self.related_request_id = related_request_id
+
+    @property
+    def peer_id(self) -> str:
+        """The session's id."""
+        return self.session.peer_id
+
+    @property
+    def protocol_version(self) -> str:
+        """The session's negotiated protocol version."""
+        return self.session.protocol_version
+
+    def supports(self, mode: str) -> bool:
+        """Whether the client declared elicitation in ``mode``."""
+        return self.session.supports(mode)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """See :meth:`ServerSession.send_request`."""
+        await self.session.send_request(
+            method, params, request_id=request_id, on_response=on_response
+        )
+
+    def forget_request(self, request_id: str) -> None:
+        """See :meth:`ServerSession.forget_request`."""
+        self.session.forget_request(request_id)
+
+    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
+        """See :meth:`ServerSession.send_notification`."""
+        await self.session.send_notification(method, params)
+
+
+@asynccontextmanager
+async def open_session(
+    server: Server,
+    runtime: Any,
+    send: Send,
+    *,
+    peer_id: str | None = None,
+    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+) -> AsyncIterator[ServerSession]:
+    """Run a session for one connection; on exit, tools are cancelled and the session closed.
+
+    Args:
+        server: The server whose tools are served.
+        runtime: The elicitation runtime (from ``open_runtime``).
+        send: Writes one frame to the client (the transport adds framing).
+        peer_id: Connection id; default: a fresh random one.
+        max_frame_bytes: Inbound frame limit.
+    """
+    async with trio.open_nursery() as nursery:
+        session = ServerSession(
+            server, runtime, send, nursery, peer_id=peer_id, max_frame_bytes=max_frame_bytes
+        )
+        try:
+            yield session
+        finally:
+            session.close()

@@ -1,0 +1,184 @@
+"""Tool definitions from Python functions: input schema from type hints, argument checking,
+and the conversion of a return value into a ``CallToolResult``.
+
+Pure: no I/O. A parameter annotated with :class:`~erlmcp_py.mcp.context.Context` (or a
+subclass) is injected by the session and left out of the input schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+__all__ = ["ToolArgumentsError", "ToolSpec", "make_tool", "text_result", "to_call_result"]
+
+ToolFunction = Callable[..., Awaitable[Any]] | Callable[..., Any]
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+class ToolArgumentsError(ValueError):
+    """The arguments of a call do not fit the tool's input schema (an ``isError`` result)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A registered tool.
+
+    Attributes:
+        name: Wire name (``tools/call`` ``name``).
+        description: Shown to the model.
+        title: Human-readable name, when given.
+        fn: The function (sync or async).
+        arguments_model: The pydantic model checking ``arguments``.
+        input_schema: The JSON Schema sent in ``tools/list``.
+        context_param: The name of the injected ``Context`` parameter, if any.
+        timeout: Seconds of tool time (paused while an elicitation is pending), or ``None``.
+    """
+
+    name: str
+    description: str
+    title: str | None
+    fn: ToolFunction
+    arguments_model: type[BaseModel]
+    input_schema: Mapping[str, Any]
+    context_param: str | None
+    timeout: float | None
+
+    def definition(self) -> dict[str, Any]:
+        """The entry of this tool in a ``tools/list`` result."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.title:
+            out["title"] = self.title
+        out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        return out
+
+    def bind(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Check ``arguments`` and return the keyword arguments of the call (without Context).
+
+        Raises:
+            ToolArgumentsError: naming each bad argument and why (never its value).
+        """
+        try:
+            model = self.arguments_model.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors(include_url=False, include_input=False)
+            )
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {self.name!r}: {problems}"
+            ) from None
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+
+def _is_context(annotation: Any, context_type: type) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, context_type)
+
+
+def make_tool(
+    fn: ToolFunction,
+    *,
+    context_type: type,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    timeout: float | None = None,
+) -> ToolSpec:
+    """Build a :class:`ToolSpec` from a function's signature and type hints.
+
+    Args:
+        fn: The tool function; every parameter but the ``Context`` one needs a type hint.
+        context_type: The Context class (parameters annotated with it are injected).
+        name: Wire name; default: the function's name.
+        description: Default: the function's docstring.
+        title: Optional display title.
+        timeout: Tool-time budget in seconds (paused while a human is asked).
+
+    Raises:
+        TypeError: a parameter has no type hint, is positional-only or variadic, or its type
+            cannot be expressed as JSON Schema.
+        ValueError: invalid name or timeout.
+    """
+    tool_name: str = name or str(getattr(fn, "__name__", ""))
+    if not _NAME.fullmatch(tool_name):
+        raise ValueError(f"invalid tool name {tool_name!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError("timeout must be positive")
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} must be named")
+        annotation = hints.get(param.name, inspect.Parameter.empty)
+        if annotation is inspect.Parameter.empty:
+            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} needs a type hint")
+        if _is_context(annotation, context_type):
+            context_param = param.name
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    model = create_model(
+        f"{tool_name}_arguments",
+        __config__=ConfigDict(extra="ignore"),
+        **fields,
+    )
+    try:
+        schema = model.model_json_schema()
+    except pydantic.errors.PydanticUserError as exc:  # pragma: no cover - exotic types
+        raise TypeError(f"tool {tool_name!r}: {exc}") from None
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    schema["type"] = "object"
+    doc = description if description is not None else inspect.getdoc(fn) or ""
+    return ToolSpec(
+        name=tool_name,
+        description=doc,
+        title=title,
+        fn=fn,
+        arguments_model=model,
+        input_schema=schema,
+        context_param=context_param,
+        timeout=timeout,
+    )
+
+
+def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
+    """A ``CallToolResult`` with one text block."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if is_error:
+        result["isError"] = True
+    return result
+
+
+def to_call_result(value: Any) -> dict[str, Any]:
+    """Turn what a tool returned into a ``CallToolResult``.
+
+    ``str`` → one text block; ``None`` → no content; a mapping with a ``content`` list → used
+    as the result itself; a list of content blocks (mappings with ``type``) → the content; any
+    other value → its JSON as text, and as ``structuredContent`` when it is an object.
+    """
+    if isinstance(value, str):
+        return text_result(value)
+    if value is None:
+        return {"content": []}
+    if isinstance(value, Mapping) and isinstance(value.get("content"), list):
+        return dict(value)
+    if isinstance(value, list) and all(isinstance(v, Mapping) and "type" in v for v in value):
+        return {"content": list(value)}
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    text = pydantic.TypeAdapter(Any).dump_json(value).decode()
+    result = text_result(text)
+    if isinstance(value, Mapping):
+        result["structuredContent"] = dict(value)
+    return result

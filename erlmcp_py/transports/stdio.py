@@ -1,0 +1,158 @@
+"""stdio transport: newline-delimited JSON-RPC on stdin/stdout.
+
+Frames are split on ``b"\\n"`` only (a JSON text never contains a raw newline, and ``\\r`` is
+JSON whitespace). Nothing but MCP frames is written to stdout; logs go to stderr. A line longer
+than the frame limit is refused with ``-32600`` (``data.reason = "frame_too_large"``) and
+skipped up to its newline without being buffered. End of input ends the session: tool calls
+are cancelled, so their elicitations end ``abandoned``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import structlog
+import trio
+
+from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import ServerSession, open_session
+
+__all__ = ["LineSplitter", "Oversize", "serve_stdio", "serve_stream"]
+
+log = structlog.get_logger("erlmcp.stdio")
+
+_READ_SIZE = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Oversize:
+    """A line exceeded the limit (it was skipped; ``size`` is a lower bound)."""
+
+    size: int
+
+
+class LineSplitter:
+    """Split a byte stream into lines, bounded by ``max_bytes`` per line (sans-IO).
+
+    Args:
+        max_bytes: Longest accepted line, newline excluded.
+    """
+
+    __slots__ = ("_buf", "_skipping", "max_bytes")
+
+    def __init__(self, max_bytes: int = jsonrpc.MAX_FRAME_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._buf = bytearray()
+        self._skipping = 0  # > 0: bytes of an oversize line seen so far
+
+    def feed(self, data: bytes | bytearray) -> list[bytes | Oversize]:
+        """Add bytes; return the complete lines (blank lines dropped) and oversize markers."""
+        out: list[bytes | Oversize] = []
+        start = 0
+        n = len(data)
+        while start < n:
+            nl = data.find(b"\n", start)
+            end = n if nl < 0 else nl
+            if self._skipping:
+                self._skipping += end - start
+            else:
+                self._buf += data[start:end]
+                if len(self._buf) > self.max_bytes:
+                    self._skipping = len(self._buf)
+                    self._buf.clear()
+            if nl < 0:
+                break
+            if self._skipping:
+                out.append(Oversize(self._skipping))
+                self._skipping = 0
+            elif self._buf.strip():
+                out.append(bytes(self._buf))
+            self._buf.clear()
+            start = nl + 1
+        return out
+
+    @property
+    def partial(self) -> bool:
+        """True when bytes of an unfinished line are buffered."""
+        return bool(self._buf.strip()) or bool(self._skipping)
+
+
+async def serve_stream(
+    server: Server,
+    runtime: object,
+    receive: trio.abc.ReceiveStream,
+    send: trio.abc.SendStream,
+    *,
+    peer_id: str = "stdio",
+    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+) -> None:
+    """Serve one client over a pair of byte streams until end of input.
+
+    Args:
+        server: The server.
+        runtime: Its elicitation runtime.
+        receive: Client → server bytes.
+        send: Server → client bytes.
+        peer_id: Connection id.
+        max_frame_bytes: Longest accepted frame.
+    """
+
+    async def write(frame: bytes) -> None:
+        await send.send_all(frame + b"\n")
+
+    splitter = LineSplitter(max_frame_bytes)
+    async with open_session(
+        server, runtime, write, peer_id=peer_id, max_frame_bytes=max_frame_bytes
+    ) as session:
+        try:
+            async for chunk in receive:
+                for item in splitter.feed(chunk):
+                    if isinstance(item, Oversize):
+                        await _refuse(session, item, max_frame_bytes)
+                    else:
+                        await session.feed(item)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.info("stdin_error", error=type(exc).__name__)
+        if splitter.partial:
+            log.info("eof_inside_frame")
+        log.info("eof", peer=peer_id)
+
+
+async def _refuse(session: ServerSession, item: Oversize, limit: int) -> None:
+    log.info("frame_too_large", size=item.size, limit=limit)
+    error = jsonrpc.FrameTooLarge(item.size, limit)
+    try:
+        await session.send_raw(error.encode())
+    except Exception:  # the client may be gone; nothing else to do
+        log.debug("refusal_not_sent")
+
+
+async def serve_stdio(
+    server: Server,
+    *,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+) -> None:
+    """Serve one client on this process's stdin/stdout until EOF.
+
+    Opens the server's elicitation runtime unless it is already running.
+
+    Args:
+        server: The server.
+        stdin_fd: File descriptor to read frames from.
+        stdout_fd: File descriptor to write frames to (nothing else is written there).
+        max_frame_bytes: Longest accepted frame.
+    """
+    receive = trio.lowlevel.FdStream(os.dup(stdin_fd))
+    send = trio.lowlevel.FdStream(os.dup(stdout_fd))
+    async with receive, send:
+        if server.runtime is not None:
+            await serve_stream(
+                server, server.runtime, receive, send, max_frame_bytes=max_frame_bytes
+            )
+            return
+        async with server.running() as runtime:
+            await serve_stream(server, runtime, receive, send, max_frame_bytes=max_frame_bytes)
