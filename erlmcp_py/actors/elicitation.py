@@ -198,9 +198,11 @@ class Record:
         if action not in _ACTIONS:
             self.feed(TransportFailed("invalid response: action must be accept|decline|cancel"))
             return
+        # From the request reaching the client (or, if it answered before our send returned,
+        # from creation) to the human's answer.
         sent_at = self.core.sent_at
-        if sent_at is not None:
-            self.actor.metrics.on_answer_latency(trio.current_time() - sent_at)
+        asked_at = self.core.created_at if sent_at is None else sent_at
+        self.actor.metrics.on_answer_latency(trio.current_time() - asked_at)
         if self.mode == "url" and action == "accept":
             self.consented = True  # the user opened the page; the app completes it later
             self.actor._event("consented", self)

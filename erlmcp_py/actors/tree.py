@@ -41,7 +41,7 @@ from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.outcomes import Tenant, Unsupported
 from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
 from erlmcp_py.core.urlpolicy import UrlPolicy
-from erlmcp_py.urlcheck import check_url
+from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
 
 __all__ = ["Runtime", "open_runtime"]
@@ -67,8 +67,9 @@ class Runtime:
     like an unknown id (``ElicitationNotFound``).
     """
 
-    def __init__(self, config: RuntimeConfig) -> None:
+    def __init__(self, config: RuntimeConfig, resolver: Resolver | None = None) -> None:
         self.config = config
+        self.resolver = resolver
         self.policy = config.to_policy()
         self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
         self._metrics = Metrics()
@@ -144,7 +145,7 @@ class Runtime:
             check_requested_schema(request.requested_schema, version)
         else:
             assert request.url is not None
-            url = await check_url(request.url, self.url_policy)
+            url = await check_url(request.url, self.url_policy, resolver=self.resolver)
             if url != request.url:
                 request = ElicitationRequest(
                     request.message, "url", url=url, validator=request.validator
@@ -222,18 +223,21 @@ class Runtime:
 @asynccontextmanager
 async def open_runtime(
     config: RuntimeConfig | Mapping[str, Any] | None = None,
+    *,
+    resolver: Resolver | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start the supervision tree; stop it (in reverse order) when the block exits.
 
     Args:
         config: a :class:`RuntimeConfig`, a mapping of its fields, or ``None`` for defaults.
+        resolver: host-name resolver for URL checks (default: the system's, via trio).
 
     Raises:
         pydantic.ValidationError: the configuration is invalid (raised before anything starts).
     """
     if not isinstance(config, RuntimeConfig):
         config = RuntimeConfig.model_validate(dict(config or {}))
-    runtime = Runtime(config)
+    runtime = Runtime(config, resolver)
     async with trio.open_nursery() as nursery:
         await nursery.start(runtime.supervisor.run)
         try:

@@ -1,0 +1,535 @@
+"""The elicitation runtime's guarantees (issue 3), each with a test that fails without it.
+
+All under trio's autojump clock: deadlines of 300 s pass in microseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pydantic
+import pytest
+import structlog.testing
+import trio
+import trio.testing
+
+from erlmcp_py import (
+    Accepted,
+    AlreadyTerminal,
+    Cancelled,
+    Declined,
+    ElicitationNotFound,
+    ElicitationRequest,
+    ExtensionDenied,
+    Failed,
+    InvalidAnswer,
+    RateLimited,
+    RequestTooLarge,
+    ResultTooLarge,
+    Runtime,
+    SchemaNotAllowed,
+    Tenant,
+    TimedOut,
+    TooManyElicitations,
+    UnsafeURLError,
+    Unsupported,
+    open_runtime,
+)
+from erlmcp_py.actors.peer import PeerError
+from erlmcp_py.testing import MemoryPeer
+from tests.conftest import count_tasks
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "age": {"type": "integer", "minimum": 0, "default": 30},
+    },
+    "required": ["name"],
+}
+ALICE = Tenant("alice", "ws1", "conv1")
+
+
+async def public_resolver(host: str) -> list[str]:
+    """Tests never touch DNS: every name resolves to a documentation-free public address."""
+    await trio.lowlevel.checkpoint()
+    return ["93.184.215.14"]
+
+
+BOB = Tenant("bob", "ws1", "conv1")
+
+
+def form(message: str = "Who are you?", schema: dict[str, Any] | None = None) -> ElicitationRequest:
+    return ElicitationRequest(message, requested_schema=schema or SCHEMA)
+
+
+@pytest.fixture
+async def rt() -> AsyncIterator[Runtime]:
+    # pytest-trio only honours a clock fixture named in the test's own arguments, so every
+    # test using ``rt`` also takes ``autojump_clock``.
+    async with open_runtime({"rate": 1000}, resolver=public_resolver) as runtime:
+        yield runtime
+
+
+async def test_accept_returns_validated_content_with_defaults(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "Ada"}})
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})  # idempotent
+    sent = peer.requests[0]
+    assert sent.method == "elicitation/create"
+    assert sent.params == {"message": "Who are you?", "requestedSchema": SCHEMA}
+    info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    assert (info.status, info.outcome) == ("completed", "Accepted")
+
+
+@pytest.mark.parametrize(
+    ("action", "expected", "status"),
+    [("decline", Declined(), "declined"), ("cancel", Cancelled(by="client"), "cancelled")],
+)
+async def test_decline_and_cancel(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, action: str, expected: Any, status: str
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": action})
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await handle.outcome() == expected
+    assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == status
+    assert peer.notifications == []  # the client ended it: nothing to cancel
+
+
+async def test_invalid_answer_is_reprompted_with_errors_then_fails(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "", "age": "36"}})
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    outcome = await handle.outcome()
+    assert isinstance(outcome, Failed)
+    assert outcome.reason == "validation"
+    assert len(peer.requests) == 4  # the first ask and three re-prompts
+    reprompt = peer.requests[1].params["message"]
+    assert reprompt.startswith("Who are you?")
+    assert "age" in reprompt
+    assert "name" in reprompt
+    assert '"36"' not in reprompt
+    assert "36" not in reprompt
+    assert [r.id for r in peer.requests] == [f"{handle.id}.{n}" for n in (1, 2, 3, 4)]
+
+
+async def test_reprompt_then_valid_answer_completes(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    answers = iter([{"name": 7}, {"name": "Ada", "age": 3.0}])
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": next(answers)})
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 3})
+    assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).reprompts_used == 1
+
+
+async def test_timeout_warns_then_times_out_and_cancels_client_request(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()  # never answers
+    start = trio.current_time()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(300)
+    await trio.testing.wait_all_tasks_blocked()  # Resolve comes first, the notice right after
+    (warning, cancelled) = peer.notifications
+    assert warning[0] == "notifications/message"
+    assert warning[1]["level"] == "warning"
+    assert warning[1]["data"]["elicitationId"] == handle.id
+    assert warning[1]["data"]["remainingSeconds"] == 60
+    assert cancelled == (
+        "notifications/cancelled",
+        {"requestId": peer.requests[0].id, "reason": "elicitation timedout"},
+    )
+    assert peer.pending == {}  # correlation dropped: a late answer is ignored
+    assert peer.answer(peer.requests[0].id, {"action": "accept"}) is False
+
+
+async def test_extensions_are_bounded_and_rearm_the_warning(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    start = trio.current_time()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    info = await rt.extend_timeout(handle.id, tenant=ALICE)
+    assert info.deadline - start == pytest.approx(600)
+    info = await rt.extend_timeout(handle.id, tenant=ALICE, seconds=10_000)  # clamped to 300
+    assert info.deadline - start == pytest.approx(900)
+    with pytest.raises(ExtensionDenied) as denied:
+        await rt.extend_timeout(handle.id, tenant=ALICE)
+    assert denied.value.reason == "max_extensions"
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(900)
+    warnings = [n for n in peer.notifications if n[0] == "notifications/message"]
+    assert len(warnings) == 1  # one warning for the final deadline (earlier ones were re-armed)
+
+
+async def test_owner_exit_abandons_and_tells_client(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handles = []
+
+    async def tool(task_status: trio.TaskStatus[None]) -> None:
+        for _ in range(5):
+            handles.append(await rt.create_elicitation(form(), peer=peer, tenant=ALICE))
+        task_status.started()
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tool)
+        await peer.wait_request(5)
+        nursery.cancel_scope.cancel()  # the tool invocation (owner) goes away
+    await trio.testing.wait_all_tasks_blocked()
+    for handle in handles:
+        outcome = await handle.outcome()
+        assert outcome == Failed("abandoned")
+        assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "abandoned"
+    cancelled = [n for n in peer.notifications if n[0] == "notifications/cancelled"]
+    assert len(cancelled) == 5
+
+
+async def test_owner_argument_and_one_watcher_per_owner(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    async with trio.open_nursery() as nursery:
+
+        async def owner(*, task_status: trio.TaskStatus[trio.lowlevel.Task]) -> None:
+            task_status.started(trio.lowlevel.current_task())
+            await trio.sleep_forever()
+
+        owner_task = await nursery.start(owner)
+        handles = [
+            await rt.create_elicitation(form(), peer=peer, tenant=ALICE, owner=owner_task)
+            for _ in range(50)
+        ]
+        await trio.testing.wait_all_tasks_blocked()
+        hub = rt.actor("elicitation")._shared.actor.hub  # type: ignore[union-attr]
+        assert hub.watched_tasks() == 1
+        assert hub.subscriber_count(owner_task) == 50
+        await rt.cancel_elicitation(handles[0].id, tenant=ALICE)
+        assert hub.subscriber_count(owner_task) == 49  # terminal: unsubscribed
+        nursery.cancel_scope.cancel()
+    assert {await h.outcome() for h in handles[1:]} == {Failed("abandoned")}
+
+
+async def test_server_cancel(rt: Runtime, autojump_clock: trio.testing.MockClock) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    request = await peer.wait_request()
+    info = await rt.cancel_elicitation(handle.id, tenant=ALICE)
+    assert info.status == "cancelled"
+    assert await handle.outcome() == Cancelled(by="server")
+    await trio.testing.wait_all_tasks_blocked()
+    assert (
+        "notifications/cancelled",
+        {"requestId": request.id, "reason": "elicitation cancelled"},
+    ) in peer.notifications
+    with pytest.raises(AlreadyTerminal) as err:
+        await rt.cancel_elicitation(handle.id, tenant=ALICE)
+    assert err.value.status == "cancelled"
+
+
+async def test_other_tenant_id_is_indistinguishable_from_unknown(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    for call in (
+        lambda t, i: rt.get_elicitation_status(i, tenant=t),
+        lambda t, i: rt.cancel_elicitation(i, tenant=t),
+        lambda t, i: rt.extend_timeout(i, tenant=t),
+        lambda t, i: rt.complete_elicitation(i, {"name": "x"}, tenant=t),
+    ):
+        with pytest.raises(ElicitationNotFound) as foreign:
+            await call(BOB, handle.id)
+        with pytest.raises(ElicitationNotFound) as unknown:
+            await call(BOB, "no-such-id")
+        assert str(foreign.value) == str(unknown.value)
+    assert await rt.list_elicitations(tenant=BOB) == []
+    assert [i.id for i in await rt.list_elicitations(tenant=ALICE)] == [handle.id]
+    assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "active"
+
+
+async def test_only_the_current_request_can_answer(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    first = await peer.wait_request()
+    pending_first = peer.pending[first.id]
+    peer.answer(first.id, {"action": "accept", "content": {"name": 1}})  # invalid: re-prompt
+    second = await peer.wait_request(2)
+    pending_first.on_response({"action": "accept", "content": {"name": "stale"}})  # old attempt
+    await trio.testing.wait_all_tasks_blocked()
+    with pytest.raises(trio.WouldBlock):
+        handle.outcome_nowait()
+    peer.answer(second.id, {"action": "accept", "content": {"name": "Ada"}})
+    assert peer.answer(second.id, {"action": "decline"}) is False  # duplicate dropped
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+
+
+@pytest.mark.parametrize(
+    ("reply", "detail"),
+    [
+        ({"action": "maybe"}, "invalid response"),
+        ({"content": {}}, "invalid response"),
+        (PeerError(-32601, "Method not found"), "client error -32601"),
+    ],
+)
+async def test_garbage_or_error_answer_fails_transport(
+    rt: Runtime, reply: Any, detail: str
+) -> None:
+    peer = MemoryPeer(auto=lambda r: reply)
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    outcome = await handle.outcome()
+    assert isinstance(outcome, Failed)
+    assert outcome.reason == "transport"
+    assert detail in outcome.detail
+
+
+async def test_client_disconnect_fails_transport(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    peer.disconnect()
+    assert await handle.outcome() == Failed("transport", "client gone")
+    gone_before_send = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await gone_before_send.outcome() == Failed("transport", "client gone")
+
+
+async def test_unsupported_when_capability_missing(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(modes=frozenset({"form"}))
+    handle = await rt.create_elicitation(
+        ElicitationRequest("Sign in", mode="url", url="https://example.com/login"),
+        peer=peer,
+        tenant=ALICE,
+    )
+    assert await handle.outcome() == Unsupported("url")
+    assert peer.requests == []
+    assert rt.metrics()["outcomes"]["Unsupported"] == {"url": 1}
+
+
+async def test_size_and_schema_limits(rt: Runtime, autojump_clock: trio.testing.MockClock) -> None:
+    peer = MemoryPeer()
+    with pytest.raises(RequestTooLarge) as big:
+        await rt.create_elicitation(form("x" * (16 * 1024 + 1)), peer=peer, tenant=ALICE)
+    assert (big.value.part, big.value.limit) == ("message", 16 * 1024)
+    nested = {"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}
+    with pytest.raises(SchemaNotAllowed):
+        await rt.create_elicitation(form(schema=nested), peer=peer, tenant=ALICE)
+    assert peer.requests == []  # refused before anything was sent
+
+
+async def test_oversize_answer_is_reprompted_never_accepted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime({"answer_bytes": 1000, "max_reprompts": 0}) as rt:
+        peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "x" * 2000}})
+        handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        outcome = await handle.outcome()
+        assert isinstance(outcome, Failed)
+        assert outcome.reason == "validation"
+
+
+async def test_rate_limit_and_pending_cap(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_runtime({"rate": 3, "rate_window_s": 60, "max_pending_per_client": 2}) as rt:
+        peer = MemoryPeer()
+        await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        h2 = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        with pytest.raises(TooManyElicitations):
+            await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await rt.cancel_elicitation(h2.id, tenant=ALICE)
+        await trio.testing.wait_all_tasks_blocked()  # the slot is released
+        await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        other = MemoryPeer(peer_id="other")  # limits are per client
+        await rt.create_elicitation(form(), peer=other, tenant=ALICE)
+        # Rate: 3 per 60 s for "memory-peer" are used up (the refused one spent nothing).
+        await rt.cancel_elicitation((await rt.list_elicitations(tenant=ALICE))[0].id, tenant=ALICE)
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(RateLimited) as limited:
+            await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        assert 0 < limited.value.retry_after <= 20.001
+        await trio.sleep(limited.value.retry_after)
+        await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        assert rt.metrics()["refused"] == {"client_pending": 1, "rate": 1}
+
+
+async def test_url_mode_consent_then_application_completes(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept"})
+    handle = await rt.create_elicitation(
+        ElicitationRequest("Sign in to continue", mode="url", url="https://example.com/login"),
+        peer=peer,
+        tenant=ALICE,
+    )
+    request = await peer.wait_request()
+    assert request.params == {
+        "mode": "url",
+        "message": "Sign in to continue",
+        "url": "https://example.com/login",
+        "elicitationId": handle.id,
+    }
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "active"
+    await rt.complete_elicitation(handle.id, {"signed_in": True}, tenant=ALICE)
+    assert await handle.outcome() == Accepted({"signed_in": True})
+    await trio.testing.wait_all_tasks_blocked()
+    assert peer.notifications == [
+        ("notifications/elicitation/complete", {"elicitationId": handle.id})
+    ]
+
+
+async def test_url_mode_refuses_unsafe_urls(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    for url in ("http://example.com/", "https://127.0.0.1/", "https://user@example.com/"):
+        with pytest.raises(UnsafeURLError):
+            await rt.create_elicitation(
+                ElicitationRequest("go", mode="url", url=url), peer=peer, tenant=ALICE
+            )
+    assert peer.requests == []
+
+
+async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_runtime({"answer_bytes": 100}) as rt:
+        peer = MemoryPeer()
+        handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        with pytest.raises(InvalidAnswer):
+            await rt.complete_elicitation(handle.id, {"name": 5}, tenant=ALICE)
+        with pytest.raises(ResultTooLarge):
+            await rt.complete_elicitation(handle.id, {"name": "x" * 200}, tenant=ALICE)
+        info = await rt.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
+        assert info.status == "completed"
+        assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+        with pytest.raises(AlreadyTerminal):
+            await rt.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [n[0] for n in peer.notifications] == ["notifications/cancelled"]
+
+
+@pytest.mark.parametrize("victim", ["ratelimiter", "validator", "elicitation"])
+async def test_actor_crash_fails_waiters_and_runtime_recovers(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, victim: str
+) -> None:
+    peer = MemoryPeer()
+    handles = [await rt.create_elicitation(form(), peer=peer, tenant=ALICE) for _ in range(10)]
+    await peer.wait_request(10)
+    rt.actor(victim).cast("crash!")  # no handle_cast: the actor crashes
+    for handle in handles:
+        assert await handle.outcome() == Failed("runtime_restarted")
+    # rest_for_one restarted the elicitation actor; the runtime serves again.
+    peer.auto = lambda r: {"action": "accept", "content": {"name": "again"}}
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await handle.outcome() == Accepted({"name": "again", "age": 30})
+    metrics = rt.metrics()
+    assert metrics["pending"] == 0
+    assert metrics["outcomes"]["Failed"] == {"form": 10}
+
+
+async def test_retention_is_bounded_by_count_and_age(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime({"retention_max_records": 3, "retention_max_age_s": 100}) as rt:
+        peer = MemoryPeer(auto=lambda r: {"action": "decline"})
+        ids = []
+        for _ in range(5):
+            handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+            await handle.outcome()
+            ids.append(handle.id)
+        kept = [i.id for i in await rt.list_elicitations(tenant=ALICE)]
+        assert kept == ids[2:]
+        with pytest.raises(ElicitationNotFound):
+            await rt.get_elicitation_status(ids[0], tenant=ALICE)
+        await trio.sleep(101)
+        assert await rt.list_elicitations(tenant=ALICE) == []
+
+
+async def test_ids_are_random_url_safe_128_bit(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    ids = {(await rt.create_elicitation(form(), peer=peer, tenant=ALICE)).id for _ in range(50)}
+    assert len(ids) == 50
+    for elicitation_id in ids:
+        assert len(elicitation_id) == 22  # 16 bytes, base64url without padding
+        assert set(elicitation_id) <= set(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        )
+
+
+async def test_logs_carry_ids_and_never_content(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    secret = "hunter2-super-secret"
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": secret}})
+    with structlog.testing.capture_logs() as events:
+        handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await handle.outcome()
+    names = [e["event"] for e in events if e.get("elicitation_id") == handle.id]
+    assert names[0] == "created"
+    assert {"sent", "answered", "outcome"} <= set(names)
+    for event in events:
+        if event.get("elicitation_id") == handle.id:
+            assert event["user"] == "alice"
+            assert event["client"] == "memory-peer"
+        assert secret not in repr(event)
+
+
+async def test_metrics_add_up(rt: Runtime, autojump_clock: trio.testing.MockClock) -> None:
+    replies = iter(
+        [
+            {"action": "decline"},
+            {"action": "cancel"},
+            {"action": "accept", "content": {"name": "x"}},
+        ]
+    )
+    peer = MemoryPeer(auto=lambda r: next(replies))
+    for _ in range(3):
+        await (await rt.create_elicitation(form(), peer=peer, tenant=ALICE)).outcome()
+    never = MemoryPeer(peer_id="slow")
+    pending = await rt.create_elicitation(form(), peer=never, tenant=ALICE)
+    await never.wait_request()
+    m = rt.metrics()
+    assert m["created"] == {"form": 4}
+    assert m["outcomes"] == {
+        "Accepted": {"form": 1},
+        "Cancelled": {"form": 1},
+        "Declined": {"form": 1},
+    }
+    assert m["pending"] == 1
+    assert m["human_latency_s"]["count"] == 3
+    await rt.cancel_elicitation(pending.id, tenant=ALICE)
+    assert rt.metrics()["pending"] == 0
+
+
+async def test_invalid_config_fails_at_start_with_field_name() -> None:
+    with pytest.raises(pydantic.ValidationError, match="form_deadline_s"):
+        async with open_runtime({"form_deadline_s": -1}):
+            pass
+    with pytest.raises(pydantic.ValidationError, match="no_such_option"):
+        async with open_runtime({"no_such_option": 1}):
+            pass
+
+
+async def test_runtime_leaves_no_tasks(autojump_clock: trio.testing.MockClock) -> None:
+    baseline = count_tasks()
+    async with open_runtime({"rate": 100}) as rt:
+        peer = MemoryPeer()
+        handles = [await rt.create_elicitation(form(), peer=peer, tenant=ALICE) for _ in range(20)]
+    for handle in handles:
+        assert await handle.outcome() == Failed("runtime_restarted")  # shutdown resolves them
+    assert count_tasks() == baseline
