@@ -352,7 +352,7 @@ class Actor:
                 reason = self._stop_reason
                 nursery.cancel_scope.cancel()
             if crash is not None:
-                raise crash
+                raise crash  # noqa: TRY301 -- re-raised outside the nursery, unwrapped
         except BaseException as exc:
             reason = _unwrap(exc)
             if isinstance(reason, trio.Cancelled):
