@@ -924,8 +924,8 @@ class LifecycleMachine(RuleBasedStateMachine):
 
 
 LifecycleMachine.TestCase.settings = settings(
-    max_examples=300,
-    stateful_step_count=50,
+    max_examples=200,
+    stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
