@@ -76,6 +76,7 @@ from erlmcp_py.core.lifecycle import (
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
+from erlmcp_py.core.retention import Retention
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
 from supervisors import (
     Actor,
@@ -319,7 +320,7 @@ class ElicitationActor(Actor):
 
     async def init(self) -> None:
         self.records: dict[str, Record] = {}
-        self.retired: deque[tuple[float, str]] = deque()
+        self.retention: Retention[str] = Retention(self.policy.retention)
         self.live = 0
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
@@ -415,16 +416,12 @@ class ElicitationActor(Actor):
         if record.mode == "url" and isinstance(outcome, Accepted):
             record.work.append(_NotifyComplete())
         assert record.ended_at is not None
-        self.retired.append((record.ended_at, record.id))
-        self._evict(record.ended_at)
+        for elicitation_id in self.retention.add(record.id, record.ended_at):
+            self.records.pop(elicitation_id, None)
         self._event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
 
     def _evict(self, now: float) -> None:
-        retention = self.policy.retention
-        horizon = now - retention.max_age_s
-        retired = self.retired
-        while retired and (len(retired) > retention.max_records or retired[0][0] <= horizon):
-            _, elicitation_id = retired.popleft()
+        for elicitation_id in self.retention.evict(now):
             self.records.pop(elicitation_id, None)
 
     def _event(self, name: str, record: Record, **extra: Any) -> None:
