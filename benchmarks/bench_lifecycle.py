@@ -1,0 +1,177 @@
+"""One elicitation's whole life versus a raw trio memory-channel ping-pong, in the same run.
+
+A lifecycle is: ``create_elicitation`` (a call to the elicitation actor, which calls the rate
+limiter, registers the record, starts the child task and subscribes the owner watch) -> the
+child sends ``elicitation/create`` to a :class:`~erlmcp_py.testing.MemoryPeer` that answers at
+once with valid content -> the child asks the validator -> the outcome reaches the waiter
+(``await handle.outcome()``) -> the child releases the rate-limit slot. All three actors are
+on the path. One lifecycle at a time, like ``bench_actor``'s call round trip, so the ratio
+compares one lifecycle with one raw ping-pong round trip (goal: ``ratio`` >= 0.25).
+
+Also reported (not goals): ``lifecycles_per_s_concurrent`` with 64 waiters in flight.
+
+Human-readable lines first; the last line is one JSON object (keys: lifecycles_per_s,
+raw_calls_per_s, ratio, lifecycles_per_s_concurrent, ratio_concurrent, n, rounds).
+``--profile`` prints the top functions of one lifecycle run (cProfile) before the figures.
+
+    python benchmarks/bench_lifecycle.py [--quick] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import logging
+import pstats
+import statistics
+import time
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+import trio
+
+from erlmcp_py import Accepted, ElicitationRequest, RuntimeConfig, Tenant, open_runtime
+from erlmcp_py.core.schema import freeze
+from erlmcp_py.testing import MemoryPeer, SentRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Frozen, as ``FormType.schema`` is: the validator cache finds it by its remembered digest.
+SCHEMA: Mapping[str, Any] = freeze(
+    {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "enum": ["eu", "us"]},
+            "n": {"type": "integer"},
+        },
+        "required": ["region"],
+    }
+)
+ANSWER: Mapping[str, Any] = {"action": "accept", "content": {"region": "eu", "n": 3}}
+CONFIG = RuntimeConfig.model_validate({"rate": 10**9, "max_pending_per_client": 10**9})
+
+
+async def raw_ping_pong(n: int) -> float:
+    """The trio limit: request channel + reply channel, one server task (as bench_actor)."""
+    req_send, req_recv = trio.open_memory_channel[Any](0)
+    rep_send, rep_recv = trio.open_memory_channel[Any](0)
+
+    async def server() -> None:
+        async for msg in req_recv:
+            await rep_send.send(msg)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        start = time.perf_counter()
+        for i in range(n):
+            await req_send.send(i)
+            await rep_recv.receive()
+        elapsed = time.perf_counter() - start
+        await req_send.aclose()
+    return n / elapsed
+
+
+def answering_peer() -> MemoryPeer:
+    def auto(_sent: SentRequest) -> Mapping[str, Any]:
+        return ANSWER
+
+    return MemoryPeer(peer_id="bench", auto=auto)
+
+
+async def lifecycles(n: int, concurrency: int = 1) -> float:
+    """``n`` full lifecycles, ``concurrency`` of them in flight at a time."""
+    request = ElicitationRequest("Pick a region", requested_schema=SCHEMA)
+    tenant = Tenant("bench", "ws", "conv")
+    async with open_runtime(CONFIG) as runtime:
+        peer = answering_peer()
+
+        async def one() -> None:
+            handle = await runtime.create_elicitation(request, peer=peer, tenant=tenant)
+            outcome = await handle.outcome()
+            assert type(outcome) is Accepted, outcome
+
+        await one()  # warm the validator cache
+        start = time.perf_counter()
+        if concurrency == 1:
+            for _ in range(n):
+                await one()
+        else:
+
+            async def worker(count: int) -> None:
+                for _ in range(count):
+                    await one()
+
+            async with trio.open_nursery() as nursery:
+                for w in range(concurrency):
+                    nursery.start_soon(worker, n // concurrency + (w < n % concurrency))
+        elapsed = time.perf_counter() - start
+        metrics = runtime.metrics()
+        assert metrics["pending"] == 0, metrics
+    return n / elapsed
+
+
+async def main(quick: bool) -> dict[str, Any]:
+    n = 2_000 if quick else 10_000
+    rounds = 3 if quick else 5
+    results: dict[str, list[float]] = {"life": [], "raw": [], "conc": []}
+    for _ in range(rounds):  # interleaved so drift affects both sides alike
+        results["raw"].append(await raw_ping_pong(n * 5))
+        results["life"].append(await lifecycles(n))
+        results["conc"].append(await lifecycles(n, concurrency=64))
+    med = {k: statistics.median(v) for k, v in results.items()}
+    return {
+        "n": n,
+        "rounds": rounds,
+        "lifecycles_per_s": round(med["life"]),
+        "raw_calls_per_s": round(med["raw"]),
+        "ratio": round(med["life"] / med["raw"], 4),
+        "lifecycles_per_s_concurrent": round(med["conc"]),
+        "ratio_concurrent": round(med["conc"] / med["raw"], 4),
+    }
+
+
+def profile(n: int) -> None:
+    """Where a lifecycle's time goes: own time per source file, in µs per lifecycle."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    trio.run(lifecycles, n)
+    profiler.disable()
+    stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    by_file: Counter[str] = Counter()
+    for (filename, _line, _func), (_cc, _nc, own, _cum, _callers) in stats.items():
+        name = filename.split("/site-packages/")[-1].split(str(ROOT) + "/")[-1]
+        if name == "~":
+            name = "builtins (C functions)"
+        elif name.startswith("trio/_core/"):
+            name = "trio/_core (scheduler, tasks, cancel scopes)"
+        by_file[name] += own
+    total = sum(by_file.values())
+    print(f"profile of {n} sequential lifecycles (cProfile inflates every figure):")
+    for name, own in by_file.most_common(15):
+        print(f"  {own / total:6.1%} {own / n * 1e6:8.1f} µs/lifecycle  {name}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small n, finishes in seconds")
+    parser.add_argument("--profile", action="store_true", help="cProfile one lifecycle run")
+    args = parser.parse_args()
+    # The runtime logs every lifecycle event at info; a benchmark measures the runtime.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    if args.profile:
+        profile(2_000)
+    out = trio.run(main, args.quick)
+    print(
+        f"elicitation lifecycle (create -> answer -> validate -> outcome): "
+        f"{out['lifecycles_per_s']:,}/s vs raw ping-pong {out['raw_calls_per_s']:,}/s "
+        f"-> ratio {out['ratio']} (goal >= 0.25)"
+    )
+    print(
+        f"64 lifecycles in flight: {out['lifecycles_per_s_concurrent']:,}/s "
+        f"-> ratio {out['ratio_concurrent']}"
+    )
+    print(json.dumps(out))
