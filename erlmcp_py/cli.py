@@ -70,8 +70,10 @@ def _parser() -> argparse.ArgumentParser:
 def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
     if args.transport == "http":
-        print("erlmcp-py: the Streamable HTTP transport is not yet available", file=sys.stderr)
-        return 2
+        from erlmcp_py.transports.http import run_http_cli
+
+        config = runtime_config(args.elicitation_timeout, args.dev)
+        return run_http_cli(args.host, args.port, config)
     from erlmcp_py.example_server import build_server
     from erlmcp_py.transports.stdio import serve_stdio
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
+from contextvars import ContextVar
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
@@ -63,11 +64,16 @@ if TYPE_CHECKING:
     from erlmcp_py.core.outcomes import Tenant
     from erlmcp_py.mcp.server import Server
 
-__all__ = ["RequestPeer", "ServerSession", "open_session"]
+__all__ = ["RELATED_REQUEST", "RequestPeer", "ServerSession", "open_session"]
 
 log = structlog.get_logger("erlmcp.session")
 
 Send = Callable[[bytes], Awaitable[None]]
+
+#: The client request the frame being written relates to, as a transport's ``send`` sees it:
+#: set by :class:`RequestPeer` while it writes (the runtime's elicitation tasks) and inherited
+#: by tool tasks from the task that fed their ``tools/call`` (Streamable HTTP sets it there).
+RELATED_REQUEST: ContextVar[RequestId | None] = ContextVar("erlmcp_related_request", default=None)
 
 NEW: Final = "new"
 INITIALIZING: Final = "initializing"
@@ -493,9 +499,13 @@ class RequestPeer:
         on_response: Callable[[PeerResponse], None],
     ) -> None:
         """See :meth:`ServerSession.send_request`."""
-        await self.session.send_request(
-            method, params, request_id=request_id, on_response=on_response
-        )
+        token = RELATED_REQUEST.set(self.related_request_id)
+        try:
+            await self.session.send_request(
+                method, params, request_id=request_id, on_response=on_response
+            )
+        finally:
+            RELATED_REQUEST.reset(token)
 
     def forget_request(self, request_id: str) -> None:
         """See :meth:`ServerSession.forget_request`."""
@@ -503,7 +513,11 @@ class RequestPeer:
 
     async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
         """See :meth:`ServerSession.send_notification`."""
-        await self.session.send_notification(method, params)
+        token = RELATED_REQUEST.set(self.related_request_id)
+        try:
+            await self.session.send_notification(method, params)
+        finally:
+            RELATED_REQUEST.reset(token)
 
 
 @asynccontextmanager

@@ -1,0 +1,708 @@
+"""Streamable HTTP transport: an ASGI app served by hypercorn's trio worker.
+
+Theory of operation
+-------------------
+One endpoint (default ``/mcp``) takes POST, GET and DELETE. Every request first passes the
+DNS-rebinding guard (``Host`` and ``Origin`` against :class:`HostPolicy`, else 403).
+
+*Sessions.* A POST of ``initialize`` without ``Mcp-Session-Id`` opens a :class:`ServerSession`
+(via :func:`open_session`) in a task of the transport's own nursery, so that it outlives the
+HTTP request; its id (256 random bits, URL-safe) is returned in the ``Mcp-Session-Id`` header and
+required on every later request (missing: 400, unknown or ended: 404). The session ends on
+DELETE, after ``idle_timeout`` without an open stream, or when the transport stops; its tool
+calls are then cancelled, so the runtime's owner watch ends their elicitations ``abandoned``.
+
+*Routing.* The session writes every frame through one callback, :meth:`_HttpSession.write`,
+which picks exactly one channel per frame:
+
+1. a response goes to the POST that carried its request, which then completes;
+2. a request or notification related to a client request (:data:`RELATED_REQUEST`: set by
+   :class:`~erlmcp_py.mcp.session.RequestPeer` for the runtime's ``elicitation/create`` and
+   inherited by tool tasks from the POST handler that fed the ``tools/call``) goes on that POST's
+   SSE stream while it is open;
+3. anything else goes on the GET stream, or waits in a bounded backlog for one.
+
+Writes never block the session: each stream has a bounded queue, and a stream whose client
+does not keep up is ended (a slow client only hurts itself).
+
+*POST.* A ``tools/call`` (when the client accepts ``text/event-stream``) is answered as an SSE
+stream carrying that call's ``elicitation/create`` requests, progress and log notifications and
+finally its response; other requests are answered as ``application/json``. Notifications and
+responses get 202. If the client goes away while its call runs (the POST stream closes), the
+call is cancelled exactly as by ``notifications/cancelled``. Several POST streams of one
+session may be open at once.
+
+*Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
+on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
+over ``max_frame_bytes`` gets 413; malformed JSON-RPC gets 400 with the JSON-RPC error;
+``MCP-Protocol-Version`` is checked after ``initialize``
+(:func:`~erlmcp_py.transports.http_checks.check_protocol_version_header`, 400).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import structlog
+import trio
+
+from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
+from erlmcp_py.transports.http_checks import (
+    HostPolicy,
+    accepts,
+    check_protocol_version_header,
+)
+
+__all__ = ["HttpConfig", "HttpTransport", "run_http_cli", "serve_http"]
+
+log = structlog.get_logger("erlmcp.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+JSON: Final = "application/json"
+SSE: Final = "text/event-stream"
+#: JSON-RPC code of transport-level refusals without a better one (as the reference SDK).
+SERVER_ERROR: Final = -32000
+SESSION_NOT_FOUND: Final = -32001
+
+
+@dataclass(frozen=True, slots=True)
+class HttpConfig:
+    """Policy of the Streamable HTTP transport.
+
+    Attributes:
+        path: The MCP endpoint.
+        allowed_hosts: Host names accepted besides the loopback ones (DNS-rebinding guard).
+        allowed_origins: Exact origins accepted besides those on an allowed host.
+        max_frame_bytes: Largest POST body.
+        max_sessions: Open sessions at most; ``initialize`` beyond it gets 503.
+        idle_timeout: Seconds a session without an open stream lives on.
+        stream_queue: Frames buffered per stream before a slow client's stream is ended.
+        backlog: Frames kept for a GET stream that is not connected yet.
+    """
+
+    path: str = "/mcp"
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES
+    max_sessions: int = 1024
+    idle_timeout: float = 1800.0
+    stream_queue: int = 256
+    backlog: int = 256
+
+
+class _HttpError(Exception):
+    """A refusal answered with an HTTP status and a JSON-RPC error body."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int = SERVER_ERROR,
+        id: RequestId | None = None,
+        data: Any = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = jsonrpc.encode_error(id, code, message, data)
+        self.headers = list(headers)
+
+
+class _Stream:
+    """One open response of a session: a POST waiting for its answer, or the GET stream.
+
+    Frames are queued without blocking; the final response of a POST is kept aside so that
+    it is never lost to a full queue.
+    """
+
+    __slots__ = ("_recv", "_send", "final", "overflowed", "sse")
+
+    def __init__(self, capacity: int, *, sse: bool) -> None:
+        self._send, self._recv = trio.open_memory_channel[bytes](capacity)
+        self.sse = sse
+        self.final: bytes | None = None
+        self.overflowed = False
+
+    def push(self, frame: bytes) -> bool:
+        """Queue a frame; False when the stream is closed or its client does not keep up."""
+        try:
+            self._send.send_nowait(frame)
+        except trio.WouldBlock:
+            self.overflowed = True
+            self._send.close()
+            return False
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+    def finish(self, frame: bytes | None = None) -> None:
+        """End the stream, after ``frame`` (the response) when given."""
+        if frame is not None:
+            self.final = frame
+        self._send.close()
+
+    def __aiter__(self) -> trio.MemoryReceiveChannel[bytes]:
+        return self._recv
+
+
+def _classify(frame: bytes) -> tuple[bool, RequestId | None]:
+    """``(is_response, id)`` of an outgoing frame (our own encoder's output)."""
+    try:
+        message = json.loads(frame)
+    except ValueError:  # pragma: no cover - our encoder writes JSON
+        return False, None
+    if not isinstance(message, dict) or "method" in message:
+        return False, None
+    id = message.get("id")
+    return True, id if isinstance(id, str | int) and not isinstance(id, bool) else None
+
+
+class _HttpSession:
+    """A :class:`ServerSession` and the HTTP streams its frames go to."""
+
+    def __init__(self, transport: HttpTransport, session_id: str) -> None:
+        self.id = session_id
+        self.transport = transport
+        self.session: ServerSession | None = None
+        self.posts: dict[RequestId, _Stream] = {}
+        self.get_stream: _Stream | None = None
+        self.backlog: deque[bytes] = deque()
+        self.done = trio.Event()
+        self.last_active = trio.current_time()
+        self.log = log.bind(peer=None)
+
+    def touch(self) -> None:
+        self.last_active = trio.current_time()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.posts) or self.get_stream is not None
+
+    async def write(self, frame: bytes) -> None:
+        """The session's ``send``: route one frame to exactly one channel (never blocks)."""
+        is_response, id = _classify(frame)
+        if is_response:
+            stream = self.posts.pop(id, None) if id is not None else None
+            if stream is not None:
+                stream.finish(frame)
+            else:
+                self.log.info("response_dropped", id=str(id)[:80], why="its POST is gone")
+            return
+        related = RELATED_REQUEST.get()
+        if related is not None:
+            stream = self.posts.get(related)
+            if stream is not None and stream.sse:
+                if stream.push(frame):
+                    return
+                self.log.info("post_stream_overflow", id=str(related)[:80])
+        self._to_get_stream(frame)
+
+    def _to_get_stream(self, frame: bytes) -> None:
+        stream = self.get_stream
+        if stream is not None:
+            if stream.push(frame):
+                return
+            self.log.info("get_stream_overflow")
+            self.get_stream = None
+        if len(self.backlog) >= self.transport.config.backlog:
+            self.log.info("backlog_full", dropped=1)
+            self.backlog.popleft()
+        self.backlog.append(frame)
+
+    def close(self) -> None:
+        """End the session and every open stream (idempotent)."""
+        self.done.set()
+        if self.session is not None:
+            self.session.close()
+        for stream in self.posts.values():
+            stream.finish()
+        self.posts.clear()
+        if self.get_stream is not None:
+            self.get_stream.finish()
+            self.get_stream = None
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the session until DELETE, idleness or transport shutdown."""
+        transport = self.transport
+        try:
+            async with open_session(
+                transport.server,
+                transport.runtime,
+                self.write,
+                max_frame_bytes=transport.config.max_frame_bytes,
+            ) as session:
+                self.session = session
+                self.log = log.bind(peer=session.peer_id)
+                task_status.started()
+                idle = transport.config.idle_timeout
+                while not self.done.is_set():
+                    with trio.move_on_at(self.last_active + idle):
+                        await self.done.wait()
+                    if not self.done.is_set() and not self.busy:
+                        if trio.current_time() >= self.last_active + idle:
+                            self.log.info("session_idle_expired")
+                            break
+                    elif not self.done.is_set():
+                        self.touch()
+        finally:
+            self.close()
+            transport._sessions.pop(self.id, None)
+            self.log.info("session_ended")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _sse_event(frame: bytes) -> bytes:
+    return b"event: message\ndata: " + frame + b"\n\n"
+
+
+class HttpTransport:
+    """The ASGI application of the Streamable HTTP transport.
+
+    Run it with :meth:`run` in a nursery (it hosts the sessions), then serve it with any ASGI
+    server on trio; :func:`serve_http` does both with hypercorn.
+
+    Args:
+        server: The MCP server.
+        runtime: Its elicitation runtime.
+        config: Transport policy.
+    """
+
+    def __init__(self, server: Server, runtime: Any, config: HttpConfig | None = None) -> None:
+        self.server = server
+        self.runtime = runtime
+        self.config = config or HttpConfig()
+        self.policy = HostPolicy.build(self.config.allowed_hosts, self.config.allowed_origins)
+        self._sessions: dict[str, _HttpSession] = {}
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def session_count(self) -> int:
+        """Open sessions."""
+        return len(self._sessions)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host sessions until cancelled; then end every session (tools cancelled)."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+
+    def close_all(self) -> None:
+        """End every session (their tool calls are cancelled)."""
+        for session in list(self._sessions.values()):
+            session.close()
+
+    # -- ASGI ---------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        kind = scope.get("type")
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        try:
+            await self._http(scope, receive, send)
+        except _HttpError as exc:
+            await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.close_all()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    @staticmethod
+    async def _send_simple(
+        send: Send,
+        status: int,
+        body: bytes = b"",
+        content_type: str | None = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        out = list(headers)
+        if content_type is not None:
+            out.append((b"content-type", content_type.encode()))
+        out.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("path") != self.config.path:
+            raise _HttpError(404, "Not Found")
+        reason = self.policy.check_host(_header(scope, b"host")) or self.policy.check_origin(
+            _header(scope, b"origin")
+        )
+        if reason is not None:
+            log.info("request_refused", why=reason)
+            raise _HttpError(403, f"Forbidden: {reason}")
+        method = scope.get("method")
+        if method == "POST":
+            await self._post(scope, receive, send)
+        elif method == "GET":
+            await self._get(scope, receive, send)
+        elif method == "DELETE":
+            await self._delete(scope, send)
+        else:
+            raise _HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    def _session_for(self, scope: Scope) -> _HttpSession:
+        session_id = _header(scope, b"mcp-session-id")
+        if session_id is None:
+            raise _HttpError(400, "Bad Request: Mcp-Session-Id header is required")
+        hs = self._sessions.get(session_id)
+        if hs is None or hs.done.is_set() or hs.session is None:
+            raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
+        reason = check_protocol_version_header(
+            _header(scope, b"mcp-protocol-version"), hs.session.protocol_version
+        )
+        if reason is not None:
+            raise _HttpError(400, f"Bad Request: {reason}")
+        hs.touch()
+        return hs
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
+        limit = self.config.max_frame_bytes
+        length = _header(scope, b"content-length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            too_large = jsonrpc.FrameTooLarge(int(length), limit)
+            raise _HttpError(413, too_large.message, code=too_large.code, data=too_large.data)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > limit:
+                too_large = jsonrpc.FrameTooLarge(len(body), limit)
+                raise _HttpError(413, too_large.message, code=too_large.code, data=too_large.data)
+            if not message.get("more_body", False):
+                return bytes(body)
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        accept = _header(scope, b"accept")
+        if not (accepts(accept, JSON) and accepts(accept, SSE)):
+            raise _HttpError(
+                406, "Not Acceptable: Accept must list application/json and text/event-stream"
+            )
+        content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if content_type != JSON:
+            raise _HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
+        body = await self._read_body(scope, receive)
+        if body is None:
+            return  # the client left before sending its message
+        try:
+            message = jsonrpc.parse(body, max_bytes=self.config.max_frame_bytes)
+        except JsonRpcError as exc:
+            if exc.response_id is not None and _header(scope, b"mcp-session-id") is not None:
+                # a malformed answer to one of our requests: fail that request
+                hs = self._session_for(scope)
+                assert hs.session is not None
+                await hs.session.feed(body)
+                await self._send_simple(send, 202)
+                return
+            raise _HttpError(400, exc.message, code=exc.code, id=exc.id, data=exc.data) from None
+        if isinstance(message, Request) and message.method == "initialize":
+            await self._initialize(scope, message, send)
+            return
+        hs = self._session_for(scope)
+        assert hs.session is not None
+        if not isinstance(message, Request):
+            await hs.session.dispatch(message)
+            await self._send_simple(send, 202)
+            return
+        if message.id in hs.posts:
+            raise _HttpError(
+                400,
+                "Invalid Request: a request with this id is already in progress",
+                code=jsonrpc.INVALID_REQUEST,
+                id=message.id,
+            )
+        sse = message.method == "tools/call"
+        stream = _Stream(self.config.stream_queue, sse=sse)
+        hs.posts[message.id] = stream
+        token = RELATED_REQUEST.set(message.id)
+        try:
+            await hs.session.dispatch(message)
+        finally:
+            RELATED_REQUEST.reset(token)
+        headers = [(b"mcp-session-id", hs.id.encode())]
+        if sse:
+            await self._stream_post(hs, message.id, stream, receive, send, headers)
+        else:
+            await self._answer_json(hs, message.id, stream, receive, send, headers)
+
+    async def _initialize(self, scope: Scope, message: Request, send: Send) -> None:
+        if _header(scope, b"mcp-session-id") is not None:
+            raise _HttpError(
+                400,
+                "Invalid Request: initialize must not carry an Mcp-Session-Id",
+                code=jsonrpc.INVALID_REQUEST,
+                id=message.id,
+            )
+        if self._nursery is None:
+            raise _HttpError(503, "Service Unavailable: the transport is not running")
+        if len(self._sessions) >= self.config.max_sessions:
+            raise _HttpError(503, "Service Unavailable: too many sessions")
+        session_id = secrets.token_urlsafe(32)
+        hs = _HttpSession(self, session_id)
+        self._sessions[session_id] = hs
+        await self._nursery.start(hs.run)
+        assert hs.session is not None
+        stream = _Stream(1, sse=False)
+        hs.posts[message.id] = stream
+        await hs.session.dispatch(message)
+        hs.posts.pop(message.id, None)
+        frame = stream.final
+        if frame is None or hs.session.phase == "new":
+            hs.close()  # refused initialize: no session
+            body = frame or jsonrpc.encode_error(message.id, jsonrpc.INTERNAL_ERROR, "no answer")
+            await self._send_simple(send, 200, body, JSON)
+            return
+        hs.log.info("session_opened")
+        headers = [(b"mcp-session-id", session_id.encode())]
+        await self._send_simple(send, 200, frame, JSON, headers)
+
+    async def _watch_disconnect(
+        self, hs: _HttpSession, id: RequestId, receive: Receive, done: trio.CancelScope
+    ) -> None:
+        """Wait for the client to drop the POST; then cancel its call (if still running)."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+        done.cancel()
+        if hs.posts.pop(id, None) is not None and hs.session is not None:
+            hs.log.info("client_disconnected", id=str(id)[:80])
+            await hs.session.dispatch(
+                Notification(
+                    "notifications/cancelled",
+                    {"requestId": id, "reason": "client disconnected"},
+                )
+            )
+
+    async def _answer_json(
+        self,
+        hs: _HttpSession,
+        id: RequestId,
+        stream: _Stream,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_disconnect, hs, id, receive, scope)
+                async for _ in stream:
+                    pass  # nothing is queued on a JSON answer; wait for the end
+                nursery.cancel_scope.cancel()
+        if scope.cancelled_caught:
+            return
+        if stream.final is None:
+            raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
+        await self._send_simple(send, 200, stream.final, JSON, headers)
+
+    async def _stream_post(
+        self,
+        hs: _HttpSession,
+        id: RequestId,
+        stream: _Stream,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        await self._start_sse(send, headers)
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_disconnect, hs, id, receive, scope)
+                async for frame in stream:
+                    await send(
+                        {"type": "http.response.body", "body": _sse_event(frame), "more_body": True}
+                    )
+                if stream.final is not None:
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": _sse_event(stream.final),
+                            "more_body": True,
+                        }
+                    )
+                elif stream.overflowed and hs.posts.pop(id, None) is not None:
+                    # the client does not keep up: give up on the call, as on a disconnect
+                    assert hs.session is not None
+                    await hs.session.dispatch(
+                        Notification(
+                            "notifications/cancelled",
+                            {"requestId": id, "reason": "stream overflow"},
+                        )
+                    )
+                nursery.cancel_scope.cancel()
+        if not scope.cancelled_caught:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _start_sse(send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", SSE.encode()),
+                    (b"cache-control", b"no-cache, no-transform"),
+                    (b"x-accel-buffering", b"no"),
+                    *headers,
+                ],
+            }
+        )
+
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not accepts(_header(scope, b"accept"), SSE):
+            raise _HttpError(406, "Not Acceptable: Accept must list text/event-stream")
+        hs = self._session_for(scope)
+        if hs.get_stream is not None:
+            raise _HttpError(409, "Conflict: a GET stream is already open for this session")
+        stream = _Stream(self.config.stream_queue, sse=True)
+        while hs.backlog and stream.push(hs.backlog[0]):
+            hs.backlog.popleft()
+        hs.get_stream = stream
+        await self._start_sse(send, [(b"mcp-session-id", hs.id.encode())])
+        with trio.CancelScope() as cancel:
+            async with trio.open_nursery() as nursery:
+
+                async def disconnect() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    cancel.cancel()
+
+                nursery.start_soon(disconnect)
+                async for frame in stream:
+                    await send(
+                        {"type": "http.response.body", "body": _sse_event(frame), "more_body": True}
+                    )
+                nursery.cancel_scope.cancel()
+        if hs.get_stream is stream:
+            hs.get_stream = None
+        hs.touch()
+        if not cancel.cancelled_caught:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _delete(self, scope: Scope, send: Send) -> None:
+        hs = self._session_for(scope)
+        hs.log.info("session_deleted")
+        hs.close()
+        await self._send_simple(send, 200)
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    config: HttpConfig | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` over Streamable HTTP with hypercorn until cancelled.
+
+    Opens the server's elicitation runtime unless it is already running. ``task_status``
+    receives hypercorn's bound URLs (``["http://127.0.0.1:PORT"]``; port 0 picks a free one).
+
+    Args:
+        server: The MCP server.
+        host: Address to bind (loopback by default; another host name is added to the
+            allowed ``Host`` names).
+        port: TCP port (0: any free one).
+        config: Transport policy.
+        task_status: For ``nursery.start``.
+    """
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = config or HttpConfig()
+    bind_name = host.strip("[]").lower()
+    if bind_name not in ("0.0.0.0", "::", "") and bind_name not in config.allowed_hosts:
+        config = _with_host(config, bind_name)
+    hconfig = Config()
+    ipv6 = ":" in host and not host.startswith("[")
+    hconfig.bind = [f"[{host}]:{port}" if ipv6 else f"{host}:{port}"]
+    hconfig.graceful_timeout = 1.0
+    hconfig.keep_alive_timeout = 75.0
+
+    async def run(runtime: Any) -> None:
+        transport = HttpTransport(server, runtime, config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(transport.run)
+            try:
+                binds = await nursery.start(_serve_hypercorn, serve, transport, hconfig)
+                log.info("http_listening", urls=binds, path=config.path)
+                task_status.started([f"{b}{config.path}" for b in binds])
+                await trio.sleep_forever()
+            finally:
+                transport.close_all()
+                nursery.cancel_scope.cancel()
+
+    if server.runtime is not None:
+        await run(server.runtime)
+        return
+    async with server.running() as runtime:
+        await run(runtime)
+
+
+async def _serve_hypercorn(
+    serve: Any,
+    app: HttpTransport,
+    hconfig: Any,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    await serve(app, hconfig, task_status=task_status, mode="asgi")
+
+
+def _with_host(config: HttpConfig, host: str) -> HttpConfig:
+    return replace(config, allowed_hosts=(*config.allowed_hosts, host))
+
+
+def run_http_cli(host: str, port: int, runtime_config: Any) -> int:
+    """``erlmcp-py serve --transport http``: serve the example server until interrupted.
+
+    Args:
+        host: Address to bind.
+        port: TCP port.
+        runtime_config: The runtime policy built from the command's options.
+
+    Returns:
+        The process exit status.
+    """
+    from erlmcp_py.example_server import build_server
+
+    server = build_server(runtime_config)
+    try:
+        trio.run(lambda: serve_http(server, host=host, port=port))
+    except KeyboardInterrupt:
+        return 130
+    return 0
