@@ -1,0 +1,522 @@
+"""MRTR continuations: imperative ``await ctx.elicit(...)`` on the stateless protocol (2026-07-28).
+
+Theory of operation
+-------------------
+On 2026-07-28 a server cannot send ``elicitation/create``; a ``tools/call`` that needs input
+answers ``InputRequiredResult`` (``inputRequests`` + an opaque ``requestState``) and the client
+*retries* the call with ``inputResponses`` and that exact state. Peers make tools declarative to
+fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
+
+* :meth:`ContinuationRegistry.start` runs the tool in its own task (the *runner*, in the
+  registry's nursery) with an :class:`MrtrPeer` as its peer, and waits for the first *yield*:
+  the tool finished (→ the ``complete`` result), or it is parked in ``ctx.elicit`` with at
+  least one request the runtime "sent" (→ ``InputRequiredResult``). The runtime does the
+  elicitation exactly as in the session era (limits, validation, re-prompts, deadline,
+  metrics, owner watch); only its transport differs: :meth:`MrtrPeer.send_request` records the
+  ``elicitation/create`` in the continuation instead of writing it to a stream.
+* The suspended runner stays in memory, keyed by a random continuation id. The state handed
+  to the client is sealed by :mod:`erlmcp_py.core.state_token` (integrity, expiry, principal,
+  digest of the original request) and carries ``{continuation id, round}``.
+* :meth:`ContinuationRegistry.resume` opens the state (each refusal has its own ``reason`` in
+  the log and in ``error.data``), checks the round (a state is single-use: once a round is
+  answered, its state is superseded), feeds each ``inputResponses`` entry to the runtime's
+  ``on_response`` callback of the request it answers — the *same* suspended ``ctx.elicit``
+  resumes — and waits for the next yield. Missing answers are asked again; unknown keys are
+  ignored; an invalid accepted answer is re-prompted by the runtime, which shows up as a new
+  input request.
+* Between rounds nobody is attached, and the continuation lives until the state's expiry: past
+  it no retry can ever open the state, so the runner is cancelled (its elicitations end
+  ``abandoned`` through the owner watch) and the entry removed. The runtime's deadline
+  bounds every elicitation: a client that never retries makes the tool see ``TimedOut``; if
+  the tool then finishes, its result is kept (without a task) for a late retry until expiry.
+* A retry that is cancelled (client cancel, disconnect) cancels the tool.
+
+Yield detection: the first recorded request ends the round once no further request appeared
+for ``settle_checkpoints`` scheduler passes, so elicitations a tool starts concurrently are
+usually asked together; one that misses the batch is asked in the next round (correct, just
+one more round trip).
+
+Single node: continuations live in this process's memory and state tokens name them, so a
+retry must reach the process that issued the state (sticky routing on HTTP), and a restart
+ends every suspended call (the retry is refused as ``unknown_continuation``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import secrets
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+import structlog
+import trio
+
+from erlmcp_py.actors.peer import PeerResponse
+from erlmcp_py.core.errors import StateTokenError
+from erlmcp_py.core.state_token import KeyRing, open_token, request_digest, seal
+from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, internal_error
+from erlmcp_py.mcp.versions import ClientCapabilities
+
+__all__ = [
+    "DEFAULT_STATE_TTL_S",
+    "ContinuationRegistry",
+    "MrtrPeer",
+    "RequestStateRefused",
+    "RunTool",
+    "open_continuations",
+]
+
+log = structlog.get_logger("erlmcp.mrtr")
+
+#: Default lifetime of a ``requestState`` (and of a detached continuation): the longest
+#: default elicitation deadline (URL mode, 600 s) plus a minute for the retry to arrive.
+DEFAULT_STATE_TTL_S: Final = 660.0
+
+_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
+
+RunTool = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
+"""Runs the tool with the given peer; returns its ``CallToolResult`` or raises
+:class:`JsonRpcError` (the answer to the call)."""
+
+_MESSAGES: Final[dict[str, str]] = {
+    "invalid": "Invalid requestState: it must be the requestState of the latest "
+    "InputRequiredResult, echoed unchanged",
+    "expired": "requestState has expired: call the tool again without requestState",
+    "wrong_principal": "requestState was issued to another principal",
+    "request_mismatch": "requestState belongs to a different request (method, tool or "
+    "arguments differ from the call that returned it)",
+    "unknown_continuation": "requestState refers to no suspended call on this server (it "
+    "ended, was cancelled, or the server restarted): call the tool again",
+    "superseded": "requestState was already used: a later InputRequiredResult replaced it",
+    "in_use": "requestState is being used by another request right now",
+    "missing_state": "inputResponses need the requestState of the InputRequiredResult they answer",
+    "bad_input_responses": "Invalid inputResponses",
+}
+
+
+class RequestStateRefused(JsonRpcError):
+    """A retry was refused (``-32602``); ``reason`` is a stable code, also in ``data.reason``.
+
+    Reasons: ``invalid`` (malformed, unknown key, bad signature, too large — the log has the
+    precise one), ``expired``, ``wrong_principal``, ``request_mismatch``,
+    ``unknown_continuation``, ``superseded``, ``in_use``, ``missing_state``,
+    ``bad_input_responses``.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        message = _MESSAGES[reason] + (f": {detail}" if detail else "")
+        super().__init__(INVALID_PARAMS, message, {"reason": reason})
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class _InputRequest:
+    key: str
+    rid: str
+    method: str
+    params: dict[str, Any]
+    on_response: Callable[[PeerResponse], None]
+
+
+class _Continuation:
+    """One tool call that may suspend; owned by the registry."""
+
+    __slots__ = (
+        "attached",
+        "changed",
+        "digest",
+        "done",
+        "expires_at",
+        "final",
+        "id",
+        "keys",
+        "life",
+        "outstanding",
+        "peer",
+        "principal",
+        "round",
+        "version",
+    )
+
+    def __init__(self, principal: str, digest: str) -> None:
+        self.id = secrets.token_urlsafe(16)
+        self.principal = principal
+        self.digest = digest
+        self.outstanding: dict[str, _InputRequest] = {}
+        self.final: Mapping[str, Any] | JsonRpcError | None = None
+        self.done = False
+        self.attached = False
+        self.round = 0
+        self.version = 0
+        self.expires_at = math.inf
+        self.life = trio.CancelScope()
+        self.changed = trio.Event()
+        self.keys = itertools.count(1)
+        self.peer: MrtrPeer
+
+    def touch(self) -> None:
+        self.version += 1
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+class MrtrPeer:
+    """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless tool call.
+
+    ``send_request`` records the request as an input request of the pending
+    ``InputRequiredResult``; the retry's ``inputResponses`` answer it. Notifications have no
+    channel between rounds and are dropped. It also stands in for the session a
+    :class:`~erlmcp_py.mcp.context.Context` reads (``session.protocol_version``,
+    ``session.notify``).
+
+    Attributes:
+        protocol_version: The request's protocol version.
+        capabilities: The client's capabilities, as declared on the latest request.
+    """
+
+    __slots__ = ("_cont", "_peer_id", "capabilities", "protocol_version")
+
+    def __init__(
+        self,
+        cont: _Continuation,
+        peer_id: str,
+        capabilities: ClientCapabilities,
+        protocol_version: str,
+    ) -> None:
+        self._cont = cont
+        self._peer_id = peer_id
+        self.capabilities = capabilities
+        self.protocol_version = protocol_version
+
+    @property
+    def peer_id(self) -> str:
+        """The rate-limit key of this client."""
+        return self._peer_id
+
+    @property
+    def session(self) -> MrtrPeer:
+        """Itself (what a ``Context`` calls the session)."""
+        return self
+
+    def supports(self, mode: str) -> bool:
+        """Whether the latest request declared elicitation in ``mode``."""
+        return self.capabilities.supports(mode)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """Record the request for the next ``InputRequiredResult``."""
+        cont = self._cont
+        body = dict(params)
+        if method == "elicitation/create" and "requestedSchema" in body:
+            body.setdefault("mode", "form")
+        key = f"{method.rpartition('/')[0] or 'input'}-{next(cont.keys)}"
+        cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response)
+        cont.touch()
+        await trio.lowlevel.checkpoint()
+
+    def forget_request(self, request_id: str) -> None:
+        """Drop an input request the runtime no longer waits for (deadline, re-prompt)."""
+        cont = self._cont
+        for key, request in list(cont.outstanding.items()):
+            if request.rid == request_id:
+                del cont.outstanding[key]
+                cont.touch()
+
+    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
+        """Dropped: there is no server→client channel between rounds."""
+        log.debug("notification_dropped", method=method)
+        await trio.lowlevel.checkpoint()
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """Like :meth:`send_notification` (``Context`` progress and log messages)."""
+        await self.send_notification(method, params)
+
+
+class ContinuationRegistry:
+    """The bounded in-memory registry of stateless tool calls and their sealed states.
+
+    Create with :func:`open_continuations` (its own nursery) or with a nursery you own.
+
+    Args:
+        nursery: Where the tool runners run; cancelling it ends every continuation.
+        keyring: Seals states; default: a fresh random key for this process (states do not
+            survive a restart, and neither do the continuations they name).
+        state_ttl: Seconds a state (and a detached continuation) stays valid.
+        max_continuations: Live continuations at most; further calls are refused.
+        hold_s: How long a retry waits for the tool to finish or ask again before answering
+            a state-only ``InputRequiredResult`` (the client retries after a back-off).
+        settle_checkpoints: Scheduler passes without a new request that end a round.
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        keyring: KeyRing | None = None,
+        state_ttl: float = DEFAULT_STATE_TTL_S,
+        max_continuations: int = 10_000,
+        hold_s: float = 30.0,
+        settle_checkpoints: int = 10,
+    ) -> None:
+        if not state_ttl > 0 or not hold_s > 0 or max_continuations < 1:
+            raise ValueError("state_ttl and hold_s must be positive, max_continuations >= 1")
+        self._nursery = nursery
+        self.keyring = keyring or KeyRing(f"proc-{secrets.token_hex(4)}", secrets.token_bytes(32))
+        self.state_ttl = state_ttl
+        self.max_continuations = max_continuations
+        self.hold_s = hold_s
+        self.settle_checkpoints = settle_checkpoints
+        self._entries: dict[str, _Continuation] = {}
+        self._finals: list[tuple[float, str]] = []  # heap of (expiry, id) of parked results
+        self._closed = False
+        self.counters: Counter[str] = Counter()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Gauges and counters: ``live``, ``suspended``, and ``started``, ``rounds``,
+        ``completed``, ``expired``, ``refused.<reason>``…"""
+        self._evict(trio.current_time())
+        suspended = sum(1 for c in self._entries.values() if not c.attached and not c.done)
+        return {"live": len(self._entries), "suspended": suspended, **self.counters}
+
+    def close(self) -> None:
+        """Refuse new calls and end every continuation (their tools are cancelled)."""
+        self._closed = True
+        for cont in list(self._entries.values()):
+            cont.life.cancel()
+        self._nursery.cancel_scope.cancel()
+
+    # -- the two entry points -------------------------------------------------------------------
+
+    async def start(
+        self,
+        *,
+        principal: str,
+        method: str,
+        params: Mapping[str, Any],
+        capabilities: ClientCapabilities,
+        protocol_version: str,
+        client_id: str,
+        run: RunTool,
+    ) -> dict[str, Any]:
+        """Run a new call; return its result (``complete`` or ``input_required``).
+
+        Raises:
+            RequestStateRefused: ``inputResponses`` came without a ``requestState``.
+            JsonRpcError: the registry is full or closed, or the tool's own JSON-RPC error.
+        """
+        if "inputResponses" in params:
+            self._refuse("missing_state", "missing_state")
+        self._evict(trio.current_time())
+        if self._closed or len(self._entries) >= self.max_continuations:
+            self.counters["refused.busy"] += 1
+            raise internal_error(
+                "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
+            )
+        cont = _Continuation(principal, request_digest(method, params))
+        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version)
+        self._entries[cont.id] = cont
+        self.counters["started"] += 1
+        self._nursery.start_soon(self._runner, cont, run)
+        return await self._attach(cont, math.inf)
+
+    async def resume(
+        self,
+        *,
+        principal: str,
+        method: str,
+        params: Mapping[str, Any],
+        capabilities: ClientCapabilities,
+    ) -> dict[str, Any]:
+        """Resume the call a retry's ``requestState`` names; return its next result.
+
+        Raises:
+            RequestStateRefused: the state or the responses are refused (see its reasons).
+            JsonRpcError: the tool's own JSON-RPC error.
+        """
+        now = trio.current_time()
+        self._evict(now)
+        state = params.get("requestState")
+        if not isinstance(state, str):
+            self._refuse("invalid", "not_a_string")
+        digest = request_digest(method, params)
+        try:
+            payload = open_token(
+                state, principal=principal, request_digest=digest, now=now, keyring=self.keyring
+            )
+        except StateTokenError as exc:
+            reason = exc.reason if exc.reason in _MESSAGES else "invalid"
+            self._refuse(reason, exc.reason)
+        cont = self._entries.get(payload.get("c"))  # type: ignore[arg-type]
+        if cont is None or cont.principal != principal or cont.digest != digest:
+            self._refuse("unknown_continuation", "unknown_continuation")
+        if payload.get("r") != cont.round:
+            self._refuse("superseded", "superseded")
+        if cont.attached:
+            self._refuse("in_use", "in_use")
+        try:
+            answers = _check_responses(params.get("inputResponses"), cont)
+        except RequestStateRefused as exc:
+            self.counters["refused.bad_input_responses"] += 1
+            log.info("input_responses_refused", detail=exc.message[:200])
+            raise
+        cont.peer.capabilities = capabilities
+        for key, response in answers.items():
+            request = cont.outstanding.pop(key)
+            request.on_response(response)
+        if answers:
+            cont.touch()
+        log.debug("resumed", continuation=cont.id[:8], round=cont.round, answers=len(answers))
+        return await self._attach(cont, self.hold_s)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _refuse(self, reason: str, log_reason: str) -> NoReturn:
+        self.counters[f"refused.{reason}"] += 1
+        log.info("request_state_refused", reason=log_reason)
+        raise RequestStateRefused(reason)
+
+    async def _runner(self, cont: _Continuation, run: RunTool) -> None:
+        try:
+            with cont.life:
+                try:
+                    cont.final = await run(cont.peer)
+                except JsonRpcError as exc:
+                    cont.final = exc
+                except Exception as exc:  # run() converts tool errors; this is a bug
+                    log.exception("mrtr_runner_failed", error=type(exc).__name__)
+                    cont.final = internal_error("Internal error while running the tool")
+            if cont.life.cancelled_caught and not cont.attached:
+                self.counters["expired"] += 1
+                log.info("continuation_expired", continuation=cont.id[:8], round=cont.round)
+        finally:
+            cont.done = True
+            if cont.final is None:
+                self._entries.pop(cont.id, None)
+            elif not cont.attached:
+                # Finished between rounds (e.g. after TimedOut): keep the result, not the task.
+                heapq.heappush(self._finals, (cont.expires_at, cont.id))
+            cont.touch()
+
+    async def _attach(self, cont: _Continuation, hold: float) -> dict[str, Any]:
+        cont.attached = True
+        cont.life.deadline = math.inf
+        try:
+            with trio.move_on_after(hold):
+                await self._until_yield(cont)
+            if cont.final is not None:
+                self._entries.pop(cont.id, None)
+                self.counters["completed"] += 1
+                if isinstance(cont.final, JsonRpcError):
+                    raise cont.final
+                return {**cont.final, "resultType": "complete"}
+            if cont.done:  # cancelled under us (registry closing)
+                self._entries.pop(cont.id, None)
+                raise internal_error("The tool call was cancelled", {"reason": "cancelled"})
+            return self._input_required(cont)
+        except trio.Cancelled:
+            cont.life.cancel()  # the request is gone: so is the call
+            raise
+        finally:
+            cont.attached = False
+            if not cont.done:
+                cont.life.deadline = cont.expires_at
+
+    async def _until_yield(self, cont: _Continuation) -> None:
+        while not (cont.done or cont.final is not None):
+            if cont.outstanding:
+                quiet = 0
+                for _ in range(self.settle_checkpoints * 10):
+                    before = cont.version
+                    await trio.lowlevel.checkpoint()
+                    quiet = quiet + 1 if cont.version == before else 0
+                    if quiet >= self.settle_checkpoints or cont.done:
+                        break
+                if cont.outstanding or cont.done or cont.final is not None:
+                    return
+            await cont.changed.wait()
+
+    def _input_required(self, cont: _Continuation) -> dict[str, Any]:
+        now = trio.current_time()
+        cont.round += 1
+        cont.expires_at = now + self.state_ttl
+        token = seal(
+            {"c": cont.id, "r": cont.round},
+            principal=cont.principal,
+            request_digest=cont.digest,
+            now=now,
+            ttl=self.state_ttl,
+            keyring=self.keyring,
+        )
+        self.counters["rounds"] += 1
+        result: dict[str, Any] = {"resultType": "input_required", "requestState": token}
+        if cont.outstanding:
+            result["inputRequests"] = {
+                key: {"method": r.method, "params": r.params} for key, r in cont.outstanding.items()
+            }
+        return result
+
+    def _evict(self, now: float) -> None:
+        finals = self._finals
+        while finals and finals[0][0] <= now:
+            _, cid = heapq.heappop(finals)
+            cont = self._entries.get(cid)
+            if cont is not None and cont.done and not cont.attached:
+                del self._entries[cid]
+                self.counters["expired"] += 1
+
+
+def _check_responses(raw: object, cont: _Continuation) -> dict[str, Mapping[str, Any]]:
+    """The answers to outstanding requests, checked (nothing is delivered on error)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise RequestStateRefused("bad_input_responses", "inputResponses must be an object")
+    answers: dict[str, Mapping[str, Any]] = {}
+    for key, value in raw.items():
+        request = cont.outstanding.get(key)
+        if request is None:
+            continue  # unknown, or answered already: ignored (spec)
+        where = f"inputResponses.{str(key)[:64]}"
+        if not isinstance(value, Mapping):
+            raise RequestStateRefused("bad_input_responses", f"{where} must be an object")
+        if request.method == "elicitation/create":
+            if value.get("action") not in _ACTIONS:
+                raise RequestStateRefused(
+                    "bad_input_responses", f"{where}.action must be accept, decline or cancel"
+                )
+            content = value.get("content")
+            if content is not None and not isinstance(content, Mapping):
+                raise RequestStateRefused(
+                    "bad_input_responses", f"{where}.content must be an object"
+                )
+        answers[key] = value
+    return answers
+
+
+@asynccontextmanager
+async def open_continuations(**options: Any) -> AsyncIterator[ContinuationRegistry]:
+    """Open a :class:`ContinuationRegistry` with its own nursery; closing it ends every call.
+
+    Args:
+        **options: Keyword arguments of :class:`ContinuationRegistry`.
+    """
+    async with trio.open_nursery() as nursery:
+        registry = ContinuationRegistry(nursery, **options)
+        try:
+            yield registry
+        finally:
+            registry.close()

@@ -1,0 +1,363 @@
+"""Serving 2026-07-28 (stateless) requests: ``server/discover``, ``tools/list``, ``tools/call``.
+
+Theory of operation
+-------------------
+A modern request (see :func:`~erlmcp_py.mcp.meta.is_modern_request`) is self-contained: its
+``_meta`` names the protocol version and the client's capabilities, so no ``initialize`` is
+needed and nothing is remembered about the connection. :class:`StatelessEndpoint` answers one
+such request with a result (always carrying ``resultType``, and ``_meta.serverInfo``) or a
+JSON-RPC error:
+
+* ``server/discover`` → supported versions (modern first), capabilities, server info;
+* ``tools/list`` → the tools (a cacheable result: ``ttlMs``, ``cacheScope``);
+* ``tools/call`` → through the :class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: a call
+  without ``requestState`` starts the tool; a retry with one resumes the suspended tool
+  (``await ctx.elicit(...)`` returns the answer), so the result is either ``complete`` or an
+  ``InputRequiredResult``;
+* anything else (``ping``, ``logging/setLevel``… are gone in 2026-07-28) → ``-32601``.
+
+Transports: Streamable HTTP calls :meth:`StatelessEndpoint.handle` per POST (with the
+authenticated principal and tenant). On a byte stream (stdio), the session era's
+``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
+:func:`open_for_session`), which runs each ``tools/call`` as its own task, honours
+``notifications/cancelled``, and ends everything when the connection closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import structlog
+import trio
+
+from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.errors import UrlElicitationRequired
+from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId
+from erlmcp_py.mcp.meta import (
+    SERVER_INFO,
+    SUPPORTED_VERSIONS,
+    RequestMeta,
+    parse_request_meta,
+)
+from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer
+from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
+from erlmcp_py.mcp.stopwatch import ToolClock
+from erlmcp_py.mcp.tools import ToolArgumentsError, ToolSpec, text_result, to_call_result
+
+if TYPE_CHECKING:
+    from erlmcp_py.mcp.server import Server
+
+__all__ = ["SessionStateless", "StatelessEndpoint", "open_for_session"]
+
+log = structlog.get_logger("erlmcp.stateless")
+
+Send = Callable[[bytes], Awaitable[None]]
+
+
+class StatelessEndpoint:
+    """Answers modern requests for one server.
+
+    Args:
+        server: The server whose tools are served.
+        runtime: Its elicitation runtime.
+        registry: Where suspended tool calls wait between rounds.
+        principal: Default principal the request states are bound to (a transport with
+            authentication passes the authenticated one per request).
+        tenant: Default tenant scope of the runtime calls.
+        client_id: Default rate-limit key of the runtime.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        runtime: Any,
+        registry: ContinuationRegistry,
+        *,
+        principal: str = "local",
+        tenant: Tenant | None = None,
+        client_id: str = "stateless",
+    ) -> None:
+        self.server = server
+        self.runtime = runtime
+        self.registry = registry
+        self.principal = principal
+        self.tenant = tenant or Tenant(user=principal)
+        self.client_id = client_id
+
+    # -- public ---------------------------------------------------------------------------------
+
+    async def handle(
+        self,
+        request: Request,
+        *,
+        principal: str | None = None,
+        tenant: Tenant | None = None,
+        client_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Answer one modern request.
+
+        Args:
+            request: The request (its ``_meta`` is checked here).
+            principal: The authenticated principal (default: the endpoint's).
+            tenant: The tenant scope (default: the endpoint's).
+            client_id: The rate-limit key (default: the endpoint's).
+
+        Returns:
+            The result object (with ``resultType`` and ``_meta.serverInfo``).
+
+        Raises:
+            JsonRpcError: the answer is an error (``-32602`` bad ``_meta`` or refused state,
+                ``-32022`` unsupported version, ``-32601`` unknown method…).
+        """
+        meta = parse_request_meta(request)
+        method = request.method
+        if method == "tools/call":
+            result = await self._tools_call(
+                request,
+                meta,
+                principal or self.principal,
+                tenant or self.tenant,
+                client_id or self.client_id,
+            )
+        elif method == "server/discover":
+            result = self.discover_result()
+        elif method == "tools/list":
+            parse_params(ListToolsParams, request.params, request.id)
+            result = {
+                "resultType": "complete",
+                "tools": self.server.tool_definitions(),
+                "ttlMs": 0,
+                "cacheScope": "public",
+            }
+        else:
+            raise jsonrpc.method_not_found(method, request.id)
+        return self._with_server_info(result)
+
+    async def respond(self, request: Request, **kwargs: Any) -> bytes:
+        """Like :meth:`handle`, but returns the encoded response frame (result or error)."""
+        try:
+            result = await self.handle(request, **kwargs)
+            return jsonrpc.encode_response(request.id, result)
+        except JsonRpcError as exc:
+            return exc.with_id(request.id).encode()
+        except jsonrpc.EncodeError:
+            log.warning("result_unencodable", method=request.method[:80])
+            return jsonrpc.internal_error("Result could not be encoded", None, request.id).encode()
+
+    def discover_result(self) -> dict[str, Any]:
+        """The ``server/discover`` result."""
+        result: dict[str, Any] = {
+            "resultType": "complete",
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": {"tools": {"listChanged": False}},
+            "ttlMs": 0,
+            "cacheScope": "public",
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    # -- tools/call -----------------------------------------------------------------------------
+
+    def _with_server_info(self, result: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.server.name, "version": self.server.version}
+        if self.server.title:
+            info["title"] = self.server.title
+        existing = result.get("_meta")
+        meta = dict(existing) if isinstance(existing, Mapping) else {}
+        meta[SERVER_INFO] = info
+        result["_meta"] = meta
+        return result
+
+    async def _tools_call(
+        self, request: Request, meta: RequestMeta, principal: str, tenant: Tenant, client_id: str
+    ) -> dict[str, Any]:
+        params = parse_params(CallToolParams, request.params, request.id)
+        raw = cast(Mapping[str, Any], request.params)
+        spec = self.server.tools.get(params.name)
+        if spec is None:
+            raise jsonrpc.invalid_params(
+                f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, request.id
+            )
+        if "requestState" in raw:
+            return await self.registry.resume(
+                principal=principal,
+                method=request.method,
+                params=raw,
+                capabilities=meta.capabilities,
+            )
+
+        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
+            return await self._run_tool(spec, params, meta, request.id, tenant, peer)
+
+        return await self.registry.start(
+            principal=principal,
+            method=request.method,
+            params=raw,
+            capabilities=meta.capabilities,
+            protocol_version=meta.protocol_version,
+            client_id=client_id,
+            run=run,
+        )
+
+    async def _run_tool(
+        self,
+        spec: ToolSpec,
+        params: CallToolParams,
+        meta: RequestMeta,
+        request_id: RequestId,
+        tenant: Tenant,
+        peer: MrtrPeer,
+    ) -> Mapping[str, Any]:
+        scope = trio.CancelScope()
+        with scope:
+            clock = ToolClock(scope, spec.timeout)
+            return await self._invoke(spec, params, meta, request_id, tenant, peer, clock)
+        return text_result(  # only the tool clock cancels this scope
+            f"Tool {spec.name!r} ran out of its {spec.timeout:g} s budget "
+            "(time spent waiting for the user is not counted).",
+            is_error=True,
+        )
+
+    async def _invoke(
+        self,
+        spec: ToolSpec,
+        params: CallToolParams,
+        meta: RequestMeta,
+        request_id: RequestId,
+        tenant: Tenant,
+        peer: MrtrPeer,
+        clock: ToolClock,
+    ) -> Mapping[str, Any]:
+        from erlmcp_py.mcp.context import Context
+
+        try:
+            kwargs = spec.bind(params.arguments)
+        except ToolArgumentsError as exc:
+            return text_result(str(exc), is_error=True)
+        if spec.context_param is not None:
+            kwargs[spec.context_param] = Context(
+                server=self.server,
+                peer=cast(Any, peer),  # duck-types RequestPeer (peer_id, supports, session)
+                runtime=self.runtime,
+                tenant=tenant,
+                request_id=request_id,
+                tool_name=spec.name,
+                clock=clock,
+                progress_token=meta.progress_token,
+            )
+        try:
+            value = spec.fn(**kwargs)
+            if hasattr(value, "__await__"):
+                value = await value
+        except JsonRpcError:
+            raise
+        except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
+            urls = ", ".join(e["url"] for e in exc.elicitations)
+            return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
+        except Exception as exc:
+            log.info("tool_error", tool=spec.name, error=type(exc).__name__)
+            return text_result(str(exc) or type(exc).__name__, is_error=True)
+        try:
+            return to_call_result(value)
+        except Exception as exc:
+            log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
+            return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
+
+
+class SessionStateless:
+    """Modern requests arriving on a session-era byte stream (stdio): one task per call.
+
+    Create with :func:`open_for_session`.
+    """
+
+    def __init__(self, endpoint: StatelessEndpoint, nursery: trio.Nursery, send: Send) -> None:
+        self.endpoint = endpoint
+        self._nursery = nursery
+        self._send = send
+        self._calls: dict[RequestId, trio.CancelScope] = {}
+
+    async def dispatch(self, request: Request) -> None:
+        """Answer ``request``; a ``tools/call`` runs in its own task (returns at once)."""
+        if request.method != "tools/call":
+            await self._write(await self.endpoint.respond(request))
+            return
+        if request.id in self._calls:
+            error = jsonrpc.invalid_request("a request with this id is already in progress")
+            await self._write(error.with_id(request.id).encode())
+            return
+        scope = trio.CancelScope()
+        self._calls[request.id] = scope
+        self._nursery.start_soon(self._serve_call, request, scope)
+
+    def cancel(self, request_id: RequestId) -> bool:
+        """Cancel an in-flight ``tools/call`` (no answer is sent); False if unknown."""
+        scope = self._calls.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def close(self) -> None:
+        """End every call and continuation of this connection. Idempotent."""
+        for scope in self._calls.values():
+            scope.cancel()
+        self.endpoint.registry.close()
+
+    async def _serve_call(self, request: Request, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                frame = await self.endpoint.respond(request)
+            if scope.cancelled_caught:
+                log.info("call_cancelled", id=str(request.id)[:80])
+                return
+            await self._write(frame)
+        finally:
+            self._calls.pop(request.id, None)
+
+    async def _write(self, frame: bytes) -> None:
+        try:
+            await self._send(frame)
+        except PeerGone:
+            log.info("answer_dropped", why="client gone")
+
+
+async def open_for_session(
+    server: Server,
+    runtime: Any,
+    *,
+    nursery: trio.Nursery,
+    send: Send,
+    tenant: Tenant,
+    peer_id: str,
+    **registry_options: Any,
+) -> SessionStateless:
+    """Start the stateless side of one byte-stream connection.
+
+    Its continuations run in a nursery of their own inside ``nursery``; :meth:`close` ends
+    them (call it when the connection closes).
+
+    Args:
+        server: The server.
+        runtime: Its elicitation runtime.
+        nursery: The connection's nursery.
+        send: Writes one frame to the client.
+        tenant: The connection's tenant scope (its ``user`` is the principal).
+        peer_id: The connection id (the runtime's rate-limit key).
+        **registry_options: Keyword arguments of :class:`ContinuationRegistry`.
+    """
+
+    async def host(*, task_status: trio.TaskStatus[SessionStateless]) -> None:
+        async with trio.open_nursery() as inner:
+            registry = ContinuationRegistry(inner, **registry_options)
+            endpoint = StatelessEndpoint(
+                server, runtime, registry, principal=tenant.user, tenant=tenant, client_id=peer_id
+            )
+            task_status.started(SessionStateless(endpoint, inner, send))
+            await trio.sleep_forever()
+
+    stateless: SessionStateless = await nursery.start(host)
+    return stateless
