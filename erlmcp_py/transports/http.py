@@ -61,7 +61,7 @@ from erlmcp_py.transports.http_checks import (
     check_protocol_version_header,
 )
 
-__all__ = ["HttpConfig", "HttpTransport", "run_http_cli", "serve_http"]
+__all__ = ["HttpConfig", "HttpTransport", "Listening", "run_http_cli", "serve_http"]
 
 log = structlog.get_logger("erlmcp.http")
 
@@ -100,6 +100,21 @@ class HttpConfig:
     idle_timeout: float = 1800.0
     stream_queue: int = 256
     backlog: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    """What :func:`serve_http` reports once it accepts connections.
+
+    Attributes:
+        url: The MCP endpoint URL (first bound address).
+        urls: One endpoint URL per bound address.
+        transport: The ASGI app (its sessions, for operations and tests).
+    """
+
+    url: str
+    urls: tuple[str, ...]
+    transport: HttpTransport
 
 
 class _HttpError(Exception):
@@ -299,6 +314,11 @@ class HttpTransport:
         """Open sessions."""
         return len(self._sessions)
 
+    @property
+    def open_streams(self) -> int:
+        """POST requests awaiting their answer plus open GET streams, over all sessions."""
+        return sum(len(s.posts) + (s.get_stream is not None) for s in self._sessions.values())
+
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host sessions until cancelled; then end every session (tools cancelled)."""
         try:
@@ -454,7 +474,7 @@ class HttpTransport:
         finally:
             RELATED_REQUEST.reset(token)
         headers = [(b"mcp-session-id", hs.id.encode())]
-        if sse:
+        if sse and stream.final is None:  # refused at once (bad params…): a plain JSON answer
             await self._stream_post(hs, message.id, stream, receive, send, headers)
         else:
             await self._answer_json(hs, message.id, stream, receive, send, headers)
@@ -626,12 +646,12 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 8000,
     config: HttpConfig | None = None,
-    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over Streamable HTTP with hypercorn until cancelled.
 
-    Opens the server's elicitation runtime unless it is already running. ``task_status``
-    receives hypercorn's bound URLs (``["http://127.0.0.1:PORT"]``; port 0 picks a free one).
+    Opens the server's elicitation runtime unless it is already running. With
+    ``nursery.start``, returns a :class:`Listening` (port 0 picks a free port).
 
     Args:
         server: The MCP server.
@@ -660,8 +680,9 @@ async def serve_http(
             await nursery.start(transport.run)
             try:
                 binds = await nursery.start(_serve_hypercorn, serve, transport, hconfig)
-                log.info("http_listening", urls=binds, path=config.path)
-                task_status.started([f"{b}{config.path}" for b in binds])
+                urls = tuple(f"{b}{config.path}" for b in binds)
+                log.info("http_listening", urls=urls)
+                task_status.started(Listening(urls[0], urls, transport))
                 await trio.sleep_forever()
             finally:
                 transport.close_all()
