@@ -283,6 +283,8 @@ class ContinuationRegistry:
         self.counters: Counter[str] = Counter()
 
     def __len__(self) -> int:
+        """Live continuations (suspended, running, or holding a result for a late retry)."""
+        self._evict(trio.current_time())
         return len(self._entries)
 
     def snapshot(self) -> dict[str, Any]:

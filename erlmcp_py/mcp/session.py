@@ -46,6 +46,7 @@ from erlmcp_py.mcp.jsonrpc import (
     RequestId,
     Response,
 )
+from erlmcp_py.mcp.meta import is_modern_request
 from erlmcp_py.mcp.params import (
     LOG_LEVELS,
     CallToolParams,
@@ -56,6 +57,7 @@ from erlmcp_py.mcp.params import (
     SetLevelParams,
     parse_params,
 )
+from erlmcp_py.mcp.stateless import SessionStateless, open_for_session
 from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.tools import ToolArgumentsError, ToolSpec, text_result, to_call_result
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
@@ -133,6 +135,7 @@ class ServerSession:
         self._pending: dict[RequestId, Callable[[PeerResponse], None]] = {}
         self._calls: dict[RequestId, _Call] = {}
         self._tenant: Tenant | None = None
+        self._stateless: SessionStateless | None = None  # 2026-07-28 requests (mcp/stateless)
         self._log = log.bind(peer=self._peer_id)
 
     # -- Peer ---------------------------------------------------------------------------------
@@ -263,6 +266,8 @@ class ServerSession:
             callback(PeerGone("session closed"))
         for call in self._calls.values():
             call.scope.cancel()
+        if self._stateless is not None:
+            self._stateless.close()
 
     def close(self) -> None:
         """End the session: cancel every tool call (their elicitations end ``abandoned``) and
@@ -314,6 +319,18 @@ class ServerSession:
         callback(response)
 
     async def _on_request(self, req: Request) -> None:
+        if is_modern_request(req):  # 2026-07-28: per-request _meta, no initialize
+            if self._stateless is None:
+                self._stateless = await open_for_session(
+                    self._server,
+                    self._runtime,
+                    nursery=self._nursery,
+                    send=self.send_raw,
+                    tenant=self.tenant,
+                    peer_id=self._peer_id,
+                )
+            await self._stateless.dispatch(req)
+            return
         method = req.method
         if method == "ping":
             await self._respond(req.id, {})
@@ -379,6 +396,9 @@ class ServerSession:
             params = parse_params(CancelledParams, note.params)
             call = self._calls.get(params.requestId) if params.requestId is not None else None
             if call is None:
+                stateless, rid = self._stateless, params.requestId
+                if stateless is not None and rid is not None and stateless.cancel(rid):
+                    return
                 self._log.info("cancel_ignored", why="no such request in progress")
                 return
             call.cancelled_by_client = True

@@ -1,0 +1,689 @@
+"""2026-07-28 on a byte-stream session: stateless requests and imperative ``ctx.elicit`` by MRTR.
+
+Everything runs in-process under trio's autojump clock: a tiny client feeds frames into a
+``ServerSession`` (the stdio path) and reads what it writes. Deadlines of minutes pass in
+microseconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pydantic_core
+import pytest
+import trio
+import trio.testing
+from pydantic import BaseModel
+
+from erlmcp_py.actors.tree import open_runtime
+from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import ServerSession, open_session
+from tests.conftest import count_tasks
+
+V = "2026-07-28"
+FORM_CAPS: dict[str, Any] = {"elicitation": {}}
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def meta(caps: Mapping[str, Any] | None = None, version: str = V) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": dict(FORM_CAPS if caps is None else caps),
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+    }
+
+
+class Client:
+    """The client end of one session: frames in, frames out."""
+
+    def __init__(self) -> None:
+        self.out: list[dict[str, Any]] = []
+        self.changed = trio.Event()
+        self.ids = itertools.count(1)
+        self.session: ServerSession
+
+    async def write(self, frame: bytes) -> None:
+        self.out.append(pydantic_core.from_json(frame))
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        await self.session.feed(pydantic_core.to_json(dict(message)))
+
+    async def response(self, id: Any) -> dict[str, Any]:
+        while True:
+            for frame in self.out:
+                if frame.get("id") == id and "method" not in frame:
+                    return frame
+            await self.changed.wait()
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        rid = next(self.ids)
+        await self.send(
+            {"jsonrpc": "2.0", "id": rid, "method": method, "params": dict(params or {})}
+        )
+        return await self.response(rid)
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        state: str | None = None,
+        responses: Mapping[str, Any] | None = None,
+        caps: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One ``tools/call`` attempt; the raw response frame."""
+        params: dict[str, Any] = {
+            "name": name,
+            "arguments": dict(arguments or {}),
+            "_meta": meta(caps),
+        }
+        if state is not None:
+            params["requestState"] = state
+        if responses is not None:
+            params["inputResponses"] = dict(responses)
+        return await self.request("tools/call", params)
+
+
+@asynccontextmanager
+async def connect(server: Server, **config: Any) -> AsyncIterator[Client]:
+    client = Client()
+    async with open_runtime({"rate": 10_000, **config}) as runtime:
+        server.runtime = runtime
+        async with open_session(server, runtime, client.write, peer_id="t") as session:
+            client.session = session
+            yield client
+            session.close()
+
+
+def only_request(result: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    assert result["resultType"] == "input_required"
+    ((key, request),) = result["inputRequests"].items()
+    assert request["method"] == "elicitation/create"
+    return key, request["params"]
+
+
+def refused(frame: Mapping[str, Any], reason: str) -> None:
+    assert "result" not in frame, frame
+    assert frame["error"]["code"] == -32602
+    assert frame["error"]["data"]["reason"] == reason, frame["error"]
+
+
+def make_server() -> tuple[Server, dict[str, Any]]:
+    server = Server("mrtr-test", "1.0.0")
+    seen: dict[str, Any] = {"invocations": 0, "outcomes": []}
+
+    @server.tool()
+    async def signup(ctx: Context, plan: str = "free") -> str:
+        """Two questions, one after the other, in one coroutine."""
+        seen["invocations"] += 1
+        local = f"plan={plan}"  # lives across rounds only if the coroutine is the same
+        who = await ctx.elicit("Who are you?", Person)
+        seen["outcomes"].append(who)
+        sure = await ctx.elicit_confirm("Create the account?")
+        seen["outcomes"].append(sure)
+        if not isinstance(who, Accepted) or not isinstance(sure, Accepted):
+            return f"{local}: no account ({type(who).__name__}, {type(sure).__name__})"
+        return f"{local}: {who.content.name} ({who.content.age}) confirmed={sure.content}"
+
+    @server.tool()
+    async def ask_once(ctx: Context) -> str:
+        outcome: Outcome = await ctx.elicit_string("Say something")
+        seen["outcomes"].append(outcome)
+        return type(outcome).__name__ if not isinstance(outcome, Accepted) else outcome.content
+
+    @server.tool()
+    async def plain(x: int) -> int:
+        return x * 2
+
+    @server.tool()
+    async def two_at_once(ctx: Context) -> str:
+        results: dict[str, Outcome] = {}
+
+        async def ask(name: str) -> None:
+            results[name] = await ctx.elicit_string(f"{name}?", name)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "first")
+            nursery.start_soon(ask, "second")
+        return ",".join(
+            f"{k}={v.content if isinstance(v, Accepted) else type(v).__name__}"
+            for k, v in sorted(results.items())
+        )
+
+    return server, seen
+
+
+async def test_discover_tools_list_and_version_errors(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        found = (await client.request("server/discover", {"_meta": meta()}))["result"]
+        assert found["resultType"] == "complete"
+        assert found["supportedVersions"][0] == V
+        assert "2025-11-25" in found["supportedVersions"]
+        assert found["capabilities"]["tools"] == {"listChanged": False}
+        assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mrtr-test"
+
+        tools = (await client.request("tools/list", {"_meta": meta()}))["result"]
+        assert tools["resultType"] == "complete"
+        assert {t["name"] for t in tools["tools"]} >= {"signup", "plain"}
+        assert tools["cacheScope"] == "public"
+        assert tools["ttlMs"] == 0
+
+        # No initialize was needed; a plain tool completes in one round.
+        done = (await client.call("plain", {"x": 21}))["result"]
+        assert done["resultType"] == "complete"
+        assert done["content"][0]["text"] == "42"
+
+        wrong = await client.request("tools/list", {"_meta": meta(version="2099-01-01")})
+        assert wrong["error"]["code"] == -32022
+        assert wrong["error"]["data"] == {
+            "supported": ["2026-07-28", "2025-11-25", "2025-06-18"],
+            "requested": "2099-01-01",
+        }
+        bare = await client.request("server/discover", {})
+        assert bare["error"]["code"] == -32602
+        no_caps = await client.request(
+            "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": V}}
+        )
+        assert no_caps["error"]["code"] == -32602
+        assert "clientCapabilities" in no_caps["error"]["message"]
+        gone = await client.request("ping", {"_meta": meta()})
+        assert gone["error"]["code"] == -32601
+
+
+async def test_two_elicitations_resume_the_same_coroutine(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = make_server()
+    async with connect(server) as client:
+        first = (await client.call("signup", {"plan": "pro"}))["result"]
+        key1, params1 = only_request(first)
+        assert params1["mode"] == "form"
+        assert params1["message"] == "Who are you?"
+        assert set(params1["requestedSchema"]["properties"]) == {"name", "age"}
+        assert first["_meta"]["io.modelcontextprotocol/serverInfo"]["version"] == "1.0.0"
+
+        answer = {key1: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
+        second = (
+            await client.call(
+                "signup", {"plan": "pro"}, state=first["requestState"], responses=answer
+            )
+        )["result"]
+        key2, params2 = only_request(second)
+        assert key2 != key1
+        assert params2["message"] == "Create the account?"
+        assert second["requestState"] != first["requestState"]
+
+        final = (
+            await client.call(
+                "signup",
+                {"plan": "pro"},
+                state=second["requestState"],
+                responses={key2: {"action": "accept", "content": {"confirm": True}}},
+            )
+        )["result"]
+        assert final["resultType"] == "complete"
+        assert final["content"][0]["text"] == "plan=pro: Ada (36) confirmed=True"
+        assert seen["invocations"] == 1  # resumed, never re-run
+        assert isinstance(seen["outcomes"][0].content, Person)
+        snap = client.session._stateless.endpoint.registry.snapshot()  # type: ignore[union-attr]
+        assert snap["live"] == 0
+        assert snap["rounds"] == 2
+        assert snap["completed"] == 1
+
+
+@pytest.mark.parametrize(("action", "expected"), [("decline", "Declined"), ("cancel", "Cancelled")])
+async def test_decline_and_cancel_reach_the_tool(
+    autojump_clock: trio.testing.MockClock, action: str, expected: str
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("ask_once"))["result"]
+        key, _ = only_request(first)
+        final = (
+            await client.call(
+                "ask_once", state=first["requestState"], responses={key: {"action": action}}
+            )
+        )["result"]
+        assert final["content"][0]["text"] == expected
+
+
+async def test_invalid_accept_is_reprompted_strictly_then_accepted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = make_server()
+    async with connect(server) as client:
+        first = (await client.call("signup"))["result"]
+        key, _ = only_request(first)
+        # "36" is not an integer: strict validation, no coercion; the runtime asks again.
+        bad = {key: {"action": "accept", "content": {"name": "Ada", "age": "36"}}}
+        again = (await client.call("signup", state=first["requestState"], responses=bad))["result"]
+        key2, params = only_request(again)
+        assert key2 != key
+        assert "not accepted" in params["message"]
+        assert "age" in params["message"]
+        good = {key2: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
+        third = (await client.call("signup", state=again["requestState"], responses=good))["result"]
+        _, params3 = only_request(third)
+        assert params3["message"] == "Create the account?"
+        assert seen["outcomes"][0] == Accepted(Person(name="Ada", age=36))
+
+
+async def test_missing_answers_are_asked_again_and_extra_keys_ignored(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("ask_once"))["result"]
+        key, params = only_request(first)
+        again = (
+            await client.call(
+                "ask_once", state=first["requestState"], responses={"nope": {"action": "accept"}}
+            )
+        )["result"]
+        key2, params2 = only_request(again)
+        assert (key2, params2) == (key, params)  # the same question, a fresh state
+        final = (
+            await client.call(
+                "ask_once",
+                state=again["requestState"],
+                responses={key: {"action": "accept", "content": {"value": "hi"}}},
+            )
+        )["result"]
+        assert final["content"][0]["text"] == "hi"
+
+
+async def test_concurrent_elicitations_of_one_call_share_a_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("two_at_once"))["result"]
+        requests = first["inputRequests"]
+        assert sorted(r["params"]["message"] for r in requests.values()) == ["first?", "second?"]
+        answers = {
+            key: {
+                "action": "accept",
+                "content": {r["params"]["message"][:-1]: r["params"]["message"]},
+            }
+            for key, r in requests.items()
+        }
+        final = (await client.call("two_at_once", state=first["requestState"], responses=answers))[
+            "result"
+        ]
+        assert final["content"][0]["text"] == "first=first?,second=second?"
+
+
+async def test_no_elicitation_capability_gives_unsupported_and_no_input_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        final = (await client.call("ask_once", caps={}))["result"]
+        assert final["resultType"] == "complete"
+        assert final["content"][0]["text"] == "Unsupported"
+
+
+# -- refusals -----------------------------------------------------------------------------------
+
+
+def flip(token: str, at: int) -> str:
+    raw = bytearray(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    raw[at] ^= 1
+    return base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+
+
+async def test_tampered_state_is_refused_and_the_call_still_resumes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("ask_once"))["result"]
+        key, _ = only_request(first)
+        token = first["requestState"]
+        answer = {key: {"action": "accept", "content": {"value": "x"}}}
+        for bad in (
+            flip(token, 40),
+            flip(token, len(token) * 3 // 4 - 1),
+            token[:-4],
+            "garbage!",
+            "",
+        ):
+            refused(await client.call("ask_once", state=bad, responses=answer), "invalid")
+        # Refusals delivered nothing: the genuine state still works.
+        final = (await client.call("ask_once", state=token, responses=answer))["result"]
+        assert final["content"][0]["text"] == "x"
+
+
+async def test_mismatched_request_is_refused(autojump_clock: trio.testing.MockClock) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("signup", {"plan": "free"}))["result"]
+        key, _ = only_request(first)
+        answer = {key: {"action": "decline"}}
+        # Same tool, other arguments; and another tool.
+        refused(
+            await client.call(
+                "signup", {"plan": "pro"}, state=first["requestState"], responses=answer
+            ),
+            "request_mismatch",
+        )
+        refused(
+            await client.call("ask_once", state=first["requestState"], responses=answer),
+            "request_mismatch",
+        )
+
+
+async def test_foreign_principal_is_refused(autojump_clock: trio.testing.MockClock) -> None:
+    from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
+    from erlmcp_py.mcp.mrtr import RequestStateRefused, open_continuations
+    from erlmcp_py.mcp.stateless import StatelessEndpoint
+
+    server, _ = make_server()
+    async with open_runtime({"rate": 1000}) as runtime, open_continuations() as registry:
+        endpoint = StatelessEndpoint(server, runtime, registry)
+        params: dict[str, Any] = {"name": "ask_once", "arguments": {}, "_meta": meta()}
+        first = await endpoint.handle(Request(1, "tools/call", params), principal="alice")
+        key, _ = only_request(first)
+        retry = {
+            **params,
+            "requestState": first["requestState"],
+            "inputResponses": {key: {"action": "accept", "content": {"value": "mine"}}},
+        }
+        with pytest.raises(RequestStateRefused) as caught:
+            await endpoint.handle(Request(2, "tools/call", retry), principal="mallory")
+        assert caught.value.reason == "wrong_principal"
+        assert isinstance(caught.value, JsonRpcError)
+        assert caught.value.code == -32602
+        done = await endpoint.handle(Request(3, "tools/call", retry), principal="alice")
+        assert done["content"][0]["text"] == "mine"
+
+
+async def test_retry_without_state_and_unknown_or_superseded_state(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("signup"))["result"]
+        key, _ = only_request(first)
+        answer = {key: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
+        refused(await client.call("signup", responses=answer), "missing_state")
+
+        second = (await client.call("signup", state=first["requestState"], responses=answer))[
+            "result"
+        ]
+        key2, _ = only_request(second)
+        # Replaying the first round's state: single use.
+        refused(
+            await client.call("signup", state=first["requestState"], responses=answer), "superseded"
+        )
+        final = (
+            await client.call(
+                "signup",
+                state=second["requestState"],
+                responses={key2: {"action": "accept", "content": {"confirm": False}}},
+            )
+        )["result"]
+        assert final["resultType"] == "complete"
+        # The call is over: its last state names nothing any more.
+        refused(
+            await client.call("signup", state=second["requestState"], responses={}),
+            "unknown_continuation",
+        )
+
+
+async def test_bad_input_responses_are_refused_without_losing_the_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        first = (await client.call("ask_once"))["result"]
+        key, _ = only_request(first)
+        state = first["requestState"]
+        refused(
+            await client.call("ask_once", state=state, responses={key: {"action": "maybe"}}),
+            "bad_input_responses",
+        )
+        refused(
+            await client.call("ask_once", state=state, responses={key: "accept"}),
+            "bad_input_responses",
+        )
+        frame = await client.request(
+            "tools/call",
+            {
+                "name": "ask_once",
+                "arguments": {},
+                "_meta": meta(),
+                "requestState": state,
+                "inputResponses": [1],
+            },
+        )
+        refused(frame, "bad_input_responses")
+        final = (
+            await client.call("ask_once", state=state, responses={key: {"action": "decline"}})
+        )["result"]
+        assert final["content"][0]["text"] == "Declined"
+
+
+async def test_expired_state_is_refused_and_the_suspended_call_is_gone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = make_server()
+    async with connect(server) as client:
+        baseline = count_tasks()
+        first = (await client.call("ask_once"))["result"]
+        key, _ = only_request(first)
+        await trio.sleep(10_000)  # past the runtime deadline and the state's lifetime
+        frame = await client.call(
+            "ask_once",
+            state=first["requestState"],
+            responses={key: {"action": "accept", "content": {"value": "late"}}},
+        )
+        refused(frame, "expired")
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert len(registry) == 0
+        assert isinstance(seen["outcomes"][0], TimedOut)
+        assert count_tasks() == baseline + 1  # + the stateless host task of the connection
+
+
+# -- deadlines, concurrency, cancellation, leaks ------------------------------------------------
+
+
+async def test_deadline_between_rounds_times_out_and_a_late_retry_gets_the_result(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = make_server()
+    async with connect(server, form_deadline_s=30.0, warn_before_s=5.0) as client:
+        first = (await client.call("ask_once"))["result"]
+        key, _ = only_request(first)
+        await trio.sleep(31)  # the runtime's deadline passes while nobody is attached
+        assert isinstance(seen["outcomes"][0], TimedOut)
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert registry.snapshot()["suspended"] == 0  # no task: only the result waits
+        late = (
+            await client.call(
+                "ask_once", state=first["requestState"], responses={key: {"action": "decline"}}
+            )
+        )["result"]
+        assert late["resultType"] == "complete"
+        assert late["content"][0]["text"] == "TimedOut"
+        assert len(registry) == 0
+        status = await client.session._runtime.list_elicitations(tenant=client.session.tenant)
+        assert [row.status for row in status] == ["timed_out"]
+
+
+async def test_a_client_that_never_retries_leaks_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = make_server()
+    async with connect(server) as client:
+        await client.call("plain", {"x": 1})  # starts the connection's stateless host
+        baseline = count_tasks()
+        for _ in range(20):
+            only_request((await client.call("signup"))["result"])
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert registry.snapshot()["suspended"] == 20
+        assert count_tasks() > baseline
+        await trio.sleep(10_000)
+        assert len(registry) == 0
+        assert count_tasks() == baseline
+        assert registry.snapshot()["expired"] == 20
+        # Each tool saw TimedOut for both questions (each bounded by the runtime's deadline);
+        # its result waited, without a task, for a retry until the state expired.
+        assert len(seen["outcomes"]) == 40
+        assert all(isinstance(o, TimedOut) for o in seen["outcomes"])
+        metrics = server.runtime.metrics()  # type: ignore[union-attr]
+        assert metrics["pending"] == 0
+
+
+async def test_many_suspended_calls_resume_independently(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = make_server()
+    n = 200
+    async with connect(server, max_pending_per_client=1000) as client:
+        await client.call("plain", {"x": 1})
+        baseline = count_tasks()
+        firsts: dict[int, dict[str, Any]] = {}
+
+        async def start(i: int) -> None:
+            firsts[i] = (await client.call("signup", {"plan": f"p{i}"}))["result"]
+
+        async with trio.open_nursery() as nursery:
+            for i in range(n):
+                nursery.start_soon(start, i)
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert registry.snapshot()["suspended"] == n
+        finals: dict[int, str] = {}
+
+        async def finish(i: int) -> None:
+            result = firsts[i]
+            key, _ = only_request(result)
+            answer = {key: {"action": "accept", "content": {"name": f"user{i}", "age": i}}}
+            result = (
+                await client.call(
+                    "signup", {"plan": f"p{i}"}, state=result["requestState"], responses=answer
+                )
+            )["result"]
+            key, _ = only_request(result)
+            answer = {key: {"action": "accept", "content": {"confirm": i % 2 == 0}}}
+            result = (
+                await client.call(
+                    "signup", {"plan": f"p{i}"}, state=result["requestState"], responses=answer
+                )
+            )["result"]
+            finals[i] = result["content"][0]["text"]
+
+        async with trio.open_nursery() as nursery:
+            for i in reversed(range(n)):
+                nursery.start_soon(finish, i)
+        assert finals == {i: f"plan=p{i}: user{i} ({i}) confirmed={i % 2 == 0}" for i in range(n)}
+        assert seen["invocations"] == n
+        assert len(registry) == 0
+        for _ in range(5):
+            await trio.lowlevel.checkpoint()
+        assert count_tasks() == baseline
+
+
+async def test_cancelling_a_retry_cancels_the_tool(autojump_clock: trio.testing.MockClock) -> None:
+    server = Server("s", "1")
+    events: list[str] = []
+
+    @server.tool()
+    async def work(ctx: Context) -> str:
+        outcome = await ctx.elicit_confirm("Start?")
+        events.append(type(outcome).__name__)
+        try:
+            await trio.sleep_forever()  # long work after the answer
+        finally:
+            events.append("tool cancelled")
+        return "unreachable"
+
+    async with connect(server) as client:
+        first = (await client.call("work"))["result"]
+        key, _ = only_request(first)
+        params = {
+            "name": "work",
+            "arguments": {},
+            "_meta": meta(),
+            "requestState": first["requestState"],
+            "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}},
+        }
+        await client.send({"jsonrpc": "2.0", "id": 1000, "method": "tools/call", "params": params})
+        await trio.sleep(1)  # held: the tool is working
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert len(registry) == 1
+        assert events == ["Accepted"]
+        cancel = {"requestId": 1000, "reason": "user stopped it"}
+        await client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        await trio.sleep(1)
+        assert events == ["Accepted", "tool cancelled"]
+        assert len(registry) == 0
+        assert not [f for f in client.out if f.get("id") == 1000]  # a cancelled call gets no answer
+
+
+async def test_a_held_retry_sheds_with_a_state_only_result(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("s", "1")
+    gate = trio.Event()
+
+    @server.tool()
+    async def slow(ctx: Context) -> str:
+        outcome = await ctx.elicit_confirm("Go?")
+        await gate.wait()  # long work after the answer
+        return f"done {type(outcome).__name__}"
+
+    async with connect(server) as client:
+        first = (await client.call("slow"))["result"]
+        key, _ = only_request(first)
+        held = (
+            await client.call(
+                "slow",
+                state=first["requestState"],
+                responses={key: {"action": "accept", "content": {"confirm": True}}},
+            )
+        )["result"]
+        assert held == {
+            "resultType": "input_required",
+            "requestState": held["requestState"],
+            "_meta": held["_meta"],
+        }
+        gate.set()
+        final = (await client.call("slow", state=held["requestState"]))["result"]
+        assert final["content"][0]["text"] == "done Accepted"
+
+
+async def test_legacy_and_modern_requests_share_a_connection(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = make_server()
+    async with connect(server) as client:
+        init = await client.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        )
+        assert init["result"]["protocolVersion"] == "2025-11-25"
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        legacy = await client.request("tools/call", {"name": "plain", "arguments": {"x": 2}})
+        assert legacy["result"] == {"content": [{"type": "text", "text": "4"}]}  # no resultType
+        modern = (await client.call("plain", {"x": 3}))["result"]
+        assert modern["resultType"] == "complete"
