@@ -1,0 +1,55 @@
+"""A stdio server for the 2026-07-28 end-to-end tests: ``python -m tests.mcp.mrtr_stdio_server``.
+
+Env: ``MRTR_FORM_DEADLINE`` (seconds, default 300) sets the runtime's form deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import trio
+from pydantic import BaseModel
+
+from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.logging import configure_logging
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.transports.stdio import serve_stdio
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def build() -> Server:
+    deadline = float(os.environ.get("MRTR_FORM_DEADLINE", "300"))
+    config = RuntimeConfig.model_validate({"form_deadline_s": deadline, "warn_before_s": 0})
+    server = Server("mrtr-stdio", "1.0.0", runtime_config=config)
+
+    @server.tool()
+    async def signup(ctx: Context, plan: str = "free") -> str:
+        """Asks who you are, then for confirmation: two rounds, one coroutine."""
+        who = await ctx.elicit("Who are you?", Person)
+        if not isinstance(who, Accepted):
+            return f"{plan}: no account ({type(who).__name__})"
+        sure = await ctx.elicit_confirm(f"Create a {plan} account for {who.content.name}?")
+        if not isinstance(sure, Accepted):
+            return f"{plan}: no account ({type(sure).__name__})"
+        return f"{plan}: {who.content.name} ({who.content.age}) confirmed={sure.content}"
+
+    return server
+
+
+def main() -> None:
+    configure_logging("json", "info", sys.stderr)
+    mcp_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    trio.run(lambda: serve_stdio(build(), stdout_fd=mcp_out))
+
+
+if __name__ == "__main__":
+    main()
