@@ -12,6 +12,7 @@ from erlmcp_py.actors.peer import Peer as Peer, PeerError as PeerError, PeerGone
 from erlmcp_py.actors.tree import Runtime as Runtime, open_runtime as open_runtime
 from erlmcp_py.core.errors import (
     AlreadyTerminal as AlreadyTerminal,
+    AnswerInFlight as AnswerInFlight,
     ElicitationNotFound as ElicitationNotFound,
     ErlmcpError as ErlmcpError,
     ExtensionDenied as ExtensionDenied,
@@ -51,6 +52,7 @@ from erlmcp_py.urlcheck import check_url as check_url
 __all__ = [
     "Accepted",
     "AlreadyTerminal",
+    "AnswerInFlight",
     "AnswerError",
     "Cancelled",
     "Declined",

@@ -46,6 +46,7 @@ from erlmcp_py.actors.ratelimiter import Acquire, Release, ResetPending
 from erlmcp_py.actors.validator import Validate
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
+    AnswerInFlight,
     ElicitationNotFound,
     ExtensionDenied,
     InvalidAnswer,
@@ -360,8 +361,21 @@ class ElicitationActor(Actor):
             return await self._complete(record, msg.content)
         raise TypeError(f"unknown elicitation call {kind.__name__}")
 
+    async def _ask(self, ref: ActorRef, msg: Any) -> Any:
+        """Call a sibling actor; its Busy/timeout/death becomes the caller's typed error.
+
+        Never raises: an exception escaping ``handle_call`` would crash this actor and fail
+        every pending waiter for one caller's bad luck.
+        """
+        try:
+            return await ref.call(msg, timeout=self._call_timeout)
+        except (Busy, CallTimeout, ActorGone) as exc:
+            return ErrorReply(exc)
+
     async def _create(self, msg: Create) -> Any:
-        decision = await self.ratelimiter.call(Acquire(msg.client), timeout=self._call_timeout)
+        decision = await self._ask(self.ratelimiter, Acquire(msg.client))
+        if isinstance(decision, ErrorReply):
+            return decision
         if isinstance(decision, Refused):
             self.metrics.on_refused(decision.limit)
             return ErrorReply(decision.to_error())
@@ -387,16 +401,19 @@ class ElicitationActor(Actor):
         limit = self.policy.sizes.answer_bytes
         if size > limit:
             return ErrorReply(ResultTooLarge(size, limit))
-        verdict = await self.validator.call(
-            Validate(record.request.requested_schema, record.request.validator, content),
-            timeout=self._call_timeout,
+        request = record.request
+        verdict = await self._ask(
+            self.validator, Validate(request.requested_schema, request.validator, content)
         )
+        if isinstance(verdict, ErrorReply):
+            return verdict
+        if record.core.is_terminal:  # it ended (client answer, deadline…) while we validated
+            return ErrorReply(AlreadyTerminal(record.core.status.value))
         if not verdict.ok:
             return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
         effects = record.core.handle(Answer("accept", content))
         if not any(isinstance(e, ValidateAnswer) for e in effects):
-            # A client answer is being validated right now; the caller may retry.
-            return ErrorReply(Busy(f"elicitation {record.id} (validating)"))
+            return ErrorReply(AnswerInFlight(record.id))
         record.apply(record.core.handle(Validated(True, (), verdict.content)))
         if record.mode == "form" and record.rid is not None:
             record.work.append(SendCancelledNotice())  # the client's form is moot now

@@ -184,3 +184,11 @@ class RequestTooLarge(ErlmcpError):
         self.part = part
         self.size = size
         self.limit = limit
+
+
+class AnswerInFlight(ErlmcpError):
+    """``complete_elicitation`` arrived while a client answer is being validated; retry."""
+
+    def __init__(self, elicitation_id: str) -> None:
+        super().__init__("a client answer to this elicitation is being validated; retry")
+        self.elicitation_id = elicitation_id
