@@ -354,9 +354,7 @@ class Actor:
             if crash is not None:
                 raise crash  # noqa: TRY301 -- re-raised outside the nursery, unwrapped
         except BaseException as exc:
-            reason = _unwrap(exc)
-            if isinstance(reason, trio.Cancelled):
-                reason = "killed"
+            reason = _exit_reason(exc)
             raise
         finally:
             shared.exit_reason = reason
@@ -395,15 +393,23 @@ class Actor:
             )
 
 
-def _unwrap(exc: BaseException) -> BaseException:
-    """The one real error inside nested single-exception groups (a helper task's crash)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+def _exit_reason(exc: BaseException) -> object:
+    """``"killed"`` for cancellation — also a group of many ``Cancelled`` from helper tasks —
+    else the real error, unwrapped from single-exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        _, rest = exc.split(trio.Cancelled)
+        if rest is None:
+            return "killed"
+        exc = rest
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+    if isinstance(exc, trio.Cancelled):
+        return "killed"
     return exc
 
 
 def _log_exit(name: str, reason: object) -> None:
-    if reason in ("normal", "shutdown") or isinstance(reason, trio.Cancelled):
+    if reason in ("normal", "shutdown", "killed"):
         log.debug("actor_exited", actor=name, reason=str(reason))
     else:
         log.warning("actor_crashed", actor=name, reason=repr(reason))

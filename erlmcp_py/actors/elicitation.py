@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -42,7 +42,7 @@ import trio
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationInfo, ElicitationRequest, Mode
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
-from erlmcp_py.actors.ratelimiter import Acquire, Release, ResetPending
+from erlmcp_py.actors.ratelimiter import Acquire, ReleaseMany, ResetPending
 from erlmcp_py.actors.validator import Validate
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
@@ -326,6 +326,9 @@ class ElicitationActor(Actor):
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
         self.hub = MonitorHub(self.nursery)
+        self._releases: Counter[str] = Counter()
+        self._releases_due = trio.Event()
+        self.nursery.start_soon(self._flush_releases)
         # Every elicitation of a previous incarnation died with it: free their slots.
         await self.ratelimiter.call(ResetPending(), timeout=self._call_timeout)
         self._registry["elicitation"] = self.ref
@@ -476,7 +479,7 @@ class ElicitationActor(Actor):
         finally:
             if record.rid is not None:
                 record.peer.forget_request(record.rid)
-        await self._release(record)
+        self._release(record)
 
     async def _perform(self, record: Record, effect: Effect | _NotifyComplete) -> None:
         kind = type(effect)
@@ -568,15 +571,25 @@ class ElicitationActor(Actor):
         except Exception:
             log.exception("elicitation_notify_failed", elicitation_id=record.id, method=method)
 
-    async def _release(self, record: Record) -> None:
-        for _ in range(100):
-            try:
-                await self.ratelimiter.call(Release(record.client), timeout=self._call_timeout)
-                return
-            except ActorGone:
-                return  # a restarted rate limiter starts from empty counts
-            except (Busy, CallTimeout):
-                await trio.sleep(0.01)
+    def _release(self, record: Record) -> None:
+        """Free the record's pending slot, batched: a burst of endings (an owner with
+        thousands of elicitations exits) becomes one message, not a mailbox flood."""
+        self._releases[record.client] += 1
+        self._releases_due.set()
+
+    async def _flush_releases(self) -> None:
+        while True:
+            await self._releases_due.wait()
+            self._releases_due = trio.Event()
+            batch, self._releases = self._releases, Counter()
+            while True:
+                try:
+                    await self.ratelimiter.call(ReleaseMany(batch), timeout=self._call_timeout)
+                    break
+                except ActorGone:
+                    break  # a restarted rate limiter starts from empty counts
+                except (Busy, CallTimeout):
+                    await trio.sleep(0.01)  # keep the batch; the limiter will drain
 
     async def terminate(self, reason: object) -> None:
         live = [r for r in self.records.values() if not r.core.is_terminal]

@@ -7,7 +7,7 @@ elicitation has already ended, so starting from empty buckets loses nothing that
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import RateLimiter
 from supervisors import Actor, ActorRef, ReplyTo
 
-__all__ = ["Acquire", "RateLimiterActor", "Release", "ResetPending"]
+__all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPending"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,13 @@ class Acquire:
 @dataclass(frozen=True, slots=True)
 class Release:
     client: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseMany:
+    """Release ``count`` pending slots per client in one message (batched by the caller)."""
+
+    counts: Mapping[Any, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,11 @@ class RateLimiterActor(Actor):
             return self.limiter.try_acquire(msg.client, trio.current_time())
         if type(msg) is Release:
             return self.limiter.release(msg.client)
+        if type(msg) is ReleaseMany:
+            for client, count in msg.counts.items():
+                for _ in range(count):
+                    self.limiter.release(client)
+            return None
         if type(msg) is ResetPending:
             self.limiter = RateLimiter(self._policy)
             return None
