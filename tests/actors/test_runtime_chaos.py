@@ -540,7 +540,7 @@ async def test_busy_rate_limiter_does_not_crash_the_elicitation_actor(
     # anyone at that moment crashes the elicitation actor. Here the mailbox is filled with
     # info messages (ActorRef.send is public; handle_info ignores them), same effect, fast.
     # trio shuffles each scheduling batch, so the limiter may drain one message before the
-    # elicitation actor posts its Acquire: try a few times (each try crashes it with p~1/2).
+    # elicitation actor posts its Acquire: try a few times (each try hit it with p~1/2).
     with collected_logs(logging.ERROR):
         async with open_runtime(CONFIG) as runtime:
             tenant = Tenant("user0")
@@ -559,8 +559,8 @@ async def test_busy_rate_limiter_does_not_crash_the_elicitation_actor(
                 except Busy:
                     busy += 1  # the typed answer we expect under back-pressure
                 await trio.sleep(0.1)
-                if runtime.actor("elicitation") is not actor:
-                    break
+                if runtime.actor("elicitation") is not actor or busy >= 2:
+                    break  # crashed, or the back-pressure path was hit often enough
             assert runtime.actor("elicitation") is actor, "the elicitation actor crashed"
             assert busy > 0, "the back-pressure path was never exercised"
             with pytest.raises(trio.WouldBlock):
