@@ -261,17 +261,22 @@ class ServerSession:
             return
         self.phase = CLOSED
         self._closed.set()
-        pending, self._pending = self._pending, {}
-        for callback in pending.values():
-            callback(PeerGone("session closed"))
         for call in self._calls.values():
             call.scope.cancel()
         if self._stateless is not None:
             self._stateless.close()
 
+    def _fail_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for callback in pending.values():
+            callback(PeerGone("session closed"))
+
     def close(self) -> None:
-        """End the session: cancel every tool call (their elicitations end ``abandoned``) and
-        fail every pending request with ``PeerGone``. Idempotent."""
+        """End the session: cancel every tool call, so that the runtime's owner watch ends
+        their elicitations ``abandoned``; nothing more is sent. Idempotent.
+
+        Requests still pending when :func:`open_session` exits get ``PeerGone``.
+        """
         self._mark_closed()
 
     # -- inbound ------------------------------------------------------------------------------
@@ -566,3 +571,8 @@ async def open_session(
             yield session
         finally:
             session.close()
+    # The tool tasks have exited: let the owner watches run first (their elicitations end
+    # ``abandoned`` and are forgotten), then fail whatever is still pending.
+    for _ in range(2):
+        await trio.lowlevel.checkpoint()
+    session._fail_pending()

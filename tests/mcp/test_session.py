@@ -1,0 +1,378 @@
+"""The session engine in-process, against the real runtime, on trio's autojump clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from pydantic import BaseModel
+
+from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
+from erlmcp_py.example_server import build_server
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from tests.mcp.harness import connect
+
+
+
+# -- lifecycle -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered"),
+    [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"), ("1999-01-01", "2025-11-25")],
+)
+async def test_version_negotiation(asked: str, answered: str, autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        response = await wire.initialize(version=asked)
+        assert response["result"]["protocolVersion"] == answered
+        assert response["result"]["capabilities"]["tools"] == {"listChanged": False}
+        assert wire.session.protocol_version == answered
+
+
+@pytest.mark.parametrize(
+    ("version", "caps", "modes"),
+    [
+        ("2025-11-25", {"elicitation": {}}, {"form"}),
+        ("2025-11-25", {"elicitation": {"form": {}}}, {"form"}),
+        ("2025-11-25", {"elicitation": {"url": {}}}, {"url"}),
+        ("2025-11-25", {"elicitation": {"form": {}, "url": {}}}, {"form", "url"}),
+        ("2025-06-18", {"elicitation": {"form": {}, "url": {}}}, {"form"}),
+        ("2025-11-25", {}, set()),
+    ],
+)
+async def test_capabilities(version: str, caps: dict[str, Any], modes: set[str], autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize(caps, version)
+        assert {m for m in ("form", "url") if wire.session.supports(m)} == modes
+
+
+async def test_before_initialize_only_ping(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        assert (await wire.request("ping"))["result"] == {}
+        refused = await wire.request("tools/list")
+        assert refused["error"]["code"] == -32600
+        assert (await wire.request("server/discover"))["error"]["code"] in (-32601, -32602)
+        await wire.initialize()
+        second = await wire.request(
+            "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}
+        )
+        assert second["error"]["code"] == -32600
+
+
+async def test_protocol_errors_and_the_session_keeps_serving(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize()
+        assert (await wire.request("nope/nope"))["error"]["code"] == -32601
+        bad = await wire.request("tools/call", {"name": 42})
+        assert bad["error"]["code"] == -32602
+        assert "name" in bad["error"]["message"]
+        unknown = await wire.request("tools/call", {"name": "no_such_tool"})
+        assert unknown["error"]["code"] == -32602
+        assert "Unknown tool" in unknown["error"]["message"]
+        level = await wire.request("logging/setLevel", {"level": "loud"})
+        assert level["error"]["code"] == -32602
+        await wire.feed(b"{not json")
+        assert any(f.get("error", {}).get("code") == -32700 for f in wire.out)
+        await wire.feed(b"[]")
+        assert any(f.get("error", {}).get("code") == -32600 for f in wire.out)
+        # a response nobody waits for, and an error response without id: ignored
+        await wire.answer("srv-unknown-1", {"action": "accept"})
+        await wire.feed({"jsonrpc": "2.0", "id": None, "error": {"code": -1, "message": "x"}})
+        assert (await wire.request("ping"))["result"] == {}
+        tools = await wire.request("tools/list")
+        names = {t["name"] for t in tools["result"]["tools"]}
+        assert {"test_elicitation", "test_elicitation_sep1034_defaults"} <= names
+
+
+async def test_bad_arguments_are_an_is_error_result(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize()
+        result = (await wire.call("test_elicitation", {"message": 7}))["result"]
+        assert result["isError"] is True
+        assert "message" in result["content"][0]["text"]
+        missing = (await wire.call("test_elicitation", {}))["result"]
+        assert missing["isError"] is True
+
+
+# -- elicitation through the session -------------------------------------------------------------
+
+
+async def test_no_elicitation_before_initialized(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire, trio.open_nursery() as nursery:
+        await wire.request(
+            "initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}
+        )
+        rid = wire.start_call(nursery, "test_elicitation", {"message": "hi"})
+        await trio.sleep(5)
+        assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
+        await wire.notify("notifications/initialized")
+        request = await wire.server_request()
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["requestedSchema"]["required"] == ["username", "email"]
+        await wire.answer(
+            request["id"],
+            {"action": "accept", "content": {"username": "u", "email": "e@example.com"}},
+        )
+        result = (await wire.response(rid))["result"]
+        assert result["content"][0]["text"].startswith("User response: action=accept")
+
+
+async def test_typed_form_round_trip_and_06_18_downlevel(autojump_clock: trio.testing.MockClock) -> None:
+    class Contact(BaseModel):
+        name: str
+        age: int = 30
+
+    server = Server("t", "1")
+    seen: list[Outcome] = []
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        seen.append(await ctx.elicit("who?", Contact))
+        return "ok"
+
+    async with connect(server) as wire:
+        await wire.initialize(version="2025-06-18")
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "ask")
+            request = await wire.server_request()
+            props = request["params"]["requestedSchema"]["properties"]
+            assert "default" not in props["age"]  # 2025-06-18: defaults on booleans only
+            await wire.answer(request["id"], {"action": "accept", "content": {"name": "Ada"}})
+            await wire.response(rid)
+    assert seen == [Accepted(Contact(name="Ada", age=30))]
+
+
+async def test_unsupported_sends_nothing(autojump_clock: trio.testing.MockClock) -> None:
+    server = Server("t", "1")
+    seen: list[Outcome] = []
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        seen.append(await ctx.elicit_confirm("sure?"))
+        seen.append(await ctx.elicit_url("go", "https://93.184.215.14/x"))
+        return "ok"
+
+    async with connect(server) as wire:
+        await wire.initialize({})
+        await wire.call("ask")
+        assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
+    assert seen == [Unsupported("form"), Unsupported("url")]
+
+
+async def test_multi_select_for_06_18_client_is_unsupported(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize(version="2025-06-18")
+        result = (await wire.call("demo_multi_choice"))["result"]
+        assert "unsupported" in result["content"][0]["text"]
+        assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
+
+
+async def test_client_cancels_tool_call(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "demo_choice")
+            request = await wire.server_request()
+            await wire.notify("notifications/cancelled", {"requestId": rid, "reason": "bye"})
+            note = await wire.wait(
+                lambda f: f.get("method") == "notifications/cancelled"
+                and f["params"]["requestId"] == request["id"]
+            )
+            assert "abandoned" in note["params"]["reason"]
+        await trio.sleep(1)
+        assert not [f for f in wire.out if f.get("id") == rid and "method" not in f]
+        # a late answer to the abandoned elicitation is ignored; the session serves on
+        await wire.answer(request["id"], {"action": "accept", "content": {"choice": "eu-west"}})
+        assert (await wire.request("ping"))["result"] == {}
+
+
+async def test_elicitation_deadline_gives_timed_out(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server(), {"form_deadline_s": 5, "warn_before_s": 1}) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "demo_confirm")
+            request = await wire.server_request()
+            start = trio.current_time()
+            result = (await wire.response(rid))["result"]
+            assert trio.current_time() - start == pytest.approx(5, abs=0.1)
+        assert "timed out" in result["content"][0]["text"]
+        cancelled = wire.notifications("notifications/cancelled")
+        assert cancelled[-1]["requestId"] == request["id"]
+        # answers after the deadline: late and duplicate, both ignored
+        await wire.answer(request["id"], {"action": "accept", "content": {"confirm": True}})
+        await wire.answer(request["id"], {"action": "accept", "content": {"confirm": True}})
+        assert (await wire.request("ping"))["result"] == {}
+
+
+async def test_duplicate_answer_is_ignored(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "demo_confirm")
+            request = await wire.server_request()
+            await wire.answer(request["id"], {"action": "decline"})
+            await wire.answer(request["id"], {"action": "accept", "content": {"confirm": True}})
+            result = (await wire.response(rid))["result"]
+        assert result["content"][0]["text"] == "confirm: action=decline"
+
+
+async def test_tool_clock_pauses_while_the_user_is_asked(autojump_clock: trio.testing.MockClock) -> None:
+    server = Server("t", "1")
+
+    @server.tool(timeout=1.0)
+    async def slow(ctx: Context) -> str:
+        await trio.sleep(0.6)
+        outcome = await ctx.elicit_confirm("go on?")
+        await trio.sleep(0.3)
+        return f"done {type(outcome).__name__}"
+
+    @server.tool(timeout=1.0)
+    async def too_slow() -> str:
+        await trio.sleep(2)
+        return "never"
+
+    async with connect(server) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "slow")
+            request = await wire.server_request()
+            await trio.sleep(60)  # a slow human: not the tool's time
+            await wire.answer(request["id"], {"action": "accept", "content": {"confirm": True}})
+            result = (await wire.response(rid))["result"]
+        assert result == {"content": [{"type": "text", "text": "done Accepted"}]}
+        timed = (await wire.call("too_slow"))["result"]
+        assert timed["isError"] is True
+        assert "budget" in timed["content"][0]["text"]
+
+
+async def test_close_abandons_elicitations_and_cancels_tools(autojump_clock: trio.testing.MockClock) -> None:
+    server = Server("t", "1")
+    outcomes: list[Outcome] = []
+    cancelled = trio.Event()
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            outcomes.append(await ctx.elicit_confirm("sure?"))
+        finally:
+            cancelled.set()
+        return "unreachable"
+
+    async with connect(server) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            wire.start_call(nursery, "ask")
+            await wire.server_request()
+            wire.session.close()
+        await cancelled.wait()
+        assert outcomes == []
+        await wire.feed({"jsonrpc": "2.0", "id": 99, "method": "ping"})  # ignored: closed
+        assert not [f for f in wire.out if f.get("id") == 99]
+
+
+async def test_url_elicitation_required_and_unsafe_url(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize({"elicitation": {"form": {}, "url": {}}})
+        error = (await wire.call("demo_requires_sign_in"))["error"]
+        assert error["code"] == -32042
+        (item,) = error["data"]["elicitations"]
+        assert item["mode"] == "url"
+        assert item["elicitationId"]
+        refused = (await wire.call("test_elicitation_url", {"url": "http://10.0.0.1/x"}))["result"]
+        assert refused["isError"] is True
+        assert "private" in refused["content"][0]["text"] or "refused" in refused["content"][0][
+            "text"
+        ]
+        assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
+
+
+async def test_url_mode_completion_notifies_the_initiating_client(autojump_clock: trio.testing.MockClock) -> None:
+    config = {"url_dev": True}
+    async with connect(build_server(), config) as wire:
+        await wire.initialize({"elicitation": {"url": {}}})
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "demo_url_sign_in")
+            request = await wire.server_request()
+            params = request["params"]
+            assert params["mode"] == "url"
+            assert params["url"].startswith("http://127.0.0.1")
+            await wire.answer(request["id"], {"action": "accept"})
+            await trio.sleep(1)
+            assert not [f for f in wire.out if f.get("id") == rid and "result" in f]
+            done = await wire.call("demo_complete_sign_in", {"elicitation_id": params["elicitationId"]})
+            assert "completed" in done["result"]["content"][0]["text"]
+            result = (await wire.response(rid))["result"]
+        assert "action=accept" in result["content"][0]["text"]
+        await wire.wait(lambda f: f.get("method") == "notifications/elicitation/complete")
+        assert wire.notifications("notifications/elicitation/complete") == [
+            {"elicitationId": params["elicitationId"]}
+        ]
+
+
+async def test_log_level_filters_messages_and_progress_passes(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize()
+        assert (await wire.request("logging/setLevel", {"level": "error"}))["result"] == {}
+        await wire.call("test_tool_with_logging")
+        assert wire.notifications("notifications/message") == []
+        await wire.request("logging/setLevel", {"level": "debug"})
+        await wire.call("test_tool_with_logging")
+        assert len(wire.notifications("notifications/message")) == 3
+        rid = 500
+        await wire.feed(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": "test_tool_with_progress", "_meta": {"progressToken": "p"}},
+            }
+        )
+        await wire.response(rid)
+        progress = wire.notifications("notifications/progress")
+        assert [p["progress"] for p in progress] == [0, 50, 100]
+        assert {p["progressToken"] for p in progress} == {"p"}
+
+
+async def test_conformance_schemas_are_exact(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            wire.start_call(nursery, "test_elicitation_sep1034_defaults")
+            request = await wire.server_request()
+            props = request["params"]["requestedSchema"]["properties"]
+            assert props["name"] == {
+                "type": "string", "description": "User name", "default": "John Doe"
+            }  # fmt: skip
+            assert props["age"]["type"] == "integer" and props["age"]["default"] == 30
+            assert props["score"]["default"] == 95.5
+            assert props["status"]["enum"] == ["active", "inactive", "pending"]
+            assert props["verified"]["default"] is True
+            assert request["params"]["requestedSchema"]["required"] == []
+            await wire.answer(
+                request["id"],
+                {
+                    "action": "accept",
+                    "content": {
+                        "name": "Jane Smith",
+                        "age": 25,
+                        "score": 88,
+                        "status": "inactive",
+                        "verified": False,
+                    },
+                },
+            )
+            wire.start_call(nursery, "test_elicitation_sep1330_enums")
+            enums = (await wire.server_request(1))["params"]["requestedSchema"]["properties"]
+            assert "oneOf" not in enums["untitledSingle"] and "enum" in enums["untitledSingle"]
+            assert "enum" not in enums["titledSingle"]
+            assert len(enums["legacyEnum"]["enumNames"]) == len(enums["legacyEnum"]["enum"])
+            assert enums["untitledMulti"]["items"]["type"] == "string"
+            assert "enum" not in enums["titledMulti"]["items"]
+            nursery.cancel_scope.cancel()
+
+
+def test_timed_out_is_distinct() -> None:
+    assert TimedOut() != Unsupported()
