@@ -1,10 +1,10 @@
-# The two commands of the README: `make demo` (once the protocol lands) and `make test`.
+# The two commands of the README: `make demo` and `make test`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-quick clean
+.PHONY: demo test lint typecheck pytest bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# Runs the example server over stdio and drives it with a scripted client (a readable transcript).
+demo: $(STAMP)
+	$(BIN)/erlmcp-py demo
 
 test: lint typecheck pytest
 

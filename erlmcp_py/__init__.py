@@ -47,14 +47,22 @@ from erlmcp_py.core.validation import (
     summarize as summarize,
     validate_answer as validate_answer,
 )
+from erlmcp_py.mcp.context import Context as Context
+from erlmcp_py.mcp.errors import (
+    ToolError as ToolError,
+    UrlElicitationRequired as UrlElicitationRequired,
+)
+from erlmcp_py.mcp.server import Server as Server
+from erlmcp_py.transports.stdio import serve_stdio as serve_stdio
 from erlmcp_py.urlcheck import check_url as check_url
 
 __all__ = [
     "Accepted",
     "AlreadyTerminal",
-    "AnswerInFlight",
     "AnswerError",
+    "AnswerInFlight",
     "Cancelled",
+    "Context",
     "Declined",
     "ElicitationHandle",
     "ElicitationInfo",
@@ -76,17 +84,21 @@ __all__ = [
     "Runtime",
     "RuntimeConfig",
     "SchemaNotAllowed",
+    "Server",
     "Tenant",
     "TimedOut",
     "Titles",
     "TooManyElicitations",
+    "ToolError",
     "UnsafeURLError",
     "Unsupported",
+    "UrlElicitationRequired",
     "UrlPolicy",
     "ValidationResult",
     "check_url",
     "open_runtime",
     "schema_for",
+    "serve_stdio",
     "summarize",
     "validate_answer",
 ]
