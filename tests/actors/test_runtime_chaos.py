@@ -35,6 +35,7 @@ import trio.testing
 from erlmcp_py import (
     Accepted,
     AlreadyTerminal,
+    AnswerInFlight,
     Cancelled,
     Declined,
     ElicitationHandle,
@@ -332,6 +333,7 @@ class Chaos:
                     assert info.id == handle.id
             except (
                 AlreadyTerminal,
+                AnswerInFlight,  # complete_elicitation while a client answer is validated
                 ElicitationNotFound,
                 ExtensionDenied,
                 InvalidAnswer,
