@@ -38,6 +38,7 @@ from erlmcp_py.core.schema import (
     string_field,
 )
 from erlmcp_py.core.typeschema import Format
+from erlmcp_py.example_everything import add_everything_tools
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError, UrlElicitationRequired
 from erlmcp_py.mcp.server import Server
@@ -306,4 +307,5 @@ def build_server(config: RuntimeConfig | None = None, *, sign_in_url: str = SIGN
         await trio.sleep(0.4)
         return f"budgeted: {describe(outcome)}; {ctx.clock.remaining():.1f} s of tool time left"
 
+    add_everything_tools(server)  # the rest of the conformance everything-server contract
     return server
