@@ -60,7 +60,9 @@ class Wire:
                 await self.changed.wait()
 
     def notifications(self, method: str) -> list[dict[str, Any]]:
-        return [f.get("params", {}) for f in self.out if f.get("method") == method and "id" not in f]
+        return [
+            f.get("params", {}) for f in self.out if f.get("method") == method and "id" not in f
+        ]
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         rid = next(self.ids)
@@ -82,7 +84,11 @@ class Wire:
         caps = {"elicitation": {}} if capabilities is None else dict(capabilities)
         response = await self.request(
             "initialize",
-            {"protocolVersion": version, "capabilities": caps, "clientInfo": {"name": "t", "version": "1"}},
+            {
+                "protocolVersion": version,
+                "capabilities": caps,
+                "clientInfo": {"name": "t", "version": "1"},
+            },
         )
         await self.notify("notifications/initialized")
         return response
@@ -90,7 +96,9 @@ class Wire:
     async def answer(self, id: Any, result: Mapping[str, Any]) -> None:
         await self.feed({"jsonrpc": "2.0", "id": id, "result": dict(result)})
 
-    def start_call(self, nursery: trio.Nursery, name: str, arguments: Mapping[str, Any] | None = None) -> int:
+    def start_call(
+        self, nursery: trio.Nursery, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> int:
         rid = next(self.ids)
         msg = {
             "jsonrpc": "2.0",
@@ -106,9 +114,7 @@ class Wire:
 
 
 @asynccontextmanager
-async def connect(
-    server: Server, config: Mapping[str, Any] | None = None
-) -> AsyncIterator[Wire]:
+async def connect(server: Server, config: Mapping[str, Any] | None = None) -> AsyncIterator[Wire]:
     wire = Wire()
     if config is not None:
         merged = {**server.runtime_config.model_dump(), **config}

@@ -15,8 +15,6 @@ from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from tests.mcp.harness import connect
 
-
-
 # -- lifecycle -----------------------------------------------------------------------------------
 
 
@@ -24,7 +22,9 @@ from tests.mcp.harness import connect
     ("asked", "answered"),
     [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"), ("1999-01-01", "2025-11-25")],
 )
-async def test_version_negotiation(asked: str, answered: str, autojump_clock: trio.testing.MockClock) -> None:
+async def test_version_negotiation(
+    asked: str, answered: str, autojump_clock: trio.testing.MockClock
+) -> None:
     async with connect(build_server()) as wire:
         response = await wire.initialize(version=asked)
         assert response["result"]["protocolVersion"] == answered
@@ -43,7 +43,9 @@ async def test_version_negotiation(asked: str, answered: str, autojump_clock: tr
         ("2025-11-25", {}, set()),
     ],
 )
-async def test_capabilities(version: str, caps: dict[str, Any], modes: set[str], autojump_clock: trio.testing.MockClock) -> None:
+async def test_capabilities(
+    version: str, caps: dict[str, Any], modes: set[str], autojump_clock: trio.testing.MockClock
+) -> None:
     async with connect(build_server()) as wire:
         await wire.initialize(caps, version)
         assert {m for m in ("form", "url") if wire.session.supports(m)} == modes
@@ -62,7 +64,9 @@ async def test_before_initialize_only_ping(autojump_clock: trio.testing.MockCloc
         assert second["error"]["code"] == -32600
 
 
-async def test_protocol_errors_and_the_session_keeps_serving(autojump_clock: trio.testing.MockClock) -> None:
+async def test_protocol_errors_and_the_session_keeps_serving(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with connect(build_server()) as wire:
         await wire.initialize()
         assert (await wire.request("nope/nope"))["error"]["code"] == -32601
@@ -120,7 +124,9 @@ async def test_no_elicitation_before_initialized(autojump_clock: trio.testing.Mo
         assert result["content"][0]["text"].startswith("User response: action=accept")
 
 
-async def test_typed_form_round_trip_and_06_18_downlevel(autojump_clock: trio.testing.MockClock) -> None:
+async def test_typed_form_round_trip_and_06_18_downlevel(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     class Contact(BaseModel):
         name: str
         age: int = 30
@@ -162,7 +168,9 @@ async def test_unsupported_sends_nothing(autojump_clock: trio.testing.MockClock)
     assert seen == [Unsupported("form"), Unsupported("url")]
 
 
-async def test_multi_select_for_06_18_client_is_unsupported(autojump_clock: trio.testing.MockClock) -> None:
+async def test_multi_select_for_06_18_client_is_unsupported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with connect(build_server()) as wire:
         await wire.initialize(version="2025-06-18")
         result = (await wire.call("demo_multi_choice"))["result"]
@@ -178,8 +186,10 @@ async def test_client_cancels_tool_call(autojump_clock: trio.testing.MockClock) 
             request = await wire.server_request()
             await wire.notify("notifications/cancelled", {"requestId": rid, "reason": "bye"})
             note = await wire.wait(
-                lambda f: f.get("method") == "notifications/cancelled"
-                and f["params"]["requestId"] == request["id"]
+                lambda f: (
+                    f.get("method") == "notifications/cancelled"
+                    and f["params"]["requestId"] == request["id"]
+                )
             )
             assert "abandoned" in note["params"]["reason"]
         await trio.sleep(1)
@@ -219,7 +229,9 @@ async def test_duplicate_answer_is_ignored(autojump_clock: trio.testing.MockCloc
         assert result["content"][0]["text"] == "confirm: action=decline"
 
 
-async def test_tool_clock_pauses_while_the_user_is_asked(autojump_clock: trio.testing.MockClock) -> None:
+async def test_tool_clock_pauses_while_the_user_is_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     server = Server("t", "1")
 
     @server.tool(timeout=1.0)
@@ -248,7 +260,9 @@ async def test_tool_clock_pauses_while_the_user_is_asked(autojump_clock: trio.te
         assert "budget" in timed["content"][0]["text"]
 
 
-async def test_close_abandons_elicitations_and_cancels_tools(autojump_clock: trio.testing.MockClock) -> None:
+async def test_close_abandons_elicitations_and_cancels_tools(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     server = Server("t", "1")
     outcomes: list[Outcome] = []
     cancelled = trio.Event()
@@ -273,7 +287,9 @@ async def test_close_abandons_elicitations_and_cancels_tools(autojump_clock: tri
         assert not [f for f in wire.out if f.get("id") == 99]
 
 
-async def test_url_elicitation_required_and_unsafe_url(autojump_clock: trio.testing.MockClock) -> None:
+async def test_url_elicitation_required_and_unsafe_url(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with connect(build_server()) as wire:
         await wire.initialize({"elicitation": {"form": {}, "url": {}}})
         error = (await wire.call("demo_requires_sign_in"))["error"]
@@ -283,13 +299,15 @@ async def test_url_elicitation_required_and_unsafe_url(autojump_clock: trio.test
         assert item["elicitationId"]
         refused = (await wire.call("test_elicitation_url", {"url": "http://10.0.0.1/x"}))["result"]
         assert refused["isError"] is True
-        assert "private" in refused["content"][0]["text"] or "refused" in refused["content"][0][
-            "text"
-        ]
+        assert (
+            "private" in refused["content"][0]["text"] or "refused" in refused["content"][0]["text"]
+        )
         assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
 
 
-async def test_url_mode_completion_notifies_the_initiating_client(autojump_clock: trio.testing.MockClock) -> None:
+async def test_url_mode_completion_notifies_the_initiating_client(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     config = {"url_dev": True}
     async with connect(build_server(), config) as wire:
         await wire.initialize({"elicitation": {"url": {}}})
@@ -302,7 +320,9 @@ async def test_url_mode_completion_notifies_the_initiating_client(autojump_clock
             await wire.answer(request["id"], {"action": "accept"})
             await trio.sleep(1)
             assert not [f for f in wire.out if f.get("id") == rid and "result" in f]
-            done = await wire.call("demo_complete_sign_in", {"elicitation_id": params["elicitationId"]})
+            done = await wire.call(
+                "demo_complete_sign_in", {"elicitation_id": params["elicitationId"]}
+            )
             assert "completed" in done["result"]["content"][0]["text"]
             result = (await wire.response(rid))["result"]
         assert "action=accept" in result["content"][0]["text"]
@@ -312,7 +332,9 @@ async def test_url_mode_completion_notifies_the_initiating_client(autojump_clock
         ]
 
 
-async def test_log_level_filters_messages_and_progress_passes(autojump_clock: trio.testing.MockClock) -> None:
+async def test_log_level_filters_messages_and_progress_passes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with connect(build_server()) as wire:
         await wire.initialize()
         assert (await wire.request("logging/setLevel", {"level": "error"}))["result"] == {}
@@ -346,7 +368,8 @@ async def test_conformance_schemas_are_exact(autojump_clock: trio.testing.MockCl
             assert props["name"] == {
                 "type": "string", "description": "User name", "default": "John Doe"
             }  # fmt: skip
-            assert props["age"]["type"] == "integer" and props["age"]["default"] == 30
+            assert props["age"]["type"] == "integer"
+            assert props["age"]["default"] == 30
             assert props["score"]["default"] == 95.5
             assert props["status"]["enum"] == ["active", "inactive", "pending"]
             assert props["verified"]["default"] is True
@@ -366,7 +389,8 @@ async def test_conformance_schemas_are_exact(autojump_clock: trio.testing.MockCl
             )
             wire.start_call(nursery, "test_elicitation_sep1330_enums")
             enums = (await wire.server_request(1))["params"]["requestedSchema"]["properties"]
-            assert "oneOf" not in enums["untitledSingle"] and "enum" in enums["untitledSingle"]
+            assert "oneOf" not in enums["untitledSingle"]
+            assert "enum" in enums["untitledSingle"]
             assert "enum" not in enums["titledSingle"]
             assert len(enums["legacyEnum"]["enumNames"]) == len(enums["legacyEnum"]["enum"])
             assert enums["untitledMulti"]["items"]["type"] == "string"

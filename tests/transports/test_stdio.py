@@ -1,0 +1,191 @@
+"""stdio: the line splitter, then the real ``erlmcp-py serve`` subprocess driven by raw frames.
+
+Subprocess tests are bounded by ``fail_after``; they synchronise on frames, never on sleeps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from erlmcp_py.mcp.client import ServerRequest, StdioClient, open_stdio_client
+from erlmcp_py.transports.stdio import LineSplitter, Oversize
+
+SERVE = [sys.executable, "-m", "erlmcp_py.cli", "serve", "--dev", "--log-level", "warning"]
+LIMIT = 20.0  # seconds any subprocess test may take
+
+
+# -- the splitter (sans-IO) ----------------------------------------------------------------------
+
+
+def test_splitter_splits_on_newline_only() -> None:
+    s = LineSplitter(100)
+    assert s.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
+    assert s.partial
+    assert s.feed(b":2}\r\n\n  \n") == [b'{"b":2}\r']
+    assert not s.partial
+    assert s.feed("x\u2028y\n".encode()) == ["x\u2028y".encode()]  # U+2028 does not split
+
+
+def test_splitter_refuses_oversize_lines_without_buffering_them() -> None:
+    s = LineSplitter(10)
+    assert s.feed(b"0123456789") == []
+    assert s.feed(b"abc") == []
+    assert s.feed(b"def\nok\n") == [Oversize(16), b"ok"]
+    assert s.feed(b"x" * 50 + b"\n") == [Oversize(50)]
+    assert s._buf == bytearray()
+
+
+# -- the subprocess ------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def serve(*extra: str, handler: Any = None) -> AsyncIterator[StdioClient]:
+    with trio.fail_after(LIMIT):
+        async with open_stdio_client([*SERVE, *extra], handler=handler) as client:
+            yield client
+
+
+async def test_initialize_list_and_clean_exit_on_eof() -> None:
+    async with serve() as client:
+        init = await client.initialize()
+        assert init["protocolVersion"] == "2025-11-25"
+        tools = (await client.request("tools/list"))["tools"]
+        assert "test_elicitation" in {t["name"] for t in tools}
+    assert client.process.returncode == 0
+
+
+async def test_bad_input_gets_the_right_error_and_the_server_keeps_serving() -> None:
+    async with serve() as client:
+        await client.initialize()
+
+        async def raw(line: bytes) -> dict[str, Any]:
+            before = len(client.frames)
+            await client.send_raw(line + b"\n")
+            await client.wait_for(lambda: len(client.frames) > before)
+            frame: dict[str, Any] = client.frames[before]
+            return frame
+
+        assert (await raw(b"{oops"))["error"]["code"] == -32700
+        assert (await raw(b'{"jsonrpc":"2.0","id":null,"method":"ping"}'))["error"]["code"] == (
+            -32600
+        )
+        assert (await raw(b"[1,2]"))["error"]["code"] == -32600
+        big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (4 << 20) + b'"}}'
+        refused = await raw(big)
+        assert refused["error"]["code"] == -32600
+        assert refused["error"]["data"]["reason"] == "frame_too_large"
+        assert refused["id"] is None
+        unknown = await client.request_raw("resources/list")
+        assert unknown["error"]["code"] == -32601
+        wrong = await client.request_raw("tools/call", {"name": ["not", "a", "string"]})
+        assert wrong["error"]["code"] == -32602
+        assert wrong["error"]["message"].startswith("Invalid params: name")
+        bad_args = await client.call_tool("test_elicitation", {"message": 3})
+        assert bad_args["isError"] is True
+        # answers to ids the server never used: no reply, nothing breaks
+        await client.answer("no-such-id", {"action": "accept"})
+        await client.send({"jsonrpc": "2.0", "id": 7, "error": {"code": -1, "message": "?"}})
+        assert (await client.request("ping")) == {}
+    assert client.process.returncode == 0
+
+
+async def test_duplicate_and_late_answers_are_ignored() -> None:
+    async with serve("--elicitation-timeout", "1") as client:
+        await client.initialize()
+        async with trio.open_nursery() as nursery:
+            results: list[dict[str, Any]] = []
+
+            async def call(name: str) -> None:
+                results.append(await client.call_tool(name))
+
+            nursery.start_soon(call, "demo_confirm")
+            first = await client.next_server_request(0)
+            await client.answer(first.id, {"action": "decline"})
+            await client.answer(first.id, {"action": "accept", "content": {"confirm": True}})
+        assert results[0]["content"][0]["text"] == "confirm: action=decline"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "demo_confirm")
+            second = await client.next_server_request(1)
+        # the 1 s deadline passed (the call returned): a late answer is ignored
+        assert "timed out" in results[1]["content"][0]["text"]
+        await client.answer(second.id, {"action": "accept", "content": {"confirm": True}})
+        assert (await client.request("ping")) == {}
+        cancelled = [p for m, p in client.notifications if m == "notifications/cancelled"]
+        assert cancelled[-1]["requestId"] == second.id
+
+
+async def test_eof_with_a_pending_elicitation_exits_cleanly() -> None:
+    async with serve() as client:
+        await client.initialize()
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 50,
+                "method": "tools/call",
+                "params": {"name": "demo_confirm", "arguments": {}},
+            }
+        )
+        await client.next_server_request(0)
+    assert client.process.returncode == 0
+
+
+async def test_client_cancel_over_stdio() -> None:
+    async with serve() as client:
+        await client.initialize()
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 60,
+                "method": "tools/call",
+                "params": {"name": "demo_choice", "arguments": {}},
+            }
+        )
+        request = await client.next_server_request(0)
+        await client.notify("notifications/cancelled", {"requestId": 60})
+        await client.wait_for(
+            lambda: any(
+                m == "notifications/cancelled" and p.get("requestId") == request.id
+                for m, p in client.notifications
+            )
+        )
+        assert (await client.request("ping")) == {}
+        assert not [f for f in client.frames if f.get("id") == 60]
+
+
+async def test_requests_are_served_while_a_tool_waits_on_a_human() -> None:
+    answered = trio.Event()
+
+    async def handler(req: ServerRequest) -> dict[str, Any] | None:
+        await answered.wait()
+        return {"action": "accept", "content": {"choice": "us-east"}}
+
+    async with serve(handler=handler) as client:
+        await client.initialize()
+        async with trio.open_nursery() as nursery:
+            out: list[dict[str, Any]] = []
+
+            async def call() -> None:
+                out.append(await client.call_tool("demo_choice"))
+
+            nursery.start_soon(call)
+            await client.next_server_request(0)
+            assert (await client.call_tool("test_simple_text"))["content"]
+            answered.set()
+        assert out[0]["content"][0]["text"] == 'region: action=accept, content="us-east"'
+
+
+def test_serve_http_is_refused_cleanly_or_served() -> None:
+    proc = subprocess.run(
+        [*SERVE[:-2], "--transport", "stdio", "--elicitation-timeout", "-1"],
+        capture_output=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert proc.returncode == 2  # argparse: bad --elicitation-timeout
+    assert proc.stdout == b""
