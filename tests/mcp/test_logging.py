@@ -1,0 +1,39 @@
+"""erlmcp_py.logging: JSON lines on the given stream, sensitive values redacted at any depth."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import structlog
+
+from erlmcp_py.logging import REDACTED, configure_logging, redact
+
+
+def test_redact_replaces_sensitive_values_at_any_depth() -> None:
+    event = {
+        "event": "answered",
+        "content": {"name": "Ada"},
+        "Authorization": "Bearer x",
+        "nested": {"api-key": "k", "ok": 1, "items": [{"password": "p"}]},
+    }
+    out = redact(None, "info", event)
+    assert out["content"] == REDACTED
+    assert out["Authorization"] == REDACTED
+    assert out["nested"] == {"api-key": REDACTED, "ok": 1, "items": [{"password": REDACTED}]}
+
+
+def test_configure_logging_writes_json_to_the_stream() -> None:
+    stream = io.StringIO()
+    configure_logging("json", "info", stream=stream)
+    try:
+        structlog.get_logger("t").info("hello", token="secret-value", n=1)
+        structlog.get_logger("t").debug("hidden")
+    finally:
+        structlog.reset_defaults()
+    (line,) = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert record["event"] == "hello"
+    assert record["token"] == REDACTED
+    assert record["n"] == 1
+    assert "secret-value" not in line
