@@ -74,7 +74,7 @@ from erlmcp_py.core.lifecycle import (
     Validated,
     WarningDue,
 )
-from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant
+from erlmcp_py.core.outcomes import Accepted, Failed, Outcome, Tenant
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
@@ -559,8 +559,9 @@ class ElicitationActor(Actor):
             return
         record.peer.forget_request(rid)
         record.rid = None
-        outcome = record.outcome
-        reason = "elicitation ended" if outcome is None else _reason(outcome)
+        reason = f"elicitation {record.core.status.value.replace('_', ' ')}"
+        if isinstance(record.outcome, Failed) and record.outcome.reason != "abandoned":
+            reason += f" ({record.outcome.reason})"
         await self._notify(record, "notifications/cancelled", {"requestId": rid, "reason": reason})
 
     async def _notify(self, record: Record, method: str, params: Mapping[str, Any]) -> None:
@@ -621,18 +622,14 @@ def _request_params(record: Record, effect: SendRequest) -> dict[str, Any]:
 
 
 def _warning(record: Record, effect: SendWarning) -> dict[str, Any]:
+    seconds = math.ceil(effect.remaining_s)  # never "expires in 0 seconds" while it is open
     return {
         "level": "warning",
         "logger": "erlmcp.elicitation",
         "data": {
             "elicitationId": record.id,
-            "remainingSeconds": round(effect.remaining_s),
-            "message": f"This request expires in {round(effect.remaining_s)} seconds.",
+            "remainingSeconds": seconds,
+            "message": f"This request expires in {seconds} second{'s' if seconds != 1 else ''}.",
         },
     }
 
-
-def _reason(outcome: Outcome) -> str:
-    name = type(outcome).__name__
-    detail = getattr(outcome, "reason", "")
-    return f"elicitation {name.lower()}" + (f" ({detail})" if detail else "")

@@ -144,7 +144,7 @@ async def test_timeout_warns_then_times_out_and_cancels_client_request(
     assert warning[1]["data"]["remainingSeconds"] == 60
     assert cancelled == (
         "notifications/cancelled",
-        {"requestId": peer.requests[0].id, "reason": "elicitation timedout"},
+        {"requestId": peer.requests[0].id, "reason": "elicitation timed out"},
     )
     assert peer.pending == {}  # correlation dropped: a late answer is ignored
     assert peer.answer(peer.requests[0].id, {"action": "accept"}) is False
