@@ -36,10 +36,10 @@
 #
 # Examples:
 #   .ci/conformance.sh --url http://127.0.0.1:3917/mcp
-#   .ci/conformance.sh --server-cmd '.venv/bin/erlmcp-py serve --http 127.0.0.1:3917' \
+#   .ci/conformance.sh --server-cmd '.venv/bin/erlmcp-py serve --transport http --port 3917' \
 #       tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums
 #   .ci/conformance.sh --url http://127.0.0.1:3917/mcp --suite active \
-#       --expected-failures .ci/conformance-baseline.yml
+#       --expected-failures .ci/conformance-expected-failures.yml
 set -euo pipefail
 
 ELICITATION=(tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums)

@@ -23,7 +23,10 @@ from erlmcp_py.mcp.server import Server
 __all__ = ["PNG_1X1", "WAV_SILENCE", "add_everything_tools"]
 
 #: A 1x1 red PNG (what ``test_image_content`` returns), base64.
-PNG_1X1: Final = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+PNG_1X1: Final = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"
+    "AAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 
 def _wav_silence(samples: int = 8) -> str:
@@ -141,7 +144,8 @@ def add_everything_tools(server: Server) -> None:
         )
         content = result.get("content")
         text = content.get("text") if isinstance(content, dict) else None
-        return f"LLM response: {text if isinstance(text, str) else content!r}"
+        shown = text if isinstance(text, str) else repr(content)
+        return f"LLM response: {shown}"
 
     for fn in (
         test_image_content,

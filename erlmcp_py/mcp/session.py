@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from contextvars import ContextVar
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog

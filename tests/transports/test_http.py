@@ -74,9 +74,12 @@ def build_server(probe: Probe, **config: Any) -> Server:
 
 @asynccontextmanager
 async def serving(
-    probe: Probe | None = None, config: HttpConfig | None = None, **runtime: Any
+    probe: Probe | None = None,
+    config: HttpConfig | None = None,
+    server: Server | None = None,
+    **runtime: Any,
 ) -> AsyncIterator[Listening]:
-    server = build_server(probe or Probe(), **runtime)
+    server = server or build_server(probe or Probe(), **runtime)
     async with server.running(), trio.open_nursery() as nursery:
         listening: Listening = await nursery.start(
             partial(serve_http, server, host="127.0.0.1", port=0, config=config)
@@ -522,3 +525,41 @@ async def test_official_mcp_client_form_round_trip() -> None:
         assert declined.content[0].text.endswith('{"name": "Grace"}')
         await settle()
         assert listening.transport.session_count == 0  # DELETE on close
+
+
+# -- the bundled example server's everything-server tools -------------------------------------
+
+
+async def test_example_server_sampling_and_content_tools() -> None:
+    from erlmcp_py.example_server import build_server as build_example
+
+    async with serving(server=build_example()) as listening, client(listening) as c:
+        await c.initialize({**INIT, "capabilities": {"elicitation": {}, "sampling": {}}})
+        with trio.fail_after(TIMEOUT):
+            async with c.stream(call(1, "test_sampling", prompt="Say hi")) as events:
+                request = await events.next()
+                assert request is not None
+                assert request["method"] == "sampling/createMessage"
+                assert request["params"]["messages"][0]["content"]["text"] == "Say hi"
+                await c.answer(
+                    request,
+                    {
+                        "role": "assistant",
+                        "content": {"type": "text", "text": "hi!"},
+                        "model": "m",
+                        "stopReason": "endTurn",
+                    },
+                )
+                (response,) = await events.rest()
+        assert response["result"]["content"][0]["text"] == "LLM response: hi!"
+        kinds = {}
+        for name in ("test_image_content", "test_audio_content", "test_embedded_resource"):
+            with trio.fail_after(TIMEOUT):
+                async with c.stream(call(name, name)) as events:
+                    (answer,) = await events.rest()
+            kinds[name] = answer["result"]["content"][0]["type"]
+        assert kinds == {
+            "test_image_content": "image",
+            "test_audio_content": "audio",
+            "test_embedded_resource": "resource",
+        }
