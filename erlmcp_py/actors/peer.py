@@ -41,6 +41,11 @@ class Peer(Protocol):
         """Stable id of the connection; the default rate-limit key."""
         ...
 
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol version (decides which requestedSchema subset is allowed)."""
+        ...
+
     def supports(self, mode: str) -> bool:
         """Whether the client declared the elicitation capability for ``mode`` (form/url)."""
         ...

@@ -39,7 +39,7 @@ from erlmcp_py.actors.ratelimiter import RateLimiterActor
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.outcomes import Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.schema import check_requested_schema
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
@@ -141,8 +141,7 @@ class Runtime:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
         if request.mode == "form":
             assert request.requested_schema is not None
-            version = getattr(peer, "protocol_version", LATEST_VERSION)
-            check_requested_schema(request.requested_schema, version)
+            check_requested_schema(request.requested_schema, peer.protocol_version)
         else:
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)
