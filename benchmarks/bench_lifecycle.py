@@ -115,7 +115,7 @@ async def lifecycles(n: int, concurrency: int = 1) -> float:
 
 
 async def main(quick: bool) -> dict[str, Any]:
-    n = 2_000 if quick else 10_000
+    n = 1_500 if quick else 10_000
     rounds = 3 if quick else 5
     results: dict[str, list[float]] = {"life": [], "raw": [], "conc": []}
     for _ in range(rounds):  # interleaved so drift affects both sides alike
