@@ -632,4 +632,3 @@ def _warning(record: Record, effect: SendWarning) -> dict[str, Any]:
             "message": f"This request expires in {seconds} second{'s' if seconds != 1 else ''}.",
         },
     }
-
