@@ -50,7 +50,7 @@ from erlmcp_py.mcp.tools import ToolArgumentsError, ToolSpec, text_result, to_ca
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
 
-__all__ = ["SessionStateless", "StatelessEndpoint", "open_for_session"]
+__all__ = ["SessionStateless", "StatelessEndpoint", "open_for_session", "state_ttl_for"]
 
 log = structlog.get_logger("erlmcp.stateless")
 
@@ -325,6 +325,18 @@ class SessionStateless:
             log.info("answer_dropped", why="client gone")
 
 
+def state_ttl_for(config: Any) -> float:
+    """A ``requestState`` lifetime that outlives any first deadline of the runtime.
+
+    The longest default deadline (form or URL mode) plus a minute for the retry to arrive.
+    An elicitation extended past that is answered too late: its state has expired.
+
+    Args:
+        config: The runtime's :class:`~erlmcp_py.actors.api.RuntimeConfig`.
+    """
+    return max(float(config.form_deadline_s), float(config.url_deadline_s)) + 60.0
+
+
 async def open_for_session(
     server: Server,
     runtime: Any,
@@ -347,8 +359,13 @@ async def open_for_session(
         send: Writes one frame to the client.
         tenant: The connection's tenant scope (its ``user`` is the principal).
         peer_id: The connection id (the runtime's rate-limit key).
-        **registry_options: Keyword arguments of :class:`ContinuationRegistry`.
+        **registry_options: Keyword arguments of :class:`ContinuationRegistry`; by default
+            ``state_ttl`` follows the runtime's deadlines (:func:`state_ttl_for`).
     """
+
+    config = getattr(runtime, "config", None)
+    if "state_ttl" not in registry_options and config is not None:
+        registry_options["state_ttl"] = state_ttl_for(config)
 
     async def host(*, task_status: trio.TaskStatus[SessionStateless]) -> None:
         async with trio.open_nursery() as inner:

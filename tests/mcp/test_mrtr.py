@@ -687,3 +687,51 @@ async def test_legacy_and_modern_requests_share_a_connection(
         assert legacy["result"] == {"content": [{"type": "text", "text": "4"}]}  # no resultType
         modern = (await client.call("plain", {"x": 3}))["result"]
         assert modern["resultType"] == "complete"
+
+
+async def test_registry_bound_and_key_rotation(autojump_clock: trio.testing.MockClock) -> None:
+    from erlmcp_py.core.state_token import KeyRing
+    from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
+    from erlmcp_py.mcp.mrtr import RequestStateRefused, open_continuations
+    from erlmcp_py.mcp.stateless import StatelessEndpoint
+
+    server, _ = make_server()
+    ring = KeyRing("k1", b"1" * 32)
+    async with (
+        open_runtime({"rate": 1000}) as runtime,
+        open_continuations(keyring=ring, max_continuations=2) as registry,
+    ):
+        endpoint = StatelessEndpoint(server, runtime, registry)
+        params: dict[str, Any] = {"name": "ask_once", "arguments": {}, "_meta": meta()}
+        a = await endpoint.handle(Request(1, "tools/call", params))
+        await endpoint.handle(Request(2, "tools/call", params))
+        with pytest.raises(JsonRpcError) as full:
+            await endpoint.handle(Request(3, "tools/call", params))
+        assert full.value.code == -32603
+        assert full.value.data == {"reason": "busy"}
+
+        # Rotation: states sealed with the old key still open until it is retired.
+        registry.keyring = ring.rotate("k2", b"2" * 32)
+        key, _ = only_request(a)
+        retry = {
+            **params,
+            "requestState": a["requestState"],
+            "inputResponses": {key: {"action": "decline"}},
+        }
+        done = await endpoint.handle(Request(4, "tools/call", retry))
+        assert done["content"][0]["text"] == "Declined"
+        b = await endpoint.handle(Request(5, "tools/call", params))  # a slot is free again
+        registry.keyring = registry.keyring.retire("k1")
+        key, _ = only_request(b)
+        retry = {
+            **params,
+            "requestState": b["requestState"],
+            "inputResponses": {key: {"action": "decline"}},
+        }
+        done = await endpoint.handle(Request(6, "tools/call", retry))  # sealed with k2
+        assert done["content"][0]["text"] == "Declined"
+        registry.keyring = KeyRing("k3", b"3" * 32)
+        with pytest.raises(RequestStateRefused) as gone:
+            await endpoint.handle(Request(7, "tools/call", retry))
+        assert gone.value.reason == "invalid"  # unknown key: the log says unknown_key
+        registry.close()
