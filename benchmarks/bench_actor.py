@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 import time
 from typing import Any
 
-import structlog
 import trio
+from _baseline import quiet_logs, raw_ping_pong
 
 from supervisors import Actor, ReplyTo, start_actor
 
@@ -37,26 +36,6 @@ class Pong(Actor):
         self.count = 0
         self.expect = -1
         self.done = trio.Event()
-
-
-async def raw_ping_pong(n: int) -> float:
-    """The trio limit: request channel + reply channel, one server task."""
-    req_send, req_recv = trio.open_memory_channel[Any](0)
-    rep_send, rep_recv = trio.open_memory_channel[Any](0)
-
-    async def server() -> None:
-        async for msg in req_recv:
-            await rep_send.send(msg)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server)
-        start = time.perf_counter()
-        for i in range(n):
-            await req_send.send(i)
-            await rep_recv.receive()
-        elapsed = time.perf_counter() - start
-        await req_send.aclose()
-    return n / elapsed
 
 
 async def actor_calls(n: int, timeout: float | None = 5.0) -> float:
@@ -143,7 +122,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small n, finishes in seconds")
     args = parser.parse_args()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    quiet_logs()
     out = trio.run(main, args.quick)
     print(
         f"actor call round trip: {out['actor_calls_per_s']:,}/s vs raw ping-pong "

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
-import logging
 import pstats
 import statistics
 import time
@@ -31,8 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import structlog
 import trio
+from _baseline import quiet_logs, raw_ping_pong
 
 from erlmcp_py import Accepted, ElicitationRequest, RuntimeConfig, Tenant, open_runtime
 from erlmcp_py.core.schema import freeze
@@ -53,26 +52,6 @@ SCHEMA: Mapping[str, Any] = freeze(
 )
 ANSWER: Mapping[str, Any] = {"action": "accept", "content": {"region": "eu", "n": 3}}
 CONFIG = RuntimeConfig.model_validate({"rate": 10**9, "max_pending_per_client": 10**9})
-
-
-async def raw_ping_pong(n: int) -> float:
-    """The trio limit: request channel + reply channel, one server task (as bench_actor)."""
-    req_send, req_recv = trio.open_memory_channel[Any](0)
-    rep_send, rep_recv = trio.open_memory_channel[Any](0)
-
-    async def server() -> None:
-        async for msg in req_recv:
-            await rep_send.send(msg)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server)
-        start = time.perf_counter()
-        for i in range(n):
-            await req_send.send(i)
-            await rep_recv.receive()
-        elapsed = time.perf_counter() - start
-        await req_send.aclose()
-    return n / elapsed
 
 
 def answering_peer() -> MemoryPeer:
@@ -161,7 +140,7 @@ if __name__ == "__main__":
     parser.add_argument("--profile", action="store_true", help="cProfile one lifecycle run")
     args = parser.parse_args()
     # The runtime logs every lifecycle event at info; a benchmark measures the runtime.
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    quiet_logs()
     if args.profile:
         profile(2_000)
     out = trio.run(main, args.quick)
