@@ -141,6 +141,7 @@ async def with_pending(
                     scope.cancel()  # every owner exits: n elicitations abandoned at once
                 while runtime.metrics()["pending"]:  # noqa: ASYNC110 (a gauge, no event)
                     await trio.sleep(0.01)
+                await settle()  # and every child task has sent its notice and exited
                 out["abandon_s"] = round(perf() - started, 2)
             started = perf()
         out["close_s"] = round(perf() - started, 2)
