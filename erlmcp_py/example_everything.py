@@ -1,23 +1,35 @@
-"""The rest of the conformance suite's "everything server" tool contract (spec reference §3.4).
+"""The rest of the conformance suite's "everything server" contract (spec reference §3.4).
 
-:func:`add_everything_tools` registers, on a :class:`~erlmcp_py.mcp.server.Server`, the tools
-the official conformance suite calls besides the elicitation ones and those
-``example_server`` already has: content of every type (image, audio, embedded resource, mixed)
-and ``test_sampling``, which asks the client's LLM through ``sampling/createMessage`` on the
-originating request's stream. Tools that already exist on the server are left alone.
+:func:`add_everything_tools` registers, on a :class:`~erlmcp_py.mcp.server.Server`, what the
+official conformance suite calls besides the elicitation tools and those ``example_server``
+already has:
+
+* tools returning content of every type (image, audio, embedded resource, mixed), and
+  ``test_sampling``, which asks the client's LLM (``ctx.sample``: ``sampling/createMessage`` on
+  the originating request's stream);
+* resources ``test://static-text``, ``test://static-binary``, ``test://watched-resource`` (for
+  subscriptions; the tool ``test_update_watched_resource`` changes it and notifies
+  subscribers) and the template ``test://template/{id}/data``;
+* prompts ``test_simple_prompt``, ``test_prompt_with_arguments(arg1, arg2)``,
+  ``test_prompt_with_embedded_resource(resourceUri)``, ``test_prompt_with_image``;
+* completion of ``test_prompt_with_arguments``'s arguments and of the template's ``id``.
+
+Whatever already exists on the server is left alone.
 """
 
 from __future__ import annotations
 
 import base64
-import secrets
-from typing import Any, Final
+import json
+from typing import Annotated, Any, Final
 
 import trio
+from pydantic import Field
 
-from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.mcp.completion import CompletionRequest
 from erlmcp_py.mcp.context import Context
-from erlmcp_py.mcp.errors import ToolError
+from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError, ToolError
 from erlmcp_py.mcp.server import Server
 
 __all__ = ["PNG_1X1", "WAV_SILENCE", "add_everything_tools"]
@@ -62,41 +74,115 @@ _RESOURCE: Final = {
 SAMPLING_TIMEOUT: Final = 60.0
 
 
-async def _create_message(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """Send ``sampling/createMessage`` to the client of ``ctx`` and wait for its result.
+#: What ``test://static-text`` reads.
+STATIC_TEXT: Final = "This is the content of the static text resource."
 
-    Goes through the call's request peer, so that on Streamable HTTP the request travels on
-    the stream of the ``tools/call`` that asked.
-    """
-    peer = ctx._peer  # the call's RequestPeer (no public Context API for sampling yet)
-    request_id = f"sampling-{secrets.token_hex(8)}"
-    done = trio.Event()
-    answer: list[PeerResponse] = []
+#: Suggestions for ``test_prompt_with_arguments``'s arguments (filtered by prefix).
+ARGUMENT_SUGGESTIONS: Final = ("test", "testValue1", "testValue2", "hello", "world")
 
-    def on_response(response: PeerResponse) -> None:
-        answer.append(response)
-        done.set()
 
-    try:
-        with trio.move_on_after(SAMPLING_TIMEOUT):
-            await peer.send_request(
-                "sampling/createMessage", params, request_id=request_id, on_response=on_response
-            )
-            await done.wait()
-    finally:
-        peer.forget_request(request_id)
-    if not answer:
-        raise ToolError("the client did not answer the sampling request in time")
-    response = answer[0]
-    if isinstance(response, PeerError):
-        raise ToolError(f"sampling failed: {response.message}")
-    if isinstance(response, PeerGone | BaseException):
-        raise ToolError("the client went away")
-    return dict(response)
+def _add_resources(server: Server) -> None:
+    watched = {"version": 0}
+
+    def static_text() -> str:
+        return STATIC_TEXT
+
+    def static_binary() -> bytes:
+        return base64.b64decode(PNG_1X1)
+
+    def watched_resource() -> str:
+        return f"Watched resource content, version {watched['version']}."
+
+    def template_data(id: str) -> str:
+        return json.dumps(
+            {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
+        )
+
+    async def test_update_watched_resource(ctx: Context) -> str:
+        """Change test://watched-resource and notify its subscribers."""
+        watched["version"] += 1
+        told = await ctx.server.notify_resource_updated("test://watched-resource")
+        return f"test://watched-resource is now version {watched['version']} ({told} notified)"
+
+    resources = (
+        ("test://static-text", static_text, "text/plain", "A static text resource"),
+        ("test://static-binary", static_binary, "image/png", "A static binary resource (PNG)"),
+        (
+            "test://watched-resource",
+            watched_resource,
+            "text/plain",
+            "A resource to subscribe to (test_update_watched_resource changes it)",
+        ),
+    )
+    for uri, fn, mime_type, description in resources:
+        if uri not in server.resources.resources:
+            server.add_resource(fn, uri, mime_type=mime_type, description=description)
+    if "test://template/{id}/data" not in server.resources.templates:
+        server.add_resource_template(
+            template_data,
+            "test://template/{id}/data",
+            mime_type="application/json",
+            description="Data for one id, through a URI template",
+        )
+        server.completion(resource_template="test://template/{id}/data", argument="id")(
+            lambda request: [i for i in ("1", "42", "123") if i.startswith(request.value)]
+        )
+    if "test_update_watched_resource" not in server.tools:
+        server.add_tool(test_update_watched_resource)
+
+
+def _add_prompts(server: Server) -> None:
+    def test_simple_prompt() -> str:
+        """A simple prompt without arguments."""
+        return "This is a simple prompt for testing."
+
+    def test_prompt_with_arguments(
+        arg1: Annotated[str, Field(description="First test argument")],
+        arg2: Annotated[str, Field(description="Second test argument")],
+    ) -> str:
+        """A prompt with two required arguments."""
+        return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+    def test_prompt_with_embedded_resource(
+        resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
+    ) -> list[dict[str, Any]]:
+        """A prompt embedding a resource."""
+        resource = {
+            "uri": resourceUri,
+            "mimeType": "text/plain",
+            "text": "Embedded resource content for testing.",
+        }
+        return [
+            {"type": "resource", "resource": resource},
+            {"type": "text", "text": "Please process the embedded resource above."},
+        ]
+
+    def test_prompt_with_image() -> list[dict[str, Any]]:
+        """A prompt with an image."""
+        return [
+            {"type": "image", "data": PNG_1X1, "mimeType": "image/png"},
+            {"type": "text", "text": "Please analyze the image above."},
+        ]
+
+    def suggest(request: CompletionRequest) -> list[str]:
+        return [s for s in ARGUMENT_SUGGESTIONS if s.startswith(request.value)]
+
+    for fn in (
+        test_simple_prompt,
+        test_prompt_with_arguments,
+        test_prompt_with_embedded_resource,
+        test_prompt_with_image,
+    ):
+        if fn.__name__ not in server.prompts:
+            server.add_prompt(fn)
+            if fn is test_prompt_with_arguments:
+                for argument in ("arg1", "arg2"):
+                    server.completion(prompt=fn.__name__, argument=argument)(suggest)
 
 
 def add_everything_tools(server: Server) -> None:
-    """Register the everything-server tools ``server`` does not have yet.
+    """Register the everything-server tools, resources, prompts and completers ``server``
+    does not have yet.
 
     Args:
         server: The server to extend (usually the bundled example server).
@@ -133,15 +219,16 @@ def add_everything_tools(server: Server) -> None:
 
     async def test_sampling(ctx: Context, prompt: str) -> str:
         """Ask the client's LLM to complete ``prompt`` (sampling/createMessage)."""
-        if not ctx._peer.session.client_capabilities.sampling:
-            raise ToolError("the client does not support sampling")
-        result = await _create_message(
-            ctx,
-            {
-                "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-                "maxTokens": 100,
-            },
-        )
+        try:
+            result = await ctx.sample(prompt, max_tokens=100, timeout=SAMPLING_TIMEOUT)
+        except CapabilityMissing:
+            raise ToolError("the client does not support sampling") from None
+        except trio.TooSlowError:
+            raise ToolError("the client did not answer the sampling request in time") from None
+        except ClientRequestError as exc:
+            raise ToolError(f"sampling failed: {exc.message}") from None
+        except PeerGone:
+            raise ToolError("the client went away") from None
         content = result.get("content")
         text = content.get("text") if isinstance(content, dict) else None
         shown = text if isinstance(text, str) else repr(content)
@@ -156,3 +243,5 @@ def add_everything_tools(server: Server) -> None:
     ):
         if fn.__name__ not in server.tools:
             server.add_tool(fn)
+    _add_resources(server)
+    _add_prompts(server)

@@ -15,11 +15,16 @@ a bare value).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import trio
+
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
+from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
@@ -34,8 +39,10 @@ from erlmcp_py.core.schema import (
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
+from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
+from erlmcp_py.mcp.versions import ClientCapabilities
 from erlmcp_py.urlcheck import check_url
 
 if TYPE_CHECKING:
@@ -131,6 +138,121 @@ class Context:
     def supports(self, mode: str) -> bool:
         """Whether the client declared elicitation in ``mode`` (``"form"`` or ``"url"``)."""
         return self._peer.supports(mode)
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        """What the client declared (``initialize``, or this request's ``_meta`` on 2026-07-28)."""
+        session = self._peer.session
+        caps = getattr(session, "client_capabilities", None)  # session era
+        if caps is None:
+            caps = getattr(session, "capabilities", None)  # 2026-07-28 (MrtrPeer)
+        return caps if isinstance(caps, ClientCapabilities) else ClientCapabilities()
+
+    @property
+    def server(self) -> Server:
+        """The server this tool belongs to (e.g. for ``notify_resource_updated``)."""
+        return self._server
+
+    # -- other requests to the client ---------------------------------------------------------
+
+    async def request(
+        self, method: str, params: Mapping[str, Any], *, timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """Send a request to the client on behalf of this call and wait for its result.
+
+        On Streamable HTTP it travels on the stream of the ``tools/call``; on 2026-07-28 it
+        becomes an input request of the ``InputRequiredResult`` (the retry answers it). The
+        tool's clock pauses while the client is asked. Prefer the typed helpers
+        (:meth:`elicit`, :meth:`sample`): this one checks no capability.
+
+        Args:
+            method: E.g. ``"sampling/createMessage"`` or ``"roots/list"``.
+            params: The request's params.
+            timeout: Seconds to wait for the answer.
+
+        Returns:
+            The client's ``result`` object.
+
+        Raises:
+            ClientRequestError: the client answered with a JSON-RPC error.
+            PeerGone: the client went away.
+            trio.TooSlowError: no answer in time (the client gets ``notifications/cancelled``).
+        """
+        peer = self._peer
+        request_id = f"{method.replace('/', '-')[:40]}-{secrets.token_hex(8)}"
+        done = trio.Event()
+        answer: list[PeerResponse] = []
+
+        def on_response(response: PeerResponse) -> None:
+            answer.append(response)
+            done.set()
+
+        try:
+            with self.clock.pause(), trio.move_on_after(timeout):
+                await peer.send_request(
+                    method, dict(params), request_id=request_id, on_response=on_response
+                )
+                await done.wait()
+        finally:
+            peer.forget_request(request_id)
+        if not answer:
+            with suppress(PeerGone):
+                await peer.send_notification(
+                    "notifications/cancelled", {"requestId": request_id, "reason": "timed out"}
+                )
+            raise trio.TooSlowError(f"the client did not answer {method} in {timeout:g} s")
+        response = answer[0]
+        if isinstance(response, PeerError):
+            raise ClientRequestError(response.code, response.message, response.data)
+        if isinstance(response, PeerGone):
+            raise response
+        return dict(response)
+
+    async def sample(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_preferences: Mapping[str, Any] | None = None,
+        include_context: str | None = None,
+        timeout: float = 60.0,
+    ) -> dict[str, Any]:
+        """Ask the client's LLM for a message (``sampling/createMessage``).
+
+        Args:
+            messages: A prompt (one user text message) or the ``SamplingMessage`` list.
+            max_tokens: ``maxTokens``.
+            system_prompt: ``systemPrompt``.
+            temperature: ``temperature``.
+            stop_sequences: ``stopSequences``.
+            model_preferences: ``modelPreferences``.
+            include_context: ``includeContext`` (``none``, ``thisServer``, ``allServers``).
+            timeout: Seconds to wait for the answer.
+
+        Returns:
+            The ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``).
+
+        Raises:
+            CapabilityMissing: the client did not declare ``sampling`` (nothing was sent).
+            ClientRequestError, PeerGone, trio.TooSlowError: as for :meth:`request`.
+        """
+        if not self.client_capabilities.sampling:
+            raise CapabilityMissing("sampling")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": [dict(m) for m in messages], "maxTokens": max_tokens}
+        optional = {
+            "systemPrompt": system_prompt,
+            "temperature": temperature,
+            "stopSequences": list(stop_sequences) if stop_sequences is not None else None,
+            "modelPreferences": dict(model_preferences) if model_preferences else None,
+            "includeContext": include_context,
+        }
+        params.update({k: v for k, v in optional.items() if v is not None})
+        return await self.request("sampling/createMessage", params, timeout=timeout)
 
     # -- form mode ----------------------------------------------------------------------------
 

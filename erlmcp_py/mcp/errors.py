@@ -8,7 +8,13 @@ from typing import Any, Final
 from erlmcp_py.core.errors import ErlmcpError
 from erlmcp_py.mcp.jsonrpc import JsonRpcError
 
-__all__ = ["URL_ELICITATION_REQUIRED", "ToolError", "UrlElicitationRequired"]
+__all__ = [
+    "URL_ELICITATION_REQUIRED",
+    "CapabilityMissing",
+    "ClientRequestError",
+    "ToolError",
+    "UrlElicitationRequired",
+]
 
 #: MCP error code: the request needs URL-mode elicitations completed first (2025-11-25).
 URL_ELICITATION_REQUIRED: Final = -32042
@@ -20,6 +26,34 @@ class ToolError(ErlmcpError):
     Any other exception does the same (its text is the message); this one just says it is
     deliberate.
     """
+
+
+class ClientRequestError(ErlmcpError):
+    """The client answered a request of ours (``ctx.request``, ``ctx.sample``) with an error.
+
+    Attributes:
+        code: The JSON-RPC error code.
+        message: The client's message.
+        data: The client's ``data``, if any.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"the client answered with error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class CapabilityMissing(ErlmcpError):
+    """The client did not declare the capability a request needs (nothing was sent).
+
+    Attributes:
+        capability: The missing capability (e.g. ``"sampling"``).
+    """
+
+    def __init__(self, capability: str) -> None:
+        super().__init__(f"the client does not support {capability}")
+        self.capability = capability
 
 
 class UrlElicitationRequired(ErlmcpError):

@@ -10,7 +10,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,9 +20,13 @@ __all__ = [
     "LOG_LEVELS",
     "CallToolParams",
     "CancelledParams",
+    "CompleteParams",
+    "GetPromptParams",
     "InitializeParams",
+    "ListParams",
     "ListToolsParams",
     "ProgressParams",
+    "ResourceUriParams",
     "SetLevelParams",
     "parse_params",
 ]
@@ -88,6 +92,65 @@ class SetLevelParams(_Params):
     """``logging/setLevel`` params."""
 
     level: LogLevel
+
+
+class ListParams(_Params):
+    """Params of a paginated list (``resources/list``, ``resources/templates/list``,
+    ``prompts/list``)."""
+
+    cursor: str | None = None
+
+
+class ResourceUriParams(_Params):
+    """``resources/read``, ``resources/subscribe`` and ``resources/unsubscribe`` params."""
+
+    uri: str
+
+
+class GetPromptParams(_Params):
+    """``prompts/get`` params (argument values are strings)."""
+
+    name: str
+    arguments: dict[str, str] | None = None
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+
+class PromptReference(_Part):
+    """``ref`` of a completion request for a prompt argument."""
+
+    type: Literal["ref/prompt"]
+    name: str
+
+
+class ResourceTemplateReference(_Part):
+    """``ref`` of a completion request for a resource template variable."""
+
+    type: Literal["ref/resource"]
+    uri: str
+
+
+class CompletionArgument(_Part):
+    """``argument`` of a completion request: which one, and the partial value."""
+
+    name: str
+    value: str
+
+
+class CompletionContext(_Part):
+    """``context`` of a completion request: arguments already chosen."""
+
+    arguments: dict[str, str] | None = None
+
+
+class CompleteParams(_Params):
+    """``completion/complete`` params."""
+
+    ref: Annotated[PromptReference | ResourceTemplateReference, Field(discriminator="type")]
+    argument: CompletionArgument
+    context: CompletionContext | None = None
 
 
 class CancelledParams(_Params):

@@ -1,4 +1,4 @@
-"""``Server``: tools, the initialize answer, and how to serve them on a transport."""
+"""``Server``: tools, resources, prompts and completers; the initialize answer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.tree import Runtime, open_runtime
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.mcp.completion import Completer, CompletionRegistry
 from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.prompts import PromptFunction, PromptSpec, make_prompt
+from erlmcp_py.mcp.resources import (
+    ResourceFunction,
+    ResourceRegistry,
+    ResourceSpec,
+    ResourceTemplateSpec,
+    make_resource,
+    make_resource_template,
+)
 from erlmcp_py.mcp.session import ServerSession
 from erlmcp_py.mcp.tools import ToolFunction, ToolSpec, make_tool
 from erlmcp_py.urlcheck import Resolver
@@ -18,6 +28,9 @@ from erlmcp_py.urlcheck import Resolver
 __all__ = ["Server"]
 
 F = TypeVar("F", bound=ToolFunction)
+R = TypeVar("R", bound=ResourceFunction)
+P = TypeVar("P", bound=PromptFunction)
+C = TypeVar("C", bound=Completer)
 
 
 def _default_tenant(session: ServerSession) -> Tenant:
@@ -26,7 +39,8 @@ def _default_tenant(session: ServerSession) -> Tenant:
 
 
 class Server:
-    """An MCP server: a name, a version and tools that may ask the user for input.
+    """An MCP server: a name, a version, tools that may ask the user for input, resources,
+    prompts and argument completion.
 
     Example:
         >>> server = Server("demo", "1.0.0")
@@ -34,6 +48,12 @@ class Server:
         ... async def greet(ctx: Context) -> str:
         ...     outcome = await ctx.elicit_string("Your name?")
         ...     return f"hello {outcome}"
+        >>> @server.resource("demo://motd", mime_type="text/plain")
+        ... def motd() -> str:
+        ...     return "Welcome."
+        >>> @server.prompt()
+        ... def review(code: str) -> str:
+        ...     return f"Please review:\n{code}"
 
     Args:
         name: ``serverInfo.name``.
@@ -70,6 +90,10 @@ class Server:
         self.url_resolver = url_resolver
         self.tenant_for: Callable[[ServerSession], Tenant] = tenant or _default_tenant
         self.tools: dict[str, ToolSpec] = {}
+        self.resources = ResourceRegistry()
+        self.prompts: dict[str, PromptSpec] = {}
+        self.completions = CompletionRegistry()
+        self.sessions: set[ServerSession] = set()  # open session-era connections
         self.runtime: Runtime | None = None
 
     def tool(
@@ -128,6 +152,211 @@ class Server:
         self.tools[spec.name] = spec
         return spec
 
+    # -- resources ----------------------------------------------------------------------------
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[R], R]:
+        """Register a function of no arguments as the resource ``uri`` (decorator).
+
+        It returns the contents: ``str`` (text), ``bytes`` (a base64 blob),
+        :class:`~erlmcp_py.mcp.resources.Contents` (or a list of them), or any JSON value
+        (sent as ``application/json`` text). Raising
+        :class:`~erlmcp_py.mcp.resources.ResourceNotFound` answers ``-32002``.
+
+        Args:
+            uri: The resource's absolute URI.
+            name: Default: the function name.
+            title: Display title.
+            description: Default: the docstring.
+            mime_type: The contents' MIME type.
+        """
+
+        def register(fn: R) -> R:
+            self.add_resource(
+                fn, uri, name=name, title=title, description=description, mime_type=mime_type
+            )
+            return fn
+
+        return register
+
+    def add_resource(self, fn: ResourceFunction, uri: str, **options: Any) -> ResourceSpec:
+        """Register ``fn`` as the resource ``uri`` (see :meth:`resource`); returns its spec.
+
+        Raises:
+            ValueError: the URI is taken or not absolute.
+            TypeError: ``fn`` has a required parameter.
+        """
+        spec = make_resource(fn, uri, **options)
+        self.resources.add(spec)
+        return spec
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[R], R]:
+        """Register a function as a family of resources named by a URI template (decorator).
+
+        ``uri_template`` is RFC 6570 level 1 (``test://items/{id}``); the function takes one
+        keyword parameter per variable (a type hint converts the value, e.g. ``id: int``; a
+        value it refuses means "no such resource", ``-32002``). It returns contents as for
+        :meth:`resource`.
+
+        Args:
+            uri_template: The template.
+            name: Default: the function name.
+            title: Display title.
+            description: Default: the docstring.
+            mime_type: The contents' MIME type.
+        """
+
+        def register(fn: R) -> R:
+            self.add_resource_template(
+                fn,
+                uri_template,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+            )
+            return fn
+
+        return register
+
+    def add_resource_template(
+        self, fn: ResourceFunction, uri_template: str, **options: Any
+    ) -> ResourceTemplateSpec:
+        """Register ``fn`` for ``uri_template`` (see :meth:`resource_template`).
+
+        Raises:
+            ValueError: not a level-1 template, or already registered.
+            TypeError: the parameters do not match the template's variables.
+        """
+        spec = make_resource_template(fn, uri_template, **options)
+        self.resources.add_template(spec)
+        return spec
+
+    async def notify_resource_updated(self, uri: str) -> int:
+        """Send ``notifications/resources/updated`` to every client subscribed to ``uri``.
+
+        Returns:
+            How many sessions were told.
+        """
+        told = 0
+        for session in list(self.sessions):
+            if await session.resource_updated(uri):
+                told += 1
+        return told
+
+    # -- prompts ------------------------------------------------------------------------------
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> Callable[[P], P]:
+        """Register a function as a prompt (decorator).
+
+        Its parameters are the prompt's arguments (``str``, ``str | None`` or a ``Literal``
+        of strings; required when without a default; described with
+        ``Annotated[str, Field(description=...)]``). It returns the messages: a string (one
+        user message), a content block, a ``{"role", "content"}`` message, or a list of those.
+
+        Args:
+            name: Wire name; default: the function name.
+            title: Display title.
+            description: Default: the docstring.
+        """
+
+        def register(fn: P) -> P:
+            self.add_prompt(fn, name=name, title=title, description=description)
+            return fn
+
+        return register
+
+    def add_prompt(
+        self,
+        fn: PromptFunction,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> PromptSpec:
+        """Register ``fn`` as a prompt (see :meth:`prompt`); returns its spec.
+
+        Raises:
+            ValueError: a prompt with that name exists.
+            TypeError: a parameter is not string-typed.
+        """
+        spec = make_prompt(fn, name=name, title=title, description=description)
+        if spec.name in self.prompts:
+            raise ValueError(f"prompt {spec.name!r} is already registered")
+        self.prompts[spec.name] = spec
+        return spec
+
+    # -- completion ---------------------------------------------------------------------------
+
+    def completion(
+        self,
+        *,
+        prompt: str | None = None,
+        resource_template: str | None = None,
+        argument: str | None = None,
+    ) -> Callable[[C], C]:
+        """Register a completer (decorator): for one argument, or for everything else.
+
+        A completer takes a :class:`~erlmcp_py.mcp.completion.CompletionRequest` and returns
+        the suggested values (strings; sync or async). Prompt arguments typed ``Literal``
+        complete by themselves.
+
+        Args:
+            prompt: The prompt whose ``argument`` this completes.
+            resource_template: Or the template whose variable ``argument`` this completes.
+            argument: The argument (or variable) name; with none of the three, the completer
+                answers every request no other completer does.
+
+        Example:
+            >>> @server.completion(prompt="review", argument="language")
+            ... def languages(request):
+            ...     return [x for x in ("python", "rust") if x.startswith(request.value)]
+        """
+
+        def register(fn: C) -> C:
+            self.completions.add(
+                fn, prompt=prompt, resource_template=resource_template, argument=argument
+            )
+            return fn
+
+        return register
+
+    # -- protocol -----------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities: each feature only when something is registered."""
+        caps: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": False}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": False}
+        if self.completions or any(
+            arg.choices for spec in self.prompts.values() for arg in spec.arguments
+        ):
+            caps["completions"] = {}
+        return caps
+
     def tool_definitions(self) -> list[dict[str, Any]]:
         """The ``tools`` of a ``tools/list`` result."""
         return [spec.definition() for spec in self.tools.values()]
@@ -139,7 +368,7 @@ class Server:
             info["title"] = self.title
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "capabilities": self.capabilities(),
             "serverInfo": info,
         }
         if self.instructions:

@@ -18,8 +18,14 @@ not there — unknown, duplicate, late after a timeout — is logged and dropped
 session closes, every tool task is cancelled (so the runtime's owner watch ends their
 elicitations ``abandoned``) and every pending callback gets :class:`PeerGone`.
 
+``resources/read``, ``prompts/get`` and ``completion/complete`` (and the lists) call
+application functions, so they run as tasks too (:mod:`~erlmcp_py.mcp.features` answers them);
+``resources/subscribe`` and ``unsubscribe`` only touch this session's set of subscribed URIs,
+which :meth:`ServerSession.resource_updated` consults.
+
 Cancellation both ways: a client ``notifications/cancelled`` naming an in-flight
-``tools/call`` cancels that task and no response is sent; the runtime sends
+``tools/call`` (or another request running as a task) cancels that task and no response is
+sent; the runtime sends
 ``notifications/cancelled`` for its own requests through :meth:`send_notification`.
 """
 
@@ -36,7 +42,7 @@ import structlog
 import trio
 
 from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
-from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import (
     ErrorResponse,
@@ -82,11 +88,14 @@ INITIALIZING: Final = "initializing"
 READY: Final = "ready"
 CLOSED: Final = "closed"
 
+#: How many URIs one session may be subscribed to at once.
+MAX_SUBSCRIPTIONS: Final = 1024
+
 _session_numbers = itertools.count(1)
 
 
 class _Call:
-    """One in-flight ``tools/call``."""
+    """One in-flight request running as its own task (``tools/call``, ``resources/read``…)."""
 
     __slots__ = ("cancelled_by_client", "scope")
 
@@ -106,6 +115,7 @@ class ServerSession:
         client_info: ``clientInfo`` as sent.
         phase: ``new``, ``initializing``, ``ready`` or ``closed``.
         log_level: Minimum level of ``notifications/message`` sent to the client.
+        subscriptions: URIs the client subscribed to (``resources/subscribe``).
     """
 
     def __init__(
@@ -129,6 +139,7 @@ class ServerSession:
         self.client_info: Mapping[str, Any] = {}
         self.phase = NEW
         self.log_level = "info"
+        self.subscriptions: set[str] = set()
         self._initialized = trio.Event()
         self._closed = trio.Event()
         self._write_lock = trio.Lock()
@@ -212,6 +223,24 @@ class ServerSession:
         """Like :meth:`send_notification`, but silently drops it when the client is gone."""
         with suppress(PeerGone):
             await self.send_notification(method, params)
+
+    async def resource_updated(self, uri: str) -> bool:
+        """Send ``notifications/resources/updated`` if the client subscribed to ``uri``.
+
+        The notification relates to no request of this client (on Streamable HTTP it goes on
+        the GET stream). Returns whether it was sent (best effort: False when not subscribed,
+        not yet initialized, or gone).
+        """
+        if uri not in self.subscriptions or self.phase != READY:
+            return False
+        token = RELATED_REQUEST.set(None)
+        try:
+            await self.send_notification("notifications/resources/updated", {"uri": uri})
+        except PeerGone:
+            return False
+        finally:
+            RELATED_REQUEST.reset(token)
+        return True
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -344,12 +373,17 @@ class ServerSession:
             await self._initialize(req)
             return
         handler = _HANDLERS.get(method)
-        if handler is None:
+        if handler is None and not features.offered(self._server, method):
             raise jsonrpc.method_not_found(method, req.id)
         if self.phase == NEW:
             raise jsonrpc.invalid_request("session not initialized: send initialize first")
         if req.id in self._calls:
             raise jsonrpc.invalid_request("a request with this id is already in progress")
+        if handler is None:  # resources/*, prompts/*, completion/complete
+            call = _Call()
+            self._calls[req.id] = call
+            self._nursery.start_soon(self._run_feature, req, call)
+            return
         await handler(self, req)
 
     async def _initialize(self, req: Request) -> None:
@@ -374,6 +408,42 @@ class ServerSession:
     async def _tools_list(self, req: Request) -> None:
         parse_params(ListToolsParams, req.params, req.id)
         await self._respond(req.id, {"tools": self._server.tool_definitions()})
+
+    async def _resources_subscribe(self, req: Request) -> None:
+        uri = features.subscribable(self._server, req)
+        if uri not in self.subscriptions and len(self.subscriptions) >= MAX_SUBSCRIPTIONS:
+            raise jsonrpc.invalid_params(
+                f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session", None, req.id
+            )
+        self.subscriptions.add(uri)
+        await self._respond(req.id, {})
+
+    async def _resources_unsubscribe(self, req: Request) -> None:
+        self.subscriptions.discard(features.subscribable(self._server, req))
+        await self._respond(req.id, {})
+
+    async def _run_feature(self, req: Request, call: _Call) -> None:
+        frame: bytes | None = None
+        try:
+            with call.scope:
+                try:
+                    result = await features.answer(self._server, req)
+                    frame = jsonrpc.encode_response(req.id, result)
+                except JsonRpcError as exc:
+                    frame = exc.with_id(req.id).encode()
+                except jsonrpc.EncodeError:
+                    self._log.warning("result_unencodable", method=req.method[:80])
+                    frame = jsonrpc.internal_error(
+                        "Result could not be encoded", None, req.id
+                    ).encode()
+            if call.scope.cancelled_caught:
+                self._log.info("request_cancelled", method=req.method[:80])
+                return
+        finally:
+            self._calls.pop(req.id, None)
+        if frame is not None:
+            with suppress(PeerGone):
+                await self._write(frame)
 
     async def _logging_set_level(self, req: Request) -> None:
         params = parse_params(SetLevelParams, req.params, req.id)
@@ -485,6 +555,8 @@ _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]]
     "tools/list": ServerSession._tools_list,
     "tools/call": ServerSession._tools_call,
     "logging/setLevel": ServerSession._logging_set_level,
+    "resources/subscribe": ServerSession._resources_subscribe,
+    "resources/unsubscribe": ServerSession._resources_unsubscribe,
 }
 
 
@@ -567,9 +639,11 @@ async def open_session(
         session = ServerSession(
             server, runtime, send, nursery, peer_id=peer_id, max_frame_bytes=max_frame_bytes
         )
+        server.sessions.add(session)
         try:
             yield session
         finally:
+            server.sessions.discard(session)
             session.close()
     # The tool tasks have exited: let the owner watches run first (their elicitations end
     # ``abandoned`` and are forgotten), then fail whatever is still pending.

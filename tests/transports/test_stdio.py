@@ -81,7 +81,7 @@ async def test_bad_input_gets_the_right_error_and_the_server_keeps_serving() -> 
         assert refused["error"]["code"] == -32600
         assert refused["error"]["data"]["reason"] == "frame_too_large"
         assert refused["id"] is None
-        unknown = await client.request_raw("resources/list")
+        unknown = await client.request_raw("no/such/method")
         assert unknown["error"]["code"] == -32601
         wrong = await client.request_raw("tools/call", {"name": ["not", "a", "string"]})
         assert wrong["error"]["code"] == -32602

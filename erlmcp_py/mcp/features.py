@@ -1,0 +1,178 @@
+"""Answers to ``resources/*``, ``prompts/*`` and ``completion/complete`` (both protocol eras).
+
+Theory of operation
+-------------------
+:func:`answer` checks the params at the boundary (pydantic, ``-32602`` naming the member),
+asks the server's registries and maps their failures onto JSON-RPC errors:
+
+* unknown resource URI → ``-32002`` (``data.uri``);
+* unknown prompt, missing or invalid prompt arguments, unknown completion reference or argument,
+  a cursor we never handed out → ``-32602``;
+* a method whose capability the server does not offer (nothing registered) → ``-32601``;
+* an exception of a registered function → ``-32603`` (logged; its text is not sent).
+
+``resources/subscribe`` and ``resources/unsubscribe`` need per-connection state: the session
+era answers them itself, with :func:`subscribable` as the check. Lists are not paginated: every
+item fits one page, so no cursor is ever handed out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+
+from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.completion import CompletionRequest, UnknownReference
+from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId
+from erlmcp_py.mcp.params import (
+    CompleteParams,
+    GetPromptParams,
+    ListParams,
+    PromptReference,
+    ResourceUriParams,
+    parse_params,
+)
+from erlmcp_py.mcp.prompts import PromptArgumentsError
+from erlmcp_py.mcp.resources import ResourceNotFound
+
+if TYPE_CHECKING:
+    from erlmcp_py.mcp.server import Server
+
+__all__ = ["METHODS", "SUBSCRIPTION_METHODS", "answer", "offered", "subscribable"]
+
+log = structlog.get_logger("erlmcp.features")
+
+_SHOWN: Final = 200
+
+
+def _check_cursor(request: Request) -> None:
+    params = parse_params(ListParams, request.params, request.id)
+    if params.cursor is not None:
+        raise jsonrpc.invalid_params(
+            "Invalid params: unknown cursor (every list fits one page)", None, request.id
+        )
+
+
+def _internal(what: str, exc: Exception, id: RequestId) -> JsonRpcError:
+    log.warning("feature_function_failed", what=what[:_SHOWN], error=type(exc).__name__)
+    return jsonrpc.internal_error(f"Internal error while {what[:_SHOWN]}", None, id)
+
+
+async def _resources_list(server: Server, request: Request) -> dict[str, Any]:
+    _check_cursor(request)
+    return {"resources": server.resources.definitions()}
+
+
+async def _templates_list(server: Server, request: Request) -> dict[str, Any]:
+    _check_cursor(request)
+    return {"resourceTemplates": server.resources.template_definitions()}
+
+
+async def _resources_read(server: Server, request: Request) -> dict[str, Any]:
+    params = parse_params(ResourceUriParams, request.params, request.id)
+    try:
+        contents = await server.resources.read(params.uri)
+    except ResourceNotFound as exc:
+        raise exc.to_jsonrpc().with_id(request.id) from None
+    except JsonRpcError:
+        raise
+    except Exception as exc:
+        raise _internal(f"reading resource {params.uri}", exc, request.id) from None
+    return {"contents": contents}
+
+
+async def _prompts_list(server: Server, request: Request) -> dict[str, Any]:
+    _check_cursor(request)
+    return {"prompts": [spec.definition() for spec in server.prompts.values()]}
+
+
+async def _prompts_get(server: Server, request: Request) -> dict[str, Any]:
+    params = parse_params(GetPromptParams, request.params, request.id)
+    spec = server.prompts.get(params.name)
+    if spec is None:
+        raise jsonrpc.invalid_params(
+            f"Unknown prompt: {params.name[:_SHOWN]}", {"name": params.name[:_SHOWN]}, request.id
+        )
+    try:
+        return await spec.render(params.arguments)
+    except PromptArgumentsError as exc:
+        raise jsonrpc.invalid_params(str(exc), {"name": spec.name}, request.id) from None
+    except JsonRpcError:
+        raise
+    except Exception as exc:
+        raise _internal(f"getting prompt {spec.name!r}", exc, request.id) from None
+
+
+async def _complete(server: Server, request: Request) -> dict[str, Any]:
+    params = parse_params(CompleteParams, request.params, request.id)
+    ref = params.ref
+    completion = CompletionRequest(
+        ref_type=ref.type,
+        ref=ref.name if isinstance(ref, PromptReference) else ref.uri,
+        argument=params.argument.name,
+        value=params.argument.value,
+        context=dict((params.context.arguments if params.context else None) or {}),
+    )
+    try:
+        return await server.completions.complete(
+            completion, prompts=server.prompts, resources=server.resources
+        )
+    except UnknownReference as exc:
+        raise jsonrpc.invalid_params(str(exc), None, request.id) from None
+    except JsonRpcError:
+        raise
+    except Exception as exc:
+        raise _internal(f"completing {completion.argument!r}", exc, request.id) from None
+
+
+Handler = Callable[["Server", Request], Awaitable[dict[str, Any]]]
+
+#: The methods :func:`answer` serves, each with the capability it belongs to.
+METHODS: Final[dict[str, tuple[str, Handler]]] = {
+    "resources/list": ("resources", _resources_list),
+    "resources/templates/list": ("resources", _templates_list),
+    "resources/read": ("resources", _resources_read),
+    "prompts/list": ("prompts", _prompts_list),
+    "prompts/get": ("prompts", _prompts_get),
+    "completion/complete": ("completions", _complete),
+}
+
+#: Methods that need a connection's state (answered by the session era only).
+SUBSCRIPTION_METHODS: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
+
+
+def offered(server: Server, method: str) -> bool:
+    """Whether ``server`` offers the capability ``method`` belongs to."""
+    if method in SUBSCRIPTION_METHODS:
+        return "resources" in server.capabilities()
+    entry = METHODS.get(method)
+    return entry is not None and entry[0] in server.capabilities()
+
+
+async def answer(server: Server, request: Request) -> dict[str, Any]:
+    """The result of one of :data:`METHODS`.
+
+    Raises:
+        JsonRpcError: see the module docstring.
+    """
+    entry = METHODS.get(request.method)
+    if entry is None or not offered(server, request.method):
+        raise jsonrpc.method_not_found(request.method, request.id)
+    return await entry[1](server, request)
+
+
+def subscribable(server: Server, request: Request) -> str:
+    """Check a ``resources/subscribe`` or ``unsubscribe``; the URI.
+
+    Raises:
+        JsonRpcError: ``-32601`` (no resources offered), ``-32602`` (bad params) or, for
+            ``subscribe``, ``-32002`` (no such resource).
+    """
+    if not offered(server, request.method):
+        raise jsonrpc.method_not_found(request.method, request.id)
+    uri = parse_params(ResourceUriParams, request.params, request.id).uri
+    if request.method == "resources/subscribe" and not server.resources.exists(uri):
+        raise ResourceNotFound(uri).to_jsonrpc().with_id(request.id)
+    return uri
