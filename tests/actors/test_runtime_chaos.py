@@ -424,6 +424,9 @@ async def check_quiescent(chaos: Chaos) -> None:
         tenant=chaos.tenants[0],
     )
     assert await probe.outcome() == Accepted({"n": 1})
+    await trio.testing.wait_all_tasks_blocked()  # the probe's slot release is flushed
+    # The rate limiter agrees: no client holds a pending slot any more.
+    assert await _pending_at_limiter(runtime) == 0
 
     # Metrics agree with our tally (the probe included).
     tally: Counter[tuple[str, str]] = Counter(
