@@ -145,7 +145,8 @@ async def with_pending(
                 out["abandon_s"] = round(perf() - started, 2)
             started = perf()
         out["close_s"] = round(perf() - started, 2)
-        assert all(h.outcome_nowait() is not None for h in handles)
+        assert all(h.outcome_nowait() is not None for h in handles)  # nobody left hanging
+        out["peer_requests_left"] = len(peer.pending)  # correlations the runtime never dropped
         nursery.cancel_scope.cancel()
     return out
 
@@ -300,7 +301,8 @@ async def main(
     print(
         f"{n:,} pending elicitations ({owners} owners): created in {timing['create_loop_s']} s; "
         + (
-            f"closing the runtime with all of them pending took {timing['close_s']} s"
+            f"closing the runtime with all of them pending took {timing['close_s']} s "
+            f"({timing['peer_requests_left']:,} requests left correlated at the peer)"
             if close_pending
             else f"the owners exit: all abandoned in {timing['abandon_s']} s; "
             f"closing took {timing['close_s']} s"
