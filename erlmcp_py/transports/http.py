@@ -37,6 +37,31 @@ on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON
 over ``max_frame_bytes`` gets 413; malformed JSON-RPC gets 400 with the JSON-RPC error;
 ``MCP-Protocol-Version`` is checked after ``initialize``
 (:func:`~erlmcp_py.transports.http_checks.check_protocol_version_header`, 400).
+
+*2026-07-28 (stateless, MRTR).* A POSTed request that is modern
+(:func:`~erlmcp_py.mcp.meta.is_modern_request`: ``params._meta`` names the protocol version,
+or ``server/discover``; or any request without ``Mcp-Session-Id`` whose
+``MCP-Protocol-Version`` header names a modern version) needs no session: an
+``Mcp-Session-Id`` on it is ignored and none is minted. The same Host/Origin, Accept,
+Content-Type and size checks apply; then the request metadata headers must agree with the body
+(:func:`~erlmcp_py.transports.http_checks.check_modern_headers`, else 400 with ``-32020``), and
+the transport's :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` answers it as
+``application/json`` (tools cannot stream notifications between MRTR rounds, so SSE would add
+nothing). JSON-RPC errors carry their HTTP status
+(:func:`~erlmcp_py.transports.http_checks.http_status_for`: ``-32602`` — a refused
+``requestState`` included, with ``data.reason`` —, ``-32021``, ``-32022``, ``-32020``: 400;
+``-32601``: 404). Closing the POST cancels the request, and with it the tool call it was
+running or resuming. One continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`)
+lives as long as :meth:`HttpTransport.run`; its end cancels every suspended tool.
+
+*Principal.* There is no authentication layer yet. Sealed ``requestState`` tokens are bound to
+a principal derived per request (:meth:`HttpTransport.principal_of`): the value of
+:attr:`HttpConfig.principal_header` when that is configured and present (set it only behind a
+trusted proxy or gateway that authenticates the client and overwrites the header: a client can
+send any value), else the client's IP address. A state sealed for one principal is refused
+(``wrong_principal``) for another. Limits: every client behind one address (all local clients
+on 127.0.0.1, a NAT, a proxy that does not set the header) shares one principal, one tenant and
+one rate-limit key, so address-only binding separates hosts, not users.
 """
 
 from __future__ import annotations
@@ -44,21 +69,28 @@ from __future__ import annotations
 import json
 import secrets
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import structlog
 import trio
 
+from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
+from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
+from erlmcp_py.mcp.mrtr import ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
+from erlmcp_py.mcp.stateless import StatelessEndpoint, state_ttl_for
 from erlmcp_py.transports.http_checks import (
+    HEADER_MISMATCH,
     HostPolicy,
     accepts,
+    check_modern_headers,
     check_protocol_version_header,
+    http_status_for,
 )
 
 __all__ = ["HttpConfig", "HttpTransport", "Listening", "run_http_cli", "serve_http"]
@@ -90,6 +122,13 @@ class HttpConfig:
         idle_timeout: Seconds a session without an open stream lives on.
         stream_queue: Frames buffered per stream before a slow client's stream is ended.
         backlog: Frames kept for a GET stream that is not connected yet.
+        principal_header: Request header naming the principal of 2026-07-28 requests (their
+            ``requestState`` is bound to it). Only behind a trusted proxy that authenticates
+            the client and sets it; unset or absent, the client's IP address is the principal.
+        continuations: Keyword arguments of the 2026-07-28 continuation registry
+            (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``keyring``, ``state_ttl``,
+            ``max_continuations``, ``hold_s``); ``state_ttl`` defaults to
+            :func:`~erlmcp_py.mcp.stateless.state_ttl_for` the runtime's deadlines.
     """
 
     path: str = "/mcp"
@@ -100,6 +139,8 @@ class HttpConfig:
     idle_timeout: float = 1800.0
     stream_queue: int = 256
     backlog: int = 256
+    principal_header: str | None = None
+    continuations: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +330,13 @@ def _sse_event(frame: bytes) -> bytes:
     return b"event: message\ndata: " + frame + b"\n\n"
 
 
+async def _until_disconnect(receive: Receive, gone: trio.CancelScope) -> None:
+    """Cancel ``gone`` once the client drops the request (its body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.cancel()
+
+
 class HttpTransport:
     """The ASGI application of the Streamable HTTP transport.
 
@@ -308,6 +356,7 @@ class HttpTransport:
         self.policy = HostPolicy.build(self.config.allowed_hosts, self.config.allowed_origins)
         self._sessions: dict[str, _HttpSession] = {}
         self._nursery: trio.Nursery | None = None
+        self._stateless: StatelessEndpoint | None = None
 
     @property
     def session_count(self) -> int:
@@ -319,20 +368,56 @@ class HttpTransport:
         """POST requests awaiting their answer plus open GET streams, over all sessions."""
         return sum(len(s.posts) + (s.get_stream is not None) for s in self._sessions.values())
 
+    @property
+    def continuations(self) -> ContinuationRegistry | None:
+        """The 2026-07-28 continuation registry while :meth:`run` runs."""
+        return self._stateless.registry if self._stateless is not None else None
+
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Host sessions until cancelled; then end every session (tools cancelled)."""
+        """Host sessions and 2026-07-28 continuations until cancelled; then end them all."""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self._stateless = await nursery.start(self._host_continuations)
                 task_status.started()
                 await trio.sleep_forever()
         finally:
             self._nursery = None
+            self._stateless = None
+
+    async def _host_continuations(
+        self, task_status: trio.TaskStatus[StatelessEndpoint] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        options = dict(self.config.continuations)
+        config = getattr(self.runtime, "config", None)
+        if "state_ttl" not in options and config is not None:
+            options["state_ttl"] = state_ttl_for(config)
+        async with open_continuations(**options) as registry:
+            task_status.started(StatelessEndpoint(self.server, self.runtime, registry))
+            await trio.sleep_forever()
 
     def close_all(self) -> None:
-        """End every session (their tool calls are cancelled)."""
+        """End every session and every suspended 2026-07-28 call (their tools are cancelled)."""
         for session in list(self._sessions.values()):
             session.close()
+        if self._stateless is not None:
+            self._stateless.registry.close()
+
+    def principal_of(self, scope: Scope) -> str:
+        """The principal a 2026-07-28 request's ``requestState`` is bound to.
+
+        ``header:<value>`` from :attr:`HttpConfig.principal_header` when configured and present
+        (at most 256 visible characters), else ``addr:<client IP>``; see the module docstring
+        for the trust assumptions and limits.
+        """
+        name = self.config.principal_header
+        if name:
+            value = (_header(scope, name.strip().lower().encode("latin-1")) or "").strip()
+            if value and len(value) <= 256 and value.isprintable() and value.isascii():
+                return f"header:{value}"
+        client = scope.get("client")
+        host = client[0] if client else None
+        return f"addr:{host}" if isinstance(host, str) and host else "addr:unknown"
 
     # -- ASGI ---------------------------------------------------------------------------------
 
@@ -384,6 +469,9 @@ class HttpTransport:
             log.info("request_refused", why=reason)
             raise _HttpError(403, f"Forbidden: {reason}")
         method = scope.get("method")
+        if method in ("GET", "DELETE") and self._modern_without_session(scope):
+            # 2026-07-28 has neither the GET stream nor sessions to delete
+            raise _HttpError(405, "Method Not Allowed", headers=[(b"allow", b"POST")])
         if method == "POST":
             await self._post(scope, receive, send)
         elif method == "GET":
@@ -452,6 +540,14 @@ class HttpTransport:
         if isinstance(message, Request) and message.method == "initialize":
             await self._initialize(scope, message, send)
             return
+        if isinstance(message, Request) and self._is_modern(scope, message):
+            await self._modern(scope, message, receive, send)
+            return
+        if not isinstance(message, Request) and self._modern_without_session(scope):
+            # 2026-07-28 defines no client notifications over HTTP (a closed stream is the
+            # cancel); a stray one is accepted and ignored, never tied to a session.
+            await self._send_simple(send, 202)
+            return
         hs = self._session_for(scope)
         assert hs.session is not None
         if not isinstance(message, Request):
@@ -478,6 +574,56 @@ class HttpTransport:
             await self._stream_post(hs, message.id, stream, receive, send, headers)
         else:
             await self._answer_json(hs, message.id, stream, receive, send, headers)
+
+    @staticmethod
+    def _modern_without_session(scope: Scope) -> bool:
+        version = (_header(scope, b"mcp-protocol-version") or "").strip()
+        return version in MODERN_VERSIONS and _header(scope, b"mcp-session-id") is None
+
+    def _is_modern(self, scope: Scope, message: Request) -> bool:
+        return is_modern_request(message) or self._modern_without_session(scope)
+
+    async def _modern(self, scope: Scope, message: Request, receive: Receive, send: Send) -> None:
+        """Answer one 2026-07-28 request statelessly (no session), as ``application/json``."""
+        endpoint = self._stateless
+        if endpoint is None:
+            raise _HttpError(503, "Service Unavailable: the transport is not running")
+        reason = check_modern_headers(scope.get("headers", ()), message.method, message.params)
+        if reason is not None:
+            log.info("modern_header_mismatch", why=reason, method=message.method[:80])
+            raise _HttpError(400, f"Header mismatch: {reason}", code=HEADER_MISMATCH, id=message.id)
+        principal = self.principal_of(scope)
+        result: dict[str, Any] | None = None
+        error: JsonRpcError | None = None
+        with trio.CancelScope() as gone:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_until_disconnect, receive, gone)
+                try:
+                    result = await endpoint.handle(
+                        message,
+                        principal=principal,
+                        tenant=Tenant(user=principal),
+                        client_id=principal,
+                    )
+                except JsonRpcError as exc:
+                    error = exc.with_id(message.id)
+                nursery.cancel_scope.cancel()
+        if gone.cancelled_caught:  # the client closed the POST: the request is cancelled
+            log.info("modern_request_abandoned", method=message.method[:80])
+            return
+        if error is None:
+            assert result is not None
+            try:
+                body = jsonrpc.encode_response(message.id, result)
+            except jsonrpc.EncodeError:
+                log.warning("result_unencodable", method=message.method[:80])
+                error = jsonrpc.internal_error("Result could not be encoded", None, message.id)
+        if error is not None:
+            body = error.encode()
+            status = http_status_for(error.code)
+        else:
+            status = 200
+        await self._send_simple(send, status, body, JSON)
 
     async def _initialize(self, scope: Scope, message: Request, send: Send) -> None:
         if _header(scope, b"mcp-session-id") is not None:

@@ -1,24 +1,33 @@
 """Pure header checks of the Streamable HTTP transport (no I/O).
 
-DNS-rebinding protection (``Host`` and ``Origin``), content negotiation (``Accept``) and the
-``MCP-Protocol-Version`` header. Each check returns ``None`` when the request may proceed, or a
-short, client-safe reason; the transport turns that into the HTTP status.
+DNS-rebinding protection (``Host`` and ``Origin``), content negotiation (``Accept``), the
+``MCP-Protocol-Version`` header of a session, and the request metadata headers of a 2026-07-28
+request (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``). Each check returns ``None``
+when the request may proceed, or a short, client-safe reason; the transport turns that into the
+HTTP status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import base64
+import binascii
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
 __all__ = [
+    "HEADER_MISMATCH",
     "KNOWN_PROTOCOL_VERSIONS",
     "LOOPBACK_HOSTS",
+    "NAME_PARAMS",
     "HostPolicy",
     "accepts",
+    "check_modern_headers",
     "check_protocol_version_header",
+    "decode_header_value",
     "hostname_of",
+    "http_status_for",
 ]
 
 #: Loopback names a local server answers to by default (IPv6 without brackets).
@@ -169,4 +178,126 @@ def check_protocol_version_header(header: str | None, negotiated: str) -> str | 
         return f"Unsupported MCP-Protocol-Version: {value[:40]!r}"
     if negotiated and value > negotiated:
         return f"MCP-Protocol-Version {value} does not match the negotiated {negotiated}"
+    return None
+
+
+# -- 2026-07-28: request metadata headers -------------------------------------------------------
+
+#: MCP error code (2026-07-28 Streamable HTTP): the mirrored headers disagree with the body, or a
+#: required one is missing or malformed. Answered with HTTP 400.
+HEADER_MISMATCH: Final = -32020
+
+#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which parameter.
+NAME_PARAMS: Final[Mapping[str, str]] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
+
+_ROUTING_HEADERS: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+_SENTINEL_PREFIX: Final = "=?base64?"
+_SENTINEL_SUFFIX: Final = "?="
+
+#: HTTP status of a JSON-RPC error on a 2026-07-28 request (anything else: 200).
+_ERROR_STATUS: Final[Mapping[int, int]] = {
+    -32700: 400,  # parse error
+    -32600: 400,  # invalid request
+    -32602: 400,  # invalid params (also a refused requestState)
+    HEADER_MISMATCH: 400,
+    -32021: 400,  # missing required client capability
+    -32022: 400,  # unsupported protocol version
+    -32601: 404,  # method not found
+}
+
+
+def http_status_for(code: int) -> int:
+    """The HTTP status that carries a JSON-RPC error ``code`` on a 2026-07-28 request.
+
+    Per the 2026-07-28 Streamable HTTP transport: malformed requests, invalid params, header
+    mismatch, a missing client capability and an unsupported version are 400; an unknown
+    method is 404; other errors (internal, implementation-defined) travel with 200.
+    """
+    return _ERROR_STATUS.get(code, 200)
+
+
+def _header_safe(value: str) -> bool:
+    return all(ch == "\t" or " " <= ch <= "~" for ch in value)
+
+
+def decode_header_value(value: str) -> str | None:
+    """Undo the ``=?base64?…?=`` sentinel of an ``Mcp-Name`` (or ``Mcp-Param-*``) value.
+
+    Returns:
+        The value itself when it carries no sentinel, the decoded UTF-8 text when it does, or
+        ``None`` when the value is malformed (invalid characters, bad or non-canonical base64,
+        invalid UTF-8): such a value never matches anything.
+    """
+    if not _header_safe(value):
+        return None
+    if not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX)):
+        return value
+    if len(value) < len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX):
+        return None
+    payload = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+    try:
+        raw = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if base64.b64encode(raw).decode("ascii") != payload:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def check_modern_headers(
+    headers: Iterable[tuple[bytes, bytes]], method: str, params: object
+) -> str | None:
+    """Check the request metadata headers of a 2026-07-28 POST against its body.
+
+    ``MCP-Protocol-Version`` must equal ``params._meta["io.modelcontextprotocol/protocolVersion"]``
+    (skipped when the body names no version: the body's own error is more useful),
+    ``Mcp-Method`` must equal ``method``, and for ``tools/call``, ``prompts/get`` and
+    ``resources/read`` ``Mcp-Name`` must equal the named parameter after decoding. A routing
+    header given twice is refused (two readers could disagree on which copy counts).
+
+    Args:
+        headers: The raw ASGI header lines (lower-case names).
+        method: The body's method.
+        params: The body's params.
+
+    Returns:
+        ``None`` when consistent, else the reason (answered with 400 and ``-32020``).
+    """
+    seen: dict[bytes, str] = {}
+    for name, raw in headers:
+        key = bytes(name).lower()
+        if key in _ROUTING_HEADERS:
+            if key in seen:
+                return f"{key.decode()} header given more than once"
+            seen[key] = bytes(raw).decode("latin-1").strip()
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    version = (
+        meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, Mapping) else None
+    )
+    if isinstance(version, str):
+        header = seen.get(b"mcp-protocol-version")
+        if header is None:
+            return "MCP-Protocol-Version header is required"
+        if header != version:
+            return "MCP-Protocol-Version header does not match _meta protocolVersion"
+    header = seen.get(b"mcp-method")
+    if header is None:
+        return "Mcp-Method header is required"
+    if header != method:
+        return "Mcp-Method header does not match the method"
+    field = NAME_PARAMS.get(method)
+    value = params.get(field) if field is not None and isinstance(params, Mapping) else None
+    if isinstance(value, str):
+        header = seen.get(b"mcp-name")
+        if header is None:
+            return "Mcp-Name header is required"
+        if decode_header_value(header) != value:
+            return f"Mcp-Name header does not match params.{field}"
     return None
