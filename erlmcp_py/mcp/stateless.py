@@ -10,6 +10,9 @@ JSON-RPC error:
 
 * ``server/discover`` → supported versions (modern first), capabilities, server info;
 * ``tools/list`` → the tools (a cacheable result: ``ttlMs``, ``cacheScope``);
+* ``resources/list``, ``resources/templates/list``, ``resources/read``, ``prompts/list``,
+  ``prompts/get``, ``completion/complete`` → as in the session era (:mod:`features`; the lists
+  are cacheable too); ``resources/subscribe`` needs a connection and is not served here;
 * ``tools/call`` → through the :class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: a call
   without ``requestState`` starts the tool; a retry with one resumes the suspended tool
   (``await ctx.elicit(...)`` returns the answer), so the result is either ``complete`` or an
@@ -33,7 +36,7 @@ import trio
 
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.core.outcomes import Tenant
-from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId
 from erlmcp_py.mcp.meta import (
@@ -132,6 +135,10 @@ class StatelessEndpoint:
                 "ttlMs": 0,
                 "cacheScope": "public",
             }
+        elif method in features.METHODS:
+            result = {"resultType": "complete", **await features.answer(self.server, request)}
+            if method.endswith("/list"):
+                result.update(ttlMs=0, cacheScope="public")
         else:
             raise jsonrpc.method_not_found(method, request.id)
         return self._with_server_info(result)
@@ -152,13 +159,23 @@ class StatelessEndpoint:
         result: dict[str, Any] = {
             "resultType": "complete",
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": self._capabilities(),
             "ttlMs": 0,
             "cacheScope": "public",
         }
         if self.server.instructions:
             result["instructions"] = self.server.instructions
         return result
+
+    def _capabilities(self) -> dict[str, Any]:
+        offered = self.server.capabilities()
+        caps: dict[str, Any] = {"tools": {"listChanged": False}}
+        if "resources" in offered:
+            caps["resources"] = {"listChanged": False}  # no subscriptions without a connection
+        for name in ("prompts", "completions"):
+            if name in offered:
+                caps[name] = offered[name]
+        return caps
 
     # -- tools/call -----------------------------------------------------------------------------
 

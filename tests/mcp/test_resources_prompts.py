@@ -602,3 +602,38 @@ async def test_sample_errors(autojump_clock: trio.testing.MockClock) -> None:
         )
         await wire.answer(request["id"], {"late": True})  # ignored
         assert (await wire.request("ping"))["result"] == {}
+
+
+# -- 2026-07-28 (stateless) ----------------------------------------------------------------------
+
+MODERN_META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+}
+
+
+async def test_stateless_requests(autojump_clock: trio.testing.MockClock) -> None:
+    async with connect(build_server()) as wire:
+
+        async def modern(method: str, **params: Any) -> dict[str, Any]:
+            return await wire.request(method, {**params, "_meta": MODERN_META})
+
+        caps = (await modern("server/discover"))["result"]["capabilities"]
+        assert caps["resources"] == {"listChanged": False}
+        assert caps["prompts"] == {"listChanged": False}
+        assert caps["completions"] == {}
+        listed = (await modern("resources/list"))["result"]
+        assert listed["resultType"] == "complete"
+        assert listed["cacheScope"] == "public"
+        assert len(listed["resources"]) == 3
+        read = (await modern("resources/read", uri="test://static-text"))["result"]
+        assert read["contents"][0]["text"] == STATIC_TEXT
+        assert read["resultType"] == "complete"
+        assert error_of(await modern("resources/read", uri="test://nope"))[0] == -32002
+        prompt = (await modern("prompts/get", name="test_simple_prompt"))["result"]
+        assert prompt["messages"][0]["role"] == "user"
+        ref = {"type": "ref/prompt", "name": "test_prompt_with_arguments"}
+        done = await modern("completion/complete", ref=ref, argument={"name": "arg2", "value": "w"})
+        assert done["result"]["completion"]["values"] == ["world"]
+        assert error_of(await modern("resources/subscribe", uri=WATCHED))[0] == -32601
