@@ -39,7 +39,7 @@ from erlmcp_py.actors.ratelimiter import RateLimiterActor
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.outcomes import Tenant, Unsupported
-from erlmcp_py.core.schema import check_requested_schema
+from erlmcp_py.core.schema import FrozenDict, check_requested_schema
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
@@ -74,6 +74,7 @@ class Runtime:
         self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
         self._metrics = Metrics()
         self._registry = Registry()
+        self._checked: set[tuple[str, str]] = set()
         self.supervisor = Supervisor(
             [
                 ChildSpec(
@@ -95,6 +96,20 @@ class Runtime:
             max_seconds=config.restart_period_s,
             name="erlmcp",
         )
+
+    def _check_schema(self, schema: Mapping[str, Any], version: str) -> None:
+        """``check_requested_schema``, remembered for frozen schemas (the ones built from
+        types and forms, reused on every call) so the hot path does not walk them again."""
+        if type(schema) is FrozenDict:
+            key = (schema.digest, version)
+            if key in self._checked:
+                return
+            check_requested_schema(schema, version)
+            if len(self._checked) >= 4096:
+                self._checked.clear()
+            self._checked.add(key)
+        else:
+            check_requested_schema(schema, version)
 
     async def _call(self, msg: Any) -> Any:
         """Call the elicitation actor, riding out one restart of it."""
@@ -141,7 +156,7 @@ class Runtime:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
         if request.mode == "form":
             assert request.requested_schema is not None
-            check_requested_schema(request.requested_schema, peer.protocol_version)
+            self._check_schema(request.requested_schema, peer.protocol_version)
         else:
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)

@@ -652,12 +652,6 @@ async def _pending_at_limiter(runtime: Runtime) -> int:
     return int(stats.pending_total)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ElicitationActor._create: an Acquire that times out (CallTimeout) is still applied "
-    "when the rate limiter reaches it: the client loses a pending slot for good (until the "
-    "elicitation actor restarts), though no elicitation exists",
-)
 async def test_timed_out_acquire_does_not_leak_a_slot(mock_clock: trio.testing.MockClock) -> None:
     config = RuntimeConfig.model_validate({"rate": 10**9, "max_pending_per_client": 2})
     request = ElicitationRequest("Pick a number", requested_schema=SCHEMA)
@@ -683,12 +677,6 @@ async def test_timed_out_acquire_does_not_leak_a_slot(mock_clock: trio.testing.M
                 await runtime.create_elicitation(request, peer=peer, tenant=tenant)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ElicitationActor._flush_releases retries ReleaseMany after CallTimeout, but the "
-    "timed-out message is still applied later: the slot is released twice, so the client "
-    "can then hold more than max_pending_per_client",
-)
 async def test_timed_out_release_is_not_applied_twice(
     mock_clock: trio.testing.MockClock,
 ) -> None:
