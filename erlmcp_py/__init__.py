@@ -47,11 +47,15 @@ from erlmcp_py.core.validation import (
     summarize as summarize,
     validate_answer as validate_answer,
 )
+from erlmcp_py.mcp.completion import CompletionRequest as CompletionRequest
 from erlmcp_py.mcp.context import Context as Context
 from erlmcp_py.mcp.errors import (
+    CapabilityMissing as CapabilityMissing,
+    ClientRequestError as ClientRequestError,
     ToolError as ToolError,
     UrlElicitationRequired as UrlElicitationRequired,
 )
+from erlmcp_py.mcp.resources import Contents as Contents, ResourceNotFound as ResourceNotFound
 from erlmcp_py.mcp.server import Server as Server
 from erlmcp_py.transports.stdio import serve_stdio as serve_stdio
 from erlmcp_py.urlcheck import check_url as check_url
@@ -62,6 +66,10 @@ __all__ = [
     "AnswerError",
     "AnswerInFlight",
     "Cancelled",
+    "CapabilityMissing",
+    "ClientRequestError",
+    "CompletionRequest",
+    "Contents",
     "Context",
     "Declined",
     "ElicitationHandle",
@@ -80,6 +88,7 @@ __all__ = [
     "PeerGone",
     "RateLimited",
     "RequestTooLarge",
+    "ResourceNotFound",
     "ResultTooLarge",
     "Runtime",
     "RuntimeConfig",
