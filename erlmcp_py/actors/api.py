@@ -110,9 +110,15 @@ class ElicitationHandle:
         Unsupported | Failed``. Never hangs: deadlines, owner exit and actor restarts all
         resolve it."""
         if self._outcome is None:
-            assert self._record is not None
-            await self._record.resolved.wait()
-            self._outcome = self._record.outcome
+            record = self._record
+            assert record is not None
+            if record.outcome is None:
+                if record.resolved is None:
+                    record.resolved = trio.Event()  # lazily: most memory goes to pending ones
+                await record.resolved.wait()
+            else:
+                await trio.lowlevel.checkpoint()
+            self._outcome = record.outcome
         else:
             await trio.lowlevel.checkpoint()
         assert self._outcome is not None
