@@ -4,6 +4,8 @@ a console, with sensitive values redacted."""
 from __future__ import annotations
 
 import logging
+import os
+import select
 import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Final, Literal
@@ -61,6 +63,41 @@ def redact(
     return event_dict
 
 
+class _BlockingWriter:
+    """A text stream that waits instead of raising when its fd is non-blocking.
+
+    ``trio.lowlevel.FdStream`` (the stdio transport) sets ``O_NONBLOCK`` on the *open file
+    description* of stdin/stdout; on a terminal, stderr shares it, and a burst of log lines
+    would otherwise raise ``BlockingIOError`` mid-record.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        data = text.encode("utf-8", "replace")
+        fd = self._stream.fileno()
+        self._stream.flush()
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                select.select([], [fd], [], 1.0)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def _robust(stream: Any) -> Any:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return stream  # not a real fd (tests, StringIO): nothing to guard
+    return _BlockingWriter(stream)
+
+
 def configure_logging(
     fmt: Literal["json", "console"] = "json", level: str = "info", stream: Any = None
 ) -> None:
@@ -88,6 +125,8 @@ def configure_logging(
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
         ),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
-        cache_logger_on_first_use=False,
+        logger_factory=structlog.PrintLoggerFactory(_robust(stream or sys.stderr)),
+        # Loggers are bound once, not on every event (a bind per event is most of a
+        # filtered-out log call's cost on the elicitation hot path).
+        cache_logger_on_first_use=True,
     )

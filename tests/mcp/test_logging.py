@@ -37,3 +37,29 @@ def test_configure_logging_writes_json_to_the_stream() -> None:
     assert record["token"] == REDACTED
     assert record["n"] == 1
     assert "secret-value" not in line
+
+
+def test_log_stream_waits_instead_of_raising_on_a_full_nonblocking_fd() -> None:
+    import os
+    import threading
+
+    from erlmcp_py.logging import _robust
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)  # as FdStream leaves a shared tty/pipe description
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_fd, 65536):
+            received.extend(chunk)
+
+    with os.fdopen(write_fd, "w") as raw:
+        stream = _robust(raw)
+        reader = threading.Thread(target=drain)
+        reader.start()
+        line = "x" * 1000 + "\n"
+        for _ in range(1000):  # 1 MB: far more than a pipe buffer
+            stream.write(line)
+    reader.join(timeout=10)
+    os.close(read_fd)
+    assert len(received) == 1001 * 1000
