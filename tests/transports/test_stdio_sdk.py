@@ -117,8 +117,10 @@ async def test_sdk_client_form_defaults_enums_decline_cancel_and_url() -> None:
 
 async def test_sdk_client_timeout_and_cancel() -> None:
     cancelled = trio.Event()
+    asked = trio.Event()
 
     async def never(_ctx: Any, _p: Any) -> types.ElicitResult:
+        asked.set()
         try:
             await trio.sleep_forever()
         finally:
@@ -133,8 +135,14 @@ async def test_sdk_client_timeout_and_cancel() -> None:
             assert "timed out" in text(result)
             await cancelled.wait()  # the server told the client to drop its request
 
-            cancelled = trio.Event()
-            with trio.move_on_after(0.3):  # the client gives up on its call
+            cancelled, asked = trio.Event(), trio.Event()
+            async with trio.open_nursery() as nursery:
+
+                async def give_up_once_asked() -> None:
+                    await asked.wait()  # not before: under load the ask may come late
+                    nursery.cancel_scope.cancel()  # the client gives up on its call
+
+                nursery.start_soon(give_up_once_asked)
                 await client.call_tool("demo_choice", {})
             await cancelled.wait()  # ... and the abandoned elicitation is withdrawn
             assert text(await client.call_tool("test_simple_text", {}))
