@@ -96,7 +96,8 @@ async def test_bad_input_gets_the_right_error_and_the_server_keeps_serving() -> 
 
 
 async def test_duplicate_and_late_answers_are_ignored() -> None:
-    async with serve("--elicitation-timeout", "1") as client:
+    # 3 s, not 1: the first answer must beat the deadline even on a loaded 2-core CI box.
+    async with serve("--elicitation-timeout", "3") as client:
         await client.initialize()
         async with trio.open_nursery() as nursery:
             results: list[dict[str, Any]] = []
@@ -112,7 +113,7 @@ async def test_duplicate_and_late_answers_are_ignored() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(call, "demo_confirm")
             second = await client.next_server_request(1)
-        # the 1 s deadline passed (the call returned): a late answer is ignored
+        # the deadline passed (the call returned): a late answer is ignored
         assert "timed out" in results[1]["content"][0]["text"]
         await client.answer(second.id, {"action": "accept", "content": {"confirm": True}})
         assert (await client.request("ping")) == {}
