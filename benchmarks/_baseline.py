@@ -40,4 +40,7 @@ async def raw_ping_pong(n: int) -> float:
 
 def quiet_logs() -> None:
     """Only warnings and errors: the runtime logs every lifecycle step at info."""
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        cache_logger_on_first_use=True,  # as erlmcp_py.logging.configure_logging does
+    )
