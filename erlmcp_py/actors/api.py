@@ -38,7 +38,12 @@ Mode = Literal["form", "url"]
 
 
 class AnswerValidator(Protocol):
-    """Anything that validates an accepted answer: a ``FormType``, a compiled form adapter."""
+    """Anything that validates an accepted answer: a ``FormType``, a ``CompiledForm``.
+
+    A validator may also offer ``url_values(content) -> [(field id, url), ...]``: the runtime
+    then resolves each URL's host (``check_url``) after validation and re-prompts when one
+    is refused, since resolution is I/O and validation is pure.
+    """
 
     def validate(self, content: object) -> ValidationResult: ...
 

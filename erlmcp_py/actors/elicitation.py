@@ -50,6 +50,7 @@ from erlmcp_py.core.errors import (
     ExtensionDenied,
     InvalidAnswer,
     ResultTooLarge,
+    UnsafeURLError,
 )
 from erlmcp_py.core.lifecycle import (
     Answer,
@@ -77,7 +78,9 @@ from erlmcp_py.core.outcomes import Accepted, Failed, Outcome, Tenant
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
+from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
+from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import (
     Actor,
     ActorGone,
@@ -336,13 +339,15 @@ class ElicitationActor(Actor):
         registry: dict[str, ActorRef],
         metrics: Metrics,
         call_timeout: float,
-        on_ready: trio.Event | None = None,
+        url_policy: UrlPolicy | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         self.policy = policy
+        self.url_policy = url_policy
+        self.resolver = resolver
         self.metrics = metrics
         self._registry = registry
         self._call_timeout = call_timeout
-        self._on_ready = on_ready
 
     async def init(self) -> None:
         self.records: dict[str, Record] = {}
@@ -590,7 +595,37 @@ class ElicitationActor(Actor):
                 await trio.sleep(0.01)
                 continue
             break
+        if verdict.ok:
+            refused = await self._refused_urls(request, verdict.content)
+            if refused:
+                record.feed(Validated(False, refused))
+                return
         record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+
+    async def _refused_urls(
+        self, request: ElicitationRequest, content: Mapping[str, Any] | None
+    ) -> tuple[AnswerError, ...]:
+        """Resolve the answer's ``url`` fields: any unsafe address refuses the answer."""
+        url_values = getattr(request.validator, "url_values", None)
+        if url_values is None or content is None:
+            return ()
+        errors: list[AnswerError] = []
+        for field_id, url in url_values(content):
+            try:
+                await check_url(url, self.url_policy, resolver=self.resolver)
+            except UnsafeURLError as exc:
+                errors.append(
+                    AnswerError(
+                        field=field_id,
+                        constraint="urlPolicy",
+                        expected="a URL whose host resolves only to public addresses",
+                        path=f"/{field_id}",
+                        message=f"{field_id}: this address is not allowed ({exc.reason}).",
+                        actual_type="string",
+                        actual_length=len(url),
+                    )
+                )
+        return tuple(errors)
 
     async def _send_cancelled(self, record: Record) -> None:
         rid = record.rid

@@ -86,7 +86,12 @@ class Runtime:
                     "elicitation",
                     actor_starter(
                         lambda: ElicitationActor(
-                            self.policy, self._registry, self._metrics, config.call_timeout_s
+                            self.policy,
+                            self._registry,
+                            self._metrics,
+                            config.call_timeout_s,
+                            self.url_policy,
+                            self.resolver,
                         )
                     ),
                 ),

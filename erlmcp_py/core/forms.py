@@ -1196,6 +1196,22 @@ class CompiledForm:
         """The form's ``timeout`` in seconds (the runtime clamps it to its policy)."""
         return None if self.form.timeout is None else self.form.timeout / 1000
 
+    def validate(self, content: object) -> ValidationResult:
+        """:func:`validate_form_answer` (so a compiled form is the runtime's validator)."""
+        return validate_form_answer(self, content)
+
+    def url_values(self, content: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """``(field id, url)`` of every ``url`` field answered in validated ``content``.
+
+        The runtime resolves each host name (``check_url``) after validation: parsing here
+        is pure, resolution is I/O.
+        """
+        return [
+            (p.id, value)
+            for p in self._plans
+            if isinstance(p.field, UrlField) and isinstance(value := content.get(p.id), str)
+        ]
+
 
 def load_form(data: FormDefinition | Mapping[str, Any] | str | bytes) -> FormDefinition:
     """Validate a form definition given as a dict, JSON text or a model.

@@ -68,6 +68,9 @@ class _FormValidator:
     def validate(self, content: object) -> ValidationResult:
         return validate_form_answer(self.compiled, content)
 
+    def url_values(self, content: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return self.compiled.url_values(content)
+
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:

@@ -533,3 +533,44 @@ async def test_runtime_leaves_no_tasks(autojump_clock: trio.testing.MockClock) -
     for handle in handles:
         assert await handle.outcome() == Failed("runtime_restarted")  # shutdown resolves them
     assert count_tasks() == baseline
+
+
+async def test_url_fields_are_resolved_and_refused_when_any_address_is_private(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from erlmcp_py.core.forms import compile_form
+
+    async def split_horizon(host: str) -> list[str]:
+        await trio.lowlevel.checkpoint()
+        return (
+            ["93.184.215.14", "10.1.2.3"] if host == "hooks.intranet.example" else ["93.184.215.14"]
+        )
+
+    webhook_form = compile_form(
+        {
+            "id": "hook",
+            "title": "Where should we post?",
+            "fields": [
+                {"id": "webhook_url", "type": "url", "label": "Webhook URL", "required": True}
+            ],
+        },
+        "2025-11-25",
+    )
+    assert webhook_form.requested_schema is not None
+    answers = iter(
+        [
+            {"webhook_url": "https://hooks.intranet.example/x"},  # parses fine, resolves private
+            {"webhook_url": "https://api.example.com/hook"},
+        ]
+    )
+    async with open_runtime(resolver=split_horizon) as rt:
+        peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": next(answers)})
+        request = ElicitationRequest(
+            "Webhook?", requested_schema=webhook_form.requested_schema, validator=webhook_form
+        )
+        handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+        assert await handle.outcome() == Accepted({"webhook_url": "https://api.example.com/hook"})
+        reprompt = peer.requests[1].params["message"]
+        assert "webhook_url" in reprompt
+        assert "private" in reprompt
+        assert "intranet" not in reprompt  # the refused value is never echoed
