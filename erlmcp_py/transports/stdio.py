@@ -10,11 +10,13 @@ are cancelled, so their elicitations end ``abandoned``.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 import structlog
 import trio
 
+from erlmcp_py.logging import configure_logging
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
@@ -138,7 +140,11 @@ async def serve_stdio(
 ) -> None:
     """Serve one client on this process's stdin/stdout until EOF.
 
-    Opens the server's elicitation runtime unless it is already running.
+    Opens the server's elicitation runtime unless it is already running. When serving the
+    process's real stdout (fd 1), stdout belongs to MCP for the duration: frames go to a
+    private duplicate of it, while fd 1 and ``sys.stdout`` point at stderr, so a stray
+    ``print`` or an unconfigured logger cannot corrupt the stream; structlog is sent to
+    stderr unless the application configured it.
 
     Args:
         server: The server.
@@ -146,13 +152,27 @@ async def serve_stdio(
         stdout_fd: File descriptor to write frames to (nothing else is written there).
         max_frame_bytes: Longest accepted frame.
     """
-    receive = trio.lowlevel.FdStream(os.dup(stdin_fd))
-    send = trio.lowlevel.FdStream(os.dup(stdout_fd))
-    async with receive, send:
-        if server.runtime is not None:
-            await serve_stream(
-                server, server.runtime, receive, send, max_frame_bytes=max_frame_bytes
-            )
-            return
-        async with server.running() as runtime:
-            await serve_stream(server, runtime, receive, send, max_frame_bytes=max_frame_bytes)
+    if not structlog.is_configured():
+        configure_logging("console")
+    claim_stdout = stdout_fd == 1
+    saved_stdout = sys.stdout
+    if claim_stdout:
+        stdout_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    try:
+        receive = trio.lowlevel.FdStream(os.dup(stdin_fd))
+        send = trio.lowlevel.FdStream(os.dup(stdout_fd))
+        async with receive, send:
+            if server.runtime is not None:
+                await serve_stream(
+                    server, server.runtime, receive, send, max_frame_bytes=max_frame_bytes
+                )
+                return
+            async with server.running() as runtime:
+                await serve_stream(server, runtime, receive, send, max_frame_bytes=max_frame_bytes)
+    finally:
+        if claim_stdout:
+            os.dup2(stdout_fd, 1)
+            os.close(stdout_fd)
+            sys.stdout = saved_stdout

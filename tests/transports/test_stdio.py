@@ -190,3 +190,70 @@ def test_serve_http_is_refused_cleanly_or_served() -> None:
     )
     assert proc.returncode == 2  # argparse: bad --elicitation-timeout
     assert proc.stdout == b""
+
+
+LIBRARY_SERVER = """
+import trio
+from erlmcp_py import Server, serve_stdio
+
+server = Server("lib", "1.0.0")
+
+@server.tool()
+async def hello(name: str) -> str:
+    print("a stray print from the tool")  # must not reach the MCP stream
+    return f"hello {name}"
+
+trio.run(serve_stdio, server)
+"""
+
+
+def test_library_serve_stdio_keeps_stdout_pure_mcp(tmp_path: Any) -> None:
+    """The README's plain ``trio.run(serve_stdio, server)`` (no CLI, no logging config):
+    logs and prints go to stderr, stdout carries only JSON-RPC frames."""
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    script = tmp_path / "server.py"
+    script.write_text(LIBRARY_SERVER)
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "hello", "arguments": {"name": "ada"}}},
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(120, process.kill)  # a hang fails the test, never blocks CI
+    watchdog.start()
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdin.write("".join(json.dumps(f) + "\n" for f in frames))
+        process.stdin.flush()
+        messages = []
+        while len(messages) < 2:  # EOF would cancel the call: wait for its reply first
+            line = process.stdout.readline()
+            assert line, "server closed stdout early"
+            messages.append(json.loads(line))  # every stdout line is a JSON-RPC frame
+        process.stdin.close()  # EOF: the server ends the session and exits
+        rest = process.stdout.read()
+        errors = process.stderr.read()
+        process.wait()
+    finally:
+        watchdog.cancel()
+    assert rest == ""
+    assert [m.get("id") for m in messages] == [1, 2]
+    assert messages[1]["result"]["content"][0]["text"] == "hello ada"
+    assert "a stray print from the tool" in errors
+    assert "initialize" in errors  # the runtime's logs went to stderr
+    assert process.returncode == 0
