@@ -1,0 +1,1036 @@
+"""erlmcp-py versus the official MCP Python SDK (``mcp`` 2.3.0): one tool call that does one
+3-field form elicitation, answered at once by the client, measured for both in the same run.
+
+One op = ``tools/call`` of a tool whose body asks ``Person`` (``name: str``, ``age: int`` with
+0..150, ``subscribe: bool = False``) and returns the accepted name; the client accepts at once
+with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked. Paths:
+
+* in-process, legacy (2025-11-25 session):
+  - SDK: ``mcp.Client(MCPServer, mode="legacy")``: the SDK's ``InMemoryTransport`` (anyio
+    memory streams carrying ``SessionMessage`` objects: pydantic models, never JSON text) and
+    its full ``ClientSession`` (typed results, elicitation callback).
+  - ours: ``open_session`` on trio memory channels of JSON *bytes* (one server reader task
+    calling ``ServerSession.feed``, so every frame is parsed and encoded as on a wire) and a
+    minimal client built here (``from_json``/``to_json``, a dict of waiters; it answers
+    ``elicitation/create`` inline in its reader task and checks no types). Both streams have
+    a buffer of 1, as the SDK's.
+  - ours via the SDK client (extra): the same SDK ``Client`` over a ``Transport`` built here
+    that bridges ``SessionMessage`` <-> JSON bytes into our ``ServerSession`` (what
+    ``stdio_client`` does, minus the pipes), so only the servers differ.
+* stdio subprocess, legacy: each side's server as a real subprocess started from a script
+  written to a temp dir (ours: ``Server`` + ``serve_stdio`` with the rate limits lifted --
+  ``erlmcp-py serve`` cannot be used: its default policy allows 10 elicitations per client per
+  minute and has no option to raise it; SDK: ``MCPServer`` + ``run()``, i.e. asyncio). Both are
+  driven by the *same* client, the SDK's ``Client`` over its ``stdio_client``; server stderr
+  goes to /dev/null. Ours logs at ``warning`` (quiet); ``ours_stdio_legacy_infolog`` is the
+  same at the default ``info`` level, to show what its stderr logs cost. Extras: both servers
+  driven by our light scripted client (``erlmcp_py.mcp.client``), and the CPU each side spends
+  per op (server process from /proc, client = this process).
+* 2026-07-28 (stateless, MRTR): SDK only through its resolvers (``Resolve`` + ``Elicit``; an
+  imperative ``ctx.elicit`` raises ``NoBackChannelError`` there); in-process its ``Client``
+  uses the direct dispatcher (no JSON-RPC framing). Ours is measured only if
+  ``erlmcp_py/mcp/mrtr.py`` or ``stateless.py`` exists and a probe call succeeds (through the
+  SDK client, which drives the ``InputRequiredResult`` retry loop); otherwise its keys are null
+  and ``modern_note`` says why.
+
+Sequential (one call at a time) and 100-concurrent (100 tasks, each calling in a loop).
+Keys: ``inproc_ratio`` / ``stdio_ratio`` = ours / SDK ops/s, sequential, legacy (the goals);
+``*_c100`` the same 100-concurrent; ``*_2026`` on 2026-07-28; ``inproc_ratio_sdk_client`` and
+``stdio_ratio_light_client`` with the same client on both sides; ``inproc_cpu_ratio`` and
+``stdio_server_cpu_ratio`` = SDK / ours CPU per op (far less sensitive to machine load);
+``stdio_ratio_ceiling_sdk_client`` = (SDK server + SDK client CPU) / SDK client CPU, the most
+any server could gain with the SDK client driving; ``stdio_infolog_cost`` = ours at ``info``
+/ ours at ``warning`` (ops/s); and every raw figure ``<side>_<transport>_<era>[_variant]_``
+``seq_ops_s`` / ``seq_p50_ms`` / ``c100_ops_s`` / ``*cpu_ms_per_op`` (null: not measured).
+Targets of a group are interleaved round by round so drift hits both sides alike; figures are
+medians over rounds. Goals (issue 5): ``inproc_ratio`` >= 10, ``stdio_ratio`` >= 4 (ours / SDK
+ops/s, sequential, legacy). ``--profile`` prints where each side's in-process time goes
+(cProfile). ``--quick`` (about 30 s on an idle 2-core machine) measures fewer ops and skips
+the [extra] targets. Human-readable lines first; the last line is one JSON object.
+
+    python benchmarks/bench_vs_sdk.py [--quick] [--profile] [--no-stdio]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import itertools
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from importlib.metadata import version as dist_version
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import anyio
+import mcp_types
+import pydantic_core
+import trio
+from _baseline import quiet_logs
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Context as SdkContext, Elicit, MCPServer, Resolve
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, Field
+
+from erlmcp_py import Accepted, RuntimeConfig
+from erlmcp_py.mcp.client import open_stdio_client
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import open_session
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONCURRENCY = 100
+MESSAGE = "Who are you?"
+ANSWER: dict[str, Any] = {"name": "Ada", "age": 36, "subscribe": True}
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+MODERN_MODULES = ("mrtr.py", "stateless.py")
+INPROC_GOAL = 10.0
+STDIO_GOAL = 4.0
+ALL_TARGETS = (
+    "sdk_inproc_legacy",
+    "ours_inproc_legacy",
+    "ours_inproc_legacy_sdkclient",
+    "sdk_inproc_2026",
+    "ours_inproc_2026",
+    "sdk_stdio_legacy",
+    "ours_stdio_legacy",
+    "ours_stdio_legacy_infolog",
+    "sdk_stdio_legacy_lightclient",
+    "ours_stdio_legacy_lightclient",
+    "sdk_stdio_2026",
+    "ours_stdio_2026",
+)
+# The benchmark asks thousands of times per minute: lift the per-client rate and pending caps.
+OUR_CONFIG: dict[str, Any] = {"rate": 10**9, "max_pending_per_client": 10**9}
+
+
+class Person(BaseModel):
+    """The 3-field form both sides ask for."""
+
+    name: str
+    age: int = Field(ge=0, le=150)
+    subscribe: bool = False
+
+
+class BenchError(RuntimeError):
+    """A call gave a wrong answer: the figures would be meaningless."""
+
+
+# -- servers ------------------------------------------------------------------------------------
+
+
+def build_sdk_server() -> MCPServer:
+    """The SDK side: ``ask`` (imperative ``ctx.elicit``, legacy only) and ``ask_resolve``."""
+    server = MCPServer("sdk-bench")
+
+    @server.tool()
+    async def ask(ctx: SdkContext) -> str:
+        outcome = await ctx.elicit(MESSAGE, Person)
+        if not isinstance(outcome, AcceptedElicitation):
+            raise TypeError(f"not accepted: {outcome!r}")
+        return outcome.data.name
+
+    @server.tool()
+    async def ask_resolve(person: Annotated[Person, Resolve(who)]) -> str:
+        return person.name
+
+    return server
+
+
+def who() -> Elicit[Person]:
+    """The SDK resolver asking for ``Person`` (module level: annotations are strings here)."""
+    return Elicit(MESSAGE, Person)
+
+
+def build_our_server() -> Server:
+    """Our side: ``ask`` (``await ctx.elicit``, the same code for every protocol era)."""
+    server = Server(
+        "erlmcp-bench", "1.0.0", runtime_config=RuntimeConfig.model_validate(OUR_CONFIG)
+    )
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        outcome = await ctx.elicit(MESSAGE, Person)
+        if not isinstance(outcome, Accepted):
+            raise TypeError(f"not accepted: {outcome!r}")
+        return str(outcome.content.name)
+
+    return server
+
+
+_PERSON_SRC = """
+class Person(BaseModel):
+    name: str
+    age: int = Field(ge=0, le=150)
+    subscribe: bool = False
+"""
+
+SDK_SCRIPT = (
+    '''"""SDK (mcp 2.3.0) stdio server for bench_vs_sdk. argv: pidfile."""
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+'''
+    + _PERSON_SRC
+    + f"""
+MESSAGE = {MESSAGE!r}
+Path(sys.argv[1]).write_text(str(os.getpid()))
+server = MCPServer("sdk-bench")
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    outcome = await ctx.elicit(MESSAGE, Person)
+    if not isinstance(outcome, AcceptedElicitation):
+        raise TypeError("not accepted")
+    return outcome.data.name
+
+
+def who() -> Elicit[Person]:
+    return Elicit(MESSAGE, Person)
+
+
+@server.tool()
+async def ask_resolve(person: Annotated[Person, Resolve(who)]) -> str:
+    return person.name
+
+
+server.run()
+"""
+)
+
+OUR_SCRIPT = (
+    '''"""erlmcp-py stdio server for bench_vs_sdk. argv: pidfile [log level]."""
+import os
+import sys
+from pathlib import Path
+
+import trio
+from pydantic import BaseModel, Field
+
+from erlmcp_py import Accepted, RuntimeConfig
+from erlmcp_py.logging import configure_logging
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.transports.stdio import serve_stdio
+'''
+    + _PERSON_SRC
+    + f"""
+MESSAGE = {MESSAGE!r}
+Path(sys.argv[1]).write_text(str(os.getpid()))
+configure_logging("json", sys.argv[2] if len(sys.argv) > 2 else "warning")
+config = RuntimeConfig.model_validate({OUR_CONFIG!r})
+server = Server("erlmcp-bench", "1.0.0", runtime_config=config)
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    outcome = await ctx.elicit(MESSAGE, Person)
+    if not isinstance(outcome, Accepted):
+        raise TypeError("not accepted")
+    return str(outcome.content.name)
+
+
+trio.run(serve_stdio, server)
+"""
+)
+
+
+# -- clients ------------------------------------------------------------------------------------
+
+
+async def sdk_answer(
+    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+    """The SDK client's elicitation callback: accept at once."""
+    return mcp_types.ElicitResult(action="accept", content=dict(ANSWER))
+
+
+def sdk_client_op(client: Client, tool: str) -> Callable[[], Awaitable[None]]:
+    async def op() -> None:
+        result = await client.call_tool(tool, {})
+        block = result.content[0] if result.content else None
+        if result.is_error or getattr(block, "text", None) != "Ada":
+            raise BenchError(f"SDK client got {result!r}")
+
+    return op
+
+
+class MemoryClient:
+    """Minimal JSON-RPC client of our in-memory pair: bytes in, bytes out, a dict of waiters."""
+
+    def __init__(self, to_server: trio.MemorySendChannel[bytes]) -> None:
+        self._to_server = to_server
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, list[Any]] = {}
+        self._answer = {"action": "accept", "content": dict(ANSWER)}
+
+    async def reader(self, from_server: trio.MemoryReceiveChannel[bytes]) -> None:
+        async for frame in from_server:
+            msg = pydantic_core.from_json(frame)
+            if "method" in msg:
+                if "id" in msg and msg["method"] == "elicitation/create":
+                    reply = {"jsonrpc": "2.0", "id": msg["id"], "result": self._answer}
+                    await self._to_server.send(pydantic_core.to_json(reply))
+                continue  # notifications: ignored
+            slot = self._waiting.pop(msg.get("id"), None)
+            if slot is not None:
+                slot[1] = msg
+                slot[0].set()
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        rid = next(self._ids)
+        slot: list[Any] = [trio.Event(), None]
+        self._waiting[rid] = slot
+        frame = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        await self._to_server.send(pydantic_core.to_json(frame))
+        await slot[0].wait()
+        response: dict[str, Any] = slot[1]
+        if "error" in response:
+            raise BenchError(f"error response: {response['error']}")
+        return response
+
+    async def notify(self, method: str) -> None:
+        await self._to_server.send(pydantic_core.to_json({"jsonrpc": "2.0", "method": method}))
+
+    def op(self) -> Callable[[], Awaitable[None]]:
+        async def op() -> None:
+            response = await self.request("tools/call", {"name": "ask", "arguments": {}})
+            result = response["result"]
+            if result.get("isError") or result["content"][0].get("text") != "Ada":
+                raise BenchError(f"our memory client got {response!r}")
+
+        return op
+
+
+@asynccontextmanager
+async def our_memory_pair(server: Server) -> AsyncIterator[MemoryClient]:
+    """Our in-memory client/server pair, initialized (2025-11-25, form capability)."""
+    c2s_send, c2s_recv = trio.open_memory_channel[bytes](1)
+    s2c_send, s2c_recv = trio.open_memory_channel[bytes](1)
+    client = MemoryClient(c2s_send)
+
+    async def send(frame: bytes) -> None:
+        await s2c_send.send(frame)
+
+    async with (
+        server.running() as runtime,
+        open_session(server, runtime, send) as session,
+        trio.open_nursery() as nursery,
+    ):
+
+        async def server_reader() -> None:
+            async for frame in c2s_recv:
+                await session.feed(frame)
+
+        nursery.start_soon(server_reader)
+        nursery.start_soon(client.reader, s2c_recv)
+        await client.request(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        )
+        await client.notify("notifications/initialized")
+        try:
+            yield client
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def sdk_transport_to_our_session(
+    server: Server,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """A ``Transport`` for ``mcp.Client`` whose far end is our ``ServerSession`` in-process.
+
+    Client -> server: ``model_dump_json`` then ``ServerSession.feed``; server -> client:
+    ``jsonrpc_message_adapter.validate_json``. The same conversions ``stdio_client`` makes.
+    """
+    to_client_send, to_client_recv = anyio.create_memory_object_stream[SessionMessage | Exception](
+        1
+    )
+    from_client_send, from_client_recv = anyio.create_memory_object_stream[SessionMessage](1)
+    adapter = mcp_types.jsonrpc_message_adapter
+
+    async def send(frame: bytes) -> None:
+        await to_client_send.send(SessionMessage(adapter.validate_json(frame, by_name=False)))
+
+    async with (
+        server.running() as runtime,
+        open_session(server, runtime, send) as session,
+        trio.open_nursery() as nursery,
+    ):
+
+        async def pump() -> None:
+            async for item in from_client_recv:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await session.feed(data.encode())
+
+        nursery.start_soon(pump)
+        try:
+            yield to_client_recv, from_client_send
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+def light_client_op(client: Any) -> Callable[[], Awaitable[None]]:
+    async def op() -> None:
+        result = await client.call_tool("ask")
+        if result.get("isError") or result["content"][0].get("text") != "Ada":
+            raise BenchError(f"scripted client got {result!r}")
+
+    return op
+
+
+async def light_answer(_request: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": dict(ANSWER)}
+
+
+# -- measurement --------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """One thing measured: an op (one checked tool call) and, for stdio, the server's pid."""
+
+    key: str
+    label: str
+    op: Callable[[], Awaitable[None]]
+    pidfile: Path | None = None
+    conc_too: bool = True
+    seq: list[float] = field(default_factory=list)
+    conc: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    server_cpu_s: float = 0.0
+    own_cpu_s: float = 0.0  # this process: the client (stdio) or client + server (in-process)
+    cpu_ops: int = 0
+
+    @property
+    def pid(self) -> int | None:
+        if self.pidfile is None or not self.pidfile.exists():
+            return None
+        text = self.pidfile.read_text().strip()
+        return int(text) if text else None
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of ``pid`` (Linux /proc; 0 elsewhere)."""
+    if pid is None:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+async def run_seq(target: Target, n: int) -> None:
+    op = target.op
+    pid = target.pid
+    cpu0, own0 = process_cpu_s(pid), time.process_time()
+    lat = target.latencies
+    start = time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        await op()
+        lat.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - start
+    target.seq.append(n / elapsed)
+    target.own_cpu_s += time.process_time() - own0
+    target.server_cpu_s += process_cpu_s(pid) - cpu0
+    target.cpu_ops += n
+
+
+async def run_conc(target: Target, n: int, width: int = CONCURRENCY) -> None:
+    per = max(1, n // width)
+    op = target.op
+
+    async def worker() -> None:
+        for _ in range(per):
+            await op()
+
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(width):
+            nursery.start_soon(worker)
+    target.conc.append(per * width / (time.perf_counter() - start))
+
+
+async def measure(
+    targets: list[Target], *, rounds: int, n_seq: int, n_conc: int, warmup: int, conc: bool = True
+) -> None:
+    for target in targets:
+        for _ in range(warmup):
+            await target.op()
+    for _ in range(rounds):  # interleaved: drift hits every target alike
+        for target in targets:
+            await run_seq(target, n_seq)
+            if conc and target.conc_too:
+                await run_conc(target, n_conc)
+
+
+def summarize(target: Target, out: dict[str, Any]) -> None:
+    out[f"{target.key}_seq_ops_s"] = round(statistics.median(target.seq)) if target.seq else None
+    if target.latencies:
+        out[f"{target.key}_seq_p50_ms"] = round(statistics.median(target.latencies) * 1e3, 3)
+    if target.conc:
+        out[f"{target.key}_c{CONCURRENCY}_ops_s"] = round(statistics.median(target.conc))
+    if target.cpu_ops and target.pidfile is not None:
+        out[f"{target.key}_server_cpu_ms_per_op"] = round(
+            target.server_cpu_s / target.cpu_ops * 1e3, 3
+        )
+        out[f"{target.key}_client_cpu_ms_per_op"] = round(
+            target.own_cpu_s / target.cpu_ops * 1e3, 3
+        )
+    elif target.cpu_ops:
+        out[f"{target.key}_cpu_ms_per_op"] = round(target.own_cpu_s / target.cpu_ops * 1e3, 3)
+
+
+def show(target: Target, out: dict[str, Any]) -> None:
+    seq = out.get(f"{target.key}_seq_ops_s")
+    line = f"  {target.label:<58} seq {seq or 0:>6,}/s"
+    p50 = out.get(f"{target.key}_seq_p50_ms")
+    if p50 is not None:
+        line += f" (p50 {p50:.2f} ms)"
+    c = out.get(f"{target.key}_c{CONCURRENCY}_ops_s")
+    if c is not None:
+        line += f"   {CONCURRENCY}-concurrent {c:>6,}/s"
+    if f"{target.key}_server_cpu_ms_per_op" in out:
+        line += (
+            f"   cpu/op: server {out[f'{target.key}_server_cpu_ms_per_op']:.2f} ms,"
+            f" client {out[f'{target.key}_client_cpu_ms_per_op']:.2f} ms"
+        )
+    elif f"{target.key}_cpu_ms_per_op" in out:
+        line += f"   cpu/op {out[f'{target.key}_cpu_ms_per_op']:.2f} ms"
+    print(line, flush=True)
+
+
+def ratio(out: dict[str, Any], num: str, den: str) -> float | None:
+    """``out[num] / out[den]``, or ``None`` when either was not measured."""
+    a, b = out.get(num), out.get(den)
+    if not a or not b:
+        return None
+    return round(float(a) / float(b), 3)
+
+
+# -- groups ---------------------------------------------------------------------------------------
+
+
+def modern_available() -> str | None:
+    """``None`` when our server may speak 2026-07-28, else the reason it cannot."""
+    present = [m for m in MODERN_MODULES if (ROOT / "erlmcp_py" / "mcp" / m).exists()]
+    if not present:
+        return (
+            "our server has no 2026-07-28 support yet (neither erlmcp_py/mcp/mrtr.py "
+            "nor stateless.py exists)"
+        )
+    return None
+
+
+async def probe(op: Callable[[], Awaitable[None]]) -> str | None:
+    """Run ``op`` once; ``None`` if it worked, else why not."""
+    try:
+        with trio.fail_after(10):
+            await op()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return None
+
+
+async def inproc_group(
+    cfg: dict[str, Any], notes: dict[str, str | None], extras: bool
+) -> tuple[list[Target], list[Target]]:
+    """In-process targets: legacy, then 2026-07-28 (measured inside)."""
+    legacy: list[Target] = []
+    async with AsyncExitStack() as stack:
+        sdk = await stack.enter_async_context(
+            Client(build_sdk_server(), mode="legacy", elicitation_callback=sdk_answer)
+        )
+        ours = await stack.enter_async_context(our_memory_pair(build_our_server()))
+        legacy = [
+            Target(
+                "sdk_inproc_legacy",
+                "SDK  Client(MCPServer) in-memory [objects]",
+                sdk_client_op(sdk, "ask"),
+            ),
+            Target(
+                "ours_inproc_legacy", "ours memory pair + minimal client [JSON bytes]", ours.op()
+            ),
+        ]
+        if extras:
+            bridged = await stack.enter_async_context(
+                Client(
+                    sdk_transport_to_our_session(build_our_server()),
+                    mode="legacy",
+                    elicitation_callback=sdk_answer,
+                )
+            )
+            legacy.append(
+                Target(
+                    "ours_inproc_legacy_sdkclient",
+                    "ours via SDK Client + JSON bridge [extra]",
+                    sdk_client_op(bridged, "ask"),
+                )
+            )
+        await measure(legacy, **cfg)
+
+    modern: list[Target] = []
+    async with AsyncExitStack() as stack:
+        sdk = await stack.enter_async_context(
+            Client(build_sdk_server(), mode=MODERN, elicitation_callback=sdk_answer)
+        )
+        modern.append(
+            Target(
+                "sdk_inproc_2026",
+                "SDK  Client(MCPServer) direct dispatch, Resolve",
+                sdk_client_op(sdk, "ask_resolve"),
+            )
+        )
+        why = notes.get("modern")
+        if why is None:
+            try:
+                ours_client = await stack.enter_async_context(
+                    Client(
+                        sdk_transport_to_our_session(build_our_server()),
+                        mode=MODERN,
+                        elicitation_callback=sdk_answer,
+                    )
+                )
+                op = sdk_client_op(ours_client, "ask")
+                why = await probe(op)
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if why is None:
+                modern.append(
+                    Target("ours_inproc_2026", "ours via SDK Client + JSON bridge, ctx.elicit", op)
+                )
+            else:
+                notes["modern_inproc"] = f"our in-process 2026-07-28 probe failed: {why}"
+        await measure(modern, **cfg)
+    return legacy, modern
+
+
+def _stdio_transport(script: Path, args: list[str], errlog: TextIO) -> Any:
+    params = StdioServerParameters(command=sys.executable, args=[str(script), *args], cwd=str(ROOT))
+    return stdio_client(params, errlog=errlog)
+
+
+@asynccontextmanager
+async def light_stdio_client(script: Path, args: list[str]) -> AsyncIterator[Any]:
+    """Our scripted stdio client (``erlmcp_py.mcp.client``), initialized for form mode."""
+    async with open_stdio_client(
+        [sys.executable, str(script), *args], handler=light_answer, stderr=subprocess.DEVNULL
+    ) as client:
+        await client.initialize({"elicitation": {"form": {}}}, version=LEGACY)
+        yield client
+
+
+async def open_concurrently(
+    nursery: trio.Nursery, stop: trio.Event, factories: dict[str, Callable[[], Any]]
+) -> dict[str, Any]:
+    """Enter every async context manager in its own task (servers start in parallel); each is
+    held open until ``stop`` is set. Returns what each one yielded."""
+    opened: dict[str, Any] = {}
+    all_open = trio.Event()
+
+    async def hold(name: str, factory: Callable[[], Any]) -> None:
+        async with factory() as value:
+            opened[name] = value
+            if len(opened) == len(factories):
+                all_open.set()
+            await stop.wait()
+
+    for name, factory in factories.items():
+        nursery.start_soon(hold, name, factory)
+    await all_open.wait()
+    return opened
+
+
+async def stdio_group(
+    cfg: dict[str, Any], tmp: Path, notes: dict[str, str | None], errlog: TextIO, extras: bool
+) -> tuple[list[Target], list[Target], list[Target]]:
+    """Subprocess targets: legacy (SDK client), legacy (our scripted client), 2026-07-28.
+
+    All servers are started at once (parallel imports), then measured group by group.
+    """
+    sdk_script = tmp / "sdk_server.py"
+    our_script = tmp / "our_server.py"
+    sdk_script.write_text(SDK_SCRIPT)
+    our_script.write_text(OUR_SCRIPT)
+
+    def pidfile(name: str) -> Path:
+        return tmp / f"{name}.pid"
+
+    def sdk_client(script: Path, name: str, *extra: str, mode: str = "legacy") -> Callable[[], Any]:
+        def factory() -> Client:
+            transport = _stdio_transport(script, [str(pidfile(name)), *extra], errlog)
+            return Client(transport, mode=mode, elicitation_callback=sdk_answer)
+
+        return factory
+
+    factories: dict[str, Callable[[], Any]] = {
+        "sdk_stdio_legacy": sdk_client(sdk_script, "sdk_stdio_legacy"),
+        "ours_stdio_legacy": sdk_client(our_script, "ours_stdio_legacy", "warning"),
+        "sdk_stdio_2026": sdk_client(sdk_script, "sdk_stdio_2026", mode=MODERN),
+    }
+    if notes.get("modern") is None:
+        factories["ours_stdio_2026"] = sdk_client(
+            our_script, "ours_stdio_2026", "warning", mode=MODERN
+        )
+    if extras:
+        factories["ours_stdio_legacy_infolog"] = sdk_client(
+            our_script, "ours_stdio_legacy_infolog", "info"
+        )
+        for key, script, extra in (
+            ("sdk_stdio_legacy_lightclient", sdk_script, []),
+            ("ours_stdio_legacy_lightclient", our_script, ["warning"]),
+        ):
+            factories[key] = partial(light_stdio_client, script, [str(pidfile(key)), *extra])
+
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        c = await open_concurrently(nursery, stop, factories)
+        try:
+            legacy = [
+                Target(
+                    "sdk_stdio_legacy",
+                    "SDK  server (asyncio) <- SDK stdio client",
+                    sdk_client_op(c["sdk_stdio_legacy"], "ask"),
+                    pidfile("sdk_stdio_legacy"),
+                ),
+                Target(
+                    "ours_stdio_legacy",
+                    "ours server (trio, log warning) <- SDK stdio client",
+                    sdk_client_op(c["ours_stdio_legacy"], "ask"),
+                    pidfile("ours_stdio_legacy"),
+                ),
+            ]
+            if extras:
+                legacy.append(
+                    Target(
+                        "ours_stdio_legacy_infolog",
+                        "ours server (trio, log info -> /dev/null) <- SDK client [extra]",
+                        sdk_client_op(c["ours_stdio_legacy_infolog"], "ask"),
+                        pidfile("ours_stdio_legacy_infolog"),
+                        conc_too=False,
+                    )
+                )
+            await measure(legacy, **cfg)
+
+            light: list[Target] = []
+            if extras:
+                for key, label in (
+                    (
+                        "sdk_stdio_legacy_lightclient",
+                        "SDK  server <- our scripted stdio client [extra]",
+                    ),
+                    (
+                        "ours_stdio_legacy_lightclient",
+                        "ours server <- our scripted stdio client [extra]",
+                    ),
+                ):
+                    light.append(Target(key, label, light_client_op(c[key]), pidfile(key)))
+                await measure(light, **cfg)
+
+            modern = [
+                Target(
+                    "sdk_stdio_2026",
+                    "SDK  server <- SDK stdio client, Resolve (MRTR)",
+                    sdk_client_op(c["sdk_stdio_2026"], "ask_resolve"),
+                    pidfile("sdk_stdio_2026"),
+                )
+            ]
+            if "ours_stdio_2026" in c:
+                op = sdk_client_op(c["ours_stdio_2026"], "ask")
+                why = await probe(op)
+                if why is None:
+                    modern.append(
+                        Target(
+                            "ours_stdio_2026",
+                            "ours server <- SDK stdio client, ctx.elicit",
+                            op,
+                            pidfile("ours_stdio_2026"),
+                        )
+                    )
+                else:
+                    notes["modern_stdio"] = f"our stdio 2026-07-28 probe failed: {why}"
+            await measure(modern, **cfg)
+        finally:
+            stop.set()
+    return legacy, light, modern
+
+
+# -- profile --------------------------------------------------------------------------------------
+
+_LAYERS = (
+    ("erlmcp_py/mcp", "erlmcp_py.mcp (session, context, codec)"),
+    ("erlmcp_py/actors", "erlmcp_py.actors (runtime)"),
+    ("erlmcp_py/core", "erlmcp_py.core (pure)"),
+    ("supervisors", "supervisors (actor kernel)"),
+    ("site-packages/trio", "trio scheduler/channels"),
+    ("site-packages/anyio", "anyio"),
+    ("site-packages/mcp/", "mcp (SDK)"),
+    ("site-packages/mcp_types", "mcp_types (SDK)"),
+    ("site-packages/pydantic", "pydantic (py)"),
+    ("pydantic_core", "pydantic-core"),
+    ("site-packages/structlog", "structlog"),
+    ("site-packages/opentelemetry", "opentelemetry"),
+    ("benchmarks/bench_vs_sdk", "benchmark driver"),
+)
+
+
+def _layer(filename: str, func: str) -> str:
+    text = f"{filename}:{func}"
+    for needle, name in _LAYERS:
+        if needle in text:
+            return name
+    if filename.startswith("~") or filename == "":
+        return "builtins / C calls"
+    return "stdlib / other"
+
+
+async def profile(label: str, op: Callable[[], Awaitable[None]], n: int) -> None:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        await op()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total = sum(v[2] for v in raw.values())
+    by_layer: dict[str, float] = {}
+    for (filename, _line, func), (_cc, _nc, tottime, _ct, _callers) in raw.items():
+        name = _layer(filename, func)
+        by_layer[name] = by_layer.get(name, 0.0) + tottime
+    print(f"\nprofile: {label}, {n} sequential ops (cProfile; its overhead inflates small calls)")
+    print("  own time by layer:")
+    for name, t in sorted(by_layer.items(), key=lambda kv: -kv[1]):
+        if t / total >= 0.01:
+            print(f"    {t / total:6.1%}  {t / n * 1e6:7.1f} us/op  {name}")
+    print("  top functions by own time (calls per op, us per op):")
+    rows = sorted(raw.items(), key=lambda kv: -kv[1][2])[:18]
+    for (filename, line, func), (_cc, nc, tottime, _ct, _callers) in rows:
+        short = filename.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
+        print(f"    {nc / n:5.1f}  {tottime / n * 1e6:6.1f}  {short}:{line}({func})")
+    print("  top cumulative (our modules):")
+    cum = [
+        (k, v)
+        for k, v in raw.items()
+        if any(p in k[0] for p in ("erlmcp_py/", "supervisors/", "site-packages/mcp/"))
+    ]
+    for (filename, line, func), (_cc, nc, _tt, cumtime, _callers) in sorted(
+        cum, key=lambda kv: -kv[1][3]
+    )[:14]:
+        short = filename.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
+        print(f"    {nc / n:5.1f}  {cumtime / n * 1e6:7.1f}  {short}:{line}({func})")
+
+
+async def profile_both(n: int) -> None:
+    async with our_memory_pair(build_our_server()) as ours:
+        for _ in range(50):
+            await ours.op()()
+        await profile("ours, in-process legacy (memory pair)", ours.op(), n)
+    async with Client(build_sdk_server(), mode="legacy", elicitation_callback=sdk_answer) as sdk:
+        op = sdk_client_op(sdk, "ask")
+        for _ in range(50):
+            await op()
+        await profile("SDK, in-process legacy (Client(MCPServer))", op, n)
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) -> dict[str, Any]:
+    if quick:
+        inproc_cfg = {"rounds": 2, "n_seq": 150, "n_conc": 200, "warmup": 20}
+        stdio_cfg = {"rounds": 2, "n_seq": 80, "n_conc": 200, "warmup": 15}
+    else:
+        inproc_cfg = {"rounds": 3, "n_seq": 2000, "n_conc": 2000, "warmup": 100}
+        stdio_cfg = {"rounds": 3, "n_seq": 800, "n_conc": 1000, "warmup": 50}
+    out: dict[str, Any] = {}
+    notes: dict[str, str | None] = {"modern": modern_available()}
+    load_start = os.getloadavg()
+    began = time.perf_counter()
+
+    print(
+        "in-process (one tool call + one 3-field form elicitation, accepted at once):", flush=True
+    )
+    legacy_in, modern_in = await inproc_group(inproc_cfg, notes, extras=not quick)
+    inproc_s = time.perf_counter() - began
+    for t in legacy_in:
+        summarize(t, out)
+        show(t, out)
+    print(f"in-process, {MODERN} (MRTR):", flush=True)
+    for t in modern_in:
+        summarize(t, out)
+        show(t, out)
+
+    if do_stdio:
+        with tempfile.TemporaryDirectory(prefix="bench_vs_sdk-") as tmpdir:
+            legacy_io, light_io, modern_io = await stdio_group(
+                stdio_cfg, Path(tmpdir), notes, errlog, extras=not quick
+            )
+        print("stdio subprocess, legacy (same SDK client drives both servers):", flush=True)
+        for t in legacy_io:
+            summarize(t, out)
+            show(t, out)
+        if light_io:
+            print("stdio subprocess, legacy, our light scripted client drives both [extra]:")
+        for t in light_io:
+            summarize(t, out)
+            show(t, out)
+        print(f"stdio subprocess, {MODERN} (MRTR):")
+        for t in modern_io:
+            summarize(t, out)
+            show(t, out)
+
+    c = f"c{CONCURRENCY}"
+    results: dict[str, Any] = {
+        "inproc_ratio": ratio(out, "ours_inproc_legacy_seq_ops_s", "sdk_inproc_legacy_seq_ops_s"),
+        "stdio_ratio": ratio(out, "ours_stdio_legacy_seq_ops_s", "sdk_stdio_legacy_seq_ops_s"),
+        f"inproc_ratio_{c}": ratio(
+            out, f"ours_inproc_legacy_{c}_ops_s", f"sdk_inproc_legacy_{c}_ops_s"
+        ),
+        f"stdio_ratio_{c}": ratio(
+            out, f"ours_stdio_legacy_{c}_ops_s", f"sdk_stdio_legacy_{c}_ops_s"
+        ),
+        "inproc_ratio_sdk_client": ratio(
+            out, "ours_inproc_legacy_sdkclient_seq_ops_s", "sdk_inproc_legacy_seq_ops_s"
+        ),
+        "stdio_ratio_light_client": ratio(
+            out, "ours_stdio_legacy_lightclient_seq_ops_s", "sdk_stdio_legacy_lightclient_seq_ops_s"
+        ),
+        "stdio_infolog_cost": ratio(
+            out, "ours_stdio_legacy_infolog_seq_ops_s", "ours_stdio_legacy_seq_ops_s"
+        ),
+        "inproc_ratio_2026": ratio(out, "ours_inproc_2026_seq_ops_s", "sdk_inproc_2026_seq_ops_s"),
+        "stdio_ratio_2026": ratio(out, "ours_stdio_2026_seq_ops_s", "sdk_stdio_2026_seq_ops_s"),
+        f"inproc_ratio_2026_{c}": ratio(
+            out, f"ours_inproc_2026_{c}_ops_s", f"sdk_inproc_2026_{c}_ops_s"
+        ),
+        f"stdio_ratio_2026_{c}": ratio(
+            out, f"ours_stdio_2026_{c}_ops_s", f"sdk_stdio_2026_{c}_ops_s"
+        ),
+    }
+    # CPU per op is far less sensitive to machine load than wall-clock ops/s (SDK / ours).
+    results["inproc_cpu_ratio"] = ratio(
+        out, "sdk_inproc_legacy_cpu_ms_per_op", "ours_inproc_legacy_cpu_ms_per_op"
+    )
+    results["stdio_server_cpu_ratio"] = ratio(
+        out, "sdk_stdio_legacy_server_cpu_ms_per_op", "ours_stdio_legacy_server_cpu_ms_per_op"
+    )
+    sdk_server = out.get("sdk_stdio_legacy_server_cpu_ms_per_op")
+    sdk_client = out.get("sdk_stdio_legacy_client_cpu_ms_per_op")
+    # Sequential stdio is CPU-bound in series: with the SDK client's own cost per op fixed, even
+    # a server costing nothing could not beat the SDK server by more than this.
+    results["stdio_ratio_ceiling_sdk_client"] = (
+        round((sdk_server + sdk_client) / sdk_client, 2) if sdk_server and sdk_client else None
+    )
+    for key in ALL_TARGETS:  # a stable key set: what was not measured is null
+        out.setdefault(f"{key}_seq_ops_s", None)
+        if key != "ours_stdio_legacy_infolog":
+            out.setdefault(f"{key}_{c}_ops_s", None)
+    results["inproc_goal"] = INPROC_GOAL
+    results["stdio_goal"] = STDIO_GOAL
+    ir, sr = results["inproc_ratio"], results["stdio_ratio"]
+    results["inproc_goal_met"] = ir is not None and ir >= INPROC_GOAL
+    results["stdio_goal_met"] = sr is not None and sr >= STDIO_GOAL if do_stdio else None
+    modern_note = notes.get("modern") or notes.get("modern_inproc") or notes.get("modern_stdio")
+    results["modern_note"] = modern_note
+    results.update(out)
+    results.update(
+        {
+            "concurrency": CONCURRENCY,
+            "inproc_n_seq": inproc_cfg["n_seq"],
+            "inproc_n_conc": inproc_cfg["n_conc"],
+            "stdio_n_seq": stdio_cfg["n_seq"] if do_stdio else None,
+            "stdio_n_conc": stdio_cfg["n_conc"] if do_stdio else None,
+            "rounds": inproc_cfg["rounds"],
+            "quick": quick,
+            "extras_measured": not quick,
+            "sdk_version": dist_version("mcp"),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_avg_start": [round(x, 2) for x in load_start],
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+            "inproc_elapsed_s": round(inproc_s, 1),
+            "elapsed_s": round(time.perf_counter() - began, 1),
+        }
+    )
+
+    print()
+    print(
+        f"inproc_ratio (ours / SDK, sequential, legacy) = {ir}  (goal >= {INPROC_GOAL:g}: "
+        f"{'met' if results['inproc_goal_met'] else 'MISSED'})"
+    )
+    if do_stdio:
+        print(
+            f"stdio_ratio  (ours / SDK, sequential, legacy) = {sr}  (goal >= {STDIO_GOAL:g}: "
+            f"{'met' if results['stdio_goal_met'] else 'MISSED'})"
+        )
+    print(
+        f"{CONCURRENCY}-concurrent ratios: in-process {results[f'inproc_ratio_{c}']}, "
+        f"stdio {results[f'stdio_ratio_{c}']}; same SDK client in-process: "
+        f"{results['inproc_ratio_sdk_client']}; light client over stdio: "
+        f"{results['stdio_ratio_light_client']}"
+    )
+    print(
+        f"CPU per op, SDK / ours (load-robust): in-process {results['inproc_cpu_ratio']}, "
+        f"stdio server {results['stdio_server_cpu_ratio']}; stdio_ratio ceiling with the SDK "
+        f"client driving (a server costing 0): {results['stdio_ratio_ceiling_sdk_client']}"
+    )
+    print(
+        f"{MODERN} ratios (sequential): in-process {results['inproc_ratio_2026']}, "
+        f"stdio {results['stdio_ratio_2026']}"
+    )
+    if modern_note:
+        print(f"{MODERN}: ours = null ({modern_note})")
+    print(
+        f"load average {results['load_avg_start']} -> {results['load_avg_end']} "
+        f"on {results['cpus']} CPUs"
+    )
+    if do_profile:
+        await profile_both(500 if quick else 2000)
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small n, finishes in < 60 s")
+    parser.add_argument("--profile", action="store_true", help="cProfile both in-process sides")
+    parser.add_argument("--no-stdio", action="store_true", help="skip the subprocess part")
+    args = parser.parse_args()
+    quiet_logs()  # the runtime logs at info; the in-process part of our side runs at warning
+    with open(
+        os.devnull, "w"
+    ) as devnull:  # the servers' stderr (the SDK's stdio_client wants a file)
+        result = trio.run(main, args.quick, args.profile, not args.no_stdio, devnull)
+    print(json.dumps(result))
