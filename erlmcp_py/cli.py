@@ -14,15 +14,20 @@ from erlmcp_py.logging import configure_logging
 __all__ = ["main", "runtime_config"]
 
 
-def runtime_config(elicitation_timeout: float | None, dev: bool) -> RuntimeConfig:
+def runtime_config(
+    elicitation_timeout: float | None, dev: bool, rate: int | None = None
+) -> RuntimeConfig:
     """The runtime policy for ``serve``'s options.
 
     Args:
         elicitation_timeout: Deadline of every elicitation (form and URL), or ``None`` for the
             defaults (300 s / 600 s); the expiry warning comes at most a quarter of it early.
         dev: Allow ``http://`` URLs to loopback hosts in URL mode.
+        rate: New elicitations per client per minute, or ``None`` for the default (10).
     """
     fields: dict[str, object] = {"url_dev": dev}
+    if rate is not None:
+        fields["rate"] = rate
     if elicitation_timeout is not None:
         fields.update(
             form_deadline_s=elicitation_timeout,
@@ -36,6 +41,16 @@ def _positive(text: str) -> float:
     value = float(text)
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
 
@@ -54,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
         help="deadline of every elicitation (default: 300 s form, 600 s URL)",
     )
     serve.add_argument("--dev", action="store_true", help="allow http:// loopback URLs in URL mode")
+    serve.add_argument(
+        "--rate",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="new elicitations per client per minute (default: 10)",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -72,12 +94,12 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport == "http":
         from erlmcp_py.transports.http import run_http_cli
 
-        config = runtime_config(args.elicitation_timeout, args.dev)
+        config = runtime_config(args.elicitation_timeout, args.dev, args.rate)
         return run_http_cli(args.host, args.port, config)
     from erlmcp_py.example_server import build_server
     from erlmcp_py.transports.stdio import serve_stdio
 
-    server = build_server(runtime_config(args.elicitation_timeout, args.dev))
+    server = build_server(runtime_config(args.elicitation_timeout, args.dev, args.rate))
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
     os.dup2(2, 1)
