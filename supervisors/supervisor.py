@@ -112,6 +112,10 @@ class _Instance:
         self.value: Any = None
 
 
+_TRY_AGAIN: Final = _Instance()
+"""Marks a queued retry of a child whose restart failed (not a real run of it)."""
+
+
 @dataclass(slots=True)
 class _Child:
     spec: ChildSpec
@@ -223,6 +227,11 @@ class Supervisor:
 
     async def _handle_exit(self, ev: _Exit, intensity: RestartIntensity) -> None:
         child = ev.child
+        if ev.instance is _TRY_AGAIN:
+            # A restart of this child failed earlier; exits queued since were handled first.
+            if child.instance is None and child in self._children:
+                await self._restart(child, intensity)
+            return
         if ev.instance.stopping or child.instance is not ev.instance:
             return  # we stopped it on purpose, or a newer instance already replaced it
         child.instance = None
@@ -241,7 +250,7 @@ class Supervisor:
         await self._restart(child, intensity)
 
     async def _restart(self, failed: _Child, intensity: RestartIntensity) -> None:
-        while True:
+        while True:  # one pass; a failed start re-queues itself (see the except below)
             if not intensity.add_restart(trio.current_time()):
                 log.error(
                     "supervisor_escalating",
@@ -270,6 +279,11 @@ class Supervisor:
             except StartError as exc:
                 log.exception("child_restart_failed", supervisor=self.name, child_id=exc.child_id)
                 failed = next(c for c in self._children if c.spec.id == exc.child_id)
+                # OTP's try_again: queue the retry behind exits already reported, so that a
+                # sibling's death that caused this failure is handled (and restarts what it
+                # must) before we try again — not a tight loop that only ends in escalation.
+                self._exits_send.send_nowait(_Exit(failed, _TRY_AGAIN, ExitKind.CRASHED, exc))
+                return
 
     # ------------------------------------------------------------------ one child
 

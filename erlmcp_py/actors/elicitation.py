@@ -27,6 +27,7 @@ record: each waiter gets ``Failed("runtime_restarted")``, never a hang.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 from collections import Counter
@@ -359,8 +360,10 @@ class ElicitationActor(Actor):
         self._releases: Counter[str] = Counter()
         self._releases_due = trio.Event()
         self.nursery.start_soon(self._flush_releases)
-        # Every elicitation of a previous incarnation died with it: free their slots.
-        await self.ratelimiter.call(ResetPending(), timeout=self._call_timeout)
+        # Every elicitation of a previous incarnation died with it: free their slots. If the
+        # limiter is itself dead, it restarts empty and rest_for_one restarts us after it.
+        with contextlib.suppress(ActorGone, Busy):
+            await self.ratelimiter.call(ResetPending(), timeout=None)
         self._registry["elicitation"] = self.ref
 
     # -- API ---------------------------------------------------------------------------------

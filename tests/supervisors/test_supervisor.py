@@ -303,3 +303,46 @@ def test_child_spec_validation() -> None:
         Supervisor([ChildSpec("x", start), ChildSpec("x", start)])
     with pytest.raises(ValueError, match="max_restarts"):
         Supervisor([], max_restarts=-1)
+
+
+async def test_failed_restart_lets_a_queued_sibling_exit_be_handled_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """rest_for_one: "b" needs "a" to start. Both die at once and b's exit is handled first:
+    b's restart fails while a is down. OTP's try_again queues the retry behind a's exit, which
+    restarts a then b — instead of retrying b in a tight loop until intensity escalates."""
+    alive: dict[str, bool] = {}
+    log: list[str] = []
+    controls: dict[str, trio.Event] = {}
+
+    async def child(name: str, *, task_status: trio.TaskStatus[None]) -> None:
+        if name == "b" and not alive.get("a"):
+            log.append("b-start-failed")
+            raise RuntimeError("a is down")
+        alive[name] = True
+        log.append(f"start-{name}")
+        controls[name] = trio.Event()
+        task_status.started()
+        try:
+            await controls[name].wait()
+        finally:
+            alive[name] = False
+        if name == "b":
+            controls["a"].set()  # a dies right after b: b's exit is queued first
+        raise RuntimeError(f"{name} crashed")
+
+    sup = Supervisor(
+        [ChildSpec("a", child, ("a",)), ChildSpec("b", child, ("b",))],
+        strategy="rest_for_one",
+        max_restarts=5,
+        max_seconds=10,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run)
+        log.clear()
+        controls["b"].set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [c.running for c in sup.which_children()] == [True, True]
+        assert log[-2:] == ["start-a", "start-b"]
+        assert log.count("b-start-failed") <= 1  # one failed try, then a is restarted first
+        sup.request_stop()
