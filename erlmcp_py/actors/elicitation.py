@@ -339,7 +339,6 @@ class ElicitationActor(Actor):
         policy: Policy,
         registry: dict[str, ActorRef],
         metrics: Metrics,
-        call_timeout: float,
         url_policy: UrlPolicy | None = None,
         resolver: Resolver | None = None,
     ) -> None:
@@ -348,7 +347,6 @@ class ElicitationActor(Actor):
         self.resolver = resolver
         self.metrics = metrics
         self._registry = registry
-        self._call_timeout = call_timeout
 
     async def init(self) -> None:
         self.records: dict[str, Record] = {}

@@ -17,16 +17,11 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import RateLimiter
 from supervisors import Actor, ActorRef, ReplyTo
 
-__all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPending"]
+__all__ = ["Acquire", "RateLimiterActor", "ReleaseMany", "ResetPending"]
 
 
 @dataclass(frozen=True, slots=True)
 class Acquire:
-    client: Hashable
-
-
-@dataclass(frozen=True, slots=True)
-class Release:
     client: Hashable
 
 
@@ -57,8 +52,6 @@ class RateLimiterActor(Actor):
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         if type(msg) is Acquire:
             return self.limiter.try_acquire(msg.client, trio.current_time())
-        if type(msg) is Release:
-            return self.limiter.release(msg.client)
         if type(msg) is ReleaseMany:
             for client, count in msg.counts.items():
                 for _ in range(count):

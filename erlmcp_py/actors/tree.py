@@ -89,7 +89,6 @@ class Runtime:
                             self.policy,
                             self._registry,
                             self._metrics,
-                            config.call_timeout_s,
                             self.url_policy,
                             self.resolver,
                         )

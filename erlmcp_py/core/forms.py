@@ -88,7 +88,13 @@ from erlmcp_py.core.schema import (
     thaw,
 )
 from erlmcp_py.core.urlpolicy import UrlPolicy, parse_url
-from erlmcp_py.core.validation import AnswerError, ValidationResult, json_type
+from erlmcp_py.core.validation import (
+    AnswerError,
+    ValidationResult,
+    json_pointer,
+    not_an_object,
+    value_facts,
+)
 
 __all__ = [
     "FIELD_TYPES",
@@ -1424,19 +1430,6 @@ def _check_defaults(compiled: CompiledForm) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _pointer(*tokens: str | int) -> str:
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
-
-
-def _facts(value: object) -> tuple[str, int | None, int | None]:
-    jt = json_type(value)
-    if isinstance(value, str):
-        return jt, len(value), None
-    if isinstance(value, list):
-        return jt, None, len(value)
-    return jt, None, None
-
-
 def _num(v: object) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
@@ -1478,12 +1471,12 @@ def _error(
     message: str,
     where: tuple[str | int, ...] = (),
 ) -> AnswerError:
-    jt, length, items = _facts(value) if value is not _MISSING else (None, None, None)
+    jt, length, items = value_facts(value) if value is not _MISSING else (None, None, None)
     return AnswerError(
         field=p.id,
         constraint=constraint,
         expected=expected,
-        path=_pointer(p.id, *where),
+        path=json_pointer(p.id, *where),
         message=f"{p.field.label}: {message}.",
         actual_type=jt,
         actual_length=length,
@@ -1495,7 +1488,7 @@ def _from_jsonschema(
     p: _Plan, keyword: str, expected: Any, value: object, where: tuple[Any, ...]
 ) -> AnswerError:
     """Turn one jsonschema error on a field's value into an :class:`AnswerError`."""
-    jt, length, items = _facts(value)
+    jt, length, items = value_facts(value)
     f = p.field
     exp: str | int | float | bool | tuple[str, ...] = (
         expected if isinstance(expected, str | int | float | bool) else str(expected)
@@ -1546,7 +1539,7 @@ def _from_jsonschema(
         field=p.id,
         constraint=keyword,
         expected=exp,
-        path=_pointer(p.id, *where),
+        path=json_pointer(p.id, *where),
         message=f"{f.label}: {msg}.",
         actual_type=jt,
         actual_length=length,
@@ -1800,18 +1793,7 @@ def validate_form_answer(
         in form order, none of them containing a submitted value.
     """
     if not isinstance(content, Mapping):
-        jt, length, items = _facts(content)
-        err = AnswerError(
-            field=None,
-            constraint="type",
-            expected="object",
-            path="",
-            message=f"The answer must be an object of fields (got {jt}).",
-            actual_type=jt,
-            actual_length=length,
-            actual_items=items,
-        )
-        return ValidationResult(False, None, (err,))
+        return not_an_object(content)
     by_id = {p.id: p for p in compiled._plans}
     known = by_id.keys()
     unknown = [k for k in content if k not in known]

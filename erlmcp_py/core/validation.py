@@ -229,13 +229,30 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _facts(value: object) -> tuple[str, int | None, int | None]:
+def value_facts(value: object) -> tuple[str, int | None, int | None]:
+    """The only facts an error may state about a value: JSON type, length, item count."""
     jt = json_type(value)
     if jt == "string":
         return jt, len(value), None  # type: ignore[arg-type]
     if jt == "array":
         return jt, None, len(value)  # type: ignore[arg-type]
     return jt, None, None
+
+
+def not_an_object(content: object) -> ValidationResult:
+    """The refusal of an answer that is not a JSON object (it states only type facts)."""
+    jt, length, items = value_facts(content)
+    err = AnswerError(
+        field=None,
+        constraint="type",
+        expected="object",
+        path="",
+        message=f"The answer must be an object of fields (got {jt}).",
+        actual_type=jt,
+        actual_length=length,
+        actual_items=items,
+    )
+    return ValidationResult(False, None, (err,))
 
 
 def summarize(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
@@ -258,7 +275,8 @@ def summarize(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _pointer(*tokens: str | int) -> str:
+def json_pointer(*tokens: str | int) -> str:
+    """An RFC 6901 JSON pointer to ``tokens`` (``~`` and ``/`` escaped)."""
     return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
@@ -445,18 +463,7 @@ class CompiledValidator:
     def validate(self, content: object) -> ValidationResult:
         """Validate an answer's ``content``; see :func:`validate_answer`."""
         if not isinstance(content, Mapping):
-            jt, length, items = _facts(content)
-            err = AnswerError(
-                field=None,
-                constraint="type",
-                expected="object",
-                path="",
-                message=f"The answer must be an object of fields (got {jt}).",
-                actual_type=jt,
-                actual_length=length,
-                actual_items=items,
-            )
-            return ValidationResult(False, None, (err,))
+            return not_an_object(content)
         errors: list[AnswerError] = []
         out: dict[str, Any] = {}
         matched = 0
@@ -477,7 +484,7 @@ class CompiledValidator:
                         field=name,
                         constraint="required",
                         expected=True,
-                        path=_pointer(name),
+                        path=json_pointer(name),
                         message=f"{name}: is required.",
                     )
                 )
@@ -515,7 +522,7 @@ def _check_value(f: _Field, value: Any, errors: list[AnswerError]) -> bool:
                 field=f.name,
                 constraint="finite",
                 expected="finite number",
-                path=_pointer(f.name),
+                path=json_pointer(f.name),
                 message=f"{f.name}: must be a finite number.",
                 actual_type="number",
             )
@@ -552,7 +559,7 @@ def _convert(
     where: tuple[str | int, ...],
     item: bool,
 ) -> AnswerError:
-    jt, length, items = _facts(value)
+    jt, length, items = value_facts(value)
     what = f"{f.name} item {where[1]}" if item else f.name
     exp: str | int | float | bool | tuple[str, ...] = expected
     if keyword == "type":
@@ -590,7 +597,7 @@ def _convert(
         field=f.name,
         constraint=keyword,
         expected=exp,
-        path=_pointer(*where),
+        path=json_pointer(*where),
         message=f"{what}: {msg}.",
         actual_type=jt,
         actual_length=length,
