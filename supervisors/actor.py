@@ -11,8 +11,17 @@ When the actor exits for any reason (crash, cancellation, shutdown, normal stop)
 call, every deferred reply it still owes and the call in flight with :class:`ActorGone`,
 and only then runs ``terminate(reason)`` shielded and time-bounded. So no caller hangs.
 
-Subclass hooks mirror OTP: ``init``, ``handle_call``, ``handle_cast``, ``handle_info``,
-``terminate``. ``handle_call`` returns the reply, :data:`NOREPLY` to answer later from any
+Fast path. :meth:`ActorRef.call_nowait` runs a call *in the caller's task* when the actor
+is idle — parked on an empty mailbox, not stopping — and its synchronous
+``handle_call_nowait`` accepts the message. trio is single-threaded and the handler never
+awaits, so the actor's state is still touched by one handler at a time and in mailbox order,
+exactly as if the actor had taken the message next; what is saved is two task switches. An
+exception from the inline handler crashes the actor as it would from its own task (the
+caller gets :class:`ActorGone`). Otherwise ``call_nowait`` raises ``trio.WouldBlock`` and the
+caller uses :meth:`ActorRef.call`.
+
+Subclass hooks mirror OTP: ``init``, ``handle_call``, ``handle_call_nowait``, ``handle_cast``,
+``handle_info``, ``terminate``. ``handle_call`` returns the reply, :data:`NOREPLY` to answer later from any
 task through ``reply_to.reply(...)`` (OTP's ``noreply`` + ``gen_server:reply``), or
 :class:`ErrorReply` to make the caller raise. An exception escaping a hook crashes the
 actor, as in OTP; its supervisor decides what happens next.
@@ -134,6 +143,7 @@ class _Info:
 
 
 _STOP: Final = object()
+_CRASH: Final = object()  # wakes an idle actor whose inline handler raised: it dies with that
 
 _Envelope = _Call | _Cast | _Info | object
 
@@ -184,6 +194,48 @@ class ActorRef:
             raise Busy(self._shared.name) from None
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise ActorGone(self._shared.name, self._shared.exit_reason or "stopped") from None
+        actor = self._shared.actor
+        if actor is not None:
+            actor._queued += 1  # not idle until the loop has taken this one
+
+    def call_nowait(self, msg: Any) -> Any:
+        """Run the call now, in this task, if the actor is idle; never blocks.
+
+        The actor answers through its synchronous ``handle_call_nowait``. This is the same
+        call as :meth:`call` minus two task switches: it happens only when the actor has
+        nothing queued and nothing in flight, so it takes exactly the turn the mailbox would
+        have given it.
+
+        Raises:
+            trio.WouldBlock: the actor is busy, has mail queued, is stopping, or does not
+                answer ``msg`` synchronously — use :meth:`call`.
+            ActorGone: the actor has exited, or the handler raised (the actor crashes with
+                that exception, as it would in its own task).
+        """
+        shared = self._shared
+        actor = shared.actor
+        if actor is None:
+            raise ActorGone(shared.name, shared.exit_reason or "stopped")
+        if not actor._waiting or actor._queued or actor._stop_reason is not None:
+            if actor._inline_crash is not None:  # dying of an inline crash already
+                raise ActorGone(shared.name, actor._inline_crash)
+            raise trio.WouldBlock
+        actor._waiting = False  # a nested call_nowait on this actor must not run inside
+        try:
+            value = actor.handle_call_nowait(msg)
+        except trio.WouldBlock:
+            raise
+        except Exception as exc:
+            actor._crash_from_inline(exc)
+            raise ActorGone(shared.name, exc) from exc
+        finally:
+            if actor._inline_crash is None:
+                actor._waiting = True
+        if value is NOREPLY:
+            raise TypeError(f"{shared.name}: handle_call_nowait cannot return NOREPLY")
+        if type(value) is ErrorReply:
+            raise value.error
+        return value
 
     async def call(self, msg: Any, timeout: float | None = 5.0) -> Any:
         """Send ``msg`` to ``handle_call`` and wait for the reply.
@@ -275,6 +327,9 @@ class Actor:
     _stop_reason: object = None
     _send: trio.MemorySendChannel[Any] | None = None
     _in_flight: ReplyTo | None = None
+    _waiting = False  # parked in the mailbox receive (idle if nothing is queued)
+    _queued = 0  # envelopes posted through a ref and not yet taken by the loop
+    _inline_crash: Exception | None = None
 
     async def init(self) -> None:
         """Prepare state; the actor is reported ready (and ``start`` returns) after this."""
@@ -282,6 +337,15 @@ class Actor:
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         """Answer a call: return the reply, :data:`NOREPLY` or an :class:`ErrorReply`."""
         raise NotImplementedError(f"{type(self).__name__} does not handle calls: {msg!r}")
+
+    def handle_call_nowait(self, msg: Any) -> Any:
+        """Answer a call synchronously for :meth:`ActorRef.call_nowait` (optional).
+
+        Return the reply or an :class:`ErrorReply`; raise ``trio.WouldBlock`` for a message
+        that needs ``handle_call`` (the default for every message). Must not await, so it
+        may only touch state that ``handle_call`` would touch synchronously too.
+        """
+        raise trio.WouldBlock
 
     async def handle_cast(self, msg: Any) -> None:
         """Handle a cast (no reply)."""
@@ -344,8 +408,16 @@ class Actor:
                     started = True
                     log.debug("actor_started", actor=name)
                     while self._stop_reason is None:
-                        env = await recv.receive()
+                        self._waiting = True
+                        try:
+                            env = await recv.receive()
+                        finally:
+                            self._waiting = False
+                        if env is _CRASH:
+                            assert self._inline_crash is not None
+                            raise self._inline_crash
                         if env is not _STOP:
+                            self._queued -= 1
                             await self._dispatch(env)
                 except Exception as exc:
                     crash = exc  # re-raised below, not wrapped in the nursery's exception group
@@ -363,6 +435,16 @@ class Actor:
             if started:
                 await self._run_terminate(reason)
                 _log_exit(name, reason)
+
+    def _crash_from_inline(self, exc: Exception) -> None:
+        """An inline handler raised: the actor dies with ``exc`` as if it had raised it."""
+        self._inline_crash = exc
+        self._waiting = False
+        if self._send is not None:
+            # The mailbox is empty (we were idle), so the sentinel fits; a closed one means
+            # the actor is already gone.
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                self._send.send_nowait(_CRASH)
 
     def _fail_waiters(self, recv: trio.MemoryReceiveChannel[Any], gone: ActorGone) -> None:
         # No checkpoint from here to recv.close(): no sender can slip a call in between.

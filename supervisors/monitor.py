@@ -8,7 +8,9 @@ gets ``BrokenResourceError`` when ``task`` exits, for any reason.
 Theory of operation: a :class:`MonitorHub` keeps **one** watcher task per watched task,
 however many subscribers it has (an owner may have thousands of elicitations). Subscribing
 and unsubscribing are O(1) dictionary operations; when the last subscriber of a task leaves,
-its watcher is cancelled and the breaker deregistered. When the watched task exits, the
+its watcher is cancelled and the breaker deregistered — or, with ``keep_idle_watchers``,
+kept until the task exits, so a task that subscribes again and again (a tool asking its
+user one question after another) costs one watcher spawn, not one per subscription. When the watched task exits, the
 watcher calls every subscriber's callback synchronously (callbacks must not block: cancel a
 scope, ``send_nowait`` a message, set an event).
 """
@@ -76,8 +78,9 @@ class _Watch:
 class MonitorHub:
     """Shared task watchers. Create with :func:`open_monitor_hub`."""
 
-    def __init__(self, nursery: trio.Nursery) -> None:
+    def __init__(self, nursery: trio.Nursery, *, keep_idle_watchers: bool = False) -> None:
         self._nursery = nursery
+        self._keep_idle = keep_idle_watchers
         self._watches: dict[trio.lowlevel.Task, _Watch] = {}
         self._keys = itertools.count()
         self._closed = False
@@ -106,8 +109,12 @@ class MonitorHub:
         return self.monitor(task, lambda _task: scope.cancel())
 
     def watched_tasks(self) -> int:
-        """How many distinct tasks are being watched (one watcher task each)."""
+        """How many distinct tasks are being watched (one watcher task each), idle ones too."""
         return len(self._watches)
+
+    def is_watching(self, task: trio.lowlevel.Task) -> bool:
+        """Whether ``task`` has a watcher (with or without subscribers)."""
+        return task in self._watches
 
     def subscriber_count(self, task: trio.lowlevel.Task) -> int:
         """How many live subscriptions ``task`` has."""
@@ -118,7 +125,7 @@ class MonitorHub:
         watch = self._watches.get(task)
         if watch is None or watch.subscribers.pop(key, None) is None:
             return
-        if not watch.subscribers and not watch.fired:
+        if not watch.subscribers and not watch.fired and not self._keep_idle:
             del self._watches[task]
             watch.scope.cancel()
 

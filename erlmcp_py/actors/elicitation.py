@@ -31,7 +31,7 @@ import contextlib
 import math
 import secrets
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,6 +322,15 @@ class ExtendIt:
 
 
 @dataclass(frozen=True, slots=True)
+class _Ask:
+    """A call step: ask ``ref`` for ``message``, then answer with ``then(its reply)``."""
+
+    ref: ActorRef
+    message: Any
+    then: Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
 class CompleteIt:
     elicitation_id: str
     tenant: Tenant
@@ -354,7 +363,8 @@ class ElicitationActor(Actor):
         self.live = 0
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
-        self.hub = MonitorHub(self.nursery)
+        # A tool that asks several questions in a row keeps one watcher; it ends with the tool.
+        self.hub = MonitorHub(self.nursery, keep_idle_watchers=True)
         self._releases: Counter[str] = Counter()
         self._releases_due = trio.Event()
         self.nursery.start_soon(self._flush_releases)
@@ -366,11 +376,28 @@ class ElicitationActor(Actor):
 
     # -- API ---------------------------------------------------------------------------------
 
+    def handle_call_nowait(self, msg: Any) -> Any:
+        step = self._step(msg)
+        if type(step) is _Ask:
+            return step.then(self._ask_nowait(step.ref, step.message))
+        return step
+
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
+        step = self._step(msg)
+        if type(step) is _Ask:
+            return step.then(await self._ask(step.ref, step.message))
+        return step
+
+    def _step(self, msg: Any) -> Any:
+        """Answer ``msg``, or say which sibling to ask first (:class:`_Ask`).
+
+        Written once for both paths: inline (``call_nowait``: the sibling is asked inline
+        too, or the whole call falls back to the mailbox) and in the actor's own task.
+        """
         self._evict(trio.current_time())
         kind = type(msg)
         if kind is Create:
-            return await self._create(msg)
+            return _Ask(self.ratelimiter, Acquire(msg.client), lambda d: self._admit(msg, d))
         if kind is ListAll:
             return [r.info() for r in self.records.values() if r.tenant == msg.tenant]
         record = self.records.get(msg.elicitation_id)
@@ -392,7 +419,16 @@ class ElicitationActor(Actor):
             assert isinstance(reply, ExtensionRefused)
             return ErrorReply(ExtensionDenied(reply.reason, reply.max_extensions))
         if kind is CompleteIt:
-            return await self._complete(record, msg.content)
+            size = json_size(msg.content)
+            limit = self.policy.sizes.answer_bytes
+            if size > limit:
+                return ErrorReply(ResultTooLarge(size, limit))
+            request = record.request
+            return _Ask(
+                self.validator,
+                Validate(request.requested_schema, request.validator, msg.content),
+                lambda verdict: self._complete(record, msg.content, verdict),
+            )
         raise TypeError(f"unknown elicitation call {kind.__name__}")
 
     async def _ask(self, ref: ActorRef, msg: Any) -> Any:
@@ -408,8 +444,16 @@ class ElicitationActor(Actor):
         except (Busy, ActorGone) as exc:
             return ErrorReply(exc)
 
-    async def _create(self, msg: Create) -> Any:
-        decision = await self._ask(self.ratelimiter, Acquire(msg.client))
+    @staticmethod
+    def _ask_nowait(ref: ActorRef, msg: Any) -> Any:
+        """:meth:`_ask` inline; ``trio.WouldBlock`` (the sibling is busy) propagates."""
+        try:
+            return ref.call_nowait(msg)
+        except (Busy, ActorGone) as exc:
+            return ErrorReply(exc)
+
+    def _admit(self, msg: Create, decision: Any) -> Any:
+        """The rate limiter's ``decision`` is in: register the record and start its child."""
         if isinstance(decision, ErrorReply):
             return decision
         if isinstance(decision, Refused):
@@ -428,19 +472,15 @@ class ElicitationActor(Actor):
         self.live += 1
         self.metrics.on_created(record.mode)
         record.monitor = self.hub.monitor(msg.owner, record.on_owner_down)
+        # Started here, not in the child: the request is outstanding from the create on, so
+        # an application completion that comes before the child's first turn is honoured.
+        record.apply(record.core.start())
         self.nursery.start_soon(self._child, record)
         self._event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
-    async def _complete(self, record: Record, content: Any) -> Any:
-        size = json_size(content)
-        limit = self.policy.sizes.answer_bytes
-        if size > limit:
-            return ErrorReply(ResultTooLarge(size, limit))
-        request = record.request
-        verdict = await self._ask(
-            self.validator, Validate(request.requested_schema, request.validator, content)
-        )
+    def _complete(self, record: Record, content: Any, verdict: Any) -> Any:
+        """The validator's ``verdict`` on the application's completion is in."""
         if isinstance(verdict, ErrorReply):
             return verdict
         if record.core.is_terminal:  # it ended (client answer, deadline…) while we validated
@@ -494,7 +534,6 @@ class ElicitationActor(Actor):
 
     async def _child(self, record: Record) -> None:
         try:
-            record.apply(record.core.start())
             while not record.core.is_terminal or record.work:
                 # One cancel scope per wait, not per effect: effects run under the deadline
                 # (back-pressure cannot stop it); idling waits for the next timer.
@@ -532,7 +571,8 @@ class ElicitationActor(Actor):
             record.scope.deadline = math.inf  # notices after the end are not timed
         if kind is SendRequest:
             assert isinstance(effect, SendRequest)
-            await self._send_request(record, effect)
+            if not record.core.is_terminal:  # ended before its turn: nothing to ask
+                await self._send_request(record, effect)
         elif kind is ValidateAnswer:
             assert isinstance(effect, ValidateAnswer)
             await self._validate(record, effect.content)
@@ -588,7 +628,10 @@ class ElicitationActor(Actor):
         message = Validate(request.requested_schema, request.validator, content)
         while True:
             try:  # no timeout: the record's deadline scope bounds this wait
-                verdict = await self.validator.call(message, timeout=None)
+                try:
+                    verdict = self.validator.call_nowait(message)
+                except trio.WouldBlock:
+                    verdict = await self.validator.call(message, timeout=None)
             except ActorGone:
                 record.feed(RuntimeRestart())  # the validator died; rest_for_one restarts us
                 return
@@ -648,8 +691,17 @@ class ElicitationActor(Actor):
             log.exception("elicitation_notify_failed", elicitation_id=record.id, method=method)
 
     def _release(self, record: Record) -> None:
-        """Free the record's pending slot, batched: a burst of endings (an owner with
-        thousands of elicitations exits) becomes one message, not a mailbox flood."""
+        """Free the record's pending slot: inline when the limiter is idle, else batched — a
+        burst of endings (an owner with thousands of elicitations exits) becomes one
+        message, not a mailbox flood."""
+        if not self._releases:
+            try:
+                self.ratelimiter.call_nowait(ReleaseMany({record.client: 1}))
+                return
+            except ActorGone:
+                return  # a restarted rate limiter starts from empty counts
+            except trio.WouldBlock:
+                pass
         self._releases[record.client] += 1
         self._releases_due.set()
 

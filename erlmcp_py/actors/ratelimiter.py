@@ -50,6 +50,10 @@ class RateLimiterActor(Actor):
         self._registry["ratelimiter"] = self.ref
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
+        return self.handle_call_nowait(msg)
+
+    def handle_call_nowait(self, msg: Any) -> Any:
+        # Every call is synchronous: an idle limiter answers in the caller's task.
         if type(msg) is Acquire:
             return self.limiter.try_acquire(msg.client, trio.current_time())
         if type(msg) is ReleaseMany:

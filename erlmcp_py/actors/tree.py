@@ -116,7 +116,16 @@ class Runtime:
             check_requested_schema(schema, version)
 
     async def _call(self, msg: Any) -> Any:
-        """Call the elicitation actor, riding out one restart of it."""
+        """Call the elicitation actor, riding out one restart of it.
+
+        An idle actor answers inline (``call_nowait``: same turn, no task switch); a busy
+        one through its mailbox under the call timeout.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            return self._registry["elicitation"].call_nowait(msg)
+        except (trio.WouldBlock, ActorGone):
+            pass  # busy, or restarting: the mailbox path below waits for it
         deadline = trio.current_time() + self.config.call_timeout_s
         while True:
             ref = self._registry["elicitation"]

@@ -255,6 +255,7 @@ async def test_other_tenant_id_is_indistinguishable_from_unknown(
         assert str(foreign.value) == str(unknown.value)
     assert await rt.list_elicitations(tenant=BOB) == []
     assert [i.id for i in await rt.list_elicitations(tenant=ALICE)] == [handle.id]
+    await peer.wait_request()  # (the calls above may all have run inline, before the send)
     assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "active"
 
 
@@ -408,6 +409,7 @@ async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.M
     async with open_runtime({"answer_bytes": 100}) as rt:
         peer = MemoryPeer()
         handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await peer.wait_request()
         with pytest.raises(InvalidAnswer):
             await rt.complete_elicitation(handle.id, {"name": 5}, tenant=ALICE)
         with pytest.raises(ResultTooLarge):
@@ -419,6 +421,20 @@ async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.M
             await rt.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
         await trio.testing.wait_all_tasks_blocked()
         assert [n[0] for n in peer.notifications] == ["notifications/cancelled"]
+
+
+async def test_completed_before_the_send_never_reaches_the_client(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    # The idle runtime answered inline: the child task has not run, nothing was sent yet.
+    assert peer.requests == []
+    info = await rt.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
+    assert info.status == "completed"
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+    await trio.testing.wait_all_tasks_blocked()
+    assert peer.requests == [] and peer.notifications == []
 
 
 @pytest.mark.parametrize("victim", ["ratelimiter", "validator", "elicitation"])

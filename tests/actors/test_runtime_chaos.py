@@ -466,8 +466,16 @@ async def check_quiescent(chaos: Chaos) -> None:
     assert len(actor.records) == len(rows)
     assert all(r.core.is_terminal for r in actor.records.values())
     assert actor.live == 0
-    assert actor.hub.watched_tasks() == 0, "an owner watcher outlived its elicitations"
-    leftover = [t.name for t in actor.nursery.child_tasks if not t.name.endswith("_flush_releases")]
+    # Watchers outlive subscriptions only while their owner lives: here, just this task.
+    me = trio.lowlevel.current_task()
+    assert actor.hub.watched_tasks() == int(actor.hub.is_watching(me)), "a dead owner's watcher"
+    assert actor.hub.subscriber_count(me) == 0, "an owner watch outlived its elicitation"
+    idle_watcher = f"monitor:{me.name}"  # this task's own watcher, kept while it lives
+    leftover = [
+        t.name
+        for t in actor.nursery.child_tasks
+        if not t.name.endswith("_flush_releases") and t.name != idle_watcher
+    ]
     assert not leftover, f"a child task outlived its elicitation: {leftover}"
     for i, handle in chaos.handles.items():
         record = actor.records.get(handle.id)

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from supervisors import open_monitor_hub, wait_task_exit
+from supervisors import MonitorHub, open_monitor_hub, wait_task_exit
 from tests.conftest import count_tasks
 from tests.supervisors.helpers import current_task_child
 
@@ -92,6 +92,23 @@ async def test_last_unsubscribe_stops_the_watcher() -> None:
         assert hub.watched_tasks() == 0
         assert count_tasks() == baseline
         nursery.cancel_scope.cancel()
+
+
+async def test_keep_idle_watchers_reuses_one_watcher_until_the_task_exits() -> None:
+    fired: list[str] = []
+    async with trio.open_nursery() as hub_nursery, trio.open_nursery() as nursery:
+        hub = MonitorHub(hub_nursery, keep_idle_watchers=True)
+        owner = await nursery.start(current_task_child)
+        baseline = count_tasks()
+        for _ in range(50):  # subscribe, unsubscribe, again: one question after another
+            hub.monitor(owner, lambda _t: fired.append("stale")).cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            assert count_tasks() == baseline + 1  # the same watcher, never respawned
+        assert hub.is_watching(owner) and hub.subscriber_count(owner) == 0
+        hub.monitor(owner, lambda _t: fired.append("down"))
+        nursery.cancel_scope.cancel()  # the owner exits: its watcher goes with it
+    assert fired == ["down"]  # cancelled subscriptions never fire
+    assert hub.watched_tasks() == 0
 
 
 async def test_monitor_of_exited_task_fires_soon_not_inline() -> None:
