@@ -43,6 +43,7 @@ from erlmcp_py.actors.api import ElicitationHandle, ElicitationInfo, Elicitation
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.ratelimiter import Acquire, ReleaseMany, ResetPending
+from erlmcp_py.actors.timers import Timers
 from erlmcp_py.actors.validator import Validate
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
@@ -150,6 +151,7 @@ class Record:
         "rid",
         "scope",
         "tenant",
+        "timer_at",
         "waiter",
         "warned",
         "work",
@@ -184,7 +186,8 @@ class Record:
         self.warned = False
         self.ended_at: float | None = None
         self.monitor: MonitorRef | None = None
-        self.scope: trio.CancelScope | None = None
+        self.scope: trio.CancelScope | None = None  # while the child performs live effects
+        self.timer_at: float | None = None  # the one armed timer (see actors/timers.py)
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) ----------------
 
@@ -205,13 +208,13 @@ class Record:
                 self.actor._on_resolved(self)
             elif kind is SetDeadline:
                 self.warned = False
-                if self.scope is not None and self.waiter is not None:
-                    self.scope.deadline = self.next_timer()
+                self.actor.timers.arm(self, self.next_timer())
             elif kind is ExtensionGranted or kind is ExtensionRefused:
                 replies.append(effect)  # type: ignore[arg-type]
             else:
                 if kind is SendWarning:
                     self.warned = True
+                    self.actor.timers.arm(self, self.next_timer())  # now: the deadline
                 self.work.append(effect)
         self.wake()
         return replies
@@ -246,6 +249,24 @@ class Record:
     def on_owner_down(self, _task: trio.lowlevel.Task) -> None:
         self.feed(OwnerDown())
 
+    @property
+    def timer_key(self) -> str:
+        return self.id
+
+    def on_timer(self, now: float) -> None:
+        """The armed timer is due: the deadline, or the warning before it."""
+        if self.core.is_terminal:
+            return
+        if now >= self.core.deadline:
+            self.feed(DeadlineReached(now))
+            if self.scope is not None:
+                self.scope.cancel()  # interrupt the effect in progress (a blocked send)
+        else:
+            self.warned = True  # fired once for this deadline, warning or not
+            self.feed(WarningDue(now))
+            if not self.core.is_terminal:
+                self.actor.timers.arm(self, self.next_timer())
+
     # -- the child task's sleep ------------------------------------------------------------
 
     def next_timer(self) -> float:
@@ -259,10 +280,6 @@ class Record:
         if waiter is not None:
             self.waiter = None
             trio.lowlevel.reschedule(waiter)
-
-    async def park(self) -> None:
-        self.waiter = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort_park)
 
     def _abort_park(self, _: Any) -> trio.lowlevel.Abort:
         self.waiter = None
@@ -365,6 +382,8 @@ class ElicitationActor(Actor):
         self.validator = self._registry["validator"]
         # A tool that asks several questions in a row keeps one watcher; it ends with the tool.
         self.hub = MonitorHub(self.nursery, keep_idle_watchers=True)
+        self.timers = Timers(Record.on_timer)
+        self.nursery.start_soon(self.timers.run)
         self._releases: Counter[str] = Counter()
         self._releases_due = trio.Event()
         self.nursery.start_soon(self._flush_releases)
@@ -502,6 +521,7 @@ class ElicitationActor(Actor):
         outcome = record.outcome
         assert outcome is not None
         self.live -= 1
+        self.timers.disarm(record)
         self.metrics.on_outcome(record.mode, type(outcome).__name__)
         if record.monitor is not None:
             record.monitor.cancel()
@@ -533,42 +553,35 @@ class ElicitationActor(Actor):
     # -- the child task ----------------------------------------------------------------------
 
     async def _child(self, record: Record) -> None:
+        # The child only performs effects and parks; time is the timer task's (on_timer).
+        # Live effects run in a cancel scope that a deadline cancels (a send blocked by
+        # back-pressure still times out); effects after the end — notices — are not timed.
+        # Parked, the child holds no scope at all: a pending elicitation stays small.
         try:
-            while not record.core.is_terminal or record.work:
-                # One cancel scope per wait, not per effect: effects run under the deadline
-                # (back-pressure cannot stop it); idling waits for the next timer.
-                # (An expired scope is cancelled on entry: the notices after the end get none.)
-                timed = not record.core.is_terminal
-                with trio.CancelScope(
-                    deadline=record.core.deadline if timed else math.inf
-                ) as scope:
-                    record.scope = scope
-                    while True:
-                        while record.work:
+            while True:
+                if record.work:
+                    if record.core.is_terminal:
+                        await self._perform(record, record.work.pop(0))
+                        continue
+                    with trio.CancelScope() as scope:
+                        record.scope = scope
+                        while record.work and not record.core.is_terminal:
                             await self._perform(record, record.work.pop(0))
-                        if record.core.is_terminal:
-                            break
-                        scope.deadline = record.next_timer()
-                        await record.park()
-                        scope.deadline = record.core.deadline
-                record.scope = None
-                if scope.cancelled_caught and not record.core.is_terminal:
-                    now = trio.current_time()
-                    if now >= record.core.deadline:
-                        record.feed(DeadlineReached(now))
-                    else:
-                        record.warned = True  # fired once for this deadline, warning or not
-                        record.feed(WarningDue(now))
+                    record.scope = None
+                    continue
+                if record.core.is_terminal:
+                    break
+                record.waiter = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(record._abort_park)
         finally:
             record.scope = None
+            self.timers.disarm(record)
             if record.rid is not None:
                 record.peer.forget_request(record.rid)
         self._release(record)
 
     async def _perform(self, record: Record, effect: Effect | _NotifyComplete) -> None:
         kind = type(effect)
-        if record.core.is_terminal and record.scope is not None:
-            record.scope.deadline = math.inf  # notices after the end are not timed
         if kind is SendRequest:
             assert isinstance(effect, SendRequest)
             if not record.core.is_terminal:  # ended before its turn: nothing to ask
@@ -627,7 +640,7 @@ class ElicitationActor(Actor):
         request = record.request
         message = Validate(request.requested_schema, request.validator, content)
         while True:
-            try:  # no timeout: the record's deadline scope bounds this wait
+            try:  # no timeout: a deadline cancels the record's effect scope
                 try:
                     verdict = self.validator.call_nowait(message)
                 except trio.WouldBlock:
