@@ -21,8 +21,8 @@ caller gets :class:`ActorGone`). Otherwise ``call_nowait`` raises ``trio.WouldBl
 caller uses :meth:`ActorRef.call`.
 
 Subclass hooks mirror OTP: ``init``, ``handle_call``, ``handle_call_nowait``, ``handle_cast``,
-``handle_info``, ``terminate``. ``handle_call`` returns the reply, :data:`NOREPLY` to answer later from any
-task through ``reply_to.reply(...)`` (OTP's ``noreply`` + ``gen_server:reply``), or
+``handle_info``, ``terminate``. ``handle_call`` returns the reply, :data:`NOREPLY` to answer
+later from any task through ``reply_to.reply(...)`` (OTP's ``noreply`` + ``gen_server:reply``), or
 :class:`ErrorReply` to make the caller raise. An exception escaping a hook crashes the
 actor, as in OTP; its supervisor decides what happens next.
 """
@@ -415,7 +415,7 @@ class Actor:
                             self._waiting = False
                         if env is _CRASH:
                             assert self._inline_crash is not None
-                            raise self._inline_crash
+                            raise self._inline_crash  # noqa: TRY301 -- the actor's own crash
                         if env is not _STOP:
                             self._queued -= 1
                             await self._dispatch(env)

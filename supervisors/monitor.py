@@ -10,9 +10,9 @@ however many subscribers it has (an owner may have thousands of elicitations). S
 and unsubscribing are O(1) dictionary operations; when the last subscriber of a task leaves,
 its watcher is cancelled and the breaker deregistered — or, with ``keep_idle_watchers``,
 kept until the task exits, so a task that subscribes again and again (a tool asking its
-user one question after another) costs one watcher spawn, not one per subscription. When the watched task exits, the
-watcher calls every subscriber's callback synchronously (callbacks must not block: cancel a
-scope, ``send_nowait`` a message, set an event).
+user one question after another) costs one watcher spawn, not one per subscription. When
+the watched task exits, the watcher calls every subscriber's callback synchronously
+(callbacks must not block: cancel a scope, ``send_nowait`` a message, set an event).
 """
 
 from __future__ import annotations

@@ -434,7 +434,8 @@ async def test_completed_before_the_send_never_reaches_the_client(
     assert info.status == "completed"
     assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
     await trio.testing.wait_all_tasks_blocked()
-    assert peer.requests == [] and peer.notifications == []
+    assert peer.requests == []
+    assert peer.notifications == []
 
 
 @pytest.mark.parametrize("victim", ["ratelimiter", "validator", "elicitation"])

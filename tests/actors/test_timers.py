@@ -29,7 +29,8 @@ async def test_fires_each_current_timer_once_at_its_time(
         timers.disarm(a)  # disarmed: 30 never fires
         await trio.sleep(100)
         assert fired == [("b", 10.0), ("c", 25.0)]
-        assert timers.live == 0 and b.timer_at is None
+        assert timers.live == 0
+        assert b.timer_at is None
         nursery.cancel_scope.cancel()
 
 

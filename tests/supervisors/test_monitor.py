@@ -104,7 +104,8 @@ async def test_keep_idle_watchers_reuses_one_watcher_until_the_task_exits() -> N
             hub.monitor(owner, lambda _t: fired.append("stale")).cancel()
             await trio.testing.wait_all_tasks_blocked()
             assert count_tasks() == baseline + 1  # the same watcher, never respawned
-        assert hub.is_watching(owner) and hub.subscriber_count(owner) == 0
+        assert hub.is_watching(owner)
+        assert hub.subscriber_count(owner) == 0
         hub.monitor(owner, lambda _t: fired.append("down"))
         nursery.cancel_scope.cancel()  # the owner exits: its watcher goes with it
     assert fired == ["down"]  # cancelled subscriptions never fire
