@@ -123,9 +123,15 @@ class Runtime:
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            return self._registry["elicitation"].call_nowait(msg)
+            reply = self._registry["elicitation"].call_nowait(msg)
         except (trio.WouldBlock, ActorGone):
             pass  # busy, or restarting: the mailbox path below waits for it
+        else:
+            # A schedule point, as every trio call is: a loop of creates must not starve the
+            # other tasks (the new child takes its first turn). Shielded: what was done is
+            # done, and the caller gets its reply.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return reply
         deadline = trio.current_time() + self.config.call_timeout_s
         while True:
             ref = self._registry["elicitation"]
