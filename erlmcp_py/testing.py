@@ -1,7 +1,13 @@
-"""Test helpers shipped with the library: an in-memory :class:`Peer` you can script.
+"""Test helpers shipped with the library.
 
-``MemoryPeer`` records every request and notification and lets a test answer now, late,
-twice, with garbage, with an error, or never — or disconnect.
+``MemoryPeer`` is an in-memory :class:`Peer` you can script: it records every request and
+notification and lets a test answer now, late, twice, with garbage, with an error, or never —
+or disconnect. It stands in for a session, below the protocol.
+
+``open_memory_client(server, handler=...)`` is a whole in-memory client/server pair: a
+:class:`MemoryClient` (``initialize``, ``list_tools``, ``call_tool``, an elicitation handler,
+``notifications``; both protocol eras) talking JSON-RPC message objects to a real session of
+``server`` (see :mod:`erlmcp_py.transports.memory`).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import trio
 
 from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
 
-__all__ = ["MemoryPeer", "SentRequest"]
+__all__ = ["MemoryClient", "MemoryHandler", "MemoryPeer", "SentRequest", "open_memory_client"]
 
 
 @dataclass(slots=True)
@@ -99,3 +105,11 @@ class MemoryPeer:
         for request_id in list(self.pending):
             sent = self.pending.pop(request_id)
             sent.on_response(PeerGone(self.peer_id))
+
+
+# The in-memory client/server pair lives with the transports; re-exported here for tests.
+from erlmcp_py.transports.memory import (  # noqa: E402
+    MemoryClient,
+    MemoryHandler,
+    open_memory_client,
+)

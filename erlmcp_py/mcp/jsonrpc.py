@@ -73,17 +73,22 @@ __all__ = [
     "Request",
     "RequestId",
     "Response",
+    "dumps",
     "encode",
     "encode_error",
     "encode_notification",
     "encode_request",
     "encode_response",
+    "error_object",
     "internal_error",
     "invalid_params",
     "invalid_request",
     "method_not_found",
+    "notification_object",
     "parse",
     "parse_error",
+    "request_object",
+    "response_object",
     "validate_message",
 ]
 
@@ -160,6 +165,10 @@ class JsonRpcError(ErlmcpError):
     def encode(self) -> bytes:
         """Return the encoded error response frame (see :func:`encode_error`)."""
         return encode_error(self.id, self.code, self.message, self.data)
+
+    def to_object(self) -> dict[str, Any]:
+        """Return the error response as a JSON object (see :func:`error_object`)."""
+        return error_object(self.id, self.code, self.message, self.data)
 
     def __repr__(self) -> str:
         return (
@@ -489,6 +498,52 @@ def _dumps(obj: Any) -> bytes:
     return out
 
 
+def dumps(obj: Any) -> bytes:
+    """Encode a JSON value as one compact frame (see the module docstring).
+
+    Args:
+        obj: A JSON value, e.g. a message object from :func:`request_object`.
+
+    Returns:
+        Compact UTF-8 JSON bytes without a trailing newline.
+
+    Raises:
+        EncodeError: ``obj`` is not encodable as strict JSON.
+    """
+    return _dumps(obj)
+
+
+def request_object(
+    id: RequestId, method: str, params: Mapping[str, Any] | list[Any] | None = None
+) -> dict[str, Any]:
+    """The JSON object of a request (what :func:`encode_request` encodes)."""
+    if params is None:
+        return {"jsonrpc": JSONRPC_VERSION, "id": id, "method": method}
+    return {"jsonrpc": JSONRPC_VERSION, "id": id, "method": method, "params": params}
+
+
+def notification_object(
+    method: str, params: Mapping[str, Any] | list[Any] | None = None
+) -> dict[str, Any]:
+    """The JSON object of a notification (what :func:`encode_notification` encodes)."""
+    if params is None:
+        return {"jsonrpc": JSONRPC_VERSION, "method": method}
+    return {"jsonrpc": JSONRPC_VERSION, "method": method, "params": params}
+
+
+def response_object(id: RequestId, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object of a success response (what :func:`encode_response` encodes)."""
+    return {"jsonrpc": JSONRPC_VERSION, "id": id, "result": result}
+
+
+def error_object(id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """The JSON object of an error response (what :func:`encode_error` encodes)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": JSONRPC_VERSION, "id": id, "error": error}
+
+
 def encode_request(
     id: RequestId, method: str, params: Mapping[str, Any] | list[Any] | None = None
 ) -> bytes:
@@ -505,9 +560,7 @@ def encode_request(
     Raises:
         EncodeError: ``params`` is not encodable as strict JSON.
     """
-    if params is None:
-        return _dumps({"jsonrpc": JSONRPC_VERSION, "id": id, "method": method})
-    return _dumps({"jsonrpc": JSONRPC_VERSION, "id": id, "method": method, "params": params})
+    return _dumps(request_object(id, method, params))
 
 
 def encode_notification(method: str, params: Mapping[str, Any] | list[Any] | None = None) -> bytes:
@@ -523,9 +576,7 @@ def encode_notification(method: str, params: Mapping[str, Any] | list[Any] | Non
     Raises:
         EncodeError: ``params`` is not encodable as strict JSON.
     """
-    if params is None:
-        return _dumps({"jsonrpc": JSONRPC_VERSION, "method": method})
-    return _dumps({"jsonrpc": JSONRPC_VERSION, "method": method, "params": params})
+    return _dumps(notification_object(method, params))
 
 
 def encode_response(id: RequestId, result: Mapping[str, Any]) -> bytes:
@@ -541,7 +592,7 @@ def encode_response(id: RequestId, result: Mapping[str, Any]) -> bytes:
     Raises:
         EncodeError: ``result`` is not encodable as strict JSON.
     """
-    return _dumps({"jsonrpc": JSONRPC_VERSION, "id": id, "result": result})
+    return _dumps(response_object(id, result))
 
 
 def encode_error(
@@ -564,10 +615,7 @@ def encode_error(
     Raises:
         EncodeError: ``data`` is not encodable as strict JSON.
     """
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return _dumps({"jsonrpc": JSONRPC_VERSION, "id": id, "error": error})
+    return _dumps(error_object(id, code, message, data))
 
 
 def encode(message: Message) -> bytes:

@@ -77,6 +77,8 @@ __all__ = ["RELATED_REQUEST", "RequestPeer", "ServerSession", "open_session"]
 log = structlog.get_logger("erlmcp.session")
 
 Send = Callable[[bytes], Awaitable[None]]
+SendMessage = Callable[[dict[str, Any]], Awaitable[None]]
+Frame = bytes | dict[str, Any]
 
 #: The client request the frame being written relates to, as a transport's ``send`` sees it:
 #: set by :class:`RequestPeer` while it writes (the runtime's elicitation tasks) and inherited
@@ -127,10 +129,12 @@ class ServerSession:
         *,
         peer_id: str | None = None,
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+        send_message: SendMessage | None = None,
     ) -> None:
         self._server = server
         self._runtime = runtime
         self._send = send
+        self._send_message = send_message
         self._nursery = nursery
         self._peer_id = peer_id or f"session-{next(_session_numbers)}-{secrets.token_hex(4)}"
         self.max_frame_bytes = max_frame_bytes
@@ -191,8 +195,7 @@ class ServerSession:
             raise ValueError(f"request id {request_id!r} is already pending")
         self._pending[request_id] = on_response
         try:
-            frame = jsonrpc.encode_request(request_id, method, dict(params))
-            await self._write(frame)
+            await self._write(self._frame(jsonrpc.request_object(request_id, method, dict(params))))
         except BaseException:
             self._pending.pop(request_id, None)
             raise
@@ -209,7 +212,7 @@ class ServerSession:
         """
         if method == "notifications/message" and not self._level_enabled(params.get("level")):
             return
-        await self._write(jsonrpc.encode_notification(method, dict(params)))
+        await self._write(self._frame(jsonrpc.notification_object(method, dict(params))))
 
     async def send_raw(self, frame: bytes) -> None:
         """Write an already encoded frame (e.g. a transport-level refusal).
@@ -264,26 +267,52 @@ class ServerSession:
         if self.phase == CLOSED:
             raise PeerGone("session closed")
 
-    async def _write(self, frame: bytes) -> None:
+    def _frame(self, message: dict[str, Any]) -> Frame:
+        """Encode a message object for the transport: bytes, or the object itself when the
+        transport carries messages (``send_message``, the in-memory pair).
+
+        Raises:
+            EncodeError: bytes were wanted and ``message`` is not strict JSON.
+        """
+        if self._send_message is not None:
+            return message
+        return jsonrpc.dumps(message)
+
+    async def _write(self, frame: Frame) -> None:
         if self.phase == CLOSED:
             raise PeerGone("session closed")
-        async with self._write_lock:
+        lock = self._write_lock
+        # One frame at a time on the stream. A message transport's send (a memory channel)
+        # is itself the checkpoint: when nobody holds the lock, take it without an extra trip
+        # through the scheduler. Byte transports keep the lock's checkpoint: Streamable
+        # HTTP's send never yields, and the order of frames on a POST's stream relies on it.
+        if lock.locked() or type(frame) is bytes:
+            await lock.acquire()
+        else:
+            lock.acquire_nowait()
+        try:
             if self.phase == CLOSED:
                 raise PeerGone("session closed")
             try:
-                await self._send(frame)
+                if type(frame) is bytes:
+                    await self._send(frame)
+                else:
+                    assert self._send_message is not None
+                    await self._send_message(frame)  # type: ignore[arg-type]
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 self._log.info("transport_write_failed", error=type(exc).__name__)
                 self._mark_closed()
                 raise PeerGone("transport closed") from exc
+        finally:
+            lock.release()
 
     async def _respond(self, id: RequestId, result: Mapping[str, Any]) -> None:
         with suppress(PeerGone):
-            await self._write(jsonrpc.encode_response(id, result))
+            await self._write(self._frame(jsonrpc.response_object(id, result)))
 
     async def _respond_error(self, error: JsonRpcError) -> None:
         with suppress(PeerGone):
-            await self._write(error.encode())
+            await self._write(self._frame(error.to_object()))
 
     def _mark_closed(self) -> None:
         if self.phase == CLOSED:
@@ -317,13 +346,32 @@ class ServerSession:
         try:
             message = jsonrpc.parse(frame, max_bytes=self.max_frame_bytes)
         except JsonRpcError as exc:
-            if exc.response_id is not None:
-                self._deliver(exc.response_id, PeerError(exc.code, exc.message, exc.data))
-                return
-            self._log.info("bad_frame", code=exc.code, reason=exc.message)
-            await self._respond_error(exc)
+            await self._refuse(exc)
             return
         await self.dispatch(message)
+
+    async def feed_message(self, obj: object) -> None:
+        """Handle one inbound message that is already a JSON value (in-memory transports).
+
+        The same boundary as :meth:`feed` after decoding: :func:`~erlmcp_py.mcp.jsonrpc.
+        validate_message` checks the envelope, and a refused message is answered exactly as a
+        refused frame. There is no byte size to limit: no bytes exist.
+        """
+        if self.phase == CLOSED:
+            return
+        try:
+            message = jsonrpc.validate_message(obj)
+        except JsonRpcError as exc:
+            await self._refuse(exc)
+            return
+        await self.dispatch(message)
+
+    async def _refuse(self, exc: JsonRpcError) -> None:
+        if exc.response_id is not None:
+            self._deliver(exc.response_id, PeerError(exc.code, exc.message, exc.data))
+            return
+        self._log.info("bad_frame", code=exc.code, reason=exc.message)
+        await self._respond_error(exc)
 
     async def dispatch(self, message: jsonrpc.Message) -> None:
         """Handle one parsed message (transports that parse themselves call this)."""
@@ -423,19 +471,18 @@ class ServerSession:
         await self._respond(req.id, {})
 
     async def _run_feature(self, req: Request, call: _Call) -> None:
-        frame: bytes | None = None
+        frame: Frame | None = None
         try:
             with call.scope:
                 try:
                     result = await features.answer(self._server, req)
-                    frame = jsonrpc.encode_response(req.id, result)
+                    frame = self._frame(jsonrpc.response_object(req.id, result))
                 except JsonRpcError as exc:
-                    frame = exc.with_id(req.id).encode()
+                    frame = self._frame(exc.with_id(req.id).to_object())
                 except jsonrpc.EncodeError:
                     self._log.warning("result_unencodable", method=req.method[:80])
-                    frame = jsonrpc.internal_error(
-                        "Result could not be encoded", None, req.id
-                    ).encode()
+                    error = jsonrpc.internal_error("Result could not be encoded", None, req.id)
+                    frame = self._frame(error.to_object())
             if call.scope.cancelled_caught:
                 self._log.info("request_cancelled", method=req.method[:80])
                 return
@@ -625,6 +672,7 @@ async def open_session(
     *,
     peer_id: str | None = None,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    send_message: SendMessage | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -634,10 +682,19 @@ async def open_session(
         send: Writes one frame to the client (the transport adds framing).
         peer_id: Connection id; default: a fresh random one.
         max_frame_bytes: Inbound frame limit.
+        send_message: For a transport that carries message objects instead of bytes (the
+            in-memory pair): the session's own messages go to it unencoded; ``send`` still
+            gets the frames other layers encode themselves (2026-07-28 answers, refusals).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
-            server, runtime, send, nursery, peer_id=peer_id, max_frame_bytes=max_frame_bytes
+            server,
+            runtime,
+            send,
+            nursery,
+            peer_id=peer_id,
+            max_frame_bytes=max_frame_bytes,
+            send_message=send_message,
         )
         server.sessions.add(session)
         try:

@@ -1,0 +1,501 @@
+"""In-memory client/server pair: our own client talking to a :class:`ServerSession` in-process.
+
+Theory of operation
+-------------------
+:func:`open_memory_client` opens the server's runtime (unless it is running), one session and
+a :class:`MemoryClient`, joined by two trio memory channels that carry JSON-RPC *message
+objects* (the dicts a JSON parser would produce), never JSON text — as the official SDK's
+``InMemoryTransport`` carries message objects. What crosses is still checked at the same
+boundary as on a wire:
+
+* client → server: one server reader task hands each message to
+  :meth:`ServerSession.feed_message`, which runs :func:`~erlmcp_py.mcp.jsonrpc.validate_message`
+  (the check every decoded wire frame goes through: one object, ``"jsonrpc": "2.0"``, ids a
+  string or an integer, params an object or an array, no batches…); a refused message gets the
+  same ``-32600`` error response a refused frame gets. There is no byte size to limit (no bytes
+  exist); the runtime's own limits (answer size, schema size) apply as always.
+* server → client: the session writes its messages unencoded (``send_message``); frames other
+  layers encode themselves (2026-07-28 answers) are decoded. The client checks every message
+  with ``validate_message`` too, and ignores what it refuses (logged).
+
+The client → server channel is unbounded and the server → client one bounded, so the client's
+reader never blocks on the server (it answers ``elicitation/create`` from its reader task
+without waiting) and the server's writes get back-pressure from a client that does not read:
+neither side can deadlock the other.
+
+Server requests (``elicitation/create``, ``sampling/createMessage``, ``ping``…) go to the
+client's ``handler``. A plain function is answered inline, in the reader task; a coroutine
+function runs in a task of its own (it may take its time, or call the server). The handler
+returns the result object, ``None`` to leave the request unanswered, or raises
+:class:`~erlmcp_py.mcp.client.ClientRequestError` to answer with that JSON-RPC error.
+``ping`` is answered ``{}`` when there is no handler.
+
+Both protocol eras: with ``protocol_version`` 2025-06-18 / 2025-11-25 call
+:meth:`MemoryClient.initialize` first (a session); with 2026-07-28 every request carries the
+per-request ``_meta`` (version, capabilities, client info) and :meth:`MemoryClient.call_tool`
+drives MRTR itself: an ``InputRequiredResult`` is answered through the same handler and the
+call retried with ``inputResponses`` and the ``requestState``, until the result is complete.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from typing import Any, Final
+
+import pydantic_core
+import structlog
+import trio
+
+from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
+from erlmcp_py.mcp.jsonrpc import ErrorResponse, JsonRpcError, Notification, Request, Response
+from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, MODERN_VERSIONS, PROTOCOL_VERSION
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import ServerSession, open_session
+
+__all__ = ["MemoryClient", "MemoryHandler", "open_memory_client"]
+
+log = structlog.get_logger("erlmcp.memory")
+
+MemoryHandler = Callable[
+    [ServerRequest], Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None
+]
+"""Answers a server request: a result object, or ``None`` to leave it unanswered; may raise
+:class:`~erlmcp_py.mcp.client.ClientRequestError`. Plain functions are answered inline."""
+
+DEFAULT_VERSION: Final = "2025-11-25"
+CLIENT_NAME: Final = {"name": "erlmcp-py-memory-client", "version": "0.1.0"}
+
+
+class _Slot:
+    """Where the response to one of our requests lands; the requester parks on it."""
+
+    __slots__ = ("response", "task")
+
+    def __init__(self) -> None:
+        self.response: dict[str, Any] | None = None
+        self.task: trio.lowlevel.Task | None = None
+
+
+class MemoryClient:
+    """The client end of an in-memory pair. Create with :func:`open_memory_client`.
+
+    Attributes:
+        session: The server's side of the connection (read-only: for inspection in tests).
+        protocol_version: The version requested (after :meth:`initialize`: the negotiated one).
+        capabilities: The client capabilities declared (``initialize`` or every ``_meta``).
+        server_info: ``serverInfo`` of the initialize result (``{}`` before).
+        notifications: ``(method, params)`` of every notification received.
+        server_requests: Every server request received (``keep_history=False``: none kept).
+        refused: Messages from the server that failed the JSON-RPC check (should stay empty).
+        unmatched: Responses that answer none of our waiting requests — e.g. the ``id: null``
+            error answering a message the server refused (``keep_history=False``: none kept).
+    """
+
+    def __init__(
+        self,
+        session: ServerSession,
+        to_server: trio.MemorySendChannel[Any],
+        nursery: trio.Nursery,
+        *,
+        handler: MemoryHandler | None,
+        protocol_version: str,
+        capabilities: Mapping[str, Any],
+        keep_history: bool,
+    ) -> None:
+        self.session = session
+        self.protocol_version = protocol_version
+        self.capabilities: dict[str, Any] = dict(capabilities)
+        self.server_info: dict[str, Any] = {}
+        self.notifications: list[tuple[str, Mapping[str, Any]]] = []
+        self.server_requests: list[ServerRequest] = []
+        self.refused: list[Any] = []
+        self.unmatched: list[dict[str, Any]] = []
+        self._to_server = to_server
+        self._nursery = nursery
+        self._handler = handler
+        self._handler_is_async = handler is not None and (
+            inspect.iscoroutinefunction(handler)
+            or inspect.iscoroutinefunction(getattr(handler, "__call__", None))  # noqa: B004
+        )
+        self._keep = keep_history
+        self._ids = itertools.count(1)
+        self._waiting: dict[Any, _Slot] = {}
+        self._changed: trio.Event | None = None  # created when someone waits
+
+    @property
+    def modern(self) -> bool:
+        """True when this client speaks the stateless era (2026-07-28): no ``initialize``."""
+        return self.protocol_version in MODERN_VERSIONS
+
+    # -- sending ------------------------------------------------------------------------------
+
+    async def send(self, message: Any) -> None:
+        """Send any value as one message, unchecked (for tests of bad input).
+
+        Raises:
+            trio.BrokenResourceError: the server side is gone.
+        """
+        await self._to_server.send(message)
+
+    async def request_raw(
+        self, method: str, params: Mapping[str, Any] | None = None, *, id: Any = None
+    ) -> dict[str, Any]:
+        """Send a request; return the whole response message (``result`` or ``error``).
+
+        If the wait is cancelled, the server is sent ``notifications/cancelled``.
+        """
+        rid = next(self._ids) if id is None else id
+        message = jsonrpc.request_object(rid, method, None if params is None else dict(params))
+        return await self._exchange(rid, message)
+
+    async def _exchange(self, rid: Any, message: dict[str, Any]) -> dict[str, Any]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if rid in self._waiting:
+            raise ValueError(f"request id {rid!r} is already waiting for its response")
+        slot = _Slot()
+        self._waiting[rid] = slot
+        self._to_server.send_nowait(message)  # unbounded: never blocks
+        # Park until the reader delivers (nothing ran since the send: it cannot be there yet).
+        slot.task = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            slot.task = None
+            if self._waiting.pop(rid, None) is not None:
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._to_server.send_nowait(
+                        jsonrpc.notification_object(
+                            "notifications/cancelled",
+                            {"requestId": rid, "reason": "the client stopped waiting"},
+                        )
+                    )
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+        response = slot.response
+        assert response is not None
+        return response
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, id: Any = None
+    ) -> dict[str, Any]:
+        """Send a request and return its ``result``.
+
+        On 2026-07-28 the request's ``_meta`` is filled in (see :meth:`with_meta`).
+
+        Raises:
+            ClientRequestError: the server answered with an error.
+        """
+        if self.modern:
+            params = self.with_meta(params)
+        response = await self.request_raw(method, params, id=id)
+        error = response.get("error")
+        if error is not None:
+            raise ClientRequestError(error["code"], error["message"], error.get("data"))
+        result: dict[str, Any] = response["result"]
+        return result
+
+    def with_meta(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``params`` with the 2026-07-28 per-request ``_meta`` added (version, capabilities,
+        client info); members already in ``params["_meta"]`` win."""
+        out = dict(params or {})
+        meta = {
+            PROTOCOL_VERSION: self.protocol_version,
+            CLIENT_CAPABILITIES: self.capabilities,
+            CLIENT_INFO: CLIENT_NAME,
+        }
+        meta.update(out.get("_meta") or {})
+        out["_meta"] = meta
+        return out
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification."""
+        await self.send(
+            jsonrpc.notification_object(method, None if params is None else dict(params))
+        )
+
+    async def answer(self, id: Any, result: Mapping[str, Any]) -> None:
+        """Answer a server request by hand."""
+        await self.send(jsonrpc.response_object(id, dict(result)))
+
+    async def answer_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
+        """Answer a server request with a JSON-RPC error by hand."""
+        await self.send(jsonrpc.error_object(id, code, message, data))
+
+    # -- MCP ----------------------------------------------------------------------------------
+
+    async def initialize(self) -> dict[str, Any]:
+        """``initialize`` then ``notifications/initialized`` (session era only).
+
+        Returns:
+            The initialize result; :attr:`protocol_version` becomes the negotiated version.
+        """
+        if self.modern:
+            raise RuntimeError(f"{self.protocol_version} has no initialize (stateless)")
+        result = await self.request(
+            "initialize",
+            {
+                "protocolVersion": self.protocol_version,
+                "capabilities": self.capabilities,
+                "clientInfo": CLIENT_NAME,
+            },
+        )
+        self.protocol_version = str(result.get("protocolVersion", self.protocol_version))
+        self.server_info = dict(result.get("serverInfo") or {})
+        await self.notify("notifications/initialized")
+        return result
+
+    async def discover(self) -> dict[str, Any]:
+        """``server/discover`` (2026-07-28): versions, capabilities and server info."""
+        return await self.request("server/discover", {})
+
+    async def ping(self) -> None:
+        """``ping``; raises :class:`ClientRequestError` if the server answers an error."""
+        await self.request("ping")
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """The ``tools`` of ``tools/list``."""
+        tools: list[dict[str, Any]] = (await self.request("tools/list", {}))["tools"]
+        return tools
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, max_rounds: int = 16
+    ) -> dict[str, Any]:
+        """``tools/call``; returns the ``CallToolResult`` (a tool error is ``isError: true``).
+
+        On 2026-07-28 an ``InputRequiredResult`` is answered through the handler and the call
+        retried (at most ``max_rounds`` rounds).
+
+        Raises:
+            ClientRequestError: a JSON-RPC error (unknown tool, ``-32042``…).
+            RuntimeError: 2026-07-28 only: more than ``max_rounds`` rounds, or an input request
+                the handler left unanswered.
+        """
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if not self.modern:
+            return await self.request("tools/call", params)
+        for _ in range(max_rounds):
+            result = await self.request("tools/call", params)
+            if result.get("resultType") != "input_required":
+                return result
+            responses: dict[str, Any] = {}
+            for key, asked in (result.get("inputRequests") or {}).items():
+                request = ServerRequest(key, asked["method"], asked.get("params") or {})
+                self._record_request(request)
+                try:
+                    answer = await self._run_handler(request)
+                except ClientRequestError as exc:
+                    raise RuntimeError(f"input request {key!r} refused: {exc}") from exc
+                if answer is None:
+                    raise RuntimeError(f"input request {key!r} was left unanswered")
+                responses[key] = dict(answer)
+            params = {
+                "name": name,
+                "arguments": dict(arguments or {}),
+                "requestState": result.get("requestState"),
+                "inputResponses": responses,
+            }
+        raise RuntimeError(f"tools/call {name!r}: no complete result after {max_rounds} rounds")
+
+    # -- waiting ------------------------------------------------------------------------------
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` holds (re-checked after every inbound message)."""
+        while not predicate():
+            if self._changed is None:
+                self._changed = trio.Event()
+            await self._changed.wait()
+
+    async def next_server_request(self, after: int = 0) -> ServerRequest:
+        """Wait for the server request number ``after`` (0-based) and return it."""
+        await self.wait_for(lambda: len(self.server_requests) > after)
+        return self.server_requests[after]
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    async def _reader(self, from_server: trio.MemoryReceiveChannel[Any]) -> None:
+        async for obj in from_server:
+            try:
+                message = jsonrpc.validate_message(obj)
+            except JsonRpcError as exc:
+                self.refused.append(obj)
+                log.warning("server_message_refused", code=exc.code, reason=exc.message)
+                if exc.response_id is not None:
+                    self._deliver(
+                        exc.response_id,
+                        jsonrpc.error_object(exc.response_id, exc.code, exc.message, exc.data),
+                    )
+                continue
+            kind = type(message)
+            if kind is Response or kind is ErrorResponse:
+                self._deliver(message.id, obj)  # type: ignore[union-attr]
+            elif kind is Request:
+                assert isinstance(message, Request)
+                params = message.params if isinstance(message.params, Mapping) else {}
+                request = ServerRequest(message.id, message.method, params)
+                self._record_request(request)
+                self._dispatch(request)
+            else:
+                assert isinstance(message, Notification)
+                params = message.params if isinstance(message.params, Mapping) else {}
+                self.notifications.append((message.method, params))
+            if self._changed is not None:
+                self._changed.set()
+                self._changed = None
+
+    def _record_request(self, request: ServerRequest) -> None:
+        if self._keep:
+            self.server_requests.append(request)
+
+    def _deliver(self, id: Any, response: dict[str, Any]) -> None:
+        slot = self._waiting.pop(id, None)
+        if slot is None:
+            log.info("response_ignored", id=str(id)[:80], why="unknown, late or duplicate")
+            if self._keep:
+                self.unmatched.append(response)
+            return
+        slot.response = response
+        task, slot.task = slot.task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    def _dispatch(self, request: ServerRequest) -> None:
+        handler = self._handler
+        if handler is None:
+            if request.method == "ping":
+                self._reply(jsonrpc.response_object(request.id, {}))
+            return
+        if self._handler_is_async:
+            self._nursery.start_soon(self._answer_later, request)
+            return
+        try:
+            result = handler(request)
+        except ClientRequestError as exc:
+            self._reply(jsonrpc.error_object(request.id, exc.code, exc.message, exc.data))
+            return
+        if inspect.isawaitable(result):  # a callable object returning an awaitable
+            self._nursery.start_soon(self._finish_later, request, result)
+        elif result is not None:
+            self._reply(jsonrpc.response_object(request.id, dict(result)))
+
+    async def _run_handler(self, request: ServerRequest) -> Mapping[str, Any] | None:
+        if self._handler is None:
+            return {} if request.method == "ping" else None
+        result = self._handler(request)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def _answer_later(self, request: ServerRequest) -> None:
+        try:
+            result = await self._run_handler(request)
+        except ClientRequestError as exc:
+            self._reply(jsonrpc.error_object(request.id, exc.code, exc.message, exc.data))
+            return
+        if result is not None:
+            self._reply(jsonrpc.response_object(request.id, dict(result)))
+
+    async def _finish_later(
+        self, request: ServerRequest, pending: Awaitable[Mapping[str, Any] | None]
+    ) -> None:
+        try:
+            result = await pending
+        except ClientRequestError as exc:
+            self._reply(jsonrpc.error_object(request.id, exc.code, exc.message, exc.data))
+            return
+        if result is not None:
+            self._reply(jsonrpc.response_object(request.id, dict(result)))
+
+    def _reply(self, message: dict[str, Any]) -> None:
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            self._to_server.send_nowait(message)
+
+
+@asynccontextmanager
+async def open_memory_client(
+    server: Server,
+    *,
+    handler: MemoryHandler | None = None,
+    protocol_version: str = DEFAULT_VERSION,
+    capabilities: Mapping[str, Any] | None = None,
+    initialize: bool = True,
+    runtime: Any = None,
+    peer_id: str | None = None,
+    buffer: int = 16,
+    keep_history: bool = True,
+) -> AsyncIterator[MemoryClient]:
+    """Connect a :class:`MemoryClient` to ``server`` in-process (see the module docstring).
+
+    Example:
+        >>> async def main(server):
+        ...     def accept(request):
+        ...         return {"action": "accept", "content": {"name": "Ada"}}
+        ...
+        ...     async with open_memory_client(server, handler=accept) as client:
+        ...         result = await client.call_tool("greet")
+
+    Args:
+        server: The server.
+        handler: Answers server requests (``elicitation/create``…); see :data:`MemoryHandler`.
+        protocol_version: ``2025-06-18`` / ``2025-11-25`` (session) or ``2026-07-28``
+            (stateless, MRTR).
+        capabilities: Client capabilities; default ``{"elicitation": {"form": {}}}``.
+        initialize: Session era: send ``initialize`` and ``notifications/initialized`` first.
+        runtime: The elicitation runtime to use; default: ``server.runtime`` if it is running,
+            else one opened (and closed) here.
+        peer_id: The session id (the rate-limit key); default: a fresh one.
+        buffer: Capacity of the server → client channel (messages).
+        keep_history: Record every server request in :attr:`MemoryClient.server_requests`.
+
+    On exit the session closes (tool calls are cancelled; their elicitations end
+    ``abandoned``) and the client's tasks end.
+    """
+    caps = dict(capabilities) if capabilities is not None else {"elicitation": {"form": {}}}
+    to_server, from_client = trio.open_memory_channel[Any](math.inf)
+    to_client, from_server = trio.open_memory_channel[Any](buffer)
+
+    async def send_message(message: dict[str, Any]) -> None:
+        await to_client.send(message)
+
+    async def send(frame: bytes) -> None:  # frames encoded by other layers (2026-07-28)
+        await to_client.send(pydantic_core.from_json(frame))
+
+    async with AsyncExitStack() as stack:
+        if runtime is None:
+            runtime = server.runtime
+        if runtime is None:
+            runtime = await stack.enter_async_context(server.running())
+        session = await stack.enter_async_context(
+            open_session(server, runtime, send, peer_id=peer_id, send_message=send_message)
+        )
+        # Both readers and the client's handler tasks; cancelled first on exit, then the
+        # session closes (its tool tasks are cancelled) and the runtime, if opened here.
+        tasks = await stack.enter_async_context(trio.open_nursery())
+
+        async def serve() -> None:
+            async for message in from_client:
+                await session.feed_message(message)
+
+        tasks.start_soon(serve)
+        client = MemoryClient(
+            session,
+            to_server,
+            tasks,
+            handler=handler,
+            protocol_version=protocol_version,
+            capabilities=caps,
+            keep_history=keep_history,
+        )
+        tasks.start_soon(client._reader, from_server)
+        try:
+            if initialize and not client.modern:
+                await client.initialize()
+            yield client
+        finally:
+            tasks.cancel_scope.cancel()
+            to_server.close()
+            from_server.close()

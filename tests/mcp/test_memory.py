@@ -1,0 +1,254 @@
+"""The in-memory client/server pair (``erlmcp_py.testing.open_memory_client``), both eras,
+against the real runtime on trio's autojump clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from pydantic import BaseModel, Field
+
+from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.errors import ToolError
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.testing import MemoryClient, open_memory_client
+
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+ERAS = pytest.mark.parametrize("version", [LEGACY, MODERN])
+
+
+class Person(BaseModel):
+    name: str
+    age: int = Field(ge=0, le=150)
+    subscribe: bool = False
+
+
+def build() -> Server:
+    server = Server("memory-test", "1.0.0")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        outcome = await ctx.elicit("Who are you?", Person)
+        if isinstance(outcome, Accepted):
+            return f"hello {outcome.content.name} ({outcome.content.age})"
+        return type(outcome).__name__
+
+    @server.tool()
+    async def add(a: int, b: int = 1) -> int:
+        return a + b
+
+    @server.tool()
+    async def fail() -> str:
+        raise ToolError("it broke")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        await ctx.log("warning", "careful")
+        return "done"
+
+    return server
+
+
+def accept(request: ServerRequest) -> dict[str, Any]:
+    assert request.method == "elicitation/create"
+    return {"action": "accept", "content": {"name": "Ada", "age": 36}}
+
+
+def text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+@ERAS
+async def test_accept(version: str, autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_client(build(), handler=accept, protocol_version=version) as client:
+        assert text(await client.call_tool("ask")) == "hello Ada (36)"
+        (asked,) = client.server_requests
+        schema = asked.params["requestedSchema"]
+        assert set(schema["properties"]) == {"name", "age", "subscribe"}
+        assert asked.params["message"] == "Who are you?"
+
+
+@ERAS
+@pytest.mark.parametrize(("action", "outcome"), [("decline", "Declined"), ("cancel", "Cancelled")])
+async def test_decline_and_cancel(
+    version: str, action: str, outcome: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with open_memory_client(
+        build(), handler=lambda _: {"action": action}, protocol_version=version
+    ) as client:
+        assert text(await client.call_tool("ask")) == outcome
+
+
+@ERAS
+async def test_async_handler_runs_in_its_own_task(
+    version: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def slow(request: ServerRequest) -> dict[str, Any]:
+        await trio.sleep(5)  # a human thinking: the reader keeps serving meanwhile
+        return {"action": "accept", "content": {"name": "Bo", "age": 7, "subscribe": True}}
+
+    async with open_memory_client(build(), handler=slow, protocol_version=version) as client:
+        async with trio.open_nursery() as nursery:
+            results: list[str] = []
+
+            async def call() -> None:
+                results.append(text(await client.call_tool("ask")))
+
+            nursery.start_soon(call)
+            await client.next_server_request()
+            assert text(await client.call_tool("add", {"a": 2})) == "3"  # not blocked
+        assert results == ["hello Bo (7)"]
+
+
+@ERAS
+async def test_tools_and_tool_errors(version: str, autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_client(build(), handler=accept, protocol_version=version) as client:
+        names = {tool["name"] for tool in await client.list_tools()}
+        assert names == {"ask", "add", "fail", "chatty"}
+        assert text(await client.call_tool("add", {"a": 40, "b": 2})) == "42"
+        failed = await client.call_tool("fail")
+        assert failed["isError"] is True
+        assert text(failed) == "it broke"
+        bad = await client.call_tool("add", {"a": "x"})
+        assert bad["isError"] is True
+        assert "a:" in text(bad)
+        with pytest.raises(ClientRequestError) as caught:
+            await client.call_tool("nope")
+        assert caught.value.code == -32602
+
+
+async def test_initialize_and_notifications(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_client(build(), handler=accept) as client:
+        assert client.server_info == {"name": "memory-test", "version": "1.0.0"}
+        assert client.protocol_version == LEGACY
+        assert client.session.phase == "ready"
+        assert text(await client.call_tool("chatty")) == "done"
+        assert client.notifications == [
+            ("notifications/message", {"level": "warning", "data": "careful"})
+        ]
+        await client.ping()
+
+
+async def test_modern_discover(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_client(build(), handler=accept, protocol_version=MODERN) as client:
+        discovered = await client.discover()
+        assert MODERN in discovered["supportedVersions"]
+        with pytest.raises(RuntimeError):
+            await client.initialize()
+
+
+async def bad(client: MemoryClient, message: Any, id: Any = None) -> dict[str, Any]:
+    """Send ``message`` unchecked; return the error response the server answers it with."""
+    seen = len(client.unmatched)
+    await client.send(message)
+    with trio.fail_after(10):
+        await client.wait_for(lambda: len(client.unmatched) > seen)
+    (response,) = client.unmatched[seen:]
+    assert response["id"] == id
+    error: dict[str, Any] = response["error"]
+    return error
+
+
+async def test_bad_messages_get_the_wire_errors(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_client(build(), handler=accept) as client:
+        batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
+        assert (await bad(client, batch))["data"] == {"detail": "batches are not supported"}
+        assert (await bad(client, "ping"))["code"] == -32600
+        null_id = {"jsonrpc": "2.0", "id": None, "method": "ping"}
+        assert (await bad(client, null_id))["code"] == -32600
+        float_id = {"jsonrpc": "2.0", "id": 1.5, "method": "ping"}
+        assert (await bad(client, float_id))["code"] == -32600
+        old = {"jsonrpc": "1.0", "id": "v1", "method": "ping"}
+        assert (await bad(client, old, "v1"))["code"] == -32600
+        params = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": "x"}
+        assert (await bad(client, params, 7))["code"] == -32600
+        unknown = {"jsonrpc": "2.0", "id": 8, "method": "no/such"}
+        assert (await bad(client, unknown, 8))["code"] == -32601
+        wrong = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": 3}}
+        assert (await bad(client, wrong, 9))["code"] == -32602
+        # and the session keeps serving
+        assert text(await client.call_tool("ask")) == "hello Ada (36)"
+
+
+async def test_invalid_answer_is_reprompted(autojump_clock: trio.testing.MockClock) -> None:
+    answers = iter(
+        [
+            {"action": "accept", "content": {"name": "Ada", "age": 999}},
+            {"action": "accept", "content": {"name": "Ada", "age": 36}},
+        ]
+    )
+    async with open_memory_client(build(), handler=lambda _: next(answers)) as client:
+        assert text(await client.call_tool("ask")) == "hello Ada (36)"
+        first, second = client.server_requests
+        assert "age" in second.params["message"]
+        assert first.id != second.id
+
+
+async def test_handler_error_answers_a_jsonrpc_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def refuse(request: ServerRequest) -> dict[str, Any]:
+        raise ClientRequestError(-32601, "no elicitation here")
+
+    async with open_memory_client(build(), handler=refuse) as client:
+        assert text(await client.call_tool("ask")) == "Failed"
+
+
+async def test_cancelled_call_cancels_the_tool(autojump_clock: trio.testing.MockClock) -> None:
+    server = build()
+    async with open_memory_client(server, handler=lambda _: None) as client:  # never answers
+        with trio.move_on_after(30):
+            await client.call_tool("ask")
+        runtime = server.runtime
+        assert runtime is not None
+        with trio.fail_after(10):
+            while True:
+                infos = await runtime.list_elicitations(tenant=client.session.tenant)
+                if infos and infos[0].status == "abandoned":
+                    break
+                await trio.sleep(0.1)
+        assert client.session._calls == {}
+        (elicit,) = client.server_requests
+        # the server told the client its pending form is moot
+        assert ("notifications/cancelled", {"requestId": elicit.id}) in [
+            (m, {"requestId": p.get("requestId")}) for m, p in client.notifications
+        ]
+
+
+async def test_no_handler_leaves_requests_to_the_script(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(build()) as client:
+        async with trio.open_nursery() as nursery:
+            results: list[str] = []
+
+            async def call() -> None:
+                results.append(text(await client.call_tool("ask")))
+
+            nursery.start_soon(call)
+            request = await client.next_server_request()
+            await client.answer(
+                request.id, {"action": "accept", "content": {"name": "Cy", "age": 1}}
+            )
+        assert results == ["hello Cy (1)"]
+        # a duplicate answer is ignored by the server, which keeps serving
+        await client.answer(request.id, {"action": "decline"})
+        assert text(await client.call_tool("add", {"a": 1})) == "2"
+
+
+async def test_shares_a_running_runtime(autojump_clock: trio.testing.MockClock) -> None:
+    server = build()
+    async with server.running() as runtime:
+        async with (
+            open_memory_client(server, handler=accept, peer_id="a") as one,
+            open_memory_client(server, handler=accept, peer_id="b") as two,
+        ):
+            assert server.runtime is runtime
+            assert text(await one.call_tool("ask")) == text(await two.call_tool("ask"))
+            assert {s.peer_id for s in server.sessions} == {"a", "b"}
+        assert server.sessions == set()
