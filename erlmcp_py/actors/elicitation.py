@@ -28,6 +28,7 @@ record: each waiter gets ``Failed("runtime_restarted")``, never a hang.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import secrets
 from collections import Counter
@@ -381,6 +382,7 @@ class ElicitationActor(Actor):
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
         # A tool that asks several questions in a row keeps one watcher; it ends with the tool.
+        self._bind_log()
         self.hub = MonitorHub(self.nursery, keep_idle_watchers=True)
         self.timers = Timers(Record.on_timer)
         self.nursery.start_soon(self.timers.run)
@@ -537,9 +539,25 @@ class ElicitationActor(Actor):
         for elicitation_id in self.retention.evict(now):
             self.records.pop(elicitation_id, None)
 
+    def _bind_log(self) -> None:
+        """Pin the logger when structlog pins it anyway (``cache_logger_on_first_use``, as
+        ``erlmcp_py.logging.configure_logging`` sets): its level is then fixed, so a
+        filtered-out event costs one attribute test instead of a call with eight fields.
+        Otherwise (tests, ``capture_logs``) every event goes through the lazy proxy."""
+        self._log: Any = log
+        self._log_events = True
+        if structlog.get_config().get("cache_logger_on_first_use"):
+            bound = log.bind()
+            self._log = bound
+            is_enabled_for = getattr(bound, "is_enabled_for", None)
+            if is_enabled_for is not None:
+                self._log_events = bool(is_enabled_for(logging.INFO))
+
     def _event(self, name: str, record: Record, **extra: Any) -> None:
+        if not self._log_events:
+            return
         tenant = record.tenant
-        log.info(
+        self._log.info(
             name,
             elicitation_id=record.id,
             mode=record.mode,
