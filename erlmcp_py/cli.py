@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import trio
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.logging import configure_logging
 
-__all__ = ["main", "runtime_config"]
+if TYPE_CHECKING:
+    from erlmcp_py.mcp.server import Server
+
+__all__ = ["load_server", "main", "runtime_config"]
 
 
 def runtime_config(
@@ -35,6 +40,42 @@ def runtime_config(
             warn_before_s=min(60.0, elicitation_timeout / 4),
         )
     return RuntimeConfig.model_validate(fields)
+
+
+def load_server(spec: str, config: RuntimeConfig) -> Server:
+    """The server named by ``--server MODULE:NAME``.
+
+    ``NAME`` is a :class:`~erlmcp_py.mcp.server.Server`, or a function that takes the
+    :class:`RuntimeConfig` built from the command's options (``--rate``,
+    ``--elicitation-timeout``, ``--dev``) and returns one, like the bundled
+    ``erlmcp_py.example_server:build_server``. A ``Server`` object keeps its own policy, except
+    for what those options set. The current directory is importable.
+
+    Raises:
+        ValueError: ``spec`` is not ``MODULE:NAME``, or does not name a server or a factory.
+        ImportError: the module cannot be imported.
+    """
+    from erlmcp_py.mcp.server import Server
+
+    module_name, sep, name = spec.partition(":")
+    if not sep or not module_name or not name.isidentifier():
+        raise ValueError(f"--server must be MODULE:NAME, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    target = getattr(importlib.import_module(module_name), name, None)
+    if isinstance(target, Server):
+        given = {k: getattr(config, k) for k in config.model_fields_set if k != "url_dev"}
+        if config.url_dev:
+            given["url_dev"] = True
+        if given:
+            target.runtime_config = target.runtime_config.model_copy(update=given)
+        return target
+    if callable(target):
+        server = target(config)
+        if isinstance(server, Server):
+            return server
+        raise ValueError(f"{spec} returned {type(server).__name__}, not a Server")
+    raise ValueError(f"{spec} is neither a Server nor a function returning one")
 
 
 def _positive(text: str) -> float:
@@ -76,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="new elicitations per client per minute (default: 10)",
     )
+    serve.add_argument(
+        "--server",
+        default=None,
+        metavar="MODULE:NAME",
+        help="serve your own server: a Server object, or a function taking the runtime "
+        "policy built from these options and returning one (default: the bundled example)",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -91,15 +139,24 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
+    config = runtime_config(args.elicitation_timeout, args.dev, args.rate)
+    server: Server | None = None
+    if args.server is not None:
+        try:
+            server = load_server(args.server, config)
+        except (ValueError, ImportError) as exc:
+            print(f"erlmcp-py serve --server {args.server}: {exc}", file=sys.stderr)
+            return 2
     if args.transport == "http":
         from erlmcp_py.transports.http import run_http_cli
 
-        config = runtime_config(args.elicitation_timeout, args.dev, args.rate)
-        return run_http_cli(args.host, args.port, config)
-    from erlmcp_py.example_server import build_server
+        return run_http_cli(args.host, args.port, config, server=server)
     from erlmcp_py.transports.stdio import serve_stdio
 
-    server = build_server(runtime_config(args.elicitation_timeout, args.dev, args.rate))
+    if server is None:
+        from erlmcp_py.example_server import build_server
+
+        server = build_server(config)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
     os.dup2(2, 1)

@@ -854,20 +854,23 @@ def _with_host(config: HttpConfig, host: str) -> HttpConfig:
     return replace(config, allowed_hosts=(*config.allowed_hosts, host))
 
 
-def run_http_cli(host: str, port: int, runtime_config: Any) -> int:
-    """``erlmcp-py serve --transport http``: serve the example server until interrupted.
+def run_http_cli(host: str, port: int, runtime_config: Any, server: Server | None = None) -> int:
+    """``erlmcp-py serve --transport http``: serve a server until interrupted.
 
     Args:
         host: Address to bind.
         port: TCP port.
         runtime_config: The runtime policy built from the command's options.
+        server: The server (``--server``); default: the example server built with
+            ``runtime_config``.
 
     Returns:
         The process exit status.
     """
-    from erlmcp_py.example_server import build_server
+    if server is None:
+        from erlmcp_py.example_server import build_server
 
-    server = build_server(runtime_config)
+        server = build_server(runtime_config)
     try:
         trio.run(lambda: serve_http(server, host=host, port=port))
     except KeyboardInterrupt:

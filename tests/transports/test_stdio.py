@@ -257,3 +257,35 @@ def test_library_serve_stdio_keeps_stdout_pure_mcp(tmp_path: Any) -> None:
     assert "a stray print from the tool" in errors
     assert "initialize" in errors  # the runtime's logs went to stderr
     assert process.returncode == 0
+
+
+# -- serve --server MODULE:NAME ------------------------------------------------------------------
+
+
+async def _confirm(request: ServerRequest) -> dict[str, Any]:
+    return {"action": "accept", "content": {"confirm": True}}
+
+
+async def test_serve_a_server_of_your_own() -> None:
+    factory = ("--server", "tests.transports.custom_server:build", "--rate", "5000")
+    async with serve(*factory, handler=_confirm) as client:
+        init = await client.initialize()
+        assert init["serverInfo"]["name"] == "custom"
+        result = await client.call_tool("policy")
+        assert result["content"][0]["text"] == "rate=5000 deadline=300"
+    assert client.process.returncode == 0
+    instance = ("--server", "tests.transports.custom_server:instance")
+    async with serve(*instance, "--elicitation-timeout", "9", handler=_confirm) as client:
+        await client.initialize()
+        result = await client.call_tool("policy")
+        assert result["content"][0]["text"] == "rate=7 deadline=9"  # its own rate kept
+
+
+async def test_serve_refuses_a_bad_server_name() -> None:
+    for spec in ("nocolon", "tests.transports.custom_server:not_a_server", "no_such_mod:x"):
+        with trio.fail_after(LIMIT):
+            done = await trio.run_process(
+                [*SERVE, "--server", spec], capture_stderr=True, check=False
+            )
+        assert done.returncode == 2
+        assert f"--server {spec}: ".encode() in done.stderr
