@@ -575,11 +575,16 @@ class ElicitationActor(Actor):
         # Live effects run in a cancel scope that a deadline cancels (a send blocked by
         # back-pressure still times out); effects after the end — notices — are not timed.
         # Parked, the child holds no scope at all: a pending elicitation stays small.
+        # An effect that can finish without waiting (a peer that takes the request at once,
+        # an idle validator) is done in the child's own turn, without a scope.
         try:
             while True:
                 if record.work:
                     if record.core.is_terminal:
                         await self._perform(record, record.work.pop(0))
+                        continue
+                    if self._perform_nowait(record, record.work[0]):
+                        record.work.pop(0)
                         continue
                     with trio.CancelScope() as scope:
                         record.scope = scope
@@ -618,11 +623,54 @@ class ElicitationActor(Actor):
                 record, "notifications/elicitation/complete", {"elicitationId": record.id}
             )
 
-    async def _send_request(self, record: Record, effect: SendRequest) -> None:
+    def _perform_nowait(self, record: Record, effect: Effect | _NotifyComplete) -> bool:
+        """Perform a live ``effect`` now if it needs no waiting; ``False``: nothing done."""
+        kind = type(effect)
+        if kind is SendRequest:
+            assert isinstance(effect, SendRequest)
+            send_nowait = getattr(record.peer, "send_request_nowait", None)
+            if send_nowait is None:
+                return False
+            rid = self._next_rid(record, effect)
+            try:
+                send_nowait(
+                    "elicitation/create",
+                    _request_params(record, effect),
+                    request_id=rid,
+                    on_response=_ResponseRoute(record, rid),
+                )
+            except trio.WouldBlock:
+                return False
+            except Exception as exc:
+                self._send_failed(record, exc)
+                return True
+            self._sent(record, effect)
+            return True
+        if kind is ValidateAnswer:
+            assert isinstance(effect, ValidateAnswer)
+            return self._validate_nowait(record, effect.content)
+        return False
+
+    def _next_rid(self, record: Record, effect: SendRequest) -> str:
         if record.rid is not None:
             record.peer.forget_request(record.rid)
         rid = f"{record.id}.{effect.attempt}"
         record.rid = rid
+        return rid
+
+    def _sent(self, record: Record, effect: SendRequest) -> None:
+        record.feed(Sent(trio.current_time()))
+        self._event("sent", record, attempt=effect.attempt)
+
+    def _send_failed(self, record: Record, exc: Exception) -> None:
+        if isinstance(exc, PeerGone):
+            record.feed(TransportFailed("client gone"))
+            return
+        log.error("elicitation_send_failed", elicitation_id=record.id, exc_info=exc)
+        record.feed(TransportFailed(f"send failed: {type(exc).__name__}"))
+
+    async def _send_request(self, record: Record, effect: SendRequest) -> None:
+        rid = self._next_rid(record, effect)
         try:
             await record.peer.send_request(
                 "elicitation/create",
@@ -630,30 +678,53 @@ class ElicitationActor(Actor):
                 request_id=rid,
                 on_response=_ResponseRoute(record, rid),
             )
-        except PeerGone:
-            record.feed(TransportFailed("client gone"))
-            return
         except Exception as exc:
-            log.exception("elicitation_send_failed", elicitation_id=record.id)
-            record.feed(TransportFailed(f"send failed: {type(exc).__name__}"))
+            self._send_failed(record, exc)
             return
-        record.feed(Sent(trio.current_time()))
-        self._event("sent", record, attempt=effect.attempt)
+        self._sent(record, effect)
 
-    async def _validate(self, record: Record, content: Any) -> None:
+    def _answer_too_large(self, record: Record, content: Any) -> bool:
+        """Refuse (feed an invalid verdict for) an answer over the size policy."""
         size = json_size(content)
         limit = self.policy.sizes.answer_bytes
-        if size > limit:
-            error = AnswerError(
-                field="",
-                constraint="maxBytes",
-                expected=f"at most {limit} bytes of JSON",
-                path="",
-                message=f"The answer is too large ({size} bytes; the limit is {limit}).",
-                actual_type=json_type(content),
-                actual_length=size,
+        if size <= limit:
+            return False
+        error = AnswerError(
+            field="",
+            constraint="maxBytes",
+            expected=f"at most {limit} bytes of JSON",
+            path="",
+            message=f"The answer is too large ({size} bytes; the limit is {limit}).",
+            actual_type=json_type(content),
+            actual_length=size,
+        )
+        record.feed(Validated(False, (error,)))
+        return True
+
+    def _validate_nowait(self, record: Record, content: Any) -> bool:
+        """Validate with an idle validator; ``False`` (nothing fed) if that needs waiting:
+        a busy validator, or url fields whose host names must be resolved."""
+        if self._answer_too_large(record, content):
+            return True
+        request = record.request
+        try:
+            verdict = self.validator.call_nowait(
+                Validate(request.requested_schema, request.validator, content)
             )
-            record.feed(Validated(False, (error,)))
+        except trio.WouldBlock:
+            return False
+        except ActorGone:
+            record.feed(RuntimeRestart())  # the validator died; rest_for_one restarts us
+            return True
+        if verdict.ok:
+            url_values = getattr(request.validator, "url_values", None)
+            if url_values is not None and url_values(verdict.content):
+                return False  # DNS: the awaited path validates again, then resolves
+        record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+        return True
+
+    async def _validate(self, record: Record, content: Any) -> None:
+        if self._answer_too_large(record, content):
             return
         request = record.request
         message = Validate(request.requested_schema, request.validator, content)

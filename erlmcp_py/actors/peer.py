@@ -3,6 +3,11 @@
 The protocol layer (``erlmcp_py.mcp``) implements it for real sessions; tests use
 :class:`erlmcp_py.testing.MemoryPeer`. The runtime allocates the JSON-RPC id of every request it
 sends, so it can later send ``notifications/cancelled`` for it.
+
+A peer may also offer ``send_request_nowait`` (same arguments as :meth:`Peer.send_request`,
+synchronous; raises ``trio.WouldBlock`` when the transport cannot take the request without
+waiting). The elicitation child then sends in its own turn, without a cancel scope; when the
+method is missing or would block it awaits ``send_request`` under its deadline.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Peer", "PeerError", "PeerGone", "PeerResponse"]
+__all__ = ["Peer", "PeerError", "PeerGone", "PeerResponse", "SendRequestNowait"]
 
 
 class PeerGone(Exception):
@@ -30,6 +35,20 @@ class PeerError:
 PeerResponse = Mapping[str, Any] | PeerError | PeerGone
 """What ``on_response`` receives: the ``result`` object, the client's error, or ``PeerGone``
 if the session ended while the request was outstanding."""
+
+
+class SendRequestNowait(Protocol):
+    """The optional ``Peer.send_request_nowait``: hand the request over now or raise
+    ``trio.WouldBlock`` (nothing sent); ``PeerGone`` as for ``send_request``."""
+
+    def __call__(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None: ...
 
 
 @runtime_checkable

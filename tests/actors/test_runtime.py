@@ -72,10 +72,13 @@ async def rt() -> AsyncIterator[Runtime]:
         yield runtime
 
 
+@pytest.mark.parametrize("nowait", [True, False], ids=["send_nowait", "send_awaited"])
 async def test_accept_returns_validated_content_with_defaults(
-    rt: Runtime, autojump_clock: trio.testing.MockClock
+    rt: Runtime, autojump_clock: trio.testing.MockClock, nowait: bool
 ) -> None:
-    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "Ada"}})
+    peer = MemoryPeer(
+        auto=lambda r: {"action": "accept", "content": {"name": "Ada"}}, nowait=nowait
+    )
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
     assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})  # idempotent
@@ -100,10 +103,13 @@ async def test_decline_and_cancel(
     assert peer.notifications == []  # the client ended it: nothing to cancel
 
 
+@pytest.mark.parametrize("nowait", [True, False], ids=["send_nowait", "send_awaited"])
 async def test_invalid_answer_is_reprompted_with_errors_then_fails(
-    rt: Runtime, autojump_clock: trio.testing.MockClock
+    rt: Runtime, autojump_clock: trio.testing.MockClock, nowait: bool
 ) -> None:
-    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "", "age": "36"}})
+    peer = MemoryPeer(
+        auto=lambda r: {"action": "accept", "content": {"name": "", "age": "36"}}, nowait=nowait
+    )
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     outcome = await handle.outcome()
     assert isinstance(outcome, Failed)
@@ -128,10 +134,11 @@ async def test_reprompt_then_valid_answer_completes(
     assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).reprompts_used == 1
 
 
+@pytest.mark.parametrize("nowait", [True, False], ids=["send_nowait", "send_awaited"])
 async def test_timeout_warns_then_times_out_and_cancels_client_request(
-    rt: Runtime, autojump_clock: trio.testing.MockClock
+    rt: Runtime, autojump_clock: trio.testing.MockClock, nowait: bool
 ) -> None:
-    peer = MemoryPeer()  # never answers
+    peer = MemoryPeer(nowait=nowait)  # never answers
     start = trio.current_time()
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     assert await handle.outcome() == TimedOut()
@@ -148,6 +155,28 @@ async def test_timeout_warns_then_times_out_and_cancels_client_request(
     )
     assert peer.pending == {}  # correlation dropped: a late answer is ignored
     assert peer.answer(peer.requests[0].id, {"action": "accept"}) is False
+
+
+class StuckPeer(MemoryPeer):
+    """A client whose transport never takes the request (its pipe is full)."""
+
+    async def send_request(self, method: str, params: Any, **kwargs: Any) -> None:
+        await trio.sleep_forever()
+
+
+async def test_a_send_stuck_in_the_transport_still_times_out_on_time(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = StuckPeer(nowait=False)
+    start = trio.current_time()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(300)
+    await trio.testing.wait_all_tasks_blocked()
+    # The deadline cancelled the stuck send: the child is gone and holds nothing.
+    assert rt.metrics()["pending"] == 0
+    children = [t.name for t in rt.actor("elicitation")._shared.actor.nursery.child_tasks]
+    assert not [name for name in children if name.endswith("_child")], children
 
 
 async def test_extensions_are_bounded_and_rearm_the_warning(
@@ -423,19 +452,24 @@ async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.M
         assert [n[0] for n in peer.notifications] == ["notifications/cancelled"]
 
 
-async def test_completed_before_the_send_never_reaches_the_client(
+async def test_completion_racing_the_first_send(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = MemoryPeer()
+    peer = MemoryPeer(nowait=False)  # the send takes a turn: the completion overtakes it
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
-    # The idle runtime answered inline: the child task has not run, nothing was sent yet.
     assert peer.requests == []
     info = await rt.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
     assert info.status == "completed"
     assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
     await trio.testing.wait_all_tasks_blocked()
-    assert peer.requests == []
-    assert peer.notifications == []
+    # The request that was already on its way is withdrawn right after it.
+    (request,) = peer.requests
+    assert peer.notifications == [
+        (
+            "notifications/cancelled",
+            {"requestId": request.id, "reason": "elicitation completed"},
+        )
+    ]
 
 
 @pytest.mark.parametrize("victim", ["ratelimiter", "validator", "elicitation"])

@@ -170,7 +170,10 @@ class Chaos:
     def new_peer(self, *, capable: bool = True) -> MemoryPeer:
         self.peer_seq += 1
         modes = frozenset({"form", "url"}) if capable else frozenset({"url"})
-        peer = MemoryPeer(peer_id=f"peer{self.peer_seq}", modes=modes)
+        # Half the clients take requests at once (send_request_nowait), half make the
+        # child await the send under its deadline scope.
+        nowait = self.rng.random() < 0.5
+        peer = MemoryPeer(peer_id=f"peer{self.peer_seq}", modes=modes, nowait=nowait)
         peer.auto = lambda sent, peer=peer: self.on_request(peer, sent)
         self.all_peers.append(peer)
         return peer
