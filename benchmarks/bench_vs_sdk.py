@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import itertools
 import json
 import os
 import platform
@@ -75,7 +74,6 @@ from typing import Annotated, Any, TextIO
 
 import anyio
 import mcp_types
-import pydantic_core
 import trio
 from _baseline import quiet_logs
 from mcp import Client
@@ -87,10 +85,11 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, Field
 
 from erlmcp_py import Accepted, RuntimeConfig
-from erlmcp_py.mcp.client import open_stdio_client
+from erlmcp_py.mcp.client import ServerRequest, open_stdio_client
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
+from erlmcp_py.testing import MemoryClient, open_memory_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,16 +107,18 @@ ALL_TARGETS = (
     "ours_inproc_legacy_sdkclient",
     "sdk_inproc_2026",
     "ours_inproc_2026",
+    "ours_inproc_2026_sdkclient",
     "sdk_stdio_legacy",
     "ours_stdio_legacy",
+    "ours_stdio_legacy_sdkclient",
     "ours_stdio_legacy_infolog",
-    "sdk_stdio_legacy_lightclient",
-    "ours_stdio_legacy_lightclient",
+    "sdk_stdio_legacy_ourclient",
     "sdk_stdio_2026",
     "ours_stdio_2026",
 )
 # The benchmark asks thousands of times per minute: lift the per-client rate and pending caps.
-OUR_CONFIG: dict[str, Any] = {"rate": 10**9, "max_pending_per_client": 10**9}
+RATE = 10**9
+OUR_CONFIG: dict[str, Any] = {"rate": RATE, "max_pending_per_client": 10**9}
 
 
 class Person(BaseModel):
@@ -220,41 +221,58 @@ server.run()
 """
 )
 
-OUR_SCRIPT = (
-    '''"""erlmcp-py stdio server for bench_vs_sdk. argv: pidfile [log level]."""
+OUR_MODULE = (
+    '''"""erlmcp-py server for bench_vs_sdk, served by ``erlmcp-py serve --server
+bench_server:build`` (the real command). Env BENCH_PIDFILE: where to write the pid."""
 import os
-import sys
 from pathlib import Path
 
-import trio
 from pydantic import BaseModel, Field
 
 from erlmcp_py import Accepted, RuntimeConfig
-from erlmcp_py.logging import configure_logging
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.transports.stdio import serve_stdio
 '''
     + _PERSON_SRC
     + f"""
 MESSAGE = {MESSAGE!r}
-Path(sys.argv[1]).write_text(str(os.getpid()))
-configure_logging("json", sys.argv[2] if len(sys.argv) > 2 else "warning")
-config = RuntimeConfig.model_validate({OUR_CONFIG!r})
-server = Server("erlmcp-bench", "1.0.0", runtime_config=config)
 
 
-@server.tool()
-async def ask(ctx: Context) -> str:
-    outcome = await ctx.elicit(MESSAGE, Person)
-    if not isinstance(outcome, Accepted):
-        raise TypeError("not accepted")
-    return str(outcome.content.name)
+def build(config: RuntimeConfig) -> Server:
+    if os.environ.get("BENCH_PIDFILE"):
+        Path(os.environ["BENCH_PIDFILE"]).write_text(str(os.getpid()))
+    # --rate lifts the rate; 100 callers at once also need more than 100 pending per client.
+    config = config.model_copy(update={{"max_pending_per_client": 10**9}})
+    server = Server("erlmcp-bench", "1.0.0", runtime_config=config)
 
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        outcome = await ctx.elicit(MESSAGE, Person)
+        if not isinstance(outcome, Accepted):
+            raise TypeError("not accepted")
+        return str(outcome.content.name)
 
-trio.run(serve_stdio, server)
+    return server
 """
 )
+
+
+def serve_command(level: str) -> list[str]:
+    """``erlmcp-py serve --transport stdio --rate N --server bench_server:build``."""
+    script = Path(sys.executable).parent / "erlmcp-py"
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "erlmcp_py.cli"]
+    return [
+        *head,
+        "serve",
+        "--transport",
+        "stdio",
+        "--rate",
+        str(RATE),
+        "--server",
+        "bench_server:build",
+        "--log-level",
+        level,
+    ]
 
 
 # -- clients ------------------------------------------------------------------------------------
@@ -277,88 +295,32 @@ def sdk_client_op(client: Client, tool: str) -> Callable[[], Awaitable[None]]:
     return op
 
 
-class MemoryClient:
-    """Minimal JSON-RPC client of our in-memory pair: bytes in, bytes out, a dict of waiters."""
+ANSWER_RESULT: dict[str, Any] = {"action": "accept", "content": ANSWER}
 
-    def __init__(self, to_server: trio.MemorySendChannel[bytes]) -> None:
-        self._to_server = to_server
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, list[Any]] = {}
-        self._answer = {"action": "accept", "content": dict(ANSWER)}
 
-    async def reader(self, from_server: trio.MemoryReceiveChannel[bytes]) -> None:
-        async for frame in from_server:
-            msg = pydantic_core.from_json(frame)
-            if "method" in msg:
-                if "id" in msg and msg["method"] == "elicitation/create":
-                    reply = {"jsonrpc": "2.0", "id": msg["id"], "result": self._answer}
-                    await self._to_server.send(pydantic_core.to_json(reply))
-                continue  # notifications: ignored
-            slot = self._waiting.pop(msg.get("id"), None)
-            if slot is not None:
-                slot[1] = msg
-                slot[0].set()
+def our_answer(request: ServerRequest) -> dict[str, Any]:
+    """Our clients' elicitation handler: accept at once (a plain function: answered inline)."""
+    return {"action": "accept", "content": dict(ANSWER)}
 
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        rid = next(self._ids)
-        slot: list[Any] = [trio.Event(), None]
-        self._waiting[rid] = slot
-        frame = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        await self._to_server.send(pydantic_core.to_json(frame))
-        await slot[0].wait()
-        response: dict[str, Any] = slot[1]
-        if "error" in response:
-            raise BenchError(f"error response: {response['error']}")
-        return response
 
-    async def notify(self, method: str) -> None:
-        await self._to_server.send(pydantic_core.to_json({"jsonrpc": "2.0", "method": method}))
+def our_client_op(client: Any) -> Callable[[], Awaitable[None]]:
+    """One checked call through our own client (``MemoryClient`` or ``StdioClient``)."""
 
-    def op(self) -> Callable[[], Awaitable[None]]:
-        async def op() -> None:
-            response = await self.request("tools/call", {"name": "ask", "arguments": {}})
-            result = response["result"]
-            if result.get("isError") or result["content"][0].get("text") != "Ada":
-                raise BenchError(f"our memory client got {response!r}")
+    async def op() -> None:
+        result = await client.call_tool("ask")
+        if result.get("isError") or result["content"][0].get("text") != "Ada":
+            raise BenchError(f"our client got {result!r}")
 
-        return op
+    return op
 
 
 @asynccontextmanager
-async def our_memory_pair(server: Server) -> AsyncIterator[MemoryClient]:
-    """Our in-memory client/server pair, initialized (2025-11-25, form capability)."""
-    c2s_send, c2s_recv = trio.open_memory_channel[bytes](1)
-    s2c_send, s2c_recv = trio.open_memory_channel[bytes](1)
-    client = MemoryClient(c2s_send)
-
-    async def send(frame: bytes) -> None:
-        await s2c_send.send(frame)
-
-    async with (
-        server.running() as runtime,
-        open_session(server, runtime, send) as session,
-        trio.open_nursery() as nursery,
-    ):
-
-        async def server_reader() -> None:
-            async for frame in c2s_recv:
-                await session.feed(frame)
-
-        nursery.start_soon(server_reader)
-        nursery.start_soon(client.reader, s2c_recv)
-        await client.request(
-            "initialize",
-            {
-                "protocolVersion": LEGACY,
-                "capabilities": {"elicitation": {"form": {}}},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        )
-        await client.notify("notifications/initialized")
-        try:
-            yield client
-        finally:
-            nursery.cancel_scope.cancel()
+async def our_memory_pair(server: Server, version: str = LEGACY) -> AsyncIterator[MemoryClient]:
+    """The library's in-memory pair (``erlmcp_py.testing.open_memory_client``), initialized."""
+    async with open_memory_client(
+        server, handler=our_answer, protocol_version=version, keep_history=False
+    ) as client:
+        yield client
 
 
 @asynccontextmanager
@@ -395,19 +357,6 @@ async def sdk_transport_to_our_session(
             yield to_client_recv, from_client_send
         finally:
             nursery.cancel_scope.cancel()
-
-
-def light_client_op(client: Any) -> Callable[[], Awaitable[None]]:
-    async def op() -> None:
-        result = await client.call_tool("ask")
-        if result.get("isError") or result["content"][0].get("text") != "Ada":
-            raise BenchError(f"scripted client got {result!r}")
-
-    return op
-
-
-async def light_answer(_request: Any) -> dict[str, Any]:
-    return {"action": "accept", "content": dict(ANSWER)}
 
 
 # -- measurement --------------------------------------------------------------------------------
@@ -533,6 +482,15 @@ def show(target: Target, out: dict[str, Any]) -> None:
     print(line, flush=True)
 
 
+def ratio_sum(out: dict[str, Any], num: tuple[str, ...], den: tuple[str, ...]) -> float | None:
+    """``sum(out[num]) / sum(out[den])``, or ``None`` when any figure was not measured."""
+    a = [out.get(k) for k in num]
+    b = [out.get(k) for k in den]
+    if not all(a) or not all(b):
+        return None
+    return round(sum(float(x or 0) for x in a) / sum(float(x or 0) for x in b), 3)
+
+
 def ratio(out: dict[str, Any], num: str, den: str) -> float | None:
     """``out[num] / out[den]``, or ``None`` when either was not measured."""
     a, b = out.get(num), out.get(den)
@@ -578,11 +536,13 @@ async def inproc_group(
         legacy = [
             Target(
                 "sdk_inproc_legacy",
-                "SDK  Client(MCPServer) in-memory [objects]",
+                "SDK  Client(MCPServer) in-memory [message objects]",
                 sdk_client_op(sdk, "ask"),
             ),
             Target(
-                "ours_inproc_legacy", "ours memory pair + minimal client [JSON bytes]", ours.op()
+                "ours_inproc_legacy",
+                "ours open_memory_client(Server) [message objects]",
+                our_client_op(ours),
             ),
         ]
         if extras:
@@ -596,7 +556,7 @@ async def inproc_group(
             legacy.append(
                 Target(
                     "ours_inproc_legacy_sdkclient",
-                    "ours via SDK Client + JSON bridge [extra]",
+                    "ours server <- SDK Client + JSON bridge [extra]",
                     sdk_client_op(bridged, "ask"),
                 )
             )
@@ -617,37 +577,59 @@ async def inproc_group(
         why = notes.get("modern")
         if why is None:
             try:
-                ours_client = await stack.enter_async_context(
-                    Client(
-                        sdk_transport_to_our_session(build_our_server()),
-                        mode=MODERN,
-                        elicitation_callback=sdk_answer,
-                    )
+                ours_modern = await stack.enter_async_context(
+                    our_memory_pair(build_our_server(), MODERN)
                 )
-                op = sdk_client_op(ours_client, "ask")
+                op = our_client_op(ours_modern)
                 why = await probe(op)
             except Exception as exc:
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
             if why is None:
                 modern.append(
-                    Target("ours_inproc_2026", "ours via SDK Client + JSON bridge, ctx.elicit", op)
+                    Target("ours_inproc_2026", "ours open_memory_client, ctx.elicit (MRTR)", op)
                 )
+                if extras:
+                    bridged = await stack.enter_async_context(
+                        Client(
+                            sdk_transport_to_our_session(build_our_server()),
+                            mode=MODERN,
+                            elicitation_callback=sdk_answer,
+                        )
+                    )
+                    modern.append(
+                        Target(
+                            "ours_inproc_2026_sdkclient",
+                            "ours server <- SDK Client + JSON bridge [extra]",
+                            sdk_client_op(bridged, "ask"),
+                        )
+                    )
             else:
                 notes["modern_inproc"] = f"our in-process 2026-07-28 probe failed: {why}"
         await measure(modern, **cfg)
     return legacy, modern
 
 
-def _stdio_transport(script: Path, args: list[str], errlog: TextIO) -> Any:
-    params = StdioServerParameters(command=sys.executable, args=[str(script), *args], cwd=str(ROOT))
+def _sdk_stdio_transport(
+    command: list[str], errlog: TextIO, cwd: Path, env: dict[str, str] | None = None
+) -> Any:
+    params = StdioServerParameters(
+        command=command[0], args=command[1:], cwd=str(cwd), env=env or dict(os.environ)
+    )
     return stdio_client(params, errlog=errlog)
 
 
 @asynccontextmanager
-async def light_stdio_client(script: Path, args: list[str]) -> AsyncIterator[Any]:
-    """Our scripted stdio client (``erlmcp_py.mcp.client``), initialized for form mode."""
+async def our_stdio_client(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[Any]:
+    """Our stdio client (``erlmcp_py.mcp.client``), initialized for form mode."""
     async with open_stdio_client(
-        [sys.executable, str(script), *args], handler=light_answer, stderr=subprocess.DEVNULL
+        command,
+        handler=our_answer,
+        stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env,
+        keep_history=False,
     ) as client:
         await client.initialize({"elicitation": {"form": {}}}, version=LEGACY)
         yield client
@@ -677,43 +659,46 @@ async def open_concurrently(
 async def stdio_group(
     cfg: dict[str, Any], tmp: Path, notes: dict[str, str | None], errlog: TextIO, extras: bool
 ) -> tuple[list[Target], list[Target], list[Target]]:
-    """Subprocess targets: legacy (SDK client), legacy (our scripted client), 2026-07-28.
-
-    All servers are started at once (parallel imports), then measured group by group.
-    """
+    """Subprocess targets: legacy (each side's own client), legacy with the same client on
+    both sides, 2026-07-28 (SDK client). Servers are started at once (parallel imports), then
+    measured group by group."""
     sdk_script = tmp / "sdk_server.py"
-    our_script = tmp / "our_server.py"
     sdk_script.write_text(SDK_SCRIPT)
-    our_script.write_text(OUR_SCRIPT)
+    (tmp / "bench_server.py").write_text(OUR_MODULE)
 
     def pidfile(name: str) -> Path:
         return tmp / f"{name}.pid"
 
-    def sdk_client(script: Path, name: str, *extra: str, mode: str = "legacy") -> Callable[[], Any]:
+    def ours(name: str, level: str = "warning") -> tuple[list[str], dict[str, str]]:
+        """Our server: the real command; the pid comes back through BENCH_PIDFILE."""
+        return serve_command(level), {**os.environ, "BENCH_PIDFILE": str(pidfile(name))}
+
+    def sdk(name: str) -> tuple[list[str], dict[str, str]]:
+        return [sys.executable, str(sdk_script), str(pidfile(name))], dict(os.environ)
+
+    def sdk_client(spec: tuple[list[str], dict[str, str]], mode: str = "legacy") -> Any:
         def factory() -> Client:
-            transport = _stdio_transport(script, [str(pidfile(name)), *extra], errlog)
+            transport = _sdk_stdio_transport(spec[0], errlog, tmp, spec[1])
             return Client(transport, mode=mode, elicitation_callback=sdk_answer)
 
         return factory
 
+    def our_client(spec: tuple[list[str], dict[str, str]]) -> Any:
+        return partial(our_stdio_client, spec[0], tmp, spec[1])
+
     factories: dict[str, Callable[[], Any]] = {
-        "sdk_stdio_legacy": sdk_client(sdk_script, "sdk_stdio_legacy"),
-        "ours_stdio_legacy": sdk_client(our_script, "ours_stdio_legacy", "warning"),
-        "sdk_stdio_2026": sdk_client(sdk_script, "sdk_stdio_2026", mode=MODERN),
+        "sdk_stdio_legacy": sdk_client(sdk("sdk_stdio_legacy")),
+        "ours_stdio_legacy": our_client(ours("ours_stdio_legacy")),
+        "ours_stdio_legacy_sdkclient": sdk_client(ours("ours_stdio_legacy_sdkclient")),
+        "sdk_stdio_2026": sdk_client(sdk("sdk_stdio_2026"), mode=MODERN),
     }
     if notes.get("modern") is None:
-        factories["ours_stdio_2026"] = sdk_client(
-            our_script, "ours_stdio_2026", "warning", mode=MODERN
-        )
+        factories["ours_stdio_2026"] = sdk_client(ours("ours_stdio_2026"), mode=MODERN)
     if extras:
-        factories["ours_stdio_legacy_infolog"] = sdk_client(
-            our_script, "ours_stdio_legacy_infolog", "info"
+        factories["ours_stdio_legacy_infolog"] = our_client(
+            ours("ours_stdio_legacy_infolog", "info")
         )
-        for key, script, extra in (
-            ("sdk_stdio_legacy_lightclient", sdk_script, []),
-            ("ours_stdio_legacy_lightclient", our_script, ["warning"]),
-        ):
-            factories[key] = partial(light_stdio_client, script, [str(pidfile(key)), *extra])
+        factories["sdk_stdio_legacy_ourclient"] = our_client(sdk("sdk_stdio_legacy_ourclient"))
 
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -728,8 +713,8 @@ async def stdio_group(
                 ),
                 Target(
                     "ours_stdio_legacy",
-                    "ours server (trio, log warning) <- SDK stdio client",
-                    sdk_client_op(c["ours_stdio_legacy"], "ask"),
+                    "ours `erlmcp-py serve` (trio) <- our stdio client",
+                    our_client_op(c["ours_stdio_legacy"]),
                     pidfile("ours_stdio_legacy"),
                 ),
             ]
@@ -737,28 +722,32 @@ async def stdio_group(
                 legacy.append(
                     Target(
                         "ours_stdio_legacy_infolog",
-                        "ours server (trio, log info -> /dev/null) <- SDK client [extra]",
-                        sdk_client_op(c["ours_stdio_legacy_infolog"], "ask"),
+                        "ours serve --log-level info (-> /dev/null) <- our client [extra]",
+                        our_client_op(c["ours_stdio_legacy_infolog"]),
                         pidfile("ours_stdio_legacy_infolog"),
                         conc_too=False,
                     )
                 )
             await measure(legacy, **cfg)
 
-            light: list[Target] = []
+            same: list[Target] = [
+                Target(
+                    "ours_stdio_legacy_sdkclient",
+                    "ours `erlmcp-py serve` <- SDK stdio client (same client)",
+                    sdk_client_op(c["ours_stdio_legacy_sdkclient"], "ask"),
+                    pidfile("ours_stdio_legacy_sdkclient"),
+                )
+            ]
             if extras:
-                for key, label in (
-                    (
-                        "sdk_stdio_legacy_lightclient",
-                        "SDK  server <- our scripted stdio client [extra]",
-                    ),
-                    (
-                        "ours_stdio_legacy_lightclient",
-                        "ours server <- our scripted stdio client [extra]",
-                    ),
-                ):
-                    light.append(Target(key, label, light_client_op(c[key]), pidfile(key)))
-                await measure(light, **cfg)
+                same.append(
+                    Target(
+                        "sdk_stdio_legacy_ourclient",
+                        "SDK  server <- our stdio client (same client) [extra]",
+                        our_client_op(c["sdk_stdio_legacy_ourclient"]),
+                        pidfile("sdk_stdio_legacy_ourclient"),
+                    )
+                )
+            await measure(same, **cfg)
 
             modern = [
                 Target(
@@ -775,7 +764,7 @@ async def stdio_group(
                     modern.append(
                         Target(
                             "ours_stdio_2026",
-                            "ours server <- SDK stdio client, ctx.elicit",
+                            "ours `erlmcp-py serve` <- SDK stdio client, ctx.elicit",
                             op,
                             pidfile("ours_stdio_2026"),
                         )
@@ -785,7 +774,7 @@ async def stdio_group(
             await measure(modern, **cfg)
         finally:
             stop.set()
-    return legacy, light, modern
+    return legacy, same, modern
 
 
 # -- profile --------------------------------------------------------------------------------------
@@ -856,8 +845,8 @@ async def profile(label: str, op: Callable[[], Awaitable[None]], n: int) -> None
 async def profile_both(n: int) -> None:
     async with our_memory_pair(build_our_server()) as ours:
         for _ in range(50):
-            await ours.op()()
-        await profile("ours, in-process legacy (memory pair)", ours.op(), n)
+            await our_client_op(ours)()
+        await profile("ours, in-process legacy (open_memory_client)", our_client_op(ours), n)
     async with Client(build_sdk_server(), mode="legacy", elicitation_callback=sdk_answer) as sdk:
         op = sdk_client_op(sdk, "ask")
         for _ in range(50):
@@ -895,16 +884,15 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
 
     if do_stdio:
         with tempfile.TemporaryDirectory(prefix="bench_vs_sdk-") as tmpdir:
-            legacy_io, light_io, modern_io = await stdio_group(
+            legacy_io, same_io, modern_io = await stdio_group(
                 stdio_cfg, Path(tmpdir), notes, errlog, extras=not quick
             )
-        print("stdio subprocess, legacy (same SDK client drives both servers):", flush=True)
+        print("stdio subprocess, legacy (each side's own client and server):", flush=True)
         for t in legacy_io:
             summarize(t, out)
             show(t, out)
-        if light_io:
-            print("stdio subprocess, legacy, our light scripted client drives both [extra]:")
-        for t in light_io:
+        print("stdio subprocess, legacy, the other side's client:")
+        for t in same_io:
             summarize(t, out)
             show(t, out)
         print(f"stdio subprocess, {MODERN} (MRTR):")
@@ -925,8 +913,11 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         "inproc_ratio_sdk_client": ratio(
             out, "ours_inproc_legacy_sdkclient_seq_ops_s", "sdk_inproc_legacy_seq_ops_s"
         ),
-        "stdio_ratio_light_client": ratio(
-            out, "ours_stdio_legacy_lightclient_seq_ops_s", "sdk_stdio_legacy_lightclient_seq_ops_s"
+        "stdio_ratio_sdk_client": ratio(
+            out, "ours_stdio_legacy_sdkclient_seq_ops_s", "sdk_stdio_legacy_seq_ops_s"
+        ),
+        "stdio_ratio_our_client": ratio(
+            out, "ours_stdio_legacy_seq_ops_s", "sdk_stdio_legacy_ourclient_seq_ops_s"
         ),
         "stdio_infolog_cost": ratio(
             out, "ours_stdio_legacy_infolog_seq_ops_s", "ours_stdio_legacy_seq_ops_s"
@@ -946,6 +937,11 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
     )
     results["stdio_server_cpu_ratio"] = ratio(
         out, "sdk_stdio_legacy_server_cpu_ms_per_op", "ours_stdio_legacy_server_cpu_ms_per_op"
+    )
+    results["stdio_cpu_ratio"] = ratio_sum(
+        out,
+        ("sdk_stdio_legacy_server_cpu_ms_per_op", "sdk_stdio_legacy_client_cpu_ms_per_op"),
+        ("ours_stdio_legacy_server_cpu_ms_per_op", "ours_stdio_legacy_client_cpu_ms_per_op"),
     )
     sdk_server = out.get("sdk_stdio_legacy_server_cpu_ms_per_op")
     sdk_client = out.get("sdk_stdio_legacy_client_cpu_ms_per_op")
@@ -998,14 +994,18 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         )
     print(
         f"{CONCURRENCY}-concurrent ratios: in-process {results[f'inproc_ratio_{c}']}, "
-        f"stdio {results[f'stdio_ratio_{c}']}; same SDK client in-process: "
-        f"{results['inproc_ratio_sdk_client']}; light client over stdio: "
-        f"{results['stdio_ratio_light_client']}"
+        f"stdio {results[f'stdio_ratio_{c}']}"
+    )
+    print(
+        f"same client on both sides: SDK client in-process {results['inproc_ratio_sdk_client']},"
+        f" SDK client over stdio {results['stdio_ratio_sdk_client']} (ceiling for any server: "
+        f"{results['stdio_ratio_ceiling_sdk_client']}), our client over stdio "
+        f"{results['stdio_ratio_our_client']}"
     )
     print(
         f"CPU per op, SDK / ours (load-robust): in-process {results['inproc_cpu_ratio']}, "
-        f"stdio server {results['stdio_server_cpu_ratio']}; stdio_ratio ceiling with the SDK "
-        f"client driving (a server costing 0): {results['stdio_ratio_ceiling_sdk_client']}"
+        f"stdio client + server {results['stdio_cpu_ratio']}, stdio server alone "
+        f"{results['stdio_server_cpu_ratio']}"
     )
     print(
         f"{MODERN} ratios (sequential): in-process {results['inproc_ratio_2026']}, "

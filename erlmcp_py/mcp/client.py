@@ -1,12 +1,16 @@
 """A small scripted MCP client over a server subprocess's stdio (demo, tests, benchmarks).
 
 Not a general-purpose client: it speaks raw JSON-RPC, answers server requests through one
-async handler, records notifications, and lets a script send anything (including garbage).
+handler, records notifications, and lets a script send anything (including garbage). A
+coroutine-function handler runs in a task of its own per request; a plain function is answered
+inline by the reader (no task).
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import os
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -40,8 +44,39 @@ class ServerRequest:
     params: Mapping[str, Any]
 
 
-Handler = Callable[[ServerRequest], Awaitable[Mapping[str, Any] | None]]
-"""Answers a server request: a result object, or ``None`` to leave it unanswered."""
+Handler = Callable[[ServerRequest], Awaitable[Mapping[str, Any] | None] | Mapping[str, Any] | None]
+"""Answers a server request: a result object, or ``None`` to leave it unanswered. A plain
+function is called inline by the reader; a coroutine function runs in a task of its own."""
+
+
+class _Slot:
+    """Where the response to one request lands; the requester parks on it if it must."""
+
+    __slots__ = ("response", "task")
+
+    def __init__(self) -> None:
+        self.response: dict[str, Any] | None = None
+        self.task: trio.lowlevel.Task | None = None
+
+    async def wait(self, forget: Callable[[], None]) -> dict[str, Any]:
+        if self.response is None:
+            self.task = trio.lowlevel.current_task()
+
+            def abort(_: Any) -> trio.lowlevel.Abort:
+                self.task = None
+                forget()
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        response = self.response
+        assert response is not None
+        return response
+
+    def deliver(self, response: dict[str, Any]) -> None:
+        self.response = response
+        task, self.task = self.task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
 
 
 @dataclass
@@ -53,8 +88,9 @@ class StdioClient:
     notifications: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     server_requests: list[ServerRequest] = field(default_factory=list)
     frames: list[Any] = field(default_factory=list)
+    keep_history: bool = True  # False: server_requests and frames stay empty
     _ids: Any = field(default_factory=lambda: itertools.count(1))
-    _waiting: dict[Any, trio.MemorySendChannel[Any]] = field(default_factory=dict)
+    _waiting: dict[Any, _Slot] = field(default_factory=dict)
     _event: trio.Event = field(default_factory=trio.Event)
     _lock: trio.Lock = field(default_factory=trio.Lock)
     _nursery: trio.Nursery | None = None
@@ -62,8 +98,15 @@ class StdioClient:
     async def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (add the newline yourself)."""
         assert self.process.stdin is not None
-        async with self._lock:
+        lock = self._lock
+        if lock.locked():
+            await lock.acquire()
+        else:
+            lock.acquire_nowait()  # send_all is the checkpoint
+        try:
             await self.process.stdin.send_all(data)
+        finally:
+            lock.release()
 
     async def send(self, message: Mapping[str, Any]) -> None:
         """Write one JSON-RPC message."""
@@ -93,21 +136,27 @@ class StdioClient:
     ) -> dict[str, Any]:
         """Send a request; return the whole response frame (result or error)."""
         rid = self.next_id() if id is None else id
-        send, receive = trio.open_memory_channel[Any](1)
-        self._waiting[rid] = send
+        slot = _Slot()
+        self._waiting[rid] = slot
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = dict(params)
-        await self.send(message)
-        response: dict[str, Any] = await receive.receive()
-        return response
+        try:
+            await self.send(message)
+        except BaseException:
+            self._waiting.pop(rid, None)
+            raise
+        return await slot.wait(lambda: self._forget(rid, slot))
 
     async def expect_response(self, id: Any) -> dict[str, Any]:
         """Wait for the response to ``id`` (for requests written with :meth:`send`)."""
-        send, receive = trio.open_memory_channel[Any](1)
-        self._waiting[id] = send
-        response: dict[str, Any] = await receive.receive()
-        return response
+        slot = _Slot()
+        self._waiting[id] = slot
+        return await slot.wait(lambda: self._forget(id, slot))
+
+    def _forget(self, id: Any, slot: _Slot) -> None:
+        if self._waiting.get(id) is slot:
+            del self._waiting[id]
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification."""
@@ -169,24 +218,43 @@ class StdioClient:
         self._event.set()
 
     async def _on_frame(self, frame: Any) -> None:
-        self.frames.append(frame)
+        if self.keep_history:
+            self.frames.append(frame)
         if "method" in frame and "id" in frame:
             request = ServerRequest(frame["id"], frame["method"], frame.get("params") or {})
-            self.server_requests.append(request)
-            if self.handler is not None and self._nursery is not None:
-                self._nursery.start_soon(self._handle, request)
+            if self.keep_history:
+                self.server_requests.append(request)
+            handler = self.handler
+            if handler is not None and self._nursery is not None:
+                if inspect.iscoroutinefunction(handler):
+                    self._nursery.start_soon(self._handle, request)
+                else:
+                    result = handler(request)
+                    if inspect.isawaitable(result):
+                        self._nursery.start_soon(self._finish, request, result)
+                    elif result is not None:
+                        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                            await self.answer(request.id, result)
         elif "method" in frame:
             self.notifications.append((frame["method"], frame.get("params") or {}))
         else:
             waiter = self._waiting.pop(frame.get("id"), None)
             if waiter is not None:
-                waiter.send_nowait(frame)
-        self._event.set()
-        self._event = trio.Event()
+                waiter.deliver(frame)
+        if self._event.statistics().tasks_waiting:
+            self._event.set()
+            self._event = trio.Event()
 
     async def _handle(self, request: ServerRequest) -> None:
         assert self.handler is not None
-        result = await self.handler(request)
+        await self._finish(request, self.handler(request))
+
+    async def _finish(
+        self,
+        request: ServerRequest,
+        pending: Awaitable[Mapping[str, Any] | None] | Mapping[str, Any] | None,
+    ) -> None:
+        result = await pending if inspect.isawaitable(pending) else pending
         if result is not None:
             with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.answer(request.id, result)
@@ -199,16 +267,34 @@ async def open_stdio_client(
     handler: Handler | None = None,
     stderr: int | None = subprocess.DEVNULL,
     close_timeout: float = 10.0,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    keep_history: bool = True,
 ) -> AsyncIterator[StdioClient]:
     """Start ``command`` and talk MCP to it over its stdin/stdout.
 
     On exit stdin is closed (the stdio way of saying goodbye) and the process is waited for
     (killed after ``close_timeout`` seconds).
+
+    Args:
+        command: The server command line.
+        handler: Answers server requests (see :data:`Handler`).
+        stderr: Where the server's stderr goes (default: ``/dev/null``).
+        close_timeout: Seconds to wait for the server to exit after EOF.
+        cwd: The server's working directory.
+        env: The server's environment (default: this process's).
+        keep_history: Record every frame and server request (``frames``,
+            ``server_requests``); ``False`` for long runs.
     """
     process = await trio.lowlevel.open_process(
-        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
     )
-    client = StdioClient(process, handler)
+    client = StdioClient(process, handler, keep_history=keep_history)
     try:
         async with trio.open_nursery() as nursery:
             client._nursery = nursery
