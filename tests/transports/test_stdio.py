@@ -289,3 +289,21 @@ async def test_serve_refuses_a_bad_server_name() -> None:
             )
         assert done.returncode == 2
         assert f"--server {spec}: ".encode() in done.stderr
+
+
+async def test_plain_function_handler_is_answered_inline() -> None:
+    seen: list[str] = []
+
+    def contact(request: ServerRequest) -> dict[str, Any]:  # not a coroutine function
+        seen.append(request.method)
+        return {"action": "accept", "content": {"username": "ada", "email": "a@b.c"}}
+
+    with trio.fail_after(LIMIT):
+        async with open_stdio_client(SERVE, handler=contact, keep_history=False) as client:
+            await client.initialize()
+            for _ in range(3):
+                result = await client.call_tool("test_elicitation", {"message": "Who?"})
+                assert '"username": "ada"' in result["content"][0]["text"]
+            assert client.frames == []  # nothing kept
+            assert client.server_requests == []
+    assert seen == ["elicitation/create"] * 3
