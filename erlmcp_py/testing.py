@@ -50,7 +50,7 @@ class MemoryPeer:
     pending: dict[str, SentRequest] = field(default_factory=dict)
     gone: bool = False
     nowait: bool = True
-    arrived: trio.Event = field(default_factory=trio.Event)
+    _arrived: trio.Event | None = None  # made by a waiting wait_request
 
     def supports(self, mode: str) -> bool:
         return mode in self.modes
@@ -90,8 +90,9 @@ class MemoryPeer:
         sent = SentRequest(request_id, method, params, on_response)
         self.requests.append(sent)
         self.pending[request_id] = sent
-        self.arrived.set()
-        self.arrived = trio.Event()
+        if self._arrived is not None:
+            self._arrived.set()
+            self._arrived = None
         if self.auto is not None:
             reply = self.auto(sent)
             if reply is not None:
@@ -123,7 +124,9 @@ class MemoryPeer:
     async def wait_request(self, count: int = 1) -> SentRequest:
         """Wait until ``count`` requests have arrived; return the latest."""
         while len(self.requests) < count:
-            await self.arrived.wait()
+            if self._arrived is None:
+                self._arrived = trio.Event()
+            await self._arrived.wait()
         return self.requests[count - 1]
 
     def disconnect(self) -> None:

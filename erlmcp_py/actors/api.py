@@ -118,9 +118,19 @@ class ElicitationHandle:
             record = self._record
             assert record is not None
             if record.outcome is None:
-                if record.resolved is None:
-                    record.resolved = trio.Event()  # lazily: most memory goes to pending ones
-                await record.resolved.wait()
+                # Parked on the record itself (no Event: most memory goes to pending ones);
+                # the Resolve effect reschedules every waiter.
+                task = trio.lowlevel.current_task()
+                if record.waiters is None:
+                    record.waiters = []
+                waiters = record.waiters
+                waiters.append(task)
+
+                def abort(_: Any) -> trio.lowlevel.Abort:
+                    waiters.remove(task)
+                    return trio.lowlevel.Abort.SUCCEEDED
+
+                await trio.lowlevel.wait_task_rescheduled(abort)
             else:
                 await trio.lowlevel.checkpoint()
             self._outcome = record.outcome

@@ -27,10 +27,11 @@ record: each waiter gets ``Failed("runtime_restarted")``, never a hang.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import math
-import secrets
+import os
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -148,12 +149,12 @@ class Record:
         "outcome",
         "peer",
         "request",
-        "resolved",
         "rid",
         "scope",
         "tenant",
         "timer_at",
         "waiter",
+        "waiters",
         "warned",
         "work",
     )
@@ -179,7 +180,7 @@ class Record:
         # A list, not a deque: it holds at most a few effects, and an empty deque allocates
         # a 64-slot block (~760 bytes) per pending elicitation.
         self.work: list[Effect | _NotifyComplete] = []
-        self.resolved: trio.Event | None = None  # made by the first waiter (ElicitationHandle)
+        self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()
         self.outcome: Outcome | None = None
         self.waiter: trio.lowlevel.Task | None = None
         self.rid: str | None = None  # JSON-RPC id of our outstanding elicitation/create
@@ -204,8 +205,11 @@ class Record:
                 assert isinstance(effect, Resolve)
                 self.outcome = effect.outcome
                 self.ended_at = trio.current_time()
-                if self.resolved is not None:
-                    self.resolved.set()
+                waiters = self.waiters
+                if waiters:
+                    self.waiters = None
+                    for task in waiters:
+                        trio.lowlevel.reschedule(task)
                 self.actor._on_resolved(self)
             elif kind is SetDeadline:
                 self.warned = False
@@ -230,7 +234,8 @@ class Record:
         if isinstance(response, PeerError):
             self.feed(TransportFailed(f"client error {response.code}: {response.message}"))
             return
-        action = response.get("action") if isinstance(response, Mapping) else None
+        is_mapping = type(response) is dict or isinstance(response, Mapping)
+        action = response.get("action") if is_mapping else None
         if action not in _ACTIONS:
             self.feed(TransportFailed("invalid response: action must be accept|decline|cancel"))
             return
@@ -378,6 +383,9 @@ class ElicitationActor(Actor):
     async def init(self) -> None:
         self.records: dict[str, Record] = {}
         self.retention: Retention[str] = Retention(self.policy.retention)
+        self._evict_at = math.inf  # when the oldest retained record ages out
+        self._id_pool = b""
+        self._id_pos = 0
         self.live = 0
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
@@ -473,6 +481,16 @@ class ElicitationActor(Actor):
         except (Busy, ActorGone) as exc:
             return ErrorReply(exc)
 
+    def _new_id(self) -> str:
+        """128 random bits as URL-safe text (what ``secrets.token_urlsafe(16)`` gives), from
+        the OS CSPRNG read 4 KiB at a time: one system call per 256 ids, each byte used once."""
+        pos = self._id_pos
+        if pos >= len(self._id_pool):
+            self._id_pool = os.urandom(4096)
+            pos = 0
+        self._id_pos = pos + 16
+        return base64.urlsafe_b64encode(self._id_pool[pos : pos + 16]).rstrip(b"=").decode()
+
     def _admit(self, msg: Create, decision: Any) -> Any:
         """The rate limiter's ``decision`` is in: register the record and start its child."""
         if isinstance(decision, ErrorReply):
@@ -482,7 +500,7 @@ class ElicitationActor(Actor):
             return ErrorReply(decision.to_error())
         record = Record(
             self,
-            secrets.token_urlsafe(16),  # 128 random bits, URL-safe text
+            self._new_id(),
             msg.request,
             msg.peer,
             msg.tenant,
@@ -533,11 +551,18 @@ class ElicitationActor(Actor):
         assert record.ended_at is not None
         for elicitation_id in self.retention.add(record.id, record.ended_at):
             self.records.pop(elicitation_id, None)
+        if self._evict_at == math.inf:
+            expiry = self.retention.next_expiry()
+            self._evict_at = math.inf if expiry is None else expiry
         self._event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
 
     def _evict(self, now: float) -> None:
+        if now < self._evict_at:
+            return  # nothing retained is old enough yet (checked on every API call)
         for elicitation_id in self.retention.evict(now):
             self.records.pop(elicitation_id, None)
+        expiry = self.retention.next_expiry()
+        self._evict_at = math.inf if expiry is None else expiry
 
     def _bind_log(self) -> None:
         """Pin the logger when structlog pins it anyway (``cache_logger_on_first_use``, as
