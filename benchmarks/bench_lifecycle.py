@@ -8,10 +8,17 @@ once with valid content -> the child asks the validator -> the outcome reaches t
 on the path. One lifecycle at a time, like ``bench_actor``'s call round trip, so the ratio
 compares one lifecycle with one raw ping-pong round trip (goal: ``ratio`` >= 0.25).
 
-Also reported (not goals): ``lifecycles_per_s_concurrent`` with 64 waiters in flight.
+Idle actors answer inline (``ActorRef.call_nowait``: the actor's own handler runs in the
+caller's turn, same state, same order, no task switch), and the MemoryPeer takes the request
+at once (``send_request_nowait``), as an in-memory transport with room in its queue does.
+
+Also reported (not goals): ``lifecycles_per_s_concurrent`` with 64 waiters in flight, and
+``lifecycles_per_s_awaited_send`` with a peer whose every send is an awaited checkpoint (a
+transport that waits for the wire: the child then sends under its deadline cancel scope).
 
 Human-readable lines first; the last line is one JSON object (keys: lifecycles_per_s,
-raw_calls_per_s, ratio, lifecycles_per_s_concurrent, ratio_concurrent, n, rounds).
+raw_calls_per_s, ratio, lifecycles_per_s_concurrent, ratio_concurrent,
+lifecycles_per_s_awaited_send, ratio_awaited_send, n, rounds).
 ``--profile`` prints the top functions of one lifecycle run (cProfile) before the figures.
 
     python benchmarks/bench_lifecycle.py [--quick] [--profile]
@@ -54,19 +61,19 @@ ANSWER: Mapping[str, Any] = {"action": "accept", "content": {"region": "eu", "n"
 CONFIG = RuntimeConfig.model_validate({"rate": 10**9, "max_pending_per_client": 10**9})
 
 
-def answering_peer() -> MemoryPeer:
+def answering_peer(nowait: bool = True) -> MemoryPeer:
     def auto(_sent: SentRequest) -> Mapping[str, Any]:
         return ANSWER
 
-    return MemoryPeer(peer_id="bench", auto=auto)
+    return MemoryPeer(peer_id="bench", auto=auto, nowait=nowait)
 
 
-async def lifecycles(n: int, concurrency: int = 1) -> float:
+async def lifecycles(n: int, concurrency: int = 1, nowait: bool = True) -> float:
     """``n`` full lifecycles, ``concurrency`` of them in flight at a time."""
     request = ElicitationRequest("Pick a region", requested_schema=SCHEMA)
     tenant = Tenant("bench", "ws", "conv")
     async with open_runtime(CONFIG) as runtime:
-        peer = answering_peer()
+        peer = answering_peer(nowait)
 
         async def one() -> None:
             handle = await runtime.create_elicitation(request, peer=peer, tenant=tenant)
@@ -96,11 +103,12 @@ async def lifecycles(n: int, concurrency: int = 1) -> float:
 async def main(quick: bool) -> dict[str, Any]:
     n = 1_500 if quick else 10_000
     rounds = 3 if quick else 5
-    results: dict[str, list[float]] = {"life": [], "raw": [], "conc": []}
+    results: dict[str, list[float]] = {"life": [], "raw": [], "conc": [], "awaited": []}
     for _ in range(rounds):  # interleaved so drift affects both sides alike
         results["raw"].append(await raw_ping_pong(n * 5))
         results["life"].append(await lifecycles(n))
         results["conc"].append(await lifecycles(n, concurrency=64))
+        results["awaited"].append(await lifecycles(n, nowait=False))
     med = {k: statistics.median(v) for k, v in results.items()}
     return {
         "n": n,
@@ -110,6 +118,8 @@ async def main(quick: bool) -> dict[str, Any]:
         "ratio": round(med["life"] / med["raw"], 4),
         "lifecycles_per_s_concurrent": round(med["conc"]),
         "ratio_concurrent": round(med["conc"] / med["raw"], 4),
+        "lifecycles_per_s_awaited_send": round(med["awaited"]),
+        "ratio_awaited_send": round(med["awaited"] / med["raw"], 4),
     }
 
 
@@ -152,5 +162,9 @@ if __name__ == "__main__":
     print(
         f"64 lifecycles in flight: {out['lifecycles_per_s_concurrent']:,}/s "
         f"-> ratio {out['ratio_concurrent']}"
+    )
+    print(
+        f"peer whose sends are awaited: {out['lifecycles_per_s_awaited_send']:,}/s "
+        f"-> ratio {out['ratio_awaited_send']}"
     )
     print(json.dumps(out))

@@ -406,6 +406,10 @@ class ElicitationActor(Actor):
     # -- API ---------------------------------------------------------------------------------
 
     def handle_call_nowait(self, msg: Any) -> Any:
+        if type(msg) is Create:  # the hot path, without the _Ask detour
+            now = trio.current_time()
+            self._evict(now)
+            return self._admit(msg, self._ask_nowait(self.ratelimiter, Acquire(msg.client)), now)
         step = self._step(msg)
         if type(step) is _Ask:
             return step.then(self._ask_nowait(step.ref, step.message))
@@ -426,7 +430,11 @@ class ElicitationActor(Actor):
         self._evict(trio.current_time())
         kind = type(msg)
         if kind is Create:
-            return _Ask(self.ratelimiter, Acquire(msg.client), lambda d: self._admit(msg, d))
+            return _Ask(
+                self.ratelimiter,
+                Acquire(msg.client),
+                lambda d: self._admit(msg, d, trio.current_time()),
+            )
         if kind is ListAll:
             return [r.info() for r in self.records.values() if r.tenant == msg.tenant]
         record = self.records.get(msg.elicitation_id)
@@ -491,7 +499,7 @@ class ElicitationActor(Actor):
         self._id_pos = pos + 16
         return base64.urlsafe_b64encode(self._id_pool[pos : pos + 16]).rstrip(b"=").decode()
 
-    def _admit(self, msg: Create, decision: Any) -> Any:
+    def _admit(self, msg: Create, decision: Any, now: float) -> Any:
         """The rate limiter's ``decision`` is in: register the record and start its child."""
         if isinstance(decision, ErrorReply):
             return decision
@@ -505,7 +513,7 @@ class ElicitationActor(Actor):
             msg.peer,
             msg.tenant,
             msg.client,
-            trio.current_time(),
+            now,
         )
         self.records[record.id] = record
         self.live += 1
