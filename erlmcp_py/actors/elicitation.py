@@ -389,8 +389,8 @@ class ElicitationActor(Actor):
         self.live = 0
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
-        # A tool that asks several questions in a row keeps one watcher; it ends with the tool.
         self._bind_log()
+        # A tool that asks several questions in a row keeps one watcher; it ends with the tool.
         self.hub = MonitorHub(self.nursery, keep_idle_watchers=True)
         self.timers = Timers(Record.on_timer)
         self.nursery.start_soon(self.timers.run)

@@ -84,7 +84,6 @@ class Timers:
 
     async def run(self) -> None:
         """Fire due timers forever (cancel the task to stop)."""
-        heap = self._heap
         while True:
             heap = self._heap  # _compact may have replaced it
             now = trio.current_time()
