@@ -130,8 +130,10 @@ class ServerSession:
         peer_id: str | None = None,
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
         send_message: SendMessage | None = None,
+        send_yields: bool = False,
     ) -> None:
         self._server = server
+        self._send_yields = send_yields
         self._runtime = runtime
         self._send = send
         self._send_message = send_message
@@ -282,11 +284,12 @@ class ServerSession:
         if self.phase == CLOSED:
             raise PeerGone("session closed")
         lock = self._write_lock
-        # One frame at a time on the stream. A message transport's send (a memory channel)
-        # is itself the checkpoint: when nobody holds the lock, take it without an extra trip
-        # through the scheduler. Byte transports keep the lock's checkpoint: Streamable
-        # HTTP's send never yields, and the order of frames on a POST's stream relies on it.
-        if lock.locked() or type(frame) is bytes:
+        # One frame at a time on the stream. When nobody holds the lock, take it without a
+        # trip through the scheduler if the transport's send is a checkpoint itself (stdio's
+        # send_all: ``send_yields``) or carries messages (the in-memory pair). Otherwise keep
+        # the lock's checkpoint: Streamable HTTP's send never yields, and the order of frames
+        # on a POST's stream relies on it.
+        if lock.locked() or (type(frame) is bytes and not self._send_yields):
             await lock.acquire()
         else:
             lock.acquire_nowait()
@@ -673,6 +676,7 @@ async def open_session(
     peer_id: str | None = None,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
     send_message: SendMessage | None = None,
+    send_yields: bool = False,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -685,6 +689,8 @@ async def open_session(
         send_message: For a transport that carries message objects instead of bytes (the
             in-memory pair): the session's own messages go to it unencoded; ``send`` still
             gets the frames other layers encode themselves (2026-07-28 answers, refusals).
+        send_yields: ``send`` always passes a schedule point (as a trio stream's
+            ``send_all`` does), so the session adds none of its own before writing.
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -695,6 +701,7 @@ async def open_session(
             peer_id=peer_id,
             max_frame_bytes=max_frame_bytes,
             send_message=send_message,
+            send_yields=send_yields,
         )
         server.sessions.add(session)
         try:

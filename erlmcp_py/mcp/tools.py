@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,9 @@ class ToolSpec:
         Raises:
             ToolArgumentsError: naming each bad argument and why (never its value).
         """
+        names = self.argument_names
+        if not names:  # nothing to check: the model ignores unknown arguments
+            return {}
         try:
             model = self.arguments_model.model_validate(dict(arguments or {}))
         except ValidationError as exc:
@@ -77,7 +81,21 @@ class ToolSpec:
             raise ToolArgumentsError(
                 f"Invalid arguments for tool {self.name!r}: {problems}"
             ) from None
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {name: getattr(model, name) for name in names}
+
+    @property
+    def argument_names(self) -> tuple[str, ...]:
+        """The tool's parameters, without the injected ``Context`` (computed once)."""
+        names: tuple[str, ...] | None = _ARGUMENT_NAMES.get(self.arguments_model)
+        if names is None:
+            names = tuple(self.arguments_model.model_fields)
+            _ARGUMENT_NAMES[self.arguments_model] = names
+        return names
+
+
+_ARGUMENT_NAMES: weakref.WeakKeyDictionary[type[BaseModel], tuple[str, ...]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _is_context(annotation: Any, context_type: type) -> bool:

@@ -106,7 +106,12 @@ async def serve_stream(
 
     splitter = LineSplitter(max_frame_bytes)
     async with open_session(
-        server, runtime, write, peer_id=peer_id, max_frame_bytes=max_frame_bytes
+        server,
+        runtime,
+        write,
+        peer_id=peer_id,
+        max_frame_bytes=max_frame_bytes,
+        send_yields=True,  # send_all is a checkpoint
     ) as session:
         try:
             async for chunk in receive:
