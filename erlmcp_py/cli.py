@@ -1,22 +1,59 @@
-"""The ``erlmcp-py`` command: ``serve`` the example server, or run the ``demo``."""
+"""The ``erlmcp-py`` command: ``serve`` the example server, or run the ``demo``.
+
+Theory of operation of ``serve``'s graceful stop
+-------------------------------------------------
+``serve`` runs under process supervisors (systemd, supervisord; see ``deploy/``), which stop
+it with SIGTERM and kill it some seconds later. The runtime is opened here, outside the
+transport, so that it can be stopped while the sessions still stand. On the first SIGTERM or
+SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
+``KeyboardInterrupt``):
+
+1. HTTP stops accepting connections (hypercorn's graceful shutdown; idle ones are closed).
+2. The elicitation runtime stops (its supervision tree, in reverse order): every pending
+   elicitation ends ``failed: runtime_restarted`` — the tool waiting on it gets that outcome
+   and answers its call — and the client is sent ``notifications/cancelled`` for its open
+   ``elicitation/create``.
+3. Whatever can still run settles (the tools' answers are written), bounded.
+4. The sessions end (tool calls still running are cancelled), the transport returns, and
+   one ``shutdown`` line is logged; the exit status is 0.
+
+All of it is bounded by ``--shutdown-timeout``: past it, the ``shutdown`` line says
+``clean: false`` and the process exits at once with status 1. A second signal during the
+stop exits at once (status 128 + signal). End of input on stdio ends the server as before
+(status 0).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any, NoReturn
 
+import structlog
 import trio
+import trio.testing
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
+    from erlmcp_py.actors.tree import Runtime
     from erlmcp_py.mcp.server import Server
+    from erlmcp_py.transports.http import Listening
 
-__all__ = ["load_server", "main", "runtime_config"]
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "load_server", "main", "runtime_config"]
+
+#: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
+#: supervisor's own limit (systemd ``TimeoutStopSec``, supervisord ``stopwaitsecs``) above it.
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0
+SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_SETTLE_S = 1.0  # longest wait for the tools' last answers once the runtime has stopped
+
+log = structlog.get_logger("erlmcp.serve")
 
 
 def runtime_config(
@@ -124,6 +161,14 @@ def _parser() -> argparse.ArgumentParser:
         help="serve your own server: a Server object, or a function taking the runtime "
         "policy built from these options and returning one (default: the bundled example)",
     )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=_positive,
+        default=DEFAULT_SHUTDOWN_TIMEOUT,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1 "
+        f"(default: {DEFAULT_SHUTDOWN_TIMEOUT:g})",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -147,27 +192,163 @@ def _serve(args: argparse.Namespace) -> int:
         except (ValueError, ImportError) as exc:
             print(f"erlmcp-py serve --server {args.server}: {exc}", file=sys.stderr)
             return 2
-    if args.transport == "http":
-        from erlmcp_py.transports.http import run_http_cli
-
-        return run_http_cli(args.host, args.port, config, server=server)
-    from erlmcp_py.transports.stdio import serve_stdio
-
     if server is None:
         from erlmcp_py.example_server import build_server
 
         server = build_server(config)
+    if args.transport == "http":
+        return _run(server, args, stdout_fd=None)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        trio.run(lambda: serve_stdio(server, stdout_fd=mcp_out))
-    except KeyboardInterrupt:
-        return 130
+        return _run(server, args, stdout_fd=mcp_out)
     finally:
         os.close(mcp_out)
-    return 0
+
+
+def _run(server: Server, args: argparse.Namespace, *, stdout_fd: int | None) -> int:
+    """Run ``serve`` to its end; the exit status."""
+    try:
+        return trio.run(partial(_serve_until_stopped, server, args, stdout_fd=stdout_fd))
+    except KeyboardInterrupt:  # SIGINT before the signal receiver was installed
+        return 130
+
+
+async def _serve_until_stopped(
+    server: Server, args: argparse.Namespace, *, stdout_fd: int | None
+) -> int:
+    """Serve until end of input (stdio) or a signal; then stop gracefully (module docstring)."""
+    with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
+        async with trio.open_nursery() as nursery:
+            stop_runtime = trio.Event()
+            runtime_stopped = trio.Event()
+            runtime: Runtime = await nursery.start(
+                _host_runtime, server, stop_runtime, runtime_stopped
+            )
+            stop_accepting = trio.Event()
+            transport_done = trio.Event()
+            serving = trio.CancelScope()
+            listening: Listening | None = await nursery.start(
+                _host_transport, server, args, stdout_fd, stop_accepting, serving, transport_done
+            )
+            received = await _first_signal(signals, transport_done)
+            if received is None:  # stdio: end of input
+                nursery.cancel_scope.cancel()
+                return 0
+            start = trio.current_time()
+            log.info(
+                "shutdown_started",
+                signal=received.name,
+                timeout_s=args.shutdown_timeout,
+                sessions=len(server.sessions),
+                pending_elicitations=runtime.metrics()["pending"],
+            )
+            nursery.start_soon(_exit_on_second_signal, signals)
+            with trio.move_on_at(start + args.shutdown_timeout) as bounded:
+                stop_accepting.set()
+                stop_runtime.set()
+                await runtime_stopped.wait()
+                with trio.move_on_after(_SETTLE_S):
+                    await trio.testing.wait_all_tasks_blocked(cushion=0.02)
+                if listening is not None:
+                    listening.transport.close_all()
+                else:
+                    serving.cancel()
+                await transport_done.wait()
+            status = 1 if bounded.cancelled_caught else 0
+            log.info(
+                "shutdown",
+                signal=received.name,
+                clean=status == 0,
+                exit_status=status,
+                elapsed_s=round(trio.current_time() - start, 3),
+                outcomes=runtime.metrics()["outcomes"],
+            )
+            if status:
+                # What is left did not stop in time and may not heed cancellation either (a
+                # shielded tool): the bound is the promise, so leave now.
+                os._exit(status)
+            nursery.cancel_scope.cancel()
+            return status
+    raise AssertionError("unreachable")  # pragma: no cover - the nursery returns above
+
+
+async def _host_runtime(
+    server: Server,
+    stop: trio.Event,
+    stopped: trio.Event,
+    task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the server's elicitation runtime until ``stop``; ``stopped`` once it has ended."""
+    try:
+        async with server.running() as runtime:
+            task_status.started(runtime)
+            await stop.wait()
+    finally:
+        stopped.set()
+
+
+async def _host_transport(
+    server: Server,
+    args: argparse.Namespace,
+    stdout_fd: int | None,
+    stop_accepting: trio.Event,
+    scope: trio.CancelScope,
+    done: trio.Event,
+    task_status: trio.TaskStatus[Listening | None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve over the chosen transport (with the runtime already running); ``done`` at its end."""
+    try:
+        with scope:
+            if stdout_fd is None:
+                from erlmcp_py.transports.http import serve_http
+
+                await serve_http(
+                    server,
+                    host=args.host,
+                    port=args.port,
+                    shutdown_trigger=stop_accepting.wait,
+                    task_status=task_status,
+                )
+            else:
+                from erlmcp_py.transports.stdio import serve_stdio
+
+                task_status.started(None)
+                await serve_stdio(server, stdout_fd=stdout_fd)
+    finally:
+        done.set()
+
+
+async def _first_signal(signals: Any, transport_done: trio.Event) -> signal.Signals | None:
+    """The first shutdown signal, or ``None`` if the transport ended first."""
+    received: signal.Signals | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def on_signal() -> None:
+            nonlocal received
+            async for signum in signals:
+                received = signal.Signals(signum)
+                break
+            nursery.cancel_scope.cancel()
+
+        async def on_end() -> None:
+            await transport_done.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(on_signal)
+        nursery.start_soon(on_end)
+    return received
+
+
+async def _exit_on_second_signal(signals: Any) -> NoReturn:
+    """A second signal while stopping: exit now, without waiting for anything."""
+    async for signum in signals:
+        name = signal.Signals(signum).name
+        log.warning("shutdown_forced", signal=name, exit_status=128 + signum)
+        os._exit(128 + signum)
+    raise AssertionError("the signal receiver never ends")  # pragma: no cover
 
 
 def main(argv: list[str] | None = None) -> int:

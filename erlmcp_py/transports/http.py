@@ -792,6 +792,7 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 8000,
     config: HttpConfig | None = None,
+    shutdown_trigger: Callable[[], Awaitable[object]] | None = None,
     task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over Streamable HTTP with hypercorn until cancelled.
@@ -799,12 +800,17 @@ async def serve_http(
     Opens the server's elicitation runtime unless it is already running. With
     ``nursery.start``, returns a :class:`Listening` (port 0 picks a free port).
 
+    A graceful stop: when ``shutdown_trigger`` returns, no new connection is accepted, idle
+    ones are closed, requests in flight get up to 1 s to finish (end the sessions with
+    :meth:`HttpTransport.close_all` to end their streams sooner), and this returns.
+
     Args:
         server: The MCP server.
         host: Address to bind (loopback by default; another host name is added to the
             allowed ``Host`` names).
         port: TCP port (0: any free one).
         config: Transport policy.
+        shutdown_trigger: Returns to stop gracefully (hypercorn's ``shutdown_trigger``).
         task_status: For ``nursery.start``.
     """
     from hypercorn.config import Config
@@ -822,14 +828,17 @@ async def serve_http(
 
     async def run(runtime: Any) -> None:
         transport = HttpTransport(server, runtime, config)
+        stopped = trio.Event()
         async with trio.open_nursery() as nursery:
             await nursery.start(transport.run)
             try:
-                binds = await nursery.start(_serve_hypercorn, serve, transport, hconfig)
+                binds = await nursery.start(
+                    _serve_hypercorn, serve, transport, hconfig, shutdown_trigger, stopped
+                )
                 urls = tuple(f"{b}{config.path}" for b in binds)
                 log.info("http_listening", urls=urls)
                 task_status.started(Listening(urls[0], urls, transport))
-                await trio.sleep_forever()
+                await stopped.wait()
             finally:
                 transport.close_all()
                 nursery.cancel_scope.cancel()
@@ -845,9 +854,16 @@ async def _serve_hypercorn(
     serve: Any,
     app: HttpTransport,
     hconfig: Any,
+    shutdown_trigger: Callable[[], Awaitable[object]] | None,
+    stopped: trio.Event,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    await serve(app, hconfig, task_status=task_status, mode="asgi")
+    try:
+        await serve(
+            app, hconfig, shutdown_trigger=shutdown_trigger, task_status=task_status, mode="asgi"
+        )
+    finally:
+        stopped.set()
 
 
 def _with_host(config: HttpConfig, host: str) -> HttpConfig:
