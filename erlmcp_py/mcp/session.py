@@ -79,6 +79,8 @@ log = structlog.get_logger("erlmcp.session")
 Send = Callable[[bytes], Awaitable[None]]
 SendMessage = Callable[[dict[str, Any]], Awaitable[None]]
 Frame = bytes | dict[str, Any]
+SendNowait = Callable[[Frame], None]
+"""Hands one frame to the transport now, or raises ``trio.WouldBlock`` (nothing sent)."""
 
 #: The client request the frame being written relates to, as a transport's ``send`` sees it:
 #: set by :class:`RequestPeer` while it writes (the runtime's elicitation tasks) and inherited
@@ -131,9 +133,11 @@ class ServerSession:
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
         send_message: SendMessage | None = None,
         send_yields: bool = False,
+        send_nowait: SendNowait | None = None,
     ) -> None:
         self._server = server
         self._send_yields = send_yields
+        self._send_nowait = send_nowait
         self._runtime = runtime
         self._send = send
         self._send_message = send_message
@@ -201,6 +205,39 @@ class ServerSession:
         except BaseException:
             self._pending.pop(request_id, None)
             raise
+
+    def send_request_nowait(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """Send a server→client request now, without waiting (the runtime's fast path).
+
+        Raises:
+            trio.WouldBlock: nothing was sent — the transport cannot take a frame without
+                waiting (or offers no ``send_nowait``), another frame is being written, or the
+                client has not sent ``notifications/initialized`` yet; use
+                :meth:`send_request`.
+            PeerGone: the session is closed; nothing was sent.
+        """
+        send = self._send_nowait
+        if self.phase != READY or send is None or self._write_lock.locked():
+            if self.phase == CLOSED:
+                raise PeerGone("session closed")
+            raise trio.WouldBlock
+        if request_id in self._pending:
+            raise ValueError(f"request id {request_id!r} is already pending")
+        frame = self._frame(jsonrpc.request_object(request_id, method, dict(params)))
+        try:
+            send(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self._log.info("transport_write_failed", error=type(exc).__name__)
+            self._mark_closed()
+            raise PeerGone("transport closed") from exc
+        self._pending[request_id] = on_response
 
     def forget_request(self, request_id: str) -> None:
         """Stop waiting for ``request_id``; a later answer is ignored."""
@@ -654,6 +691,23 @@ class RequestPeer:
         finally:
             RELATED_REQUEST.reset(token)
 
+    def send_request_nowait(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """See :meth:`ServerSession.send_request_nowait`."""
+        token = RELATED_REQUEST.set(self.related_request_id)
+        try:
+            self.session.send_request_nowait(
+                method, params, request_id=request_id, on_response=on_response
+            )
+        finally:
+            RELATED_REQUEST.reset(token)
+
     def forget_request(self, request_id: str) -> None:
         """See :meth:`ServerSession.forget_request`."""
         self.session.forget_request(request_id)
@@ -677,6 +731,7 @@ async def open_session(
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
     send_message: SendMessage | None = None,
     send_yields: bool = False,
+    send_nowait: SendNowait | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -691,6 +746,9 @@ async def open_session(
             gets the frames other layers encode themselves (2026-07-28 answers, refusals).
         send_yields: ``send`` always passes a schedule point (as a trio stream's
             ``send_all`` does), so the session adds none of its own before writing.
+        send_nowait: Hands a frame (bytes, or a message object with ``send_message``) to
+            the transport without waiting, or raises ``trio.WouldBlock``; lets the runtime
+            send ``elicitation/create`` in its own turn (``send_request_nowait``).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -702,6 +760,7 @@ async def open_session(
             max_frame_bytes=max_frame_bytes,
             send_message=send_message,
             send_yields=send_yields,
+            send_nowait=send_nowait,
         )
         server.sessions.add(session)
         try:

@@ -467,13 +467,23 @@ async def open_memory_client(
     async def send(frame: bytes) -> None:  # frames encoded by other layers (2026-07-28)
         await to_client.send(pydantic_core.from_json(frame))
 
+    def send_nowait(frame: bytes | dict[str, Any]) -> None:  # raises trio.WouldBlock when full
+        to_client.send_nowait(pydantic_core.from_json(frame) if type(frame) is bytes else frame)
+
     async with AsyncExitStack() as stack:
         if runtime is None:
             runtime = server.runtime
         if runtime is None:
             runtime = await stack.enter_async_context(server.running())
         session = await stack.enter_async_context(
-            open_session(server, runtime, send, peer_id=peer_id, send_message=send_message)
+            open_session(
+                server,
+                runtime,
+                send,
+                peer_id=peer_id,
+                send_message=send_message,
+                send_nowait=send_nowait,
+            )
         )
         # Both readers and the client's handler tasks; cancelled first on exit, then the
         # session closes (its tool tasks are cancelled) and the runtime, if opened here.

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic_core
 import pytest
 import trio
 import trio.testing
 from pydantic import BaseModel, Field
 
+from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
 from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import open_session
 from erlmcp_py.testing import MemoryClient, open_memory_client
 
 LEGACY = "2025-11-25"
@@ -29,7 +33,9 @@ class Person(BaseModel):
 
 
 def build() -> Server:
-    server = Server("memory-test", "1.0.0")
+    server = Server(
+        "memory-test", "1.0.0", runtime_config=RuntimeConfig.model_validate({"rate": 1000})
+    )
 
     @server.tool()
     async def ask(ctx: Context) -> str:
@@ -126,12 +132,12 @@ async def test_initialize_and_notifications(autojump_clock: trio.testing.MockClo
     async with open_memory_client(build(), handler=accept) as client:
         assert client.server_info == {"name": "memory-test", "version": "1.0.0"}
         assert client.protocol_version == LEGACY
+        await client.ping()  # served after notifications/initialized: messages stay in order
         assert client.session.phase == "ready"
         assert text(await client.call_tool("chatty")) == "done"
         assert client.notifications == [
             ("notifications/message", {"level": "warning", "data": "careful"})
         ]
-        await client.ping()
 
 
 async def test_modern_discover(autojump_clock: trio.testing.MockClock) -> None:
@@ -252,3 +258,74 @@ async def test_shares_a_running_runtime(autojump_clock: trio.testing.MockClock) 
             assert text(await one.call_tool("ask")) == text(await two.call_tool("ask"))
             assert {s.peer_id for s in server.sessions} == {"a", "b"}
         assert server.sessions == set()
+
+
+async def test_full_channel_falls_back_to_waiting_sends(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # buffer=0: an elicitation/create sent while the client's reader is busy finds the channel
+    # full (send_request_nowait raises WouldBlock; about half of them here) and goes by the
+    # awaited path; every call still completes.
+    async with open_memory_client(build(), handler=accept, buffer=0) as client:
+        results: list[str] = []
+
+        async def call() -> None:
+            results.append(text(await client.call_tool("ask")))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(20):
+                nursery.start_soon(call)
+        assert results == ["hello Ada (36)"] * 20
+
+
+async def test_send_request_nowait(autojump_clock: trio.testing.MockClock) -> None:
+    sent: list[Any] = []
+    full = False
+
+    async def send(frame: bytes) -> None:
+        sent.append(frame)
+
+    def send_nowait(frame: Any) -> None:
+        if full:
+            raise trio.WouldBlock
+        sent.append(frame)
+
+    answers: list[Any] = []
+    server = build()
+    async with (
+        server.running() as runtime,
+        open_session(server, runtime, send, send_nowait=send_nowait) as session,
+    ):
+
+        def ask(rid: str) -> None:
+            session.send_request_nowait("ping", {}, request_id=rid, on_response=answers.append)
+
+        with pytest.raises(trio.WouldBlock):
+            ask("early")  # not initialized yet: the waiting path waits for that
+        await session.feed_message(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": LEGACY, "capabilities": {}},
+            }
+        )
+        await session.feed_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        sent.clear()
+        ask("r1")
+        assert [pydantic_core.from_json(f)["id"] for f in sent] == ["r1"]  # encoded bytes
+        full = True
+        with pytest.raises(trio.WouldBlock):
+            ask("r2")
+        assert len(sent) == 1  # nothing sent, nothing pending
+        await session.feed_message({"jsonrpc": "2.0", "id": "r2", "result": {}})
+        await session.feed_message({"jsonrpc": "2.0", "id": "r1", "result": {"ok": 1}})
+        assert answers == [{"ok": 1}]
+        session.close()
+        with pytest.raises(PeerGone):
+            ask("r3")
+
+    async with server.running() as runtime, open_session(server, runtime, send) as plain:
+        plain.phase = "ready"
+        with pytest.raises(trio.WouldBlock):  # a transport without send_nowait
+            plain.send_request_nowait("ping", {}, request_id="x", on_response=answers.append)
