@@ -5,48 +5,53 @@ One op = ``tools/call`` of a tool whose body asks ``Person`` (``name: str``, ``a
 0..150, ``subscribe: bool = False``) and returns the accepted name; the client accepts at once
 with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked. Paths:
 
-* in-process, legacy (2025-11-25 session):
+* in-process (issue 5: "each side's in-memory client/server pair"), legacy (2025-11-25):
   - SDK: ``mcp.Client(MCPServer, mode="legacy")``: the SDK's ``InMemoryTransport`` (anyio
-    memory streams carrying ``SessionMessage`` objects: pydantic models, never JSON text) and
-    its full ``ClientSession`` (typed results, elicitation callback).
-  - ours: ``open_session`` on trio memory channels of JSON *bytes* (one server reader task
-    calling ``ServerSession.feed``, so every frame is parsed and encoded as on a wire) and a
-    minimal client built here (``from_json``/``to_json``, a dict of waiters; it answers
-    ``elicitation/create`` inline in its reader task and checks no types). Both streams have
-    a buffer of 1, as the SDK's.
-  - ours via the SDK client (extra): the same SDK ``Client`` over a ``Transport`` built here
-    that bridges ``SessionMessage`` <-> JSON bytes into our ``ServerSession`` (what
-    ``stdio_client`` does, minus the pipes), so only the servers differ.
-* stdio subprocess, legacy: each side's server as a real subprocess started from a script
-  written to a temp dir (ours: ``Server`` + ``serve_stdio`` with the rate limits lifted --
-  ``erlmcp-py serve`` cannot be used: its default policy allows 10 elicitations per client per
-  minute and has no option to raise it; SDK: ``MCPServer`` + ``run()``, i.e. asyncio). Both are
-  driven by the *same* client, the SDK's ``Client`` over its ``stdio_client``; server stderr
-  goes to /dev/null. Ours logs at ``warning`` (quiet); ``ours_stdio_legacy_infolog`` is the
-  same at the default ``info`` level, to show what its stderr logs cost. Extras: both servers
-  driven by our light scripted client (``erlmcp_py.mcp.client``), and the CPU each side spends
-  per op (server process from /proc, client = this process).
+    memory streams of ``SessionMessage`` objects -- pydantic models, never JSON text -- one
+    server task) and its full ``ClientSession`` (typed results, elicitation callback).
+  - ours: ``erlmcp_py.testing.open_memory_client(server, handler=...)``, the library's pair:
+    trio memory channels of JSON-RPC message objects (dicts, never JSON text), one server
+    reader task feeding ``ServerSession.feed_message`` (every message passes the wire's
+    envelope check, ``validate_message``), our ``MemoryClient`` (it checks every server
+    message the same way; the handler, a plain function, answers in its reader task).
+  - ours via the SDK client (extra, ``inproc_ratio_sdk_client``): the same SDK ``Client`` over
+    a ``Transport`` built here that bridges ``SessionMessage`` <-> JSON bytes into our
+    ``ServerSession`` (what ``stdio_client`` does, minus the pipes), so only servers differ.
+* stdio subprocess, legacy (each side's own client and server):
+  - SDK: ``MCPServer`` + ``run()`` (asyncio) from a script written to a temp dir, driven by
+    the SDK's ``Client`` over its ``stdio_client``.
+  - ours: the real command, ``erlmcp-py serve --transport stdio --rate N --server
+    bench_server:build`` (``bench_server.py`` is written to the temp dir: the ``ask`` tool;
+    its factory also lifts the 100-pending-per-client cap for the 100-concurrent runs),
+    driven by our ``open_stdio_client`` (``erlmcp_py.mcp.client``). Log level ``warning``;
+    ``ours_stdio_legacy_infolog`` (extra) the same at ``info``.
+  - the same client on both sides: ``ours_stdio_legacy_sdkclient`` (our server, SDK client:
+    ``stdio_ratio_sdk_client``, whose ceiling for any server is
+    ``stdio_ratio_ceiling_sdk_client``) and, extra, ``sdk_stdio_legacy_ourclient`` (SDK
+    server, our client: ``stdio_ratio_our_client``). Server stderr goes to /dev/null; CPU per
+    op: the server from /proc, the client = this process.
 * 2026-07-28 (stateless, MRTR): SDK only through its resolvers (``Resolve`` + ``Elicit``; an
   imperative ``ctx.elicit`` raises ``NoBackChannelError`` there); in-process its ``Client``
-  uses the direct dispatcher (no JSON-RPC framing). Ours is measured only if
-  ``erlmcp_py/mcp/mrtr.py`` or ``stateless.py`` exists and a probe call succeeds (through the
-  SDK client, which drives the ``InputRequiredResult`` retry loop); otherwise its keys are null
-  and ``modern_note`` says why.
+  uses the direct dispatcher (no JSON-RPC framing). Ours in-process: ``open_memory_client``
+  at 2026-07-28 (it drives the ``InputRequiredResult`` retry loop), plus (extra) the SDK
+  client over the bridge; over stdio: our ``erlmcp-py serve`` driven by the SDK client (our
+  stdio client has no MRTR loop). Measured only if a probe call succeeds; otherwise null and
+  ``modern_note`` says why.
 
 Sequential (one call at a time) and 100-concurrent (100 tasks, each calling in a loop).
 Keys: ``inproc_ratio`` / ``stdio_ratio`` = ours / SDK ops/s, sequential, legacy (the goals);
-``*_c100`` the same 100-concurrent; ``*_2026`` on 2026-07-28; ``inproc_ratio_sdk_client`` and
-``stdio_ratio_light_client`` with the same client on both sides; ``inproc_cpu_ratio`` and
-``stdio_server_cpu_ratio`` = SDK / ours CPU per op (far less sensitive to machine load);
-``stdio_ratio_ceiling_sdk_client`` = (SDK server + SDK client CPU) / SDK client CPU, the most
-any server could gain with the SDK client driving; ``stdio_infolog_cost`` = ours at ``info``
-/ ours at ``warning`` (ops/s); and every raw figure ``<side>_<transport>_<era>[_variant]_``
-``seq_ops_s`` / ``seq_p50_ms`` / ``c100_ops_s`` / ``*cpu_ms_per_op`` (null: not measured).
-Targets of a group are interleaved round by round so drift hits both sides alike; figures are
-medians over rounds. Goals (issue 5): ``inproc_ratio`` >= 10, ``stdio_ratio`` >= 4 (ours / SDK
-ops/s, sequential, legacy). ``--profile`` prints where each side's in-process time goes
-(cProfile). ``--quick`` (about 30 s on an idle 2-core machine) measures fewer ops and skips
-the [extra] targets. Human-readable lines first; the last line is one JSON object.
+``*_c100`` the same 100-concurrent; ``*_2026`` on 2026-07-28; ``inproc_ratio_sdk_client``,
+``stdio_ratio_sdk_client`` and ``stdio_ratio_our_client`` with the same client on both sides;
+``inproc_cpu_ratio``, ``stdio_cpu_ratio`` (client + server) and ``stdio_server_cpu_ratio`` =
+SDK / ours CPU per op (far less sensitive to machine load); ``stdio_infolog_cost`` = ours at
+``info`` / ours at ``warning`` (ops/s); and every raw figure
+``<side>_<transport>_<era>[_variant]_`` ``seq_ops_s`` / ``seq_p50_ms`` / ``c100_ops_s`` /
+``*cpu_ms_per_op`` (null: not measured). Targets of a group are interleaved round by round so
+drift hits both sides alike; figures are medians over rounds. Goals (issue 5):
+``inproc_ratio`` >= 10, ``stdio_ratio`` >= 4. ``--profile`` prints where each side's
+in-process time goes (cProfile). ``--quick`` (about 20 s on an idle 2-core machine) measures
+fewer ops and skips the [extra] targets. Human-readable lines first; the last line is one
+JSON object.
 
     python benchmarks/bench_vs_sdk.py [--quick] [--profile] [--no-stdio]
 """
