@@ -1,0 +1,225 @@
+"""``erlmcp-py serve`` stops gracefully on SIGTERM/SIGINT: a plain subprocess, both transports.
+
+What a client sees: a pending elicitation ends ``failed: runtime_restarted`` (the tool answers
+its call with it) and the client is sent ``notifications/cancelled`` for its
+``elicitation/create``; then end of stream, and exit status 0 with one ``shutdown`` log line.
+Past ``--shutdown-timeout`` the exit status is 1; a second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import trio
+
+from erlmcp_py.mcp.client import StdioClient, open_stdio_client
+from tests.deploy.support import (
+    REPO,
+    alive,
+    events_named,
+    free_port,
+    poll,
+    serve_command,
+    wait_serving,
+)
+from tests.transports.test_http import call
+
+LIMIT = 20.0  # seconds any test here may take
+STUBBORN = ("--server", "tests.deploy.stubborn_server:build")
+
+
+@asynccontextmanager
+async def stdio_server(stderr: Path, *extra: str) -> AsyncIterator[StdioClient]:
+    with stderr.open("wb") as err, trio.fail_after(LIMIT):
+        command = serve_command("--log-level", "info", *extra)
+        async with open_stdio_client(command, stderr=err.fileno(), cwd=REPO) as client:
+            yield client
+
+
+@asynccontextmanager
+async def http_server(stderr: Path, *extra: str) -> AsyncIterator[tuple[trio.Process, str]]:
+    port = free_port()
+    command = serve_command("--transport", "http", "--host", "127.0.0.1", "--port", str(port))
+    with stderr.open("wb") as err, trio.fail_after(LIMIT):
+        process = await trio.lowlevel.open_process(
+            [*command, *extra], stdin=subprocess.DEVNULL, stderr=err, cwd=REPO
+        )
+        try:
+            yield process, f"http://127.0.0.1:{port}/mcp"
+        finally:
+            if process.returncode is None:
+                process.kill()
+                with trio.CancelScope(shield=True):
+                    await process.wait()
+
+
+def shutdown_line(stderr: Path) -> dict[str, Any]:
+    lines = events_named(stderr, "shutdown")
+    assert len(lines) == 1, stderr.read_text()
+    return lines[0]
+
+
+async def wait_exit(process: trio.Process, timeout: float) -> float:
+    """Wait for the process to exit; the seconds it took."""
+    start = trio.current_time()
+    with trio.fail_after(timeout):
+        await process.wait()
+    return trio.current_time() - start
+
+
+# -- stdio ---------------------------------------------------------------------------------------
+
+
+async def test_stdio_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with stdio_server(stderr) as client:
+        await client.initialize()
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 50,
+                "method": "tools/call",
+                "params": {"name": "demo_confirm", "arguments": {}},
+            }
+        )
+        asked = await client.next_server_request(0)
+        assert asked.method == "elicitation/create"
+        client.process.send_signal(signal.SIGTERM)
+        assert await wait_exit(client.process, 10) < 10
+        assert client.process.returncode == 0
+        # the reader saw the end of stdout after these frames
+        await poll(lambda: any(f.get("id") == 50 for f in client.frames), "the answer", 5)
+    answer = next(f for f in client.frames if f.get("id") == 50)
+    assert answer["result"]["content"][0]["text"] == "confirm: failed: runtime_restarted"
+    cancelled = [p for m, p in client.notifications if m == "notifications/cancelled"]
+    assert [p["requestId"] for p in cancelled] == [asked.id]
+    started = events_named(stderr, "shutdown_started")
+    assert [(s["signal"], s["pending_elicitations"]) for s in started] == [("SIGTERM", 1)]
+    line = shutdown_line(stderr)
+    assert (line["signal"], line["clean"], line["exit_status"]) == ("SIGTERM", True, 0)
+    assert line["outcomes"] == {"Failed": {"form": 1}}
+
+
+async def test_stdio_sigint_when_idle_exits_0(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with stdio_server(stderr) as client:
+        await client.initialize()
+        assert (await client.request("ping")) == {}
+        client.process.send_signal(signal.SIGINT)
+        await wait_exit(client.process, 10)
+        assert client.process.returncode == 0  # not 130: SIGINT is a graceful stop too
+    line = shutdown_line(stderr)
+    assert (line["signal"], line["clean"], line["exit_status"]) == ("SIGINT", True, 0)
+
+
+async def test_stdio_shutdown_timeout_bounds_the_stop_with_exit_1(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with stdio_server(stderr, *STUBBORN, "--shutdown-timeout", "1") as client:
+        await client.initialize()
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "tools/call",
+                "params": {"name": "stubborn", "arguments": {}},
+            }
+        )
+        await poll(lambda: bool(events_named(stderr, "stubborn_started")), "the tool", 10)
+        client.process.send_signal(signal.SIGTERM)
+        took = await wait_exit(client.process, 10)
+        assert client.process.returncode == 1
+        assert 0.9 <= took < 5, took  # the bound, not sooner and not much later
+    line = shutdown_line(stderr)
+    assert (line["clean"], line["exit_status"]) == (False, 1)
+
+
+# -- Streamable HTTP -----------------------------------------------------------------------------
+
+
+async def test_http_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with (
+        http_server(stderr) as (process, url),
+        httpx2.AsyncClient(timeout=10) as http,
+        trio.open_nursery() as nursery,
+    ):
+        client = await wait_serving(http, url, 10)
+        on_get: list[dict[str, Any]] = []
+        get_open = trio.Event()
+
+        async def get_stream() -> None:
+            async with client.get_stream() as sse:
+                get_open.set()
+                on_get.extend(await sse.rest())
+
+        nursery.start_soon(get_stream)
+        await get_open.wait()
+        async with client.stream(call(7, "demo_confirm")) as sse:
+            asked = await sse.next()
+            assert asked is not None
+            assert asked["method"] == "elicitation/create"
+            process.send_signal(signal.SIGTERM)
+            on_post = await sse.rest()  # the stream ends: it does not hang
+        assert on_post[-1]["id"] == 7
+        assert on_post[-1]["result"]["content"][0]["text"] == "confirm: failed: runtime_restarted"
+        await wait_exit(process, 10)
+        assert process.returncode == 0
+    # The notice races the tool's answer: before it, it rides the call's stream; after it
+    # (that stream has ended), the session's GET stream.
+    notices = [m for m in on_post[:-1] + on_get if m.get("method") == "notifications/cancelled"]
+    assert [n["params"]["requestId"] for n in notices] == [asked["id"]]
+    line = shutdown_line(stderr)
+    assert (line["signal"], line["clean"], line["exit_status"]) == ("SIGTERM", True, 0)
+
+
+async def test_http_stop_refuses_new_connections_and_a_second_signal_forces_exit(
+    tmp_path: Path,
+) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with (
+        http_server(stderr, *STUBBORN, "--shutdown-timeout", "30") as (process, url),
+        httpx2.AsyncClient(timeout=10) as http,
+        trio.open_nursery() as nursery,
+    ):
+        client = await wait_serving(http, url, 10)
+
+        async def stubborn_call() -> None:
+            with contextlib.suppress(httpx2.TransportError):  # cut when the process exits
+                await client.post(call(1, "stubborn"))
+
+        nursery.start_soon(stubborn_call)
+        await poll(lambda: bool(events_named(stderr, "stubborn_started")), "the tool", 10)
+        process.send_signal(signal.SIGTERM)
+        await poll(lambda: bool(events_named(stderr, "shutdown_started")), "the stop", 10)
+        # Stopping: no new connection is accepted, while the process still runs.
+        with trio.fail_after(5):
+            while True:
+                try:
+                    async with httpx2.AsyncClient(timeout=2) as fresh:
+                        await fresh.post(url, content=b"{}")
+                except httpx2.ConnectError:
+                    break
+                await trio.sleep(0.02)
+        assert alive(process.pid)
+        assert process.returncode is None
+        process.send_signal(signal.SIGTERM)
+        assert await wait_exit(process, 5) < 5
+        assert process.returncode == 128 + signal.SIGTERM
+    forced = events_named(stderr, "shutdown_forced")
+    assert [(f["signal"], f["exit_status"]) for f in forced] == [("SIGTERM", 143)]
+    assert events_named(stderr, "shutdown") == []  # it did not finish the graceful stop
+
+
+def test_shutdown_timeout_must_be_positive() -> None:
+    bad = subprocess.run(
+        serve_command("--shutdown-timeout", "0"), capture_output=True, timeout=LIMIT, check=False
+    )
+    assert bad.returncode == 2
+    assert b"--shutdown-timeout" in bad.stderr
