@@ -54,9 +54,10 @@ def events_named(path: Path, name: str) -> list[dict[str, Any]]:
 async def poll(predicate: Callable[[], bool], what: str, timeout: float) -> None:
     """Wait until ``predicate()``; fail with ``what`` after ``timeout`` seconds."""
     with trio.move_on_after(timeout):
-        while not predicate():
+        while True:  # the state is another process's: nothing to wait on but time
+            if predicate():
+                return
             await trio.sleep(POLL)
-        return
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
