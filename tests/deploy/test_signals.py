@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 import trio
 
+from erlmcp_py.cli import DEFAULT_SHUTDOWN_TIMEOUT, _parser
 from erlmcp_py.mcp.client import StdioClient, open_stdio_client
 from tests.deploy.support import (
     REPO,
@@ -217,9 +219,10 @@ async def test_http_stop_refuses_new_connections_and_a_second_signal_forces_exit
     assert events_named(stderr, "shutdown") == []  # it did not finish the graceful stop
 
 
-def test_shutdown_timeout_must_be_positive() -> None:
-    bad = subprocess.run(
-        serve_command("--shutdown-timeout", "0"), capture_output=True, timeout=LIMIT, check=False
-    )
-    assert bad.returncode == 2
-    assert b"--shutdown-timeout" in bad.stderr
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "soon"])
+def test_shutdown_timeout_must_be_positive(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(["serve", "--shutdown-timeout", bad])
+    assert exited.value.code == 2
+    assert "--shutdown-timeout" in capsys.readouterr().err
+    assert _parser().parse_args(["serve"]).shutdown_timeout == DEFAULT_SHUTDOWN_TIMEOUT
