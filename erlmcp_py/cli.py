@@ -13,9 +13,10 @@ SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
    elicitation ends ``failed: runtime_restarted`` — the tool waiting on it gets that outcome
    and answers its call — and the client is sent ``notifications/cancelled`` for its open
    ``elicitation/create``.
-3. Whatever can still run settles (the tools' answers are written), bounded.
-4. The sessions end (tool calls still running are cancelled), the transport returns, and
-   one ``shutdown`` line is logged; the exit status is 0.
+3. Whatever can still run settles — the tools finish and their answers are written — until
+   every task waits (at most 1 s; ``trio.testing.wait_all_tasks_blocked``).
+4. The sessions end: a tool still waiting on time or I/O is cancelled (its client gets no
+   answer). The transport returns, one ``shutdown`` line is logged, the exit status is 0.
 
 All of it is bounded by ``--shutdown-timeout``: past it, the ``shutdown`` line says
 ``clean: false`` and the process exits at once with status 1. A second signal during the

@@ -34,7 +34,7 @@ from tests.deploy.support import (
 from tests.transports.test_http import call
 
 LIMIT = 20.0  # seconds any test here may take
-STUBBORN = ("--server", "tests.deploy.stubborn_server:build")
+STUBBORN = ("--server", "tests.deploy.servers:build")
 
 
 @asynccontextmanager
@@ -107,6 +107,33 @@ async def test_stdio_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_pa
     line = shutdown_line(stderr)
     assert (line["signal"], line["clean"], line["exit_status"]) == ("SIGTERM", True, 0)
     assert line["outcomes"] == {"Failed": {"form": 1}}
+
+
+async def test_stdio_sigterm_lets_a_tool_finish_its_answer_after_the_outcome(
+    tmp_path: Path,
+) -> None:
+    # long_tail takes 500 scheduler turns between its outcome and its answer: the stop lets
+    # what can still run finish before it ends the session.
+    stderr = tmp_path / "stderr.log"
+    async with stdio_server(stderr, *STUBBORN) as client:
+        await client.initialize()
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "long_tail", "arguments": {}},
+            }
+        )
+        await client.next_server_request(0)
+        client.process.send_signal(signal.SIGTERM)
+        await wait_exit(client.process, 10)
+        assert client.process.returncode == 0
+        await poll(lambda: any(f.get("id") == 5 for f in client.frames), "the answer", 5)
+    answer = next(f for f in client.frames if f.get("id") == 5)
+    text = answer["result"]["content"][0]["text"]
+    assert text.startswith("not accepted: Failed")
+    assert "runtime_restarted" in text
 
 
 async def test_stdio_sigint_when_idle_exits_0(tmp_path: Path) -> None:
