@@ -785,7 +785,10 @@ async def stdio_group(
 # -- profile --------------------------------------------------------------------------------------
 
 _LAYERS = (
+    ("erlmcp_py/mcp/client", "in-memory pair and our clients"),
+    ("erlmcp_py/transports/memory.py:", "in-memory pair and our clients"),
     ("erlmcp_py/mcp", "erlmcp_py.mcp (session, context, codec)"),
+    ("erlmcp_py/transports", "erlmcp_py.transports"),
     ("erlmcp_py/actors", "erlmcp_py.actors (runtime)"),
     ("erlmcp_py/core", "erlmcp_py.core (pure)"),
     ("supervisors", "supervisors (actor kernel)"),

@@ -249,6 +249,11 @@ class _HttpSession:
 
     async def write(self, frame: bytes) -> None:
         """The session's ``send``: route one frame to exactly one channel (never blocks)."""
+        self.route(frame)
+
+    def route(self, frame: bytes | dict[str, Any]) -> None:
+        """Route one frame to exactly one channel, now (the session's ``send_nowait``)."""
+        assert type(frame) is bytes  # this transport carries bytes (no send_message)
         is_response, id = _classify(frame)
         if is_response:
             stream = self.posts.pop(id, None) if id is not None else None
@@ -299,6 +304,7 @@ class _HttpSession:
                 transport.runtime,
                 self.write,
                 max_frame_bytes=transport.config.max_frame_bytes,
+                send_nowait=self.route,
             ) as session:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)
