@@ -142,6 +142,7 @@ class Record:
         "client",
         "consented",
         "core",
+        "due",
         "ended_at",
         "id",
         "mode",
@@ -190,6 +191,7 @@ class Record:
         self.monitor: MonitorRef | None = None
         self.scope: trio.CancelScope | None = None  # while the child performs live effects
         self.timer_at: float | None = None  # the one armed timer (see actors/timers.py)
+        self.due = False  # the timer fired; the child feeds it (see on_timer)
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) ----------------
 
@@ -260,18 +262,36 @@ class Record:
         return self.id
 
     def on_timer(self, now: float) -> None:
-        """The armed timer is due: the deadline, or the warning before it."""
+        """The armed timer is due (called by the timer task): hand it to the child.
+
+        The child feeds it itself (:meth:`on_due`), so that at a deadline the waiter's
+        wake-up and the client's ``notifications/cancelled`` come from one turn of one task,
+        in that order — on Streamable HTTP the notice must precede the tool's result, which
+        closes the request's stream.
+        """
+        if self.core.is_terminal:
+            return
+        self.due = True
+        if now >= self.core.deadline:
+            if self.scope is not None:
+                self.scope.cancel()  # interrupt the effect in progress (a blocked send)
+        else:
+            # The warning: keep the deadline armed even if the child is stuck in an effect.
+            self.actor.timers.arm(self, self.core.deadline)
+        self.wake()
+
+    def on_due(self, now: float) -> None:
+        """Feed the due timer: the deadline, or the warning before it."""
+        self.due = False
         if self.core.is_terminal:
             return
         if now >= self.core.deadline:
             self.feed(DeadlineReached(now))
-            if self.scope is not None:
-                self.scope.cancel()  # interrupt the effect in progress (a blocked send)
-        else:
-            self.warned = True  # fired once for this deadline, warning or not
+        elif self.core.warn_at is not None and now >= self.core.warn_at and not self.warned:
+            self.warned = True  # fired once for this deadline
             self.feed(WarningDue(now))
-            if not self.core.is_terminal:
-                self.actor.timers.arm(self, self.next_timer())
+        if not self.core.is_terminal:
+            self.actor.timers.arm(self, self.next_timer())
 
     # -- the child task's sleep ------------------------------------------------------------
 
@@ -612,6 +632,8 @@ class ElicitationActor(Actor):
         # an idle validator) is done in the child's own turn, without a scope.
         try:
             while True:
+                if record.due:
+                    record.on_due(trio.current_time())
                 if record.work:
                     if record.core.is_terminal:
                         await self._perform(record, record.work.pop(0))

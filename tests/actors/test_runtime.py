@@ -170,7 +170,8 @@ async def test_a_send_stuck_in_the_transport_still_times_out_on_time(
     peer = StuckPeer(nowait=False)
     start = trio.current_time()
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
-    assert await handle.outcome() == TimedOut()
+    with trio.fail_after(1000):  # a lost deadline fails here instead of hanging the suite
+        assert await handle.outcome() == TimedOut()
     assert trio.current_time() - start == pytest.approx(300)
     await trio.testing.wait_all_tasks_blocked()
     # The deadline cancelled the stuck send: the child is gone and holds nothing.
