@@ -159,7 +159,11 @@ class MemoryClient:
             raise ValueError(f"request id {rid!r} is already waiting for its response")
         slot = _Slot()
         self._waiting[rid] = slot
-        self._to_server.send_nowait(message)  # unbounded: never blocks
+        try:
+            self._to_server.send_nowait(message)  # unbounded: never blocks
+        except BaseException:  # the pair is closed
+            del self._waiting[rid]
+            raise
         # Park until the reader delivers (nothing ran since the send: it cannot be there yet).
         slot.task = trio.lowlevel.current_task()
 
