@@ -70,6 +70,7 @@ from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 
 if TYPE_CHECKING:
     from erlmcp_py.core.outcomes import Tenant
+    from erlmcp_py.mcp.context import Context
     from erlmcp_py.mcp.server import Server
 
 __all__ = ["RELATED_REQUEST", "RequestPeer", "ServerSession", "open_session"]
@@ -605,8 +606,7 @@ class ServerSession:
     async def _invoke(
         self, id: RequestId, spec: ToolSpec, params: CallToolParams, clock: ToolClock
     ) -> Mapping[str, Any]:
-        from erlmcp_py.mcp.context import Context
-
+        Context = _context_class()
         try:
             kwargs = spec.bind(params.arguments)
         except ToolArgumentsError as exc:
@@ -637,6 +637,18 @@ class ServerSession:
             self._log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
             return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
 
+
+def _context_class() -> type[Context]:
+    """``erlmcp_py.mcp.context.Context``, imported on first use (it imports this module)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        from erlmcp_py.mcp.context import Context
+
+        _CONTEXT = Context
+    return _CONTEXT
+
+
+_CONTEXT: type[Context] | None = None
 
 _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]] = {
     "tools/list": ServerSession._tools_list,

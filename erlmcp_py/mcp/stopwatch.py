@@ -8,8 +8,7 @@ the call is pending, and restarts it with the budget that was left when the last
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 import trio
 
@@ -47,16 +46,37 @@ class ToolClock:
             return self._remaining
         return max(0.0, self.scope.deadline - trio.current_time())
 
-    @contextmanager
-    def pause(self) -> Iterator[None]:
+    def pause(self) -> _Pause:
         """Stop the clock for the duration of the block (nests; concurrent blocks count)."""
+        return _Pause(self)
+
+    def _stop(self) -> None:
         if self.budget is not None and self._paused == 0:
             self._remaining = max(0.0, self.scope.deadline - trio.current_time())
             self.scope.deadline = math.inf
         self._paused += 1
-        try:
-            yield
-        finally:
-            self._paused -= 1
-            if self.budget is not None and self._paused == 0:
-                self.scope.deadline = trio.current_time() + self._remaining
+
+    def _restart(self) -> None:
+        self._paused -= 1
+        if self.budget is not None and self._paused == 0:
+            self.scope.deadline = trio.current_time() + self._remaining
+
+
+class _Pause:
+    """``with clock.pause():`` (a plain class: this runs on every elicitation)."""
+
+    __slots__ = ("_clock",)
+
+    def __init__(self, clock: ToolClock) -> None:
+        self._clock = clock
+
+    def __enter__(self) -> None:
+        self._clock._stop()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._clock._restart()
