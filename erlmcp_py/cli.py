@@ -31,8 +31,9 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import structlog
 import trio
@@ -322,7 +323,9 @@ async def _host_transport(
         done.set()
 
 
-async def _first_signal(signals: Any, transport_done: trio.Event) -> signal.Signals | None:
+async def _first_signal(
+    signals: AsyncIterator[int], transport_done: trio.Event
+) -> signal.Signals | None:
     """The first shutdown signal, or ``None`` if the transport ended first."""
     received: signal.Signals | None = None
     async with trio.open_nursery() as nursery:
@@ -343,7 +346,7 @@ async def _first_signal(signals: Any, transport_done: trio.Event) -> signal.Sign
     return received
 
 
-async def _exit_on_second_signal(signals: Any) -> NoReturn:
+async def _exit_on_second_signal(signals: AsyncIterator[int]) -> NoReturn:
     """A second signal while stopping: exit now, without waiting for anything."""
     async for signum in signals:
         name = signal.Signals(signum).name
