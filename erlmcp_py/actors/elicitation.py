@@ -148,6 +148,7 @@ class Record:
         "mode",
         "monitor",
         "outcome",
+        "owner",
         "peer",
         "request",
         "rid",
@@ -189,6 +190,7 @@ class Record:
         self.warned = False
         self.ended_at: float | None = None
         self.monitor: MonitorRef | None = None
+        self.owner: trio.lowlevel.Task | None = None
         self.scope: trio.CancelScope | None = None  # while the child performs live effects
         self.timer_at: float | None = None  # the one armed timer (see actors/timers.py)
         self.due = False  # the timer fired; the child feeds it (see on_timer)
@@ -256,6 +258,14 @@ class Record:
 
     def on_owner_down(self, _task: trio.lowlevel.Task) -> None:
         self.feed(OwnerDown())
+
+    def watch_owner(self) -> None:
+        """Subscribe to the owner's exit (once; not after the end)."""
+        if self.monitor is not None or self.owner is None or self.core.is_terminal:
+            return
+        # RuntimeError: the actor is gone; its terminate() ends this record (runtime_restarted).
+        with contextlib.suppress(RuntimeError):
+            self.monitor = self.actor.hub.monitor(self.owner, self.on_owner_down)
 
     @property
     def timer_key(self) -> str:
@@ -338,6 +348,8 @@ class Create:
     tenant: Tenant
     owner: trio.lowlevel.Task
     client: str
+    watch_owner: bool = True
+    """``False`` only for ``Runtime.ask``, whose owner waits at once (see there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +550,9 @@ class ElicitationActor(Actor):
         self.records[record.id] = record
         self.live += 1
         self.metrics.on_created(record.mode)
-        record.monitor = self.hub.monitor(msg.owner, record.on_owner_down)
+        record.owner = msg.owner
+        if msg.watch_owner:
+            record.watch_owner()
         # Started here, not in the child: the request is outstanding from the create on, so
         # an application completion that comes before the child's first turn is honoured.
         record.apply(record.core.start())

@@ -12,6 +12,7 @@ validator restarts, the elicitation actor restarts after it and picks up the fre
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,7 +39,7 @@ from erlmcp_py.actors.peer import Peer
 from erlmcp_py.actors.ratelimiter import RateLimiterActor
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
-from erlmcp_py.core.outcomes import Tenant, Unsupported
+from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import FrozenDict, check_requested_schema
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.urlcheck import Resolver, check_url
@@ -125,7 +126,11 @@ class Runtime:
         try:
             reply = self._registry["elicitation"].call_nowait(msg)
         except (trio.WouldBlock, ActorGone):
-            pass  # busy, or restarting: the mailbox path below waits for it
+            # Busy, or restarting: the mailbox path below waits for it.
+            if type(msg) is Create and not msg.watch_owner:
+                # Through the mailbox the create can outlive a caller that gives up waiting
+                # for the reply: then nobody would wait for it, so its owner is watched.
+                msg = dataclasses.replace(msg, watch_owner=True)
         else:
             # A schedule point, as every trio call is: a loop of creates must not starve the
             # other tasks (the new child takes its first turn). Shielded: what was done is
@@ -169,6 +174,18 @@ class Runtime:
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
         """
+        return await self._create(request, peer, tenant, owner, client_id)
+
+    async def _create(
+        self,
+        request: ElicitationRequest,
+        peer: Peer,
+        tenant: Tenant,
+        owner: trio.lowlevel.Task | None,
+        client_id: str | None,
+        *,
+        watch_owner: bool = True,
+    ) -> ElicitationHandle:
         sizes = self.policy.sizes
         message_size = len(request.message.encode())
         if message_size > sizes.message_bytes:
@@ -190,9 +207,36 @@ class Runtime:
         owner_task = owner if owner is not None else trio.lowlevel.current_task()
         client = client_id if client_id is not None else peer.peer_id
         handle: ElicitationHandle = await self._call(
-            Create(request, peer, tenant, owner_task, client)
+            Create(request, peer, tenant, owner_task, client, watch_owner)
         )
         return handle
+
+    async def ask(
+        self,
+        request: ElicitationRequest,
+        *,
+        peer: Peer,
+        tenant: Tenant,
+        client_id: str | None = None,
+    ) -> Outcome:
+        """``create_elicitation`` and ``await handle.outcome()`` in one call; the caller owns it.
+
+        For a caller that waits at once (``Context.elicit``). While it waits here it cannot
+        exit, so its exit is watched only if it stops waiting (cancelled: it may be on its
+        way out) — from then on exactly as ``create_elicitation`` watches it. That saves the
+        owner-watcher task of a one-question tool call.
+
+        Raises:
+            as :meth:`create_elicitation`.
+        """
+        handle = await self._create(request, peer, tenant, None, client_id, watch_owner=False)
+        try:
+            return await handle.outcome()
+        except BaseException:
+            record = handle._record
+            if record is not None:
+                record.watch_owner()
+            raise
 
     async def get_elicitation_status(
         self, elicitation_id: str, *, tenant: Tenant

@@ -317,7 +317,7 @@ class Context:
             requested_schema=prepared.schema,
             validator=prepared.validator,
         )
-        outcome = await self._wait(await self._create(request))
+        outcome = await self._ask(request)
         form_type = prepared.form_type
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
@@ -330,6 +330,13 @@ class Context:
             request, peer=self._peer, tenant=self.tenant
         )
         return handle
+
+    async def _ask(self, request: ElicitationRequest) -> Outcome:
+        """Create and wait in one runtime call (``Runtime.ask``: no owner-watcher task while
+        this tool waits); the tool clock is paused while the human is asked."""
+        with self.clock.pause():
+            outcome: Outcome = await self.runtime.ask(request, peer=self._peer, tenant=self.tenant)
+        return outcome
 
     async def _wait(self, handle: ElicitationHandle) -> Outcome:
         with self.clock.pause():
@@ -344,7 +351,7 @@ class Context:
         except SchemaNotAllowed:
             return Unsupported("form")  # cannot be expressed for this client's version
         request = ElicitationRequest(message=message, mode="form", requested_schema=wire)
-        outcome = await self._wait(await self._create(request))
+        outcome = await self._ask(request)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
             return Accepted(outcome.content.get(name))
         return outcome

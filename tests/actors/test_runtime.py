@@ -636,3 +636,101 @@ async def test_url_fields_are_resolved_and_refused_when_any_address_is_private(
         assert "webhook_url" in reprompt
         assert "private" in reprompt
         assert "intranet" not in reprompt  # the refused value is never echoed
+
+
+# -- Runtime.ask: create + wait, the owner watched only once it stops waiting ------------------
+
+
+def hub_of(rt: Runtime) -> Any:
+    return rt.actor("elicitation")._shared.actor.hub  # read-only inspection
+
+
+async def test_ask_waits_without_an_owner_watcher(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(nowait=False)
+    watched_while_waiting: list[int] = []
+
+    async def look() -> None:
+        await peer.wait_request()
+        watched_while_waiting.append(hub_of(rt).watched_tasks())
+        peer.answer(peer.last().id, {"action": "accept", "content": {"name": "Ada"}})
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(look)
+        outcome = await rt.ask(form(), peer=peer, tenant=ALICE)
+    assert outcome == Accepted({"name": "Ada", "age": 30})
+    assert watched_while_waiting == [0]  # the waiting owner needed no watcher task
+
+
+async def test_ask_owner_cancelled_while_waiting_abandons_and_tells_client(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+
+    async def tool() -> None:
+        await rt.ask(form(), peer=peer, tenant=ALICE)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tool)
+        request = await peer.wait_request()
+        nursery.cancel_scope.cancel()  # the tool invocation goes away mid-question
+    await trio.testing.wait_all_tasks_blocked()
+    handle_id = request.id.rsplit(".", 1)[0]
+    assert (await rt.get_elicitation_status(handle_id, tenant=ALICE)).status == "abandoned"
+    assert peer.notifications == [
+        ("notifications/cancelled", {"requestId": request.id, "reason": "elicitation abandoned"})
+    ]
+    assert hub_of(rt).watched_tasks() == 0  # the watcher fired and went
+
+
+async def test_ask_owner_that_survives_its_cancellation_keeps_the_elicitation(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle_id: list[str] = []
+
+    async def tool(task_status: trio.TaskStatus[None]) -> None:
+        with trio.move_on_after(5):  # the tool gives up waiting, but lives on
+            await rt.ask(form(), peer=peer, tenant=ALICE)
+        handle_id.append(peer.last().id.rsplit(".", 1)[0])
+        task_status.started()
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tool)
+        info = await rt.get_elicitation_status(handle_id[0], tenant=ALICE)
+        assert info.status == "active"  # its owner is alive: still open
+        nursery.cancel_scope.cancel()  # now the owner exits
+    await trio.testing.wait_all_tasks_blocked()
+    info = await rt.get_elicitation_status(handle_id[0], tenant=ALICE)
+    assert info.status == "abandoned"
+
+
+async def test_ask_through_a_busy_actor_watches_its_owner_from_the_start(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref = rt.actor("elicitation")
+    real = type(ref).call_nowait
+
+    def busy(self: Any, msg: Any) -> Any:
+        if self is ref:
+            raise trio.WouldBlock  # as when the actor is mid-message
+        return real(self, msg)
+
+    monkeypatch.setattr(type(ref), "call_nowait", busy)
+    peer = MemoryPeer()
+    seen: list[bool] = []
+
+    async def tool() -> None:
+        seen.append(True)
+        await rt.ask(form(), peer=peer, tenant=ALICE)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tool)
+        await peer.wait_request()
+        # The mailbox create could outlive a caller that stops waiting for its reply, so
+        # it is watched as create_elicitation's would be.
+        assert hub_of(rt).watched_tasks() == 1
+        nursery.cancel_scope.cancel()
+    assert seen == [True]
