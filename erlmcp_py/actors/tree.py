@@ -116,11 +116,13 @@ class Runtime:
         else:
             check_requested_schema(schema, version)
 
-    async def _call(self, msg: Any) -> Any:
+    async def _call(self, msg: Any, *, schedule_point: bool = True) -> Any:
         """Call the elicitation actor, riding out one restart of it.
 
         An idle actor answers inline (``call_nowait``: same turn, no task switch); a busy
-        one through its mailbox under the call timeout.
+        one through its mailbox under the call timeout. ``schedule_point=False``: the caller
+        yields right after anyway (``ask`` waits for the outcome), so an inline answer
+        skips its own.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
@@ -132,6 +134,8 @@ class Runtime:
                 # for the reply: then nobody would wait for it, so its owner is watched.
                 msg = dataclasses.replace(msg, watch_owner=True)
         else:
+            if not schedule_point:
+                return reply
             # A schedule point, as every trio call is: a loop of creates must not starve the
             # other tasks (the new child takes its first turn). Shielded: what was done is
             # done, and the caller gets its reply.
@@ -184,7 +188,7 @@ class Runtime:
         owner: trio.lowlevel.Task | None,
         client_id: str | None,
         *,
-        watch_owner: bool = True,
+        ask: bool = False,
     ) -> ElicitationHandle:
         sizes = self.policy.sizes
         message_size = len(request.message.encode())
@@ -207,7 +211,8 @@ class Runtime:
         owner_task = owner if owner is not None else trio.lowlevel.current_task()
         client = client_id if client_id is not None else peer.peer_id
         handle: ElicitationHandle = await self._call(
-            Create(request, peer, tenant, owner_task, client, watch_owner)
+            Create(request, peer, tenant, owner_task, client, watch_owner=not ask),
+            schedule_point=not ask,  # ask parks on the outcome right after: that is its yield
         )
         return handle
 
@@ -229,7 +234,7 @@ class Runtime:
         Raises:
             as :meth:`create_elicitation`.
         """
-        handle = await self._create(request, peer, tenant, None, client_id, watch_owner=False)
+        handle = await self._create(request, peer, tenant, None, client_id, ask=True)
         try:
             return await handle.outcome()
         except BaseException:
