@@ -44,7 +44,7 @@ import trio
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationInfo, ElicitationRequest, Mode
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
-from erlmcp_py.actors.ratelimiter import Acquire, ReleaseMany, ResetPending
+from erlmcp_py.actors.ratelimiter import Acquire, Release, ReleaseMany, ResetPending
 from erlmcp_py.actors.timers import Timers
 from erlmcp_py.actors.validator import Validate
 from erlmcp_py.core.errors import (
@@ -867,7 +867,7 @@ class ElicitationActor(Actor):
         message, not a mailbox flood."""
         if not self._releases:
             try:
-                self.ratelimiter.call_nowait(ReleaseMany({record.client: 1}))
+                self.ratelimiter.call_nowait(Release(record.client))
                 return
             except ActorGone:
                 return  # a restarted rate limiter starts from empty counts

@@ -17,11 +17,18 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import RateLimiter
 from supervisors import Actor, ActorRef, ReplyTo
 
-__all__ = ["Acquire", "RateLimiterActor", "ReleaseMany", "ResetPending"]
+__all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPending"]
 
 
 @dataclass(frozen=True, slots=True)
 class Acquire:
+    client: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Release one pending slot of ``client`` (the inline path; see ``ReleaseMany``)."""
+
     client: Hashable
 
 
@@ -56,6 +63,9 @@ class RateLimiterActor(Actor):
         # Every call is synchronous: an idle limiter answers in the caller's task.
         if type(msg) is Acquire:
             return self.limiter.try_acquire(msg.client, trio.current_time())
+        if type(msg) is Release:
+            self.limiter.release(msg.client)
+            return None
         if type(msg) is ReleaseMany:
             for client, count in msg.counts.items():
                 for _ in range(count):

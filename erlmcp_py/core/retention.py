@@ -31,6 +31,8 @@ K = TypeVar("K", bound=Hashable)
 
 
 def _check_now(now: float) -> float:
+    if type(now) is float and math.isfinite(now):
+        return now  # the shell's clock: the common case first
     if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
         raise ValueError(f"now must be a finite number of seconds, got {now!r}")
     return float(now)
