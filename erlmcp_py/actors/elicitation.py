@@ -842,15 +842,16 @@ class ElicitationActor(Actor):
                 )
         return tuple(errors)
 
-    async def _send_cancelled(self, record: Record) -> None:
+    async def _send_cancelled(self, record: Record, reason: str | None = None) -> None:
         rid = record.rid
         if rid is None or record.consented:
             return
         record.peer.forget_request(rid)
         record.rid = None
-        reason = f"elicitation {record.core.status.value.replace('_', ' ')}"
-        if isinstance(record.outcome, Failed) and record.outcome.reason != "abandoned":
-            reason += f" ({record.outcome.reason})"
+        if reason is None:
+            reason = f"elicitation {record.core.status.value.replace('_', ' ')}"
+            if isinstance(record.outcome, Failed) and record.outcome.reason != "abandoned":
+                reason += f" ({record.outcome.reason})"
         await self._notify(record, "notifications/cancelled", {"requestId": rid, "reason": reason})
 
     async def _notify(self, record: Record, method: str, params: Mapping[str, Any]) -> None:
@@ -892,14 +893,18 @@ class ElicitationActor(Actor):
 
     async def terminate(self, reason: object) -> None:
         live = [r for r in self.records.values() if not r.core.is_terminal]
-        for record in live:
-            record.feed(RuntimeRestart())
-        # Best effort, bounded: tell clients to drop requests nobody waits for any more.
+        # Best effort, bounded: tell clients to drop requests nobody will wait for — before
+        # the waiters wake, because a woken tool answers its call at once, and on Streamable
+        # HTTP that answer closes the stream the notice has to go on.
         with trio.move_on_after(1.0):
             async with trio.open_nursery() as nursery:
                 for record in live:
                     if record.rid is not None and not record.consented:
-                        nursery.start_soon(self._send_cancelled, record)
+                        nursery.start_soon(
+                            self._send_cancelled, record, "elicitation failed (runtime_restarted)"
+                        )
+        for record in live:
+            record.feed(RuntimeRestart())
         for record in live:
             if record.rid is not None:
                 record.peer.forget_request(record.rid)

@@ -734,3 +734,30 @@ async def test_ask_through_a_busy_actor_watches_its_owner_from_the_start(
         assert hub_of(rt).watched_tasks() == 1
         nursery.cancel_scope.cancel()
     assert seen == [True]
+
+
+async def test_runtime_stop_tells_the_client_before_it_wakes_the_waiter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A woken tool answers its call at once; on Streamable HTTP that closes the stream the
+    # notice must travel on. So the notice has gone out when the waiter sees its outcome.
+    peer = MemoryPeer()
+    seen: list[tuple[Any, list[Any]]] = []
+    async with trio.open_nursery() as nursery, open_runtime({"rate": 1000}) as rt:
+        handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        request = await peer.wait_request()
+
+        async def waiter() -> None:
+            outcome = await handle.outcome()
+            seen.append((outcome, list(peer.notifications)))
+
+        nursery.start_soon(waiter)
+        await trio.testing.wait_all_tasks_blocked()
+    ((outcome, notices),) = seen
+    assert outcome == Failed("runtime_restarted")
+    assert notices == [
+        (
+            "notifications/cancelled",
+            {"requestId": request.id, "reason": "elicitation failed (runtime_restarted)"},
+        )
+    ]

@@ -200,10 +200,11 @@ async def test_http_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_pat
         assert on_post[-1]["result"]["content"][0]["text"] == "confirm: failed: runtime_restarted"
         await wait_exit(process, 10)
         assert process.returncode == 0
-    # The notice races the tool's answer: before it, it rides the call's stream; after it
-    # (that stream has ended), the session's GET stream.
-    notices = [m for m in on_post[:-1] + on_get if m.get("method") == "notifications/cancelled"]
+    # The runtime tells the client before it wakes the tool, so the notice rides the call's
+    # own stream, ahead of the tool's answer that ends it.
+    notices = [m for m in on_post[:-1] if m.get("method") == "notifications/cancelled"]
     assert [n["params"]["requestId"] for n in notices] == [asked["id"]]
+    assert not [m for m in on_get if m.get("method") == "notifications/cancelled"]
     line = shutdown_line(stderr)
     assert (line["signal"], line["clean"], line["exit_status"]) == ("SIGTERM", True, 0)
 

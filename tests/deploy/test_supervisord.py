@@ -262,8 +262,10 @@ async def test_stop_with_a_pending_elicitation_gives_the_client_its_outcome(
         assert stopped[0].returncode == 0, stopped[0]
         assert on_post[-1]["id"] == 3
         assert on_post[-1]["result"]["content"][0]["text"] == "confirm: failed: runtime_restarted"
-        notices = [m for m in on_post[:-1] + on_get if m.get("method") == "notifications/cancelled"]
+        # Told before the tool wakes: the notice rides the call's stream, ahead of its answer.
+        notices = [m for m in on_post[:-1] if m.get("method") == "notifications/cancelled"]
         assert [n["params"]["requestId"] for n in notices] == [asked["id"]]
+        assert not [m for m in on_get if m.get("method") == "notifications/cancelled"]
         started = events_named(sup.stderr_log, "shutdown_started")
         assert [(s["signal"], s["pending_elicitations"]) for s in started] == [("SIGTERM", 1)]
         line = events_named(sup.stderr_log, "shutdown")
