@@ -232,13 +232,18 @@ class ServerSession:
         if request_id in self._pending:
             raise ValueError(f"request id {request_id!r} is already pending")
         frame = self._frame(jsonrpc.request_object(request_id, method, dict(params)))
+        # Registered before the send, as in send_request: an answer can never find no one.
+        self._pending[request_id] = on_response
         try:
             send(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self._pending.pop(request_id, None)
             self._log.info("transport_write_failed", error=type(exc).__name__)
             self._mark_closed()
             raise PeerGone("transport closed") from exc
-        self._pending[request_id] = on_response
+        except BaseException:  # trio.WouldBlock: the transport's queue is full; nothing sent
+            self._pending.pop(request_id, None)
+            raise
 
     def forget_request(self, request_id: str) -> None:
         """Stop waiting for ``request_id``; a later answer is ignored."""
