@@ -147,10 +147,13 @@ async def _main(elicitation_timeout: float) -> None:
             url="http://169.254.169.254/latest/meta-data",
         )
         await _cancel_scene(script)
+        before = len(client.notifications)
         await script.scene(
             f"Nobody answers: the {elicitation_timeout:g} s deadline passes", "demo_confirm"
         )
-        _show_notifications(client, ("notifications/cancelled", "notifications/message"))
+        _show_notifications(
+            client, ("notifications/cancelled", "notifications/message"), since=before
+        )
         _out("\nclosing stdin: the server ends the session and exits")
 
 
@@ -206,8 +209,9 @@ async def _cancel_scene(script: _Script) -> None:
     _out("  (no response to the cancelled call, as the spec requires)")
 
 
-def _show_notifications(client: StdioClient, methods: tuple[str, ...]) -> None:
-    for method, params in client.notifications[-3:]:
+def _show_notifications(client: StdioClient, methods: tuple[str, ...], *, since: int) -> None:
+    """What the server notified during the last scene (printed after its result)."""
+    for method, params in client.notifications[since:]:
         if method in methods:
             _out(f"  <- {method} {json.dumps(dict(params))}")
 

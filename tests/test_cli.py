@@ -22,3 +22,38 @@ def test_serve_rate_option_refuses_bad_values(bad: str, capsys: pytest.CaptureFi
         _parser().parse_args(["serve", "--rate", bad])
     assert exited.value.code == 2
     assert "--rate" in capsys.readouterr().err
+
+
+def test_demo_prints_every_scene_and_each_outcome() -> None:
+    """``erlmcp-py demo`` (the README's first command) over a real stdio subprocess."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "erlmcp_py.cli", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    scenes = [line for line in out.splitlines() if line.startswith("== ")]
+    assert len(scenes) == 12, scenes
+    for expected in (
+        "re-prompted",
+        "declined",
+        "cancelled",
+        "notifications/elicitation/complete",
+        "-32042",
+        "refused",
+        "(the elicitation was abandoned)",
+        "timed out",
+    ):
+        assert expected in out, expected
+    # The timeout scene shows what the server sent during it, and only that: the warning,
+    # then the notice withdrawing its own request.
+    last = out.split("== Nobody answers")[1]
+    notices = [line for line in last.splitlines() if line.startswith("  <- notifications/")]
+    assert [n.split()[1] for n in notices] == ["notifications/message", "notifications/cancelled"]
+    assert '"reason": "elicitation timed out"' in notices[1]
