@@ -1,28 +1,38 @@
 """ElicitationActor: the registry, and one child task per elicitation.
 
 Theory of operation. The actor owns the registry (id -> :class:`Record`) and answers the
-runtime API. Each record owns one pure ``core.lifecycle.Elicitation`` and is fed events by
-whoever learns something — the peer's response callback, the owner monitor, the API calls,
-the record's own timers — through the synchronous :meth:`Record.feed`. ``feed`` executes the
-effects that need no I/O at once (resolve the waiter, re-arm timers, answer an extension)
-and queues the others (send a request, validate, warn, notify) for the record's child task,
-which performs them one at a time and otherwise sleeps until its next timer (the warning,
-then the deadline) or until ``feed`` wakes it.
+runtime API — inline in the caller's turn when it is idle (``handle_call_nowait``), else from
+its mailbox; both paths run the same ``_step``. Each record owns one pure
+``core.lifecycle.Elicitation`` and is fed events by whoever learns something — the peer's
+response callback, the owner monitor, the API calls, the record's child — through the
+synchronous :meth:`Record.feed`. ``feed`` executes the effects that need no I/O at once
+(resolve the waiter, arm the timer, answer an extension) and queues the others (send a
+request, validate, warn, notify) for the record's child task, which performs them one at a
+time — in its own turn when they need no waiting (a peer's ``send_request_nowait``, an idle
+validator), else in a cancel scope that the deadline cancels — and otherwise parks until
+``feed`` or the timer wakes it.
+
+Time belongs to one timer task per actor (``actors/timers.py``): each live record has one
+armed timer (the warning, then the deadline); when it is due the timer task marks the record
+and wakes its child, which feeds ``WarningDue`` / ``DeadlineReached`` itself, so the waiter's
+wake-up and the client's notice come from one turn, in that order.
 
 So the lifecycle decides everything, the child task is the only place that awaits for a
 record, and every path to a terminal status goes through ``feed`` -> ``Resolve`` ->
-:meth:`ElicitationActor._on_resolved`, which releases the rate-limit slot, the owner watch
-and the pending gauge exactly once.
+:meth:`ElicitationActor._on_resolved`, which releases the rate-limit slot, the owner watch,
+the timer and the pending gauge exactly once.
 
-The owner watch is one ``MonitorHub`` subscription per record, sharing one watcher task
-per owner task. URL mode adds one shell rule the lifecycle does not model: the client's
+The owner watch is one ``MonitorHub`` subscription per record, sharing one watcher task per
+owner task, kept while the owner lives; ``Runtime.ask`` subscribes only if its waiting caller
+stops waiting. URL mode adds one shell rule the lifecycle does not model: the client's
 ``accept`` only means the user agreed to open the page, so the record keeps waiting for the
 application's ``complete_elicitation``; then ``notifications/elicitation/complete`` goes to
 the initiating client.
 
 If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
-takes every child task with it and ``terminate`` feeds ``RuntimeRestart`` to every live
-record: each waiter gets ``Failed("runtime_restarted")``, never a hang.
+takes every child task with it; ``terminate`` tells each client to drop its open request and
+then feeds ``RuntimeRestart`` to every live record: each waiter gets
+``Failed("runtime_restarted")``, never a hang.
 """
 
 from __future__ import annotations
