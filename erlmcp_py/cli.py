@@ -15,8 +15,11 @@ SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
    ``elicitation/create``.
 3. Whatever can still run settles — the tools finish and their answers are written — until
    every task waits (at most 1 s; ``trio.testing.wait_all_tasks_blocked``).
-4. The sessions end: a tool still waiting on time or I/O is cancelled (its client gets no
-   answer). The transport returns, one ``shutdown`` line is logged, the exit status is 0.
+4. A request still in progress (a tool waiting on time or I/O) is cancelled and answered
+   with a JSON-RPC internal error, "The server is shutting down" (``ServerSession.stop_calls``),
+   and those answers settle the same way.
+5. The sessions end. The transport returns, one ``shutdown`` line is logged (with
+   ``calls_stopped``), the exit status is 0.
 
 All of it is bounded by ``--shutdown-timeout``: past it, the ``shutdown`` line says
 ``clean: false`` and the process exits at once with status 1. A second signal during the
@@ -248,12 +251,19 @@ async def _serve_until_stopped(
                 pending_elicitations=runtime.metrics()["pending"],
             )
             nursery.start_soon(_exit_on_second_signal, signals)
+            stopped_calls = 0
             with trio.move_on_at(start + args.shutdown_timeout) as bounded:
                 stop_accepting.set()
                 stop_runtime.set()
                 await runtime_stopped.wait()
                 with trio.move_on_after(_SETTLE_S):
                     await trio.testing.wait_all_tasks_blocked(cushion=0.02)
+                # Requests still in progress (waiting on time or I/O) get an error answer
+                # while the transports still stand; then those answers settle too.
+                stopped_calls = sum(session.stop_calls() for session in list(server.sessions))
+                if stopped_calls:
+                    with trio.move_on_after(_SETTLE_S):
+                        await trio.testing.wait_all_tasks_blocked(cushion=0.02)
                 if listening is not None:
                     listening.transport.close_all()
                 else:
@@ -265,6 +275,7 @@ async def _serve_until_stopped(
                 signal=received.name,
                 clean=status == 0,
                 exit_status=status,
+                calls_stopped=stopped_calls,
                 elapsed_s=round(trio.current_time() - start, 3),
                 outcomes=runtime.metrics()["outcomes"],
             )

@@ -156,6 +156,7 @@ class ServerSession:
         self._write_lock = trio.Lock()
         self._pending: dict[RequestId, Callable[[PeerResponse], None]] = {}
         self._calls: dict[RequestId, _Call] = {}
+        self._stopping = False  # stop_calls(): the server is shutting down
         self._tenant: Tenant | None = None
         self._stateless: SessionStateless | None = None  # 2026-07-28 requests (mcp/stateless)
         self._log = log.bind(peer=self._peer_id)
@@ -360,6 +361,24 @@ class ServerSession:
         with suppress(PeerGone):
             await self._write(self._frame(error.to_object()))
 
+    def stop_calls(self) -> int:
+        """Cancel every request in progress; each is answered with a JSON-RPC internal error
+        ("The server is shutting down") while the transport still stands — what a graceful
+        stop does before it closes the session (``erlmcp-py serve`` on SIGTERM).
+
+        Returns:
+            How many requests were in progress.
+        """
+        self._stopping = True
+        for call in self._calls.values():
+            call.scope.cancel()
+        return len(self._calls)
+
+    def _shutting_down(self, id: RequestId) -> Frame:
+        return self._frame(
+            jsonrpc.internal_error("The server is shutting down", None, id).to_object()
+        )
+
     def _mark_closed(self) -> None:
         if self.phase == CLOSED:
             return
@@ -531,7 +550,9 @@ class ServerSession:
                     frame = self._frame(error.to_object())
             if call.scope.cancelled_caught:
                 self._log.info("request_cancelled", method=req.method[:80])
-                return
+                if call.cancelled_by_client or self.phase == CLOSED or not self._stopping:
+                    return
+                frame = self._shutting_down(req.id)
         finally:
             self._calls.pop(req.id, None)
         if frame is not None:
@@ -596,6 +617,11 @@ class ServerSession:
                 if call.cancelled_by_client or self.phase == CLOSED:
                     self._log.info("tool_cancelled", tool=spec.name)
                     return  # the client asked for no answer (or cannot get one)
+                if self._stopping:
+                    self._log.info("tool_stopped", tool=spec.name)
+                    with suppress(PeerGone):
+                        await self._write(self._shutting_down(id))
+                    return
                 result = text_result(
                     f"Tool {spec.name!r} ran out of its {spec.timeout:g} s budget "
                     "(time spent waiting for the user is not counted).",

@@ -26,6 +26,13 @@ def build(config: RuntimeConfig) -> Server:
         return "done"
 
     @server.tool()
+    async def slow() -> str:
+        """Sleep a minute (cancellable): a graceful stop answers it with an error."""
+        log.warning("slow_started")
+        await trio.sleep(60)
+        return "done"
+
+    @server.tool()
     async def long_tail(ctx: Context) -> str:
         """Ask; then take many turns of the scheduler (no waiting on time or I/O) to answer."""
         outcome = await ctx.elicit_confirm("Proceed?")

@@ -136,6 +136,29 @@ async def test_stdio_sigterm_lets_a_tool_finish_its_answer_after_the_outcome(
     assert "runtime_restarted" in text
 
 
+async def test_stdio_sigterm_answers_a_tool_still_running_with_an_error(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with stdio_server(stderr, *STUBBORN) as client:
+        await client.initialize()
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 11,
+                "method": "tools/call",
+                "params": {"name": "slow", "arguments": {}},
+            }
+        )
+        await poll(lambda: bool(events_named(stderr, "slow_started")), "the tool", 10)
+        client.process.send_signal(signal.SIGTERM)
+        await wait_exit(client.process, 10)
+        assert client.process.returncode == 0
+        await poll(lambda: any(f.get("id") == 11 for f in client.frames), "the answer", 5)
+    answer = next(f for f in client.frames if f.get("id") == 11)
+    assert answer["error"] == {"code": -32603, "message": "The server is shutting down"}
+    line = shutdown_line(stderr)
+    assert (line["clean"], line["exit_status"], line["calls_stopped"]) == (True, 0, 1)
+
+
 async def test_stdio_sigint_when_idle_exits_0(tmp_path: Path) -> None:
     stderr = tmp_path / "stderr.log"
     async with stdio_server(stderr) as client:
