@@ -65,7 +65,13 @@ from erlmcp_py.mcp.params import (
 )
 from erlmcp_py.mcp.stateless import SessionStateless, open_for_session
 from erlmcp_py.mcp.stopwatch import ToolClock
-from erlmcp_py.mcp.tools import ToolArgumentsError, ToolSpec, text_result, to_call_result
+from erlmcp_py.mcp.tools import (
+    ToolArgumentsError,
+    ToolSpec,
+    budget_exceeded,
+    call_tool_fn,
+    text_result,
+)
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 
 if TYPE_CHECKING:
@@ -622,11 +628,7 @@ class ServerSession:
                     with suppress(PeerGone):
                         await self._write(self._shutting_down(id))
                     return
-                result = text_result(
-                    f"Tool {spec.name!r} ran out of its {spec.timeout:g} s budget "
-                    "(time spent waiting for the user is not counted).",
-                    is_error=True,
-                )
+                result = budget_exceeded(spec)
         finally:
             self._calls.pop(id, None)
         if error is not None:
@@ -653,20 +655,7 @@ class ServerSession:
                 clock=clock,
                 progress_token=params.progress_token,
             )
-        try:
-            value = spec.fn(**kwargs)
-            if hasattr(value, "__await__"):
-                value = await value
-        except (UrlElicitationRequired, JsonRpcError):
-            raise
-        except Exception as exc:
-            self._log.info("tool_error", tool=spec.name, error=type(exc).__name__)
-            return text_result(str(exc) or type(exc).__name__, is_error=True)
-        try:
-            return to_call_result(value)
-        except Exception as exc:
-            self._log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
-            return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
+        return await call_tool_fn(spec, kwargs, self._log)
 
 
 def _context_class() -> type[Context]:

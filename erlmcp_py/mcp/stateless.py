@@ -48,7 +48,13 @@ from erlmcp_py.mcp.meta import (
 from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.stopwatch import ToolClock
-from erlmcp_py.mcp.tools import ToolArgumentsError, ToolSpec, text_result, to_call_result
+from erlmcp_py.mcp.tools import (
+    ToolArgumentsError,
+    ToolSpec,
+    budget_exceeded,
+    call_tool_fn,
+    text_result,
+)
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
@@ -233,11 +239,7 @@ class StatelessEndpoint:
         with scope:
             clock = ToolClock(scope, spec.timeout)
             return await self._invoke(spec, params, meta, request_id, tenant, peer, clock)
-        return text_result(  # only the tool clock cancels this scope
-            f"Tool {spec.name!r} ran out of its {spec.timeout:g} s budget "
-            "(time spent waiting for the user is not counted).",
-            is_error=True,
-        )
+        return budget_exceeded(spec)  # only the tool clock cancels this scope
 
     async def _invoke(
         self,
@@ -267,22 +269,10 @@ class StatelessEndpoint:
                 progress_token=meta.progress_token,
             )
         try:
-            value = spec.fn(**kwargs)
-            if hasattr(value, "__await__"):
-                value = await value
-        except JsonRpcError:
-            raise
+            return await call_tool_fn(spec, kwargs, log)
         except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
             urls = ", ".join(e["url"] for e in exc.elicitations)
             return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
-        except Exception as exc:
-            log.info("tool_error", tool=spec.name, error=type(exc).__name__)
-            return text_result(str(exc) or type(exc).__name__, is_error=True)
-        try:
-            return to_call_result(value)
-        except Exception as exc:
-            log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
-            return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
 
 
 class SessionStateless:

@@ -18,7 +18,15 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-__all__ = ["ToolArgumentsError", "ToolSpec", "make_tool", "text_result", "to_call_result"]
+__all__ = [
+    "ToolArgumentsError",
+    "ToolSpec",
+    "budget_exceeded",
+    "call_tool_fn",
+    "make_tool",
+    "text_result",
+    "to_call_result",
+]
 
 ToolFunction = Callable[..., Awaitable[Any]] | Callable[..., Any]
 
@@ -195,8 +203,46 @@ def to_call_result(value: Any) -> dict[str, Any]:
         return {"content": list(value)}
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
-    text = pydantic.TypeAdapter(Any).dump_json(value).decode()
+    text = _ANY.dump_json(value).decode()
     result = text_result(text)
     if isinstance(value, Mapping):
         result["structuredContent"] = dict(value)
     return result
+
+
+_ANY: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)  # built once: not per result
+
+
+async def call_tool_fn(spec: ToolSpec, kwargs: dict[str, Any], log: Any) -> dict[str, Any]:
+    """Run the tool's function with its bound arguments; the ``CallToolResult``.
+
+    Shared by both protocol eras. The tool's own exception becomes an ``isError`` result;
+    ``JsonRpcError`` and ``UrlElicitationRequired`` propagate, for the caller to answer as its
+    era says.
+    """
+    from erlmcp_py.mcp.errors import UrlElicitationRequired
+    from erlmcp_py.mcp.jsonrpc import JsonRpcError
+
+    try:
+        value = spec.fn(**kwargs)
+        if hasattr(value, "__await__"):
+            value = await value
+    except (UrlElicitationRequired, JsonRpcError):
+        raise
+    except Exception as exc:
+        log.info("tool_error", tool=spec.name, error=type(exc).__name__)
+        return text_result(str(exc) or type(exc).__name__, is_error=True)
+    try:
+        return to_call_result(value)
+    except Exception as exc:
+        log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
+        return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
+
+
+def budget_exceeded(spec: ToolSpec) -> dict[str, Any]:
+    """The ``isError`` result of a tool whose ``timeout`` ran out."""
+    return text_result(
+        f"Tool {spec.name!r} ran out of its {spec.timeout:g} s budget "
+        "(time spent waiting for the user is not counted).",
+        is_error=True,
+    )
