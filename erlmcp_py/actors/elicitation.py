@@ -359,7 +359,8 @@ class Create:
     owner: trio.lowlevel.Task
     client: str
     watch_owner: bool = True
-    """``False`` only for ``Runtime.ask``, whose owner waits at once (see there)."""
+    """``False`` only for ``Runtime.ask``, whose owner waits at once (see there); honoured
+    only inline — a create through the mailbox always watches its owner."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +452,8 @@ class ElicitationActor(Actor):
         if type(msg) is Create:  # the hot path, without the _Ask detour
             now = trio.current_time()
             self._evict(now)
-            return self._admit(msg, self._ask_nowait(self.ratelimiter, Acquire(msg.client)), now)
+            decision = self._ask_nowait(self.ratelimiter, Acquire(msg.client))
+            return self._admit(msg, decision, now, watch=msg.watch_owner)
         step = self._step(msg)
         if type(step) is _Ask:
             return step.then(self._ask_nowait(step.ref, step.message))
@@ -472,10 +474,12 @@ class ElicitationActor(Actor):
         self._evict(trio.current_time())
         kind = type(msg)
         if kind is Create:
+            # Through the mailbox the create can outlive a caller that gives up waiting for
+            # the reply; then nobody would wait for it, so its owner is always watched.
             return _Ask(
                 self.ratelimiter,
                 Acquire(msg.client),
-                lambda d: self._admit(msg, d, trio.current_time()),
+                lambda d: self._admit(msg, d, trio.current_time(), watch=True),
             )
         if kind is ListAll:
             return [r.info() for r in self.records.values() if r.tenant == msg.tenant]
@@ -541,7 +545,7 @@ class ElicitationActor(Actor):
         self._id_pos = pos + 16
         return base64.urlsafe_b64encode(self._id_pool[pos : pos + 16]).rstrip(b"=").decode()
 
-    def _admit(self, msg: Create, decision: Any, now: float) -> Any:
+    def _admit(self, msg: Create, decision: Any, now: float, *, watch: bool) -> Any:
         """The rate limiter's ``decision`` is in: register the record and start its child."""
         if isinstance(decision, ErrorReply):
             return decision
@@ -561,7 +565,7 @@ class ElicitationActor(Actor):
         self.live += 1
         self.metrics.on_created(record.mode)
         record.owner = msg.owner
-        if msg.watch_owner:
+        if watch:
             record.watch_owner()
         # Started here, not in the child: the request is outstanding from the create on, so
         # an application completion that comes before the child's first turn is honoured.

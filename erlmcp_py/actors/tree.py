@@ -12,7 +12,6 @@ validator restarts, the elicitation actor restarts after it and picks up the fre
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -128,11 +127,7 @@ class Runtime:
         try:
             reply = self._registry["elicitation"].call_nowait(msg)
         except (trio.WouldBlock, ActorGone):
-            # Busy, or restarting: the mailbox path below waits for it.
-            if type(msg) is Create and not msg.watch_owner:
-                # Through the mailbox the create can outlive a caller that gives up waiting
-                # for the reply: then nobody would wait for it, so its owner is watched.
-                msg = dataclasses.replace(msg, watch_owner=True)
+            pass  # busy, or restarting: the mailbox path below waits for it
         else:
             if not schedule_point:
                 return reply
