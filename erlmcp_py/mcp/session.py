@@ -205,11 +205,10 @@ class ServerSession:
         """
         if self.phase != READY:
             await self._wait_ready()
-        if request_id in self._pending:
-            raise ValueError(f"request id {request_id!r} is already pending")
+        frame = self._request_frame(request_id, method, params)
         self._pending[request_id] = on_response
         try:
-            await self._write(self._frame(jsonrpc.request_object(request_id, method, dict(params))))
+            await self._write(frame)
         except BaseException:
             self._pending.pop(request_id, None)
             raise
@@ -236,9 +235,7 @@ class ServerSession:
             if self.phase == CLOSED:
                 raise PeerGone("session closed")
             raise trio.WouldBlock
-        if request_id in self._pending:
-            raise ValueError(f"request id {request_id!r} is already pending")
-        frame = self._frame(jsonrpc.request_object(request_id, method, dict(params)))
+        frame = self._request_frame(request_id, method, params)
         # Registered before the send, as in send_request: an answer can never find no one.
         self._pending[request_id] = on_response
         try:
@@ -251,6 +248,11 @@ class ServerSession:
         except BaseException:  # trio.WouldBlock: the transport's queue is full; nothing sent
             self._pending.pop(request_id, None)
             raise
+
+    def _request_frame(self, request_id: str, method: str, params: Mapping[str, Any]) -> Frame:
+        if request_id in self._pending:
+            raise ValueError(f"request id {request_id!r} is already pending")
+        return self._frame(jsonrpc.request_object(request_id, method, dict(params)))
 
     def forget_request(self, request_id: str) -> None:
         """Stop waiting for ``request_id``; a later answer is ignored."""
