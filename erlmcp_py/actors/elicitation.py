@@ -10,7 +10,9 @@ synchronous :meth:`Record.feed`. ``feed`` executes the effects that need no I/O 
 request, validate, warn, notify) for the record's child task, which performs them one at a
 time — in its own turn when they need no waiting (a peer's ``send_request_nowait``, an idle
 validator), else in a cancel scope that the deadline cancels — and otherwise parks until
-``feed`` or the timer wakes it.
+``feed`` or the timer wakes it. One shortcut: the peer's answer is validated by whoever
+delivers it (:meth:`Record.perform_now`, when no effect is in progress), so the waiter wakes
+one trip through the scheduler sooner; the child only sees that the record has ended.
 
 Time belongs to one timer task per actor (``actors/timers.py``): each live record has one
 armed timer (the warning, then the deadline); when it is due the timer task marks the record
@@ -160,6 +162,7 @@ class Record:
         "outcome",
         "owner",
         "peer",
+        "performing",
         "request",
         "rid",
         "scope",
@@ -204,6 +207,7 @@ class Record:
         self.scope: trio.CancelScope | None = None  # while the child performs live effects
         self.timer_at: float | None = None  # the one armed timer (see actors/timers.py)
         self.due = False  # the timer fired; the child feeds it (see on_timer)
+        self.performing = False  # an effect is in progress (one at a time, see _child)
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) ----------------
 
@@ -265,6 +269,23 @@ class Record:
         self.actor._event("answered", self, action=action)
         content = response.get("content") if action == "accept" else None
         self.feed(Answer(action, content))
+        self.perform_now()
+
+    def perform_now(self) -> None:
+        """Perform the queued effects that need no waiting here, in the caller's turn, unless
+        an effect is in progress (there is never more than one at a time): an answer is
+        validated — and its waiter woken — by whoever delivered it."""
+        work = self.work
+        if self.performing:
+            return
+        self.performing = True
+        try:
+            while work and not self.core.is_terminal:
+                if not self.actor._perform_nowait(self, work[0]):
+                    return
+                work.pop(0)
+        finally:
+            self.performing = False
 
     def on_owner_down(self, _task: trio.lowlevel.Task) -> None:
         self.feed(OwnerDown())
@@ -663,18 +684,22 @@ class ElicitationActor(Actor):
                 if record.due:
                     record.on_due(trio.current_time())
                 if record.work:
-                    if record.core.is_terminal:
-                        await self._perform(record, record.work.pop(0))
-                        continue
-                    if self._perform_nowait(record, record.work[0]):
-                        record.work.pop(0)
-                        continue
-                    with trio.CancelScope() as scope:
-                        record.scope = scope
-                        while record.work and not record.core.is_terminal:
+                    record.performing = True
+                    try:
+                        if record.core.is_terminal:
                             await self._perform(record, record.work.pop(0))
-                    record.scope = None
-                    continue
+                            continue
+                        if self._perform_nowait(record, record.work[0]):
+                            record.work.pop(0)
+                            continue
+                        with trio.CancelScope() as scope:
+                            record.scope = scope
+                            while record.work and not record.core.is_terminal:
+                                await self._perform(record, record.work.pop(0))
+                        record.scope = None
+                        continue
+                    finally:
+                        record.performing = False
                 if record.core.is_terminal:
                     break
                 record.waiter = trio.lowlevel.current_task()

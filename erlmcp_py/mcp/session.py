@@ -439,6 +439,42 @@ class ServerSession:
             return
         await self.dispatch(message)
 
+    def feed_message_nowait(self, obj: object) -> bool:
+        """Handle one inbound message object now, if that needs no waiting.
+
+        The in-memory pair's fast path: a response, a notification or a session-era
+        ``tools/call`` (which only starts its task) is handled here, in the caller's turn,
+        exactly as :meth:`feed_message` would handle it. Anything else — a message that must
+        be answered (errors, ``ping``, lists…) or a 2026-07-28 request — is left alone.
+
+        Returns:
+            ``True``: handled (or dropped: the session is closed). ``False``: nothing was done;
+            hand the message to :meth:`feed_message`.
+        """
+        if self.phase == CLOSED:
+            return True
+        try:
+            message = jsonrpc.validate_message(obj)
+        except JsonRpcError:
+            return False  # the refusal is an answer to write
+        if isinstance(message, Request):
+            if (
+                message.method != "tools/call"
+                or self.phase == NEW
+                or message.id in self._calls
+                or is_modern_request(message)
+            ):
+                return False
+            try:
+                self._start_tool(message)
+            except JsonRpcError:
+                return False  # bad params or unknown tool: an error answer to write
+        elif isinstance(message, Notification):
+            self._notification(message)
+        else:
+            self._response(message)
+        return True
+
     async def _refuse(self, exc: JsonRpcError) -> None:
         if exc.response_id is not None:
             self._deliver(exc.response_id, PeerError(exc.code, exc.message, exc.data))
@@ -454,16 +490,22 @@ class ServerSession:
             except JsonRpcError as exc:
                 await self._respond_error(exc.with_id(message.id))
         elif isinstance(message, Notification):
-            try:
-                self._on_notification(message)
-            except JsonRpcError as exc:
-                self._log.info("bad_notification", method=message.method, reason=exc.message)
-        elif isinstance(message, Response):
+            self._notification(message)
+        else:
+            self._response(message)
+
+    def _notification(self, note: Notification) -> None:
+        try:
+            self._on_notification(note)
+        except JsonRpcError as exc:
+            self._log.info("bad_notification", method=note.method, reason=exc.message)
+
+    def _response(self, message: Response | ErrorResponse) -> None:
+        if isinstance(message, Response):
             self._deliver(message.id, message.result)
-        elif isinstance(message, ErrorResponse):
-            if message.id is None:
-                self._log.info("client_error_without_id", code=message.code)
-                return
+        elif message.id is None:
+            self._log.info("client_error_without_id", code=message.code)
+        else:
             self._deliver(message.id, PeerError(message.code, message.message, message.data))
 
     def _deliver(self, id: RequestId, response: PeerResponse) -> None:
@@ -573,6 +615,10 @@ class ServerSession:
         await self._respond(req.id, {})
 
     async def _tools_call(self, req: Request) -> None:
+        self._start_tool(req)
+
+    def _start_tool(self, req: Request) -> None:
+        """Check a ``tools/call`` and start its task (raises the JSON-RPC error to answer)."""
         params = parse_params(CallToolParams, req.params, req.id)
         spec = self._server.tools.get(params.name)
         if spec is None:

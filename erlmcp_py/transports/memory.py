@@ -8,25 +8,41 @@ objects* (the dicts a JSON parser would produce), never JSON text — as the off
 ``InMemoryTransport`` carries message objects. What crosses is still checked at the same
 boundary as on a wire:
 
-* client → server: one server reader task hands each message to
-  :meth:`ServerSession.feed_message`, which runs :func:`~erlmcp_py.mcp.jsonrpc.validate_message`
-  (the check every decoded wire frame goes through: one object, ``"jsonrpc": "2.0"``, ids a
-  string or an integer, params an object or an array, no batches…); a refused message gets the
-  same ``-32600`` error response a refused frame gets. There is no byte size to limit (no bytes
-  exist); the runtime's own limits (answer size, schema size) apply as always.
+* client → server: each message goes to :meth:`ServerSession.feed_message` (from the
+  server's reader task, or inline: see below), which runs
+  :func:`~erlmcp_py.mcp.jsonrpc.validate_message` — the check every decoded wire frame goes
+  through: one object, ``"jsonrpc": "2.0"``, ids a string or an integer, params an object or
+  an array, no batches… A refused message gets the same ``-32600`` error response a refused
+  frame gets. There is no byte size to limit (no bytes exist); the runtime's own limits
+  (answer size, schema size) apply as always.
 * server → client: the session writes its messages unencoded (``send_message``); frames other
   layers encode themselves (2026-07-28 answers) are decoded. The client checks every message
   with ``validate_message`` too, and ignores what it refuses (logged).
 
 The client → server channel is unbounded and the server → client one bounded, so the client's
-reader never blocks on the server (it answers ``elicitation/create`` from its reader task
-without waiting) and the server's writes get back-pressure from a client that does not read:
-neither side can deadlock the other.
+reader never blocks on the server (it answers ``elicitation/create`` without waiting) and the
+server's writes get back-pressure from a client that does not read: neither side can deadlock
+the other.
+
+Inline delivery. Each direction is a *lane* (:class:`_Lane`): when the receiving side's
+reader is idle — nothing queued on the channel, nothing being taken — a message is taken
+inline, in the sender's turn, exactly as the reader would take it: the server takes
+responses, notifications and session-era ``tools/call`` requests
+(:meth:`ServerSession.feed_message_nowait`; everything it must answer, it leaves to its
+reader), the client takes everything. Nothing overtakes a queued message, so order is kept
+as on a wire. A message sent *while* a take is in progress (the client's handler answering
+``elicitation/create``) is never taken re-entrantly: client → server it is held and taken
+right after, in the same turn; server → client it is queued. So a tool call whose
+elicitation is answered at once costs four task steps — the tool (twice), the elicitation's
+child, the caller — instead of nine; a plain-function handler then runs in the turn of the
+server task that sent the request (an exception from it is still raised in the client's
+tasks). Each side runs inline in a copy of the context it was opened in: the server's tool
+tasks never inherit the calling client task's context variables.
 
 Server requests (``elicitation/create``, ``sampling/createMessage``, ``ping``…) go to the
-client's ``handler``. A plain function is answered inline, in the reader task; a coroutine
-function runs in a task of its own (it may take its time, or call the server). The handler
-returns the result object, ``None`` to leave the request unanswered, or raises
+client's ``handler``. A plain function is answered at once, where the request is taken; a
+coroutine function runs in a task of its own (it may take its time, or call the server). The
+handler returns the result object, ``None`` to leave the request unanswered, or raises
 :class:`~erlmcp_py.mcp.client.ClientRequestError` to answer with that JSON-RPC error.
 ``ping`` is answered ``{}`` when there is no handler.
 
@@ -39,9 +55,11 @@ call retried with ``inputResponses`` and the ``requestState``, until the result 
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import itertools
 import math
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any, Final
@@ -81,6 +99,121 @@ class _Slot:
         self.task: trio.lowlevel.Task | None = None
 
 
+class _Gate:
+    """Shared by both lanes of a pair: ``busy`` while a message is being taken inline.
+
+    A message sent meanwhile is never taken re-entrantly: on the client → server lane it is
+    held here and taken once the take in progress is over (:meth:`drain`, still in the same
+    turn); on the bounded server → client lane it is queued on the channel."""
+
+    __slots__ = ("busy", "held")
+
+    def __init__(self) -> None:
+        self.busy = False
+        self.held: deque[tuple[_Lane, Any]] = deque()
+
+    def drain(self) -> None:
+        held = self.held
+        try:
+            while held:
+                lane, message = held.popleft()
+                lane.holding -= 1
+                lane.deliver(message)
+        except BaseException:
+            # A take failed (a bug on the receiving side): queue the rest, in order.
+            while held:
+                lane, message = held.popleft()
+                lane.holding -= 1
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    lane.enqueue(message)
+            raise
+
+
+class _Lane:
+    """One direction of the pair.
+
+    A message is taken by the receiving side inline, in the sender's turn, when that side's
+    reader is idle (nothing queued, nothing being taken) and ``take_now`` accepts it —
+    exactly as the reader would have taken it, minus trips through the scheduler. Else it
+    is queued on the channel for the reader task, which calls :meth:`done` after each.
+    Nothing overtakes a queued or held message, so order is kept as on a wire.
+    """
+
+    __slots__ = ("channel", "closed", "context", "gate", "holding", "holds", "queued", "take_now")
+
+    def __init__(
+        self,
+        channel: trio.MemorySendChannel[Any],
+        gate: _Gate,
+        take_now: Callable[[Any], bool],
+        *,
+        holds: bool,
+    ) -> None:
+        self.channel = channel
+        self.gate = gate
+        self.take_now = take_now
+        self.holds = holds  # may hold messages during a take (only an unbounded lane may)
+        # The receiving side runs inline in a context of its own: the server's tool tasks
+        # (spawned from here) must not inherit the client task's context variables.
+        self.context = contextvars.copy_context()
+        self.queued = 0  # on the channel, not yet taken by the reader
+        self.holding = 0  # held by the gate
+        self.closed = False
+
+    def send_nowait(self, message: Any) -> None:
+        """Hand over ``message`` without waiting.
+
+        Raises:
+            trio.WouldBlock: the channel is full (nothing sent).
+            trio.BrokenResourceError, trio.ClosedResourceError: the pair is closed.
+        """
+        gate = self.gate
+        if self.holding or (gate.busy and self.holds and not self.closed):
+            self.holding += 1
+            gate.held.append((self, message))
+            return
+        outer = not gate.busy
+        self.deliver(message)
+        if outer and gate.held:
+            gate.drain()
+
+    def deliver(self, message: Any) -> None:
+        gate = self.gate
+        if not self.queued and not gate.busy and not self.closed:
+            gate.busy = True
+            try:
+                taken = self.context.run(self.take_now, message)
+            finally:
+                gate.busy = False
+            if taken:
+                return
+        self.enqueue(message)
+
+    def enqueue(self, message: Any) -> None:
+        self.channel.send_nowait(message)
+        self.queued += 1
+
+    async def send(self, message: Any) -> None:
+        """Hand over ``message``, waiting for room in the channel if it is full."""
+        try:
+            self.send_nowait(message)
+        except trio.WouldBlock:
+            self.queued += 1  # counted while it waits: nothing may go inline past it
+            try:
+                await self.channel.send(message)
+            except BaseException:
+                self.queued -= 1
+                raise
+
+    def done(self) -> None:
+        """The reader has taken one queued message."""
+        self.queued -= 1
+
+    def close(self) -> None:
+        self.closed = True
+        self.channel.close()
+
+
 class MemoryClient:
     """The client end of an in-memory pair. Create with :func:`open_memory_client`.
 
@@ -99,7 +232,7 @@ class MemoryClient:
     def __init__(
         self,
         session: ServerSession,
-        to_server: trio.MemorySendChannel[Any],
+        to_server: _Lane,
         nursery: trio.Nursery,
         *,
         handler: MemoryHandler | None,
@@ -164,7 +297,10 @@ class MemoryClient:
         except BaseException:  # the pair is closed
             del self._waiting[rid]
             raise
-        # Park until the reader delivers (nothing ran since the send: it cannot be there yet).
+        if slot.response is not None:  # the server answered inline (not done today)
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return slot.response
+        # Park until the response is delivered.
         slot.task = trio.lowlevel.current_task()
 
         def abort(_: Any) -> trio.lowlevel.Abort:
@@ -321,19 +457,35 @@ class MemoryClient:
 
     # -- receiving ----------------------------------------------------------------------------
 
-    async def _reader(self, from_server: trio.MemoryReceiveChannel[Any]) -> None:
+    async def _reader(self, from_server: trio.MemoryReceiveChannel[Any], lane: _Lane) -> None:
         async for obj in from_server:
             try:
-                message = jsonrpc.validate_message(obj)
-            except JsonRpcError as exc:
-                self.refused.append(obj)
-                log.warning("server_message_refused", code=exc.code, reason=exc.message)
-                if exc.response_id is not None:
-                    self._deliver(
-                        exc.response_id,
-                        jsonrpc.error_object(exc.response_id, exc.code, exc.message, exc.data),
-                    )
-                continue
+                self._take(obj)
+            finally:
+                lane.done()
+
+    def _take_now(self, obj: Any) -> bool:
+        """Take a server message inline, in the sending server task's turn. An error raised
+        by the handler is the client's, not that task's: it is raised in the client's
+        tasks, as if the reader had taken the message."""
+        try:
+            self._take(obj)
+        except Exception as exc:
+            self._nursery.start_soon(_reraise, exc)
+        return True
+
+    def _take(self, obj: Any) -> None:
+        try:
+            message = jsonrpc.validate_message(obj)
+        except JsonRpcError as exc:
+            self.refused.append(obj)
+            log.warning("server_message_refused", code=exc.code, reason=exc.message)
+            if exc.response_id is not None:
+                self._deliver(
+                    exc.response_id,
+                    jsonrpc.error_object(exc.response_id, exc.code, exc.message, exc.data),
+                )
+        else:
             kind = type(message)
             if kind is Response or kind is ErrorResponse:
                 self._deliver(message.id, obj)  # type: ignore[union-attr]
@@ -347,9 +499,9 @@ class MemoryClient:
                 assert isinstance(message, Notification)
                 params = message.params if isinstance(message.params, Mapping) else {}
                 self.notifications.append((message.method, params))
-            if self._changed is not None:
-                self._changed.set()
-                self._changed = None
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     def _record_request(self, request: ServerRequest) -> None:
         if self._keep:
@@ -419,6 +571,10 @@ class MemoryClient:
             self._to_server.send_nowait(message)
 
 
+async def _reraise(exc: BaseException) -> None:
+    raise exc
+
+
 @asynccontextmanager
 async def open_memory_client(
     server: Server,
@@ -461,18 +617,21 @@ async def open_memory_client(
     caps = dict(capabilities) if capabilities is not None else {"elicitation": {"form": {}}}
     to_server, from_client = trio.open_memory_channel[Any](math.inf)
     to_client, from_server = trio.open_memory_channel[Any](buffer)
+    gate = _Gate()
+    client: MemoryClient | None = None
 
-    async def send_message(message: dict[str, Any]) -> None:
-        try:  # like a socket with room in its buffer: no wait, no trip through the scheduler
-            to_client.send_nowait(message)
-        except trio.WouldBlock:
-            await to_client.send(message)  # the client is not reading: back-pressure
+    def client_takes_now(message: Any) -> bool:
+        return client is not None and client._take_now(message)
+
+    to_client_lane = _Lane(to_client, gate, client_takes_now, holds=False)
 
     async def send(frame: bytes) -> None:  # frames encoded by other layers (2026-07-28)
-        await to_client.send(pydantic_core.from_json(frame))
+        await to_client_lane.send(pydantic_core.from_json(frame))
 
     def send_nowait(frame: bytes | dict[str, Any]) -> None:  # raises trio.WouldBlock when full
-        to_client.send_nowait(pydantic_core.from_json(frame) if type(frame) is bytes else frame)
+        to_client_lane.send_nowait(
+            pydantic_core.from_json(frame) if type(frame) is bytes else frame
+        )
 
     async with AsyncExitStack() as stack:
         if runtime is None:
@@ -485,7 +644,7 @@ async def open_memory_client(
                 runtime,
                 send,
                 peer_id=peer_id,
-                send_message=send_message,
+                send_message=to_client_lane.send,
                 send_nowait=send_nowait,
             )
         )
@@ -493,26 +652,32 @@ async def open_memory_client(
         # session closes (its tool tasks are cancelled) and the runtime, if opened here.
         tasks = await stack.enter_async_context(trio.open_nursery())
 
+        to_server_lane = _Lane(to_server, gate, session.feed_message_nowait, holds=True)
+
         async def serve() -> None:
             async for message in from_client:
-                await session.feed_message(message)
+                try:
+                    await session.feed_message(message)
+                finally:
+                    to_server_lane.done()
 
         tasks.start_soon(serve)
         client = MemoryClient(
             session,
-            to_server,
+            to_server_lane,
             tasks,
             handler=handler,
             protocol_version=protocol_version,
             capabilities=caps,
             keep_history=keep_history,
         )
-        tasks.start_soon(client._reader, from_server)
+        tasks.start_soon(client._reader, from_server, to_client_lane)
         try:
             if initialize and not client.modern:
                 await client.initialize()
             yield client
         finally:
             tasks.cancel_scope.cancel()
-            to_server.close()
+            to_server_lane.close()
+            to_client_lane.closed = True  # its channel's far end closes: sends then fail
             from_server.close()
