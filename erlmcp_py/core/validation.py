@@ -462,7 +462,7 @@ class CompiledValidator:
 
     def validate(self, content: object) -> ValidationResult:
         """Validate an answer's ``content``; see :func:`validate_answer`."""
-        if not isinstance(content, Mapping):
+        if type(content) is not dict and not isinstance(content, Mapping):
             return not_an_object(content)
         errors: list[AnswerError] = []
         out: dict[str, Any] = {}

@@ -261,6 +261,8 @@ class Context:
 
     def _prepare(self, form: FormLike) -> _Prepared:
         version = self.protocol_version
+        if isinstance(form, type):  # the common case, first: a class is never a FormType
+            form = schema_for(form)
         if isinstance(form, FormType):
             return _Prepared(form.requested_schema(version), form, form)
         if isinstance(form, FormDefinition | CompiledForm):

@@ -86,7 +86,7 @@ class RequestMeta:
 
 
 def _meta_of(params: object) -> Mapping[str, Any] | None:
-    if not isinstance(params, Mapping):
+    if type(params) is not dict and not isinstance(params, Mapping):
         return None
     meta = params.get("_meta")
     return meta if isinstance(meta, Mapping) else None

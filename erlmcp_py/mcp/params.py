@@ -193,7 +193,7 @@ def parse_params(model: type[M], params: Params | None, id: RequestId | None = N
     """
     if params is None:
         params = {}
-    if not isinstance(params, Mapping):
+    if type(params) is not dict and not isinstance(params, Mapping):
         raise invalid_params("Invalid params: params must be an object", None, id)
     try:
         return model.model_validate(params)

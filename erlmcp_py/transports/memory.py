@@ -62,7 +62,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import pydantic_core
 import structlog
@@ -491,13 +491,13 @@ class MemoryClient:
                 self._deliver(message.id, obj)  # type: ignore[union-attr]
             elif kind is Request:
                 assert isinstance(message, Request)
-                params = message.params if isinstance(message.params, Mapping) else {}
+                params = message.params if _is_mapping(message.params) else {}
                 request = ServerRequest(message.id, message.method, params)
                 self._record_request(request)
                 self._dispatch(request)
             else:
                 assert isinstance(message, Notification)
-                params = message.params if isinstance(message.params, Mapping) else {}
+                params = message.params if _is_mapping(message.params) else {}
                 self.notifications.append((message.method, params))
         if self._changed is not None:
             self._changed.set()
@@ -569,6 +569,10 @@ class MemoryClient:
     def _reply(self, message: dict[str, Any]) -> None:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             self._to_server.send_nowait(message)
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    return type(value) is dict or isinstance(value, Mapping)  # the ABC check only if needed
 
 
 async def _reraise(exc: BaseException) -> None:
