@@ -101,7 +101,6 @@ class Context:
         tool_name: The tool being called.
         tenant: The tenant scope of every runtime call made for this client.
         clock: The tool's time budget (paused while an elicitation is pending).
-        progress_token: The client's ``_meta.progressToken``, if any.
     """
 
     def __init__(
@@ -123,10 +122,23 @@ class Context:
         self.request_id = request_id
         self.tool_name = tool_name
         self.clock = clock
-        self.progress_token = progress_token
-        self._last_progress: float | None = None
+        self._progress_token = progress_token
+        self._last_progress: dict[str | int, float] = {}  # per token
 
     # -- what the client is -------------------------------------------------------------------
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The ``_meta.progressToken`` of the request this call reports progress to, if any.
+
+        Session era: the ``tools/call``'s, for the whole call. 2026-07-28: the call spans
+        requests (the first ``tools/call``, then a retry per round), and each may carry its
+        own token, the same one, or none. This is the token of the request attached to the
+        call right now; between rounds, while the tool waits for the retry, the token of the
+        latest request (progress reported then is dropped: its response has gone).
+        """
+        token = getattr(self._peer, "progress_token", self._progress_token)  # MrtrPeer: live
+        return token if type(token) in (str, int) else None
 
     @property
     def protocol_version(self) -> str:
@@ -434,13 +446,23 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the client asked for it (increasing values only)."""
-        if self.progress_token is None:
+        """Send ``notifications/progress`` if the client asked for it (increasing values only).
+
+        It goes with :attr:`progress_token`; nothing is sent when that is ``None``. Values must
+        increase per token: on 2026-07-28 a retry with a new token starts a new sequence, one
+        with the same token continues it.
+
+        Raises:
+            ValueError: ``progress`` is not above the last value reported with this token.
+        """
+        token = self.progress_token
+        if token is None:
             return
-        if self._last_progress is not None and progress <= self._last_progress:
+        last = self._last_progress.get(token)
+        if last is not None and progress <= last:
             raise ValueError("progress must increase with each notification")
-        self._last_progress = progress
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        self._last_progress[token] = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None:
@@ -448,7 +470,12 @@ class Context:
         await self._peer.session.notify("notifications/progress", params)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` when ``level`` is at or above the client's level."""
+        """Send ``notifications/message`` when ``level`` is at or above the client's level.
+
+        Session era: the level of ``logging/setLevel`` (default ``info``). 2026-07-28: the
+        ``io.modelcontextprotocol/logLevel`` of the request attached to the call right now;
+        a request without one gets no log messages, and between rounds nothing is sent.
+        """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
         params: dict[str, Any] = {"level": level, "data": data}

@@ -31,6 +31,31 @@ fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
   the tool then finishes, its result is kept (without a task) for a late retry until expiry.
 * A retry that is cancelled (client cancel, disconnect) cancels the tool.
 
+Notifications (``notifications/progress``, ``notifications/message``) relate to a request: in
+2026-07-28 they travel on the channel of the request they belong to (the POST's SSE stream on
+Streamable HTTP, the connection on stdio) and nowhere else. Whoever calls :meth:`start` or
+:meth:`resume` passes that request's *sink* (an async callable sending one notification related
+to it; the transport's business, not this module's), its ``_meta.progressToken`` and its
+``_meta`` log level. For the length of the *attach* — from the moment the request attaches
+until its answer is decided — :class:`MrtrPeer` hands the tool's notifications to that sink:
+
+* ``notifications/progress`` carries the attached request's token, and is not sent when that
+  request has none (a retry may bring its own token, the same one, or none).
+  :attr:`MrtrPeer.progress_token` is that token while attached, and the latest request's
+  between rounds (see :attr:`~erlmcp_py.mcp.context.Context.progress_token`);
+* ``notifications/message`` is sent only when the attached request named a log level
+  (``io.modelcontextprotocol/logLevel``) and the message is at or above it (2026-07-28: no
+  level, no log messages);
+* the runtime's ``notifications/cancelled`` and ``notifications/elicitation/complete`` name
+  server→client requests and elicitation ids this protocol does not have: never sent.
+
+Between rounds nobody is attached: a notification is dropped, counted
+(``notifications_dropped``) and logged at debug. A sink that raises (client gone, unencodable
+params) drops that one notification the same way; the tool never sees the error. Order: once
+the answer of a round is decided the sink is detached, and the answer is returned only after
+every sink call already under way has finished — so on the request's stream every notification
+precedes the response, and none follows it.
+
 Yield detection: the first recorded request ends the round once no further request appeared
 for ``settle_checkpoints`` scheduler passes, so elicitations a tool starts concurrently are
 usually asked together; one that misses the batch is asked in the next round (correct, just
@@ -60,12 +85,14 @@ from erlmcp_py.actors.peer import PeerResponse
 from erlmcp_py.core.errors import StateTokenError
 from erlmcp_py.core.state_token import KeyRing, open_token, request_digest, seal
 from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, internal_error
+from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "DEFAULT_STATE_TTL_S",
     "ContinuationRegistry",
     "MrtrPeer",
+    "NotificationSink",
     "RequestStateRefused",
     "RunTool",
     "open_continuations",
@@ -82,6 +109,15 @@ _ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
 RunTool = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
 """Runs the tool with the given peer; returns its ``CallToolResult`` or raises
 :class:`JsonRpcError` (the answer to the call)."""
+
+NotificationSink = Callable[[str, Mapping[str, Any]], Awaitable[None]]
+"""``await sink(method, params)`` sends one notification related to one request, on that
+request's own channel (e.g. its POST's SSE stream), before its response. It may raise when
+the channel is gone; the notification is then dropped."""
+
+#: Runtime notifications about server→client requests and elicitation ids, which 2026-07-28
+#: does not have (its input requests are answered by the retry): never sent.
+_NOT_IN_MRTR: Final = frozenset({"notifications/cancelled", "notifications/elicitation/complete"})
 
 _MESSAGES: Final[dict[str, str]] = {
     "invalid": "Invalid requestState: it must be the requestState of the latest "
@@ -131,15 +167,20 @@ class _Continuation:
         "changed",
         "digest",
         "done",
+        "drained",
         "expires_at",
         "final",
         "id",
         "keys",
         "life",
+        "log_level",
         "outstanding",
         "peer",
         "principal",
+        "progress_token",
         "round",
+        "sending",
+        "sink",
         "version",
     )
 
@@ -158,6 +199,13 @@ class _Continuation:
         self.changed = trio.Event()
         self.keys = itertools.count(1)
         self.peer: MrtrPeer
+        # The attached request's channel: its sink (None when nobody is attached, or its answer
+        # is decided), its log level, and its progress token (kept between rounds).
+        self.sink: NotificationSink | None = None
+        self.log_level: str | None = None
+        self.progress_token: str | int | None = None
+        self.sending = 0  # sink calls under way
+        self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
 
     def touch(self) -> None:
         self.version += 1
@@ -169,17 +217,18 @@ class MrtrPeer:
     """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless tool call.
 
     ``send_request`` records the request as an input request of the pending
-    ``InputRequiredResult``; the retry's ``inputResponses`` answer it. Notifications have no
-    channel between rounds and are dropped. It also stands in for the session a
+    ``InputRequiredResult``; the retry's ``inputResponses`` answer it. Notifications go to the
+    sink of the request attached right now, and are dropped (and counted) between rounds (see
+    the module docstring). It also stands in for the session a
     :class:`~erlmcp_py.mcp.context.Context` reads (``session.protocol_version``,
-    ``session.notify``).
+    ``session.notify``, ``progress_token``).
 
     Attributes:
         protocol_version: The request's protocol version.
         capabilities: The client's capabilities, as declared on the latest request.
     """
 
-    __slots__ = ("_cont", "_peer_id", "capabilities", "protocol_version")
+    __slots__ = ("_cont", "_counters", "_peer_id", "capabilities", "protocol_version")
 
     def __init__(
         self,
@@ -187,9 +236,11 @@ class MrtrPeer:
         peer_id: str,
         capabilities: ClientCapabilities,
         protocol_version: str,
+        counters: Counter[str] | None = None,
     ) -> None:
         self._cont = cont
         self._peer_id = peer_id
+        self._counters: Counter[str] = Counter() if counters is None else counters
         self.capabilities = capabilities
         self.protocol_version = protocol_version
 
@@ -202,6 +253,12 @@ class MrtrPeer:
     def session(self) -> MrtrPeer:
         """Itself (what a ``Context`` calls the session)."""
         return self
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The ``_meta.progressToken`` of the request attached now; between rounds, of the
+        latest request (progress reported then is dropped); ``None`` if it carried none."""
+        return self._cont.progress_token
 
     def supports(self, mode: str) -> bool:
         """Whether the latest request declared elicitation in ``mode``."""
@@ -234,13 +291,47 @@ class MrtrPeer:
                 cont.touch()
 
     async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
-        """Dropped: there is no server→client channel between rounds."""
-        log.debug("notification_dropped", method=method)
+        """Send a notification on the attached request's channel, or drop it. Never raises
+        for a lost notification (see the module docstring for what is sent when)."""
+        cont = self._cont
+        sink = cont.sink
+        if method in _NOT_IN_MRTR:
+            log.debug("notification_not_sent", method=method, why="not in 2026-07-28")
+        elif sink is None:
+            why = "between rounds" if not cont.attached else "no channel (none, or answered)"
+            self._dropped(method, why)
+        elif method == "notifications/progress" and (
+            cont.progress_token is None or params.get("progressToken") != cont.progress_token
+        ):
+            self._dropped(method, "not the attached request's progressToken")
+        elif method == "notifications/message" and not _log_wanted(
+            cont.log_level, params.get("level")
+        ):
+            log.debug("notification_not_sent", method=method, why="below the request's logLevel")
+        else:
+            cont.sending += 1
+            try:
+                await sink(method, params)
+            except Exception as exc:
+                self._dropped(method, "sink failed", error=type(exc).__name__)
+            else:
+                self._counters["notifications_sent"] += 1
+            finally:
+                cont.sending -= 1
+                if not cont.sending and cont.drained is not None:
+                    cont.drained.set()
+            return
         await trio.lowlevel.checkpoint()
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         """Like :meth:`send_notification` (``Context`` progress and log messages)."""
         await self.send_notification(method, params)
+
+    def _dropped(self, method: str, why: str, **extra: Any) -> None:
+        self._counters["notifications_dropped"] += 1
+        log.debug(
+            "notification_dropped", method=method, why=why, continuation=self._cont.id[:8], **extra
+        )
 
 
 class ContinuationRegistry:
@@ -313,8 +404,14 @@ class ContinuationRegistry:
         protocol_version: str,
         client_id: str,
         run: RunTool,
+        sink: NotificationSink | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any]:
         """Run a new call; return its result (``complete`` or ``input_required``).
+
+        ``sink``, ``progress_token`` and ``log_level`` describe this request's channel: the
+        tool's notifications go to ``sink`` until the result is decided (none: dropped).
 
         Raises:
             RequestStateRefused: ``inputResponses`` came without a ``requestState``.
@@ -329,11 +426,11 @@ class ContinuationRegistry:
                 "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
             )
         cont = _Continuation(principal, request_digest(method, params))
-        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version)
+        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
         self._entries[cont.id] = cont
         self.counters["started"] += 1
         self._nursery.start_soon(self._runner, cont, run)
-        return await self._attach(cont, math.inf)
+        return await self._attach(cont, math.inf, sink, progress_token, log_level)
 
     async def resume(
         self,
@@ -342,8 +439,14 @@ class ContinuationRegistry:
         method: str,
         params: Mapping[str, Any],
         capabilities: ClientCapabilities,
+        sink: NotificationSink | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any]:
         """Resume the call a retry's ``requestState`` names; return its next result.
+
+        ``sink``, ``progress_token`` and ``log_level`` describe the retry's channel, as for
+        :meth:`start`: from now on the tool's notifications relate to the retry.
 
         Raises:
             RequestStateRefused: the state or the responses are refused (see its reasons).
@@ -382,7 +485,7 @@ class ContinuationRegistry:
         if answers:
             cont.touch()
         log.debug("resumed", continuation=cont.id[:8], round=cont.round, answers=len(answers))
-        return await self._attach(cont, self.hold_s)
+        return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -413,12 +516,32 @@ class ContinuationRegistry:
                 heapq.heappush(self._finals, (cont.expires_at, cont.id))
             cont.touch()
 
-    async def _attach(self, cont: _Continuation, hold: float) -> dict[str, Any]:
+    async def _attach(
+        self,
+        cont: _Continuation,
+        hold: float,
+        sink: NotificationSink | None,
+        progress_token: str | int | None,
+        log_level: str | None,
+    ) -> dict[str, Any]:
+        # No checkpoint from here to the detach below the wait: a tool resumed by this request
+        # (its answers were delivered just before) already sends on this request's channel.
         cont.attached = True
+        cont.sink = sink
+        cont.progress_token = progress_token
+        cont.log_level = log_level
         cont.life.deadline = math.inf
         try:
             with trio.move_on_after(hold):
                 await self._until_yield(cont)
+            # The answer is decided: nothing more goes to this request's channel, and what is
+            # under way there finishes first (a notification never follows the response).
+            cont.sink = None
+            while cont.sending:
+                cont.drained = trio.Event()
+                await cont.drained.wait()
+            cont.drained = None
+            # Decided on the state after the drain (the tool may have finished meanwhile).
             if cont.final is not None:
                 self._entries.pop(cont.id, None)
                 self.counters["completed"] += 1
@@ -433,6 +556,9 @@ class ContinuationRegistry:
             cont.life.cancel()  # the request is gone: so is the call
             raise
         finally:
+            cont.sink = None
+            cont.log_level = None
+            cont.drained = None
             cont.attached = False
             if not cont.done:
                 cont.life.deadline = cont.expires_at
@@ -479,6 +605,16 @@ class ContinuationRegistry:
             if cont is not None and cont.done and not cont.attached:
                 del self._entries[cid]
                 self.counters["expired"] += 1
+
+
+def _log_wanted(requested: str | None, level: object) -> bool:
+    """Whether a ``notifications/message`` at ``level`` goes to a request that asked for
+    ``requested`` (2026-07-28: a request without a log level gets no log messages)."""
+    if requested not in LOG_LEVELS:
+        return False
+    if level not in LOG_LEVELS:
+        return True  # as the session era: an unknown level is not filtered
+    return LOG_LEVELS.index(str(level)) >= LOG_LEVELS.index(str(requested))
 
 
 def _check_responses(raw: object, cont: _Continuation) -> dict[str, Mapping[str, Any]]:

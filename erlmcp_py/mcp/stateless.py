@@ -24,6 +24,16 @@ authenticated principal and tenant). On a byte stream (stdio), the session era's
 ``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
 :func:`open_for_session`), which runs each ``tools/call`` as its own task, honours
 ``notifications/cancelled``, and ends everything when the connection closes.
+
+Notifications of a tool (progress, log messages) relate to the ``tools/call`` being answered —
+the first call, then each retry — and travel on that request's channel, before its response.
+The transport says how with the ``notify`` sink it passes to :meth:`StatelessEndpoint.handle`
+(one per request; see :data:`~erlmcp_py.mcp.mrtr.NotificationSink`); the request's
+``_meta.progressToken`` and ``io.modelcontextprotocol/logLevel`` decide what is sent (see
+:mod:`~erlmcp_py.mcp.mrtr`). Without a sink they are dropped (and counted). On a byte stream the
+sink writes the notification frame on the connection (:class:`SessionStateless`); on Streamable
+HTTP it belongs on the POST's SSE stream, so that answer must be an SSE stream once anything is
+sent before the response.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from erlmcp_py.mcp.meta import (
     RequestMeta,
     parse_request_meta,
 )
-from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer
+from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.tools import (
@@ -105,6 +115,7 @@ class StatelessEndpoint:
         principal: str | None = None,
         tenant: Tenant | None = None,
         client_id: str | None = None,
+        notify: NotificationSink | None = None,
     ) -> dict[str, Any]:
         """Answer one modern request.
 
@@ -113,6 +124,10 @@ class StatelessEndpoint:
             principal: The authenticated principal (default: the endpoint's).
             tenant: The tenant scope (default: the endpoint's).
             client_id: The rate-limit key (default: the endpoint's).
+            notify: Sends one notification related to this request on its channel (awaited
+                before the answer is returned, never after). A ``tools/call``'s progress and
+                log messages go there while this request is the one the tool works for;
+                without it they are dropped.
 
         Returns:
             The result object (with ``resultType`` and ``_meta.serverInfo``).
@@ -130,6 +145,7 @@ class StatelessEndpoint:
                 principal or self.principal,
                 tenant or self.tenant,
                 client_id or self.client_id,
+                notify,
             )
         elif method == "server/discover":
             result = self.discover_result()
@@ -196,7 +212,13 @@ class StatelessEndpoint:
         return result
 
     async def _tools_call(
-        self, request: Request, meta: RequestMeta, principal: str, tenant: Tenant, client_id: str
+        self,
+        request: Request,
+        meta: RequestMeta,
+        principal: str,
+        tenant: Tenant,
+        client_id: str,
+        notify: NotificationSink | None,
     ) -> dict[str, Any]:
         params = parse_params(CallToolParams, request.params, request.id)
         raw = cast(Mapping[str, Any], request.params)
@@ -211,6 +233,9 @@ class StatelessEndpoint:
                 method=request.method,
                 params=raw,
                 capabilities=meta.capabilities,
+                sink=notify,
+                progress_token=meta.progress_token,
+                log_level=meta.log_level,
             )
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any]:
@@ -224,6 +249,9 @@ class StatelessEndpoint:
             protocol_version=meta.protocol_version,
             client_id=client_id,
             run=run,
+            sink=notify,
+            progress_token=meta.progress_token,
+            log_level=meta.log_level,
         )
 
     async def _run_tool(
@@ -317,7 +345,7 @@ class SessionStateless:
     async def _serve_call(self, request: Request, scope: trio.CancelScope) -> None:
         try:
             with scope:
-                frame = await self.endpoint.respond(request)
+                frame = await self.endpoint.respond(request, notify=self._notify)
             if scope.cancelled_caught:
                 log.info("call_cancelled", id=str(request.id)[:80])
                 return
@@ -330,6 +358,11 @@ class SessionStateless:
             await self._send(frame)
         except PeerGone:
             log.info("answer_dropped", why="client gone")
+
+    async def _notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """The sink of every call on this connection: one frame on the connection (it raises
+        when the client is gone or the params do not encode; the notification is dropped)."""
+        await self._send(jsonrpc.encode_notification(method, dict(params)))
 
 
 def state_ttl_for(config: Any) -> float:
