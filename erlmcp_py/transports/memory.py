@@ -104,13 +104,20 @@ class _Gate:
 
     A message sent meanwhile is never taken re-entrantly: on the client → server lane it is
     held here and taken once the take in progress is over (:meth:`drain`, still in the same
-    turn); on the bounded server → client lane it is queued on the channel."""
+    turn); on the bounded server → client lane it is queued on the channel.
 
-    __slots__ = ("busy", "held")
+    A held message is the *receiving* side's business, not the sender's: if taking one fails
+    (a bug over there), the rest are queued in order and the error goes to ``on_error`` — the
+    pair raises it in its own tasks, as the reader task would have — never to the sender
+    whose send happened to drain it. Without ``on_error`` it is raised from :meth:`drain`.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("busy", "held", "on_error")
+
+    def __init__(self, on_error: Callable[[Exception], None] | None = None) -> None:
         self.busy = False
         self.held: deque[tuple[_Lane, Any]] = deque()
+        self.on_error = on_error
 
     def drain(self) -> None:
         held = self.held
@@ -118,15 +125,19 @@ class _Gate:
             while held:
                 lane, message = held.popleft()
                 lane.holding -= 1
-                lane.deliver(message)
-        except BaseException:
-            # A take failed (a bug on the receiving side): queue the rest, in order.
+                # The pair is closing: nobody is left to take it.
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    lane.deliver(message)
+        except BaseException as exc:
+            # Queue the rest, in order, so that nothing is stranded behind the failure.
             while held:
                 lane, message = held.popleft()
                 lane.holding -= 1
                 with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     lane.enqueue(message)
-            raise
+            if self.on_error is None or not isinstance(exc, Exception):
+                raise
+            self.on_error(exc)
 
 
 class _Lane:
@@ -172,10 +183,14 @@ class _Lane:
             self.holding += 1
             gate.held.append((self, message))
             return
-        outer = not gate.busy
-        self.deliver(message)
-        if outer and gate.held:
-            gate.drain()
+        if gate.busy:
+            self.deliver(message)  # queued: a take is in progress
+            return
+        try:
+            self.deliver(message)
+        finally:
+            if gate.held:  # sent during this take: taken now (even if this take failed)
+                gate.drain()
 
     def deliver(self, message: Any) -> None:
         gate = self.gate
@@ -621,7 +636,13 @@ async def open_memory_client(
     caps = dict(capabilities) if capabilities is not None else {"elicitation": {"form": {}}}
     to_server, from_client = trio.open_memory_channel[Any](math.inf)
     to_client, from_server = trio.open_memory_channel[Any](buffer)
-    gate = _Gate()
+    tasks_ready: list[trio.Nursery] = []
+
+    def held_take_failed(exc: Exception) -> None:
+        # Raised in the pair's tasks (the reader task's place before inline delivery).
+        tasks_ready[0].start_soon(_reraise, exc)
+
+    gate = _Gate(held_take_failed)
     client: MemoryClient | None = None
 
     def client_takes_now(message: Any) -> bool:
@@ -655,6 +676,7 @@ async def open_memory_client(
         # Both readers and the client's handler tasks; cancelled first on exit, then the
         # session closes (its tool tasks are cancelled) and the runtime, if opened here.
         tasks = await stack.enter_async_context(trio.open_nursery())
+        tasks_ready.append(tasks)
 
         to_server_lane = _Lane(to_server, gate, session.feed_message_nowait, holds=True)
 

@@ -231,6 +231,37 @@ async def test_a_plain_handler_error_surfaces_from_the_client_block() -> None:
     assert ended == ["Cancelled"]
 
 
+async def test_a_server_failure_on_a_held_answer_is_raised_in_the_pairs_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client's answer is held while the handler runs and taken right after, inside the
+    server task's send: a bug on the server side while taking it is raised in the pair's
+    tasks (where the server's reader task raised it before), not into that send."""
+    from erlmcp_py.mcp.session import ServerSession
+
+    real = ServerSession._deliver
+
+    def broken_deliver(self: ServerSession, id: Any, response: Any) -> None:
+        if isinstance(id, str) and id.endswith(".1"):  # the answer to an elicitation
+            raise RuntimeError("server bug while taking the answer")
+        real(self, id, response)
+
+    monkeypatch.setattr(ServerSession, "_deliver", broken_deliver)
+    server = build()
+    with trio.fail_after(LIMIT):
+        async with server.running() as runtime:
+            with pytest.raises(ExceptionGroup) as caught:
+                async with open_memory_client(server, handler=accept) as client:
+                    await client.call_tool("ask")
+            assert caught.group_contains(RuntimeError, match="server bug")
+            await trio.testing.wait_all_tasks_blocked()
+            (info,) = await runtime.list_elicitations(tenant=client.session.tenant)
+    # the server's send of elicitation/create did not fail (no transport failure): the
+    # elicitation ended only when the session closed and cancelled its tool
+    assert info.sent_at is not None
+    assert info.status == "abandoned"
+
+
 # -- context -------------------------------------------------------------------------------------
 
 

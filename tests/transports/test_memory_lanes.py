@@ -253,11 +253,6 @@ async def test_a_failing_held_take_raises_and_the_rest_is_queued_in_order() -> N
     assert receive_one.receive_nowait() == "h4"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: when the OUTER take raises, messages held during it stay in gate.held "
-    "(drain is never reached) and every later send on that lane is held behind them",
-)
 async def test_a_failing_outer_take_does_not_strand_held_messages() -> None:
     gate = _Gate()
 
@@ -275,6 +270,27 @@ async def test_a_failing_outer_take_does_not_strand_held_messages() -> None:
     # "held" must be taken or queued (in order, before "next"), not kept in gate.held
     assert take.taken[1:] + on_channel(receive) == ["held", "next"]
     assert not gate.held
+
+
+def test_a_failing_held_take_goes_to_on_error_not_to_the_sender() -> None:
+    errors: list[Exception] = []
+    gate = _Gate(errors.append)
+
+    def then(message: Any) -> None:
+        if message == "outer":
+            one.send_nowait("h1")
+            one.send_nowait("h2")
+        elif message == "h1":
+            raise ValueError("the receiving side broke")
+
+    take = Taker(then=then)
+    one, receive = lane(take, gate=gate, holds=True)
+    one.send_nowait("outer")  # the sender's own take succeeded: it sees no error
+    assert [str(e) for e in errors] == ["the receiving side broke"]
+    assert take.taken == ["outer", "h1"]
+    assert on_channel(receive) == ["h2"]  # the rest queued in order, not lost
+    assert not gate.held
+    assert not gate.busy
 
 
 # -- waiting sends -----------------------------------------------------------------------------
