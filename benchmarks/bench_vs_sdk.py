@@ -10,10 +10,12 @@ with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked.
     memory streams of ``SessionMessage`` objects -- pydantic models, never JSON text -- one
     server task) and its full ``ClientSession`` (typed results, elicitation callback).
   - ours: ``erlmcp_py.testing.open_memory_client(server, handler=...)``, the library's pair:
-    trio memory channels of JSON-RPC message objects (dicts, never JSON text), one server
-    reader task feeding ``ServerSession.feed_message`` (every message passes the wire's
-    envelope check, ``validate_message``), our ``MemoryClient`` (it checks every server
-    message the same way; the handler, a plain function, answers in its reader task).
+    JSON-RPC message objects (dicts, never JSON text), each checked by the wire's envelope
+    check (``validate_message``) on both sides; a message is taken inline in the sender's
+    turn when the receiving side's reader is idle (``ServerSession.feed_message_nowait``;
+    else a trio memory channel and a reader task, order kept), so an op costs 4 task steps
+    (the tool task twice, the elicitation's child, the caller); the handler, a plain
+    function, answers where the request is taken.
   - ours via the SDK client (extra, ``inproc_ratio_sdk_client``): the same SDK ``Client`` over
     a ``Transport`` built here that bridges ``SessionMessage`` <-> JSON bytes into our
     ``ServerSession`` (what ``stdio_client`` does, minus the pipes), so only servers differ.
