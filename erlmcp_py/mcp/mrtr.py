@@ -34,27 +34,32 @@ fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
 Notifications (``notifications/progress``, ``notifications/message``) relate to a request: in
 2026-07-28 they travel on the channel of the request they belong to (the POST's SSE stream on
 Streamable HTTP, the connection on stdio) and nowhere else. Whoever calls :meth:`start` or
-:meth:`resume` passes that request's *sink* (an async callable sending one notification related
-to it; the transport's business, not this module's), its ``_meta.progressToken`` and its
-``_meta`` log level. For the length of the *attach* — from the moment the request attaches
-until its answer is decided — :class:`MrtrPeer` hands the tool's notifications to that sink:
+:meth:`resume` passes that request's *sink* (a :data:`NotificationSink`: an async callable
+sending one notification related to it — the transport's business, not this module's), its
+``_meta.progressToken`` and its ``io.modelcontextprotocol/logLevel``. For the length of the
+*attach* — from the moment the request attaches until its answer is decided — :class:`MrtrPeer`
+hands the tool's notifications (and the runtime's, for this call) to that sink:
 
-* ``notifications/progress`` carries the attached request's token, and is not sent when that
-  request has none (a retry may bring its own token, the same one, or none).
-  :attr:`MrtrPeer.progress_token` is that token while attached, and the latest request's
-  between rounds (see :attr:`~erlmcp_py.mcp.context.Context.progress_token`);
-* ``notifications/message`` is sent only when the attached request named a log level
-  (``io.modelcontextprotocol/logLevel``) and the message is at or above it (2026-07-28: no
-  level, no log messages);
+* ``notifications/progress`` goes only with the attached request's token: when that request
+  has none, or the notification names another token, it is dropped. A retry may bring its own
+  token, the same one, or none. :attr:`MrtrPeer.progress_token` is the attached request's
+  token, and between rounds the latest request's (what
+  :attr:`~erlmcp_py.mcp.context.Context.progress_token` returns; ``Context.report_progress``
+  keeps values increasing per token);
+* ``notifications/message`` is sent only when the attached request named a log level and the
+  message is at or above it (2026-07-28: no level, no log messages — filtered, not counted);
 * the runtime's ``notifications/cancelled`` and ``notifications/elicitation/complete`` name
   server→client requests and elicitation ids this protocol does not have: never sent.
 
-Between rounds nobody is attached: a notification is dropped, counted
-(``notifications_dropped``) and logged at debug. A sink that raises (client gone, unencodable
-params) drops that one notification the same way; the tool never sees the error. Order: once
-the answer of a round is decided the sink is detached, and the answer is returned only after
-every sink call already under way has finished — so on the request's stream every notification
-precedes the response, and none follows it.
+Everything else that cannot be sent is *dropped*: counted (``notifications_dropped``; what was
+sent: ``notifications_sent``) and logged at debug, and the tool goes on as if it was sent. That
+is every notification between rounds (nobody attached), on a request given no sink, after its
+answer is decided, and one whose sink raised (client gone, params that do not encode).
+
+Order: once a round's answer is decided (the tool finished, or asked and settled, or the hold
+ran out) the sink is detached, then the sink calls already under way are awaited, and only then
+is the answer built (from the state after that wait) and returned to the caller, which sends it.
+So on the request's channel every notification precedes the response, and none follows it.
 
 Yield detection: the first recorded request ends the round once no further request appeared
 for ``settle_checkpoints`` scheduler passes, so elicitations a tool starts concurrently are

@@ -306,6 +306,9 @@ class StatelessEndpoint:
 class SessionStateless:
     """Modern requests arriving on a session-era byte stream (stdio): one task per call.
 
+    A call's progress and log notifications are written on the connection while the call (or
+    the retry resuming it) is in progress, before its answer.
+
     Create with :func:`open_for_session`.
     """
 
