@@ -89,7 +89,7 @@ class FormDefinitionError(ErlmcpError, ValueError):
 class StateTokenError(ErlmcpError):
     """A sealed MRTR ``requestState`` was refused; ``reason`` is a stable code.
 
-    Reasons: ``malformed``, ``unknown_key``, ``bad_signature``, ``expired``,
+    Reasons: ``malformed``, ``unknown_key``, ``bad_signature``, ``expired``, ``not_yet_valid``,
     ``wrong_principal``, ``request_mismatch``, ``too_large``. Each has its own subclass. The text
     never contains token contents; a server should answer every reason with the same client-facing
     error and keep ``reason`` for its log.
@@ -130,6 +130,20 @@ class StateTokenExpired(StateTokenError):
     def __init__(self, expired_at: float) -> None:
         super().__init__()
         self.expired_at = expired_at
+
+
+class StateTokenNotYetValid(StateTokenError):
+    """The token is authentic but was issued later than ``now`` plus the allowed clock skew.
+
+    ``issued_at`` is on the sealer's clock: a clock that stepped back, or another node's clock
+    running ahead. Accepting it would stretch the token's life past its ttl.
+    """
+
+    reason = "not_yet_valid"
+
+    def __init__(self, issued_at: float) -> None:
+        super().__init__()
+        self.issued_at = issued_at
 
 
 class StateTokenWrongPrincipal(StateTokenError):

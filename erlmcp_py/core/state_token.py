@@ -10,8 +10,12 @@ The spec makes the state attacker-controlled, so it is sealed here:
 * **Binding**: the principal (authenticated user) and a digest of the originating request
   (:func:`request_digest`: method + params minus ``_meta``/``inputResponses``/``requestState``)
   are sealed in; presenting the token for another principal or another request is refused.
-* **Expiry**: an absolute expiry (``now + ttl`` on the caller's clock) sits in the header and is
-  trusted only after the MAC verifies.
+* **Expiry**: the issue time (``now``) and an absolute expiry (``now + ttl``), both on the
+  caller's clock, sit in the header and are trusted only after the MAC verifies. A token is
+  refused at or past its expiry, and also when it was issued more than ``max_skew`` seconds
+  after the verifier's ``now`` (a clock that stepped back, or another node's clock running
+  ahead): otherwise such a token would live longer than its ttl. A non-finite ``now`` fails
+  closed.
 * **Confidentiality**: the payload is encrypted. The state may carry the suspended tool's data
   (earlier answers, internal ids) and travels through the client, the LLM host and their logs;
   the spec calls it opaque, so we make it so. Stdlib only, no new dependency: a synthetic-IV
@@ -28,9 +32,10 @@ Single use is *not* enforced here (it needs server-side state); the caller does 
 
 Token layout (then base64url, no padding; decoding is canonical — one text per token)::
 
-    version   1 byte    0x01
+    version   1 byte    0x02
     kid_len   1 byte    1..64
     kid       kid_len   ASCII key id
+    issued    8 bytes   IEEE-754 double, big-endian (seconds on the caller's clock)
     expires   8 bytes   IEEE-754 double, big-endian (seconds on the caller's clock)
     tag      32 bytes   HMAC-SHA256(mac_key, header || plaintext)       header = bytes 0..expires
     body      n bytes   plaintext XOR SHAKE-256("erlmcp…ks" || enc_key || tag)[:n]
@@ -39,10 +44,18 @@ Token layout (then base64url, no padding; decoding is canonical — one text per
              || HMAC(mac_key, "request\\0" || request_digest)[:16]
              || canonical JSON of the payload (sorted keys, UTF-8)
 
+The MAC covers every byte that decides anything: the header (version, key id length, key id,
+issue time, expiry) and the plaintext (both bindings and the payload); the body is a fixed XOR
+of the plaintext, so a changed body is a changed plaintext. The header is self-delimiting
+(``kid_len``) and the bindings have fixed lengths, so no two layouts share a MAC input. The
+three uses of ``mac_key`` are separated by their first byte: the version (0x02) for the tag,
+``p``/``r`` for the bindings. (Version 1 tokens, without an issue time, are refused as
+``malformed``.)
+
 Checks on open, in this order (each its own error, see :class:`StateTokenError`): size
 (``too_large``), shape and version (``malformed``), key id (``unknown_key``), MAC
-(``bad_signature``), then, on authentic tokens only, expiry (``expired``), principal
-(``wrong_principal``) and request (``request_mismatch``).
+(``bad_signature``), then, on authentic tokens only, expiry (``expired``), issue time
+(``not_yet_valid``), principal (``wrong_principal``) and request (``request_mismatch``).
 """
 
 from __future__ import annotations
@@ -62,6 +75,7 @@ from erlmcp_py.core.errors import (
     StateTokenError,
     StateTokenExpired,
     StateTokenMalformed,
+    StateTokenNotYetValid,
     StateTokenRequestMismatch,
     StateTokenTooLarge,
     StateTokenUnknownKey,
@@ -69,6 +83,7 @@ from erlmcp_py.core.errors import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_SKEW_S",
     "MAX_TOKEN_CHARS",
     "MIN_KEY_BYTES",
     "TOKEN_VERSION",
@@ -79,17 +94,19 @@ __all__ = [
     "seal",
 ]
 
-TOKEN_VERSION: Final = 1
+TOKEN_VERSION: Final = 2
 #: Shortest accepted master key, in bytes.
 MIN_KEY_BYTES: Final = 32
 #: Default size limit of a token, in characters (checked before decoding, and when sealing).
 MAX_TOKEN_CHARS: Final = 64 * 1024
 _MAX_KID_LEN: Final = 64
+#: Default tolerance, in seconds, for a token issued ahead of the verifier's clock.
+DEFAULT_MAX_SKEW_S: Final = 60.0
 
 _TAG_LEN: Final = 32
 _BIND_LEN: Final = 16
-_EXPIRES: Final = struct.Struct(">d")
-_MIN_RAW: Final = 2 + 1 + _EXPIRES.size + _TAG_LEN + 2 * _BIND_LEN + 2  # "{}" at least
+_TIMES: Final = struct.Struct(">dd")  # issued, expires
+_MIN_RAW: Final = 2 + 1 + _TIMES.size + _TAG_LEN + 2 * _BIND_LEN + 2  # "{}" at least
 
 _LABEL_MAC: Final = b"erlmcp-py/state-token/v1/mac\x01"
 _LABEL_ENC: Final = b"erlmcp-py/state-token/v1/enc\x01"
@@ -143,7 +160,8 @@ class KeyRing:
     Args:
         current_kid: Id of the sealing key (1..64 printable ASCII characters; it is visible in
             tokens, so do not put secrets in it).
-        current_key: The sealing key, at least 32 random bytes.
+        current_key: The sealing key, at least 32 random bytes (``secrets.token_bytes(32)``;
+            the examples below use constant keys for brevity only).
         previous: Older keys still accepted for opening, by key id.
 
     Raises:
@@ -242,6 +260,18 @@ def _canonical_json(value: Any) -> bytes:
     ).encode("utf-8")
 
 
+def _digest_json(value: Any) -> bytes:
+    # Total on what a JSON decoder can hand us, which is attacker-controlled: a number literal
+    # that overflows a double (``1e400``) decodes to ±inf, and some decoders pass NaN or lone
+    # surrogates. Both encodings stay injective: ``Infinity``/``NaN`` are bare words, unlike
+    # the strings ``"Infinity"``/``"NaN"``; UTF-8 with surrogatepass encodes each code point
+    # on its own (a lone-surrogate pair and the astral character it spells differ). Not
+    # ensure_ascii: it writes both of those as the same ``\ud83d\ude00``.
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+    ).encode("utf-8", "surrogatepass")
+
+
 def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
     """Digest the identity of a request, to bind a state token to it.
 
@@ -249,6 +279,8 @@ def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
     change between an original request and its retry: ``_meta``, ``inputResponses`` and
     ``requestState`` (so passing the retry's params as they are is fine). It is SHA-256 over
     canonical JSON: sorted keys, no whitespace, UTF-8, integral floats written as integers.
+    The params are attacker-controlled, so every value a JSON decoder can produce is digested
+    (``±inf`` from an overflowing literal, NaN, lone surrogates), each distinctly.
 
     Args:
         method: The JSON-RPC method, e.g. ``"tools/call"``.
@@ -258,11 +290,10 @@ def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
         64 lowercase hex digits.
 
     Raises:
-        ValueError: ``params`` holds NaN/Infinity or a lone surrogate.
-        TypeError: ``params`` holds a value that is not JSON.
+        TypeError: ``params`` holds a value that is not JSON (never from a JSON decoder).
     """
     salient = {k: v for k, v in (params or {}).items() if k not in _UNSALIENT_PARAMS}
-    canonical = _canonical_json({"method": method, "params": _normalize(salient)})
+    canonical = _digest_json({"method": method, "params": _normalize(salient)})
     return hashlib.sha256(canonical).hexdigest()
 
 
@@ -309,7 +340,7 @@ def seal(
             after a JSON round trip: tuples become lists).
         principal: The authenticated principal the token is for (e.g. the OAuth ``sub``).
         request_digest: :func:`request_digest` of the originating request.
-        now: The current time on the caller's clock, in seconds.
+        now: The current time on the caller's clock, in seconds (sealed as the issue time).
         ttl: Lifetime in seconds (> 0).
         keyring: Seals with ``keyring.current_kid``.
         max_chars: Size limit of the token.
@@ -325,8 +356,12 @@ def seal(
     """
     if not isinstance(payload, dict):
         raise TypeError("payload must be a dict")
-    expires = now + ttl
-    if not (math.isfinite(now) and math.isfinite(ttl) and ttl > 0 and math.isfinite(expires)):
+    try:
+        expires = now + ttl
+        finite = math.isfinite(now) and math.isfinite(ttl) and math.isfinite(expires)
+    except OverflowError:  # an int beyond any double
+        finite = False
+    if not (finite and ttl > 0):
         raise ValueError("now and ttl must be finite, ttl > 0")
     if not expires > now:
         raise ValueError("ttl is too small to move the expiry past now")
@@ -335,10 +370,10 @@ def seal(
     assert keys is not None
     body = _canonical_json(payload)
     kid_bytes = kid.encode("ascii")
-    raw_len = 2 + len(kid_bytes) + _EXPIRES.size + _TAG_LEN + 2 * _BIND_LEN + len(body)
+    raw_len = 2 + len(kid_bytes) + _TIMES.size + _TAG_LEN + 2 * _BIND_LEN + len(body)
     if _token_chars(raw_len) > max_chars:
         raise StateTokenTooLarge(_token_chars(raw_len), max_chars)
-    header = bytes((TOKEN_VERSION, len(kid_bytes))) + kid_bytes + _EXPIRES.pack(expires)
+    header = bytes((TOKEN_VERSION, len(kid_bytes))) + kid_bytes + _TIMES.pack(now, expires)
     plaintext = (
         _bind(keys.mac, _LABEL_PRINCIPAL, principal)
         + _bind(keys.mac, _LABEL_REQUEST, request_digest)
@@ -356,6 +391,7 @@ def open_token(
     now: float,
     keyring: KeyRing,
     max_chars: int = MAX_TOKEN_CHARS,
+    max_skew: float = DEFAULT_MAX_SKEW_S,
 ) -> dict[str, Any]:
     """Verify and open a ``requestState`` token sealed by :func:`seal`.
 
@@ -363,9 +399,12 @@ def open_token(
         token: The token as the client sent it (attacker-controlled).
         principal: The authenticated principal of the retrying request.
         request_digest: :func:`request_digest` of the retrying request.
-        now: The current time on the caller's clock, in seconds.
+        now: The current time on the caller's clock, in seconds (not finite: refused as
+            ``expired``).
         keyring: Any key of the ring may have sealed the token.
         max_chars: Size limit, checked before anything else.
+        max_skew: How far, in seconds, the token's issue time may lie ahead of ``now`` (the
+            sealer's clock running ahead of this one).
 
     Returns:
         The payload.
@@ -377,9 +416,13 @@ def open_token(
         StateTokenUnknownKey: ``reason == "unknown_key"``.
         StateTokenBadSignature: ``reason == "bad_signature"``.
         StateTokenExpired: ``reason == "expired"`` (``now`` at or past the expiry).
+        StateTokenNotYetValid: ``reason == "not_yet_valid"`` (issued after ``now + max_skew``).
         StateTokenWrongPrincipal: ``reason == "wrong_principal"``.
         StateTokenRequestMismatch: ``reason == "request_mismatch"``.
+        ValueError: ``max_skew`` is negative or not finite (a caller bug, not a token's).
     """
+    if not (math.isfinite(max_skew) and max_skew >= 0):
+        raise ValueError("max_skew must be finite and >= 0")
     if not isinstance(token, str):
         raise StateTokenMalformed("not a string")
     if len(token) > max_chars:
@@ -400,7 +443,7 @@ def open_token(
     kid_len = raw[1]
     if not 1 <= kid_len <= _MAX_KID_LEN or len(raw) < _MIN_RAW - 1 + kid_len:
         raise StateTokenMalformed("bad key id length")
-    head_end = 2 + kid_len + _EXPIRES.size
+    head_end = 2 + kid_len + _TIMES.size
     try:
         kid = raw[2 : 2 + kid_len].decode("ascii")
     except UnicodeDecodeError:
@@ -415,9 +458,15 @@ def open_token(
     if not hmac.compare_digest(expected, tag):
         raise StateTokenBadSignature()
     # Authentic from here on.
-    (expires,) = _EXPIRES.unpack_from(raw, 2 + kid_len)
-    if not now < expires:
+    issued, expires = _TIMES.unpack_from(raw, 2 + kid_len)
+    try:
+        now_finite = math.isfinite(now)
+    except OverflowError:  # an int beyond any double
+        now_finite = False
+    if not (now_finite and now < expires):  # fail closed on a NaN or infinite clock
         raise StateTokenExpired(expires)
+    if issued - max_skew > now:
+        raise StateTokenNotYetValid(issued)
     if not hmac.compare_digest(plaintext[:_BIND_LEN], _bind(keys.mac, _LABEL_PRINCIPAL, principal)):
         raise StateTokenWrongPrincipal()
     if not hmac.compare_digest(

@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from erlmcp_py.core import errors
 from erlmcp_py.core.state_token import (
+    DEFAULT_MAX_SKEW_S,
     MAX_TOKEN_CHARS,
     KeyRing,
     StateTokenError,
@@ -91,10 +92,11 @@ def test_payload_is_encrypted() -> None:
 
 
 def test_header_layout() -> None:
-    raw = _raw(_seal())
-    assert raw[0] == 1  # version
+    raw = _raw(_seal(now=1000.0, ttl=600.0))
+    assert raw[0] == 2  # version
     assert raw[1] == 2  # kid length
     assert raw[2:4] == b"k1"
+    assert struct.unpack(">dd", raw[4:20]) == (1000.0, 1600.0)  # issued, expires
 
 
 def test_seal_is_deterministic_and_pure() -> None:
@@ -129,6 +131,31 @@ def test_other_principal() -> None:
     assert _reason(token, principal="alice ") == "wrong_principal"
 
 
+def test_principal_binding_is_exact() -> None:
+    """Delimiters, NUL, the other binding's label, Unicode look-alikes: only the same string."""
+    cases = [
+        "",
+        "a\x00b",
+        "a",
+        "a\x00",
+        "request\x00" + DIGEST,
+        "caf\u00e9",
+        "cafe\u0301",  # NFD of the previous: a different principal
+        "\ud800",
+        "header:alice",
+        "addr:alice",
+    ]
+    for principal in cases:
+        token = _seal(principal=principal)
+        assert _open(token, principal=principal) == PAYLOAD
+        for other in cases:
+            if other != principal:
+                assert _reason(token, principal=other) == "wrong_principal", (principal, other)
+    # The request binding cannot stand in for the principal binding (labels differ).
+    token = _seal(principal=DIGEST)
+    assert _reason(token, principal="alice", request_digest=DIGEST) == "wrong_principal"
+
+
 def test_other_request() -> None:
     token = _seal()
     other_args = request_digest("tools/call", {**PARAMS, "arguments": {"city": "Rome"}})
@@ -137,6 +164,50 @@ def test_other_request() -> None:
     for digest in (other_args, other_tool, other_method, "", "x"):
         with pytest.raises(errors.StateTokenRequestMismatch):
             _open(token, request_digest=digest)
+
+
+def test_issued_in_the_future_is_refused() -> None:
+    """Finding: a token carried only its expiry, so one sealed on a clock ahead of the
+    verifier's (another node, or this one before its clock stepped back) was accepted and
+    lived longer than its ttl. Now it is refused beyond the allowed skew."""
+    token = _seal(now=1000.0, ttl=600.0)
+    skew = DEFAULT_MAX_SKEW_S
+    assert skew == 60.0
+    assert _open(token, now=1000.0 - skew) == PAYLOAD  # within the default skew
+    with pytest.raises(errors.StateTokenNotYetValid) as info:
+        _open(token, now=1000.0 - skew - 0.001)
+    assert info.value.reason == "not_yet_valid"
+    assert info.value.issued_at == 1000.0
+    assert _reason(token, now=-1e12) == "not_yet_valid"
+    # An hour-fast clock would otherwise have added an hour to a 10-minute token.
+    assert _reason(token, now=1000.0 - 3600) == "not_yet_valid"
+    # Strict verifier: no skew at all.
+    assert _open(token, now=1000.0, max_skew=0.0) == PAYLOAD
+    assert _reason(token, now=999.999, max_skew=0.0) == "not_yet_valid"
+    assert _open(token, now=500.0, max_skew=500.0) == PAYLOAD
+    # Only authentic tokens get this far.
+    assert _reason(token, now=0.0, keyring=KeyRing("k1", K2)) == "bad_signature"
+
+
+@pytest.mark.parametrize("skew", [-1.0, math.nan, math.inf])
+def test_open_refuses_bad_max_skew(skew: float) -> None:
+    with pytest.raises(ValueError, match="max_skew"):
+        _open(_seal(), max_skew=skew)
+
+
+def test_open_fails_closed_on_non_finite_now() -> None:
+    """Finding: ``now=-inf`` (a broken clock) accepted every unexpired token; an int beyond a
+    double raised OverflowError from seal instead of ValueError."""
+    token = _seal()
+    for now in (-math.inf, math.inf, math.nan, 10**400, -(10**400)):
+        assert _reason(token, now=now) == "expired", now
+    assert _open(token, now=1001) == PAYLOAD  # an int clock is fine
+    for now in (10**400, -(10**400)):
+        with pytest.raises(ValueError, match="finite"):
+            _seal(now=now)
+    with pytest.raises(ValueError, match="finite"):
+        _seal(ttl=10**400)
+    assert _open(_seal(now=1000, ttl=600)) == PAYLOAD
 
 
 def test_unknown_key() -> None:
@@ -193,7 +264,8 @@ def test_malformed_non_string() -> None:
 
 def test_malformed_structure() -> None:
     raw = _raw(_seal())
-    assert _reason(_text(b"\x02" + raw[1:])) == "malformed"  # unknown version
+    for version in (0, 1, 3, 255):  # 1: the old layout, without an issue time
+        assert _reason(_text(bytes((version,)) + raw[1:])) == "malformed"
     assert _reason(_text(raw[:1] + b"\x00" + raw[2:])) == "malformed"  # empty key id
     assert _reason(_text(raw[:1] + b"\xff" + raw[2:])) == "malformed"  # key id too long
     assert _reason(_text(raw[:40])) == "malformed"  # truncated
@@ -245,9 +317,11 @@ def test_every_bit_of_every_byte_tampered_is_refused() -> None:
 
 def test_expiry_cannot_be_extended() -> None:
     token = _seal(now=1000.0, ttl=1.0)
-    raw = bytearray(_raw(token))
-    raw[4:12] = struct.pack(">d", 1e12)
-    assert _reason(_text(bytes(raw)), now=5000.0) == "bad_signature"
+    for issued, expires in ((1000.0, 1e12), (0.0, 1001.0), (-math.inf, math.inf)):
+        raw = bytearray(_raw(token))
+        raw[4:20] = struct.pack(">dd", issued, expires)
+        assert _reason(_text(bytes(raw)), now=1000.5) == "bad_signature"
+        assert _reason(_text(bytes(raw)), now=5000.0) == "bad_signature"
 
 
 def test_truncation_and_extension_refused() -> None:
@@ -274,6 +348,7 @@ def test_error_classes() -> None:
         errors.StateTokenUnknownKey: "unknown_key",
         errors.StateTokenBadSignature: "bad_signature",
         errors.StateTokenExpired: "expired",
+        errors.StateTokenNotYetValid: "not_yet_valid",
         errors.StateTokenWrongPrincipal: "wrong_principal",
         errors.StateTokenRequestMismatch: "request_mismatch",
         errors.StateTokenTooLarge: "too_large",
@@ -283,6 +358,7 @@ def test_error_classes() -> None:
         assert issubclass(cls, errors.ErlmcpError)
         assert cls.reason == reason
     assert "expired" in str(errors.StateTokenExpired(3.0))
+    assert "not_yet_valid" in str(errors.StateTokenNotYetValid(3.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,8 +481,29 @@ def test_request_digest_distinguishes() -> None:
 
 
 def test_request_digest_refuses_non_json() -> None:
-    with pytest.raises(ValueError, match="JSON"):
-        request_digest("m", {"x": math.inf})
+    with pytest.raises(TypeError):
+        request_digest("m", {"x": object()})
+
+
+def test_request_digest_is_total_on_decoded_json() -> None:
+    """Finding: request params are attacker-controlled, and the JSON boundary decodes a number
+    literal that overflows a double (``1e400``) to inf. The digest used to raise ValueError on
+    it (and on NaN and lone surrogates), which escaped ContinuationRegistry.start/resume and
+    tore the client's session down."""
+    weird: list[Any] = [math.inf, -math.inf, math.nan, "\ud800", "\udfff", "\ud83d\ude00"]
+    digests = [request_digest("tools/call", {"arguments": {"x": v}}) for v in weird]
+    # Each digests, and distinctly: from each other and from look-alike strings and numbers.
+    look_alikes: list[Any] = ["Infinity", "-Infinity", "NaN", "inf", 1e308, "\U0001f600", None]
+    digests += [request_digest("tools/call", {"arguments": {"x": v}}) for v in look_alikes]
+    assert len(set(digests)) == len(weird) + len(look_alikes)
+    # Deterministic, so a retry carrying the same value matches.
+    assert request_digest("m", {"x": [math.nan]}) == request_digest("m", {"x": [math.nan]})
+    assert request_digest("m", {"x": float("1e400")}) == request_digest("m", {"x": math.inf})
+    # A token bound to such a request opens for the same request only.
+    digest = request_digest("tools/call", {"arguments": {"x": math.inf}})
+    token = _seal(request_digest=digest)
+    assert _open(token, request_digest=digest) == PAYLOAD
+    assert _reason(token, request_digest=request_digest("tools/call", {})) == "request_mismatch"
 
 
 def test_module_is_pure() -> None:
