@@ -166,7 +166,11 @@ class StatelessEndpoint:
         return self._with_server_info(result)
 
     async def respond(self, request: Request, **kwargs: Any) -> bytes:
-        """Like :meth:`handle`, but returns the encoded response frame (result or error)."""
+        """Like :meth:`handle`, but returns the encoded response frame (result or error).
+
+        Never raises for one request's sake: an unexpected exception (a bug) is logged and
+        answered ``-32603``, so the connection keeps serving its other requests.
+        """
         try:
             result = await self.handle(request, **kwargs)
             return jsonrpc.encode_response(request.id, result)
@@ -175,6 +179,9 @@ class StatelessEndpoint:
         except jsonrpc.EncodeError:
             log.warning("result_unencodable", method=request.method[:80])
             return jsonrpc.internal_error("Result could not be encoded", None, request.id).encode()
+        except Exception as exc:
+            log.exception("request_failed", method=request.method[:80], error=type(exc).__name__)
+            return jsonrpc.internal_error("Internal error", None, request.id).encode()
 
     def discover_result(self) -> dict[str, Any]:
         """The ``server/discover`` result."""
