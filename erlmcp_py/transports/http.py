@@ -46,11 +46,19 @@ or ``server/discover``; or any request without ``Mcp-Session-Id`` whose
 Content-Type and size checks apply; then the request metadata headers must agree with the body
 (:func:`~erlmcp_py.transports.http_checks.check_modern_headers`, else 400 with ``-32020``), and
 the transport's :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` answers it as
-``application/json`` (tools cannot stream notifications between MRTR rounds, so SSE would add
-nothing). JSON-RPC errors carry their HTTP status
+``application/json``. JSON-RPC errors carry their HTTP status
 (:func:`~erlmcp_py.transports.http_checks.http_status_for`: ``-32602`` — a refused
 ``requestState`` included, with ``data.reason`` —, ``-32021``, ``-32022``, ``-32020``: 400;
-``-32601``: 404). Closing the POST cancels the request, and with it the tool call it was
+``-32601``: 404). A ``tools/call`` (first call or retry) is given a notification sink: the
+tool's progress and log notifications for that request (see :mod:`~erlmcp_py.mcp.mrtr`) switch
+its answer to an SSE stream at the first one, as a session-era ``tools/call`` POST (same
+events, no ids), and its response (``input_required``, ``complete`` or an error) is the last
+event, after which the stream ends. A call that sends no notification is answered as
+``application/json`` as above. The one difference: once the stream has started, the status
+(200) is already sent, so an error response goes out as the last event under 200 instead of
+its 4xx. Notifications are queued without blocking the tool (bounded by ``stream_queue``); past
+that the client does not keep up and further ones are dropped and counted, as on a failing
+sink. Closing the POST cancels the request, and with it the tool call it was
 running or resuming. One continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`)
 lives as long as :meth:`HttpTransport.run`; its end cancels every suspended tool.
 
@@ -336,6 +344,15 @@ def _sse_event(frame: bytes) -> bytes:
     return b"event: message\ndata: " + frame + b"\n\n"
 
 
+async def _send_event(send: Send, frame: bytes) -> None:
+    """One SSE event of an open stream."""
+    await send({"type": "http.response.body", "body": _sse_event(frame), "more_body": True})
+
+
+async def _end_stream(send: Send) -> None:
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 async def _until_disconnect(receive: Receive, gone: trio.CancelScope) -> None:
     """Cancel ``gone`` once the client drops the request (its body was read already)."""
     while (await receive())["type"] != "http.disconnect":
@@ -590,7 +607,8 @@ class HttpTransport:
         return is_modern_request(message) or self._modern_without_session(scope)
 
     async def _modern(self, scope: Scope, message: Request, receive: Receive, send: Send) -> None:
-        """Answer one 2026-07-28 request statelessly (no session), as ``application/json``."""
+        """Answer one 2026-07-28 request statelessly (no session): ``application/json``, or an
+        SSE stream once a ``tools/call`` sends a notification before its answer."""
         endpoint = self._stateless
         if endpoint is None:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
@@ -601,18 +619,47 @@ class HttpTransport:
         principal = self.principal_of(scope)
         result: dict[str, Any] | None = None
         error: JsonRpcError | None = None
+        # A tools/call's notifications: queued by the sink, written by ``pump`` (which starts
+        # the SSE response at the first one); none sent: the answer stays application/json.
+        notes = _Stream(self.config.stream_queue, sse=True)
+        streaming = False
+        pumped = trio.Event()
+
+        async def sink(method: str, params: Mapping[str, Any]) -> None:
+            frame = jsonrpc.encode_notification(method, params)  # EncodeError: dropped
+            if not notes.push(frame):
+                raise trio.BrokenResourceError("the POST's notification stream is closed or full")
+
+        async def pump() -> None:
+            nonlocal streaming
+            try:
+                async for frame in notes:
+                    if not streaming:
+                        await self._start_sse(send, [])
+                        streaming = True
+                    await _send_event(send, frame)
+            finally:
+                pumped.set()
+
         with trio.CancelScope() as gone:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_disconnect, receive, gone)
+                nursery.start_soon(pump)
                 try:
                     result = await endpoint.handle(
                         message,
                         principal=principal,
                         tenant=Tenant(user=principal),
                         client_id=principal,
+                        notify=sink if message.method == "tools/call" else None,
                     )
                 except JsonRpcError as exc:
                     error = exc.with_id(message.id)
+                finally:
+                    # Answer decided: no sink call under way or to come (cancelled: any late
+                    # one finds the stream closed and is dropped).
+                    notes.finish()
+                await pumped.wait()  # everything queued is written before the answer
                 nursery.cancel_scope.cancel()
         if gone.cancelled_caught:  # the client closed the POST: the request is cancelled
             log.info("modern_request_abandoned", method=message.method[:80])
@@ -629,6 +676,10 @@ class HttpTransport:
             status = http_status_for(error.code)
         else:
             status = 200
+        if streaming:  # the status went out with the first notification: the answer is an event
+            await _send_event(send, body)
+            await _end_stream(send)
+            return
         await self._send_simple(send, status, body, JSON)
 
     async def _initialize(self, scope: Scope, message: Request, send: Send) -> None:
@@ -715,17 +766,9 @@ class HttpTransport:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_disconnect, hs, id, receive, scope)
                 async for frame in stream:
-                    await send(
-                        {"type": "http.response.body", "body": _sse_event(frame), "more_body": True}
-                    )
+                    await _send_event(send, frame)
                 if stream.final is not None:
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": _sse_event(stream.final),
-                            "more_body": True,
-                        }
-                    )
+                    await _send_event(send, stream.final)
                 elif stream.overflowed and hs.posts.pop(id, None) is not None:
                     # the client does not keep up: give up on the call, as on a disconnect
                     assert hs.session is not None
@@ -737,7 +780,7 @@ class HttpTransport:
                     )
                 nursery.cancel_scope.cancel()
         if not scope.cancelled_caught:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await _end_stream(send)
 
     @staticmethod
     async def _start_sse(send: Send, headers: list[tuple[bytes, bytes]]) -> None:
@@ -775,15 +818,13 @@ class HttpTransport:
 
                 nursery.start_soon(disconnect)
                 async for frame in stream:
-                    await send(
-                        {"type": "http.response.body", "body": _sse_event(frame), "more_body": True}
-                    )
+                    await _send_event(send, frame)
                 nursery.cancel_scope.cancel()
         if hs.get_stream is stream:
             hs.get_stream = None
         hs.touch()
         if not cancel.cancelled_caught:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await _end_stream(send)
 
     async def _delete(self, scope: Scope, send: Send) -> None:
         hs = self._session_for(scope)
