@@ -655,6 +655,11 @@ class HttpTransport:
                     )
                 except JsonRpcError as exc:
                     error = exc.with_id(message.id)
+                except Exception as exc:  # a bug: answered, and the server keeps serving
+                    log.exception(
+                        "request_failed", method=message.method[:80], error=type(exc).__name__
+                    )
+                    error = jsonrpc.internal_error("Internal error", None, message.id)
                 finally:
                     # Answer decided: no sink call under way or to come (cancelled: any late
                     # one finds the stream closed and is dropped).

@@ -285,3 +285,27 @@ async def test_a_client_leaving_mid_stream_cancels_the_call_and_nothing_else() -
             again = events(await c.call("export", {}, {LOG_LEVEL: "info"}))
             assert notes(again[:-1]) == [info("scanning 3 items")]
             assert again[-1]["result"]["resultType"] == "input_required"
+
+
+async def test_an_unexpected_error_is_answered_internal_error_and_serving_goes_on(
+    monkeypatch: Any,
+) -> None:
+    """A bug while answering one 2026-07-28 POST is answered -32603 (not an HTTP 500 from the
+    ASGI server); nothing of the exception reaches the client, and the next POST is served."""
+    from erlmcp_py.mcp.stateless import StatelessEndpoint
+
+    real = StatelessEndpoint.handle
+
+    async def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> dict[str, Any]:
+        if request.params["name"] == "quiet" and request.params["arguments"].get("boom"):
+            raise RuntimeError("a secret bug detail")
+        return await real(self, request, **kwargs)
+
+    monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
+    async with serving(Probe()) as listening, client(listening) as c:
+        with trio.fail_after(TIMEOUT):
+            answer = json_answer(await c.call("quiet", {"boom": True}), 200)
+            assert answer["error"]["code"] == jsonrpc.INTERNAL_ERROR
+            assert "secret" not in json.dumps(answer)
+            after = json_answer(await c.call("quiet"), 200)
+            assert after["result"]["content"][0]["text"] == "hush"
