@@ -1,0 +1,130 @@
+"""Turning a failed check on one field's value into an :class:`AnswerError` with a message.
+
+Separate so every check (JSON Schema keyword or native) words its errors the same way; like
+every error of the runtime they never contain the submitted value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from erlmcp_py.core.forms_conditions import _Plan
+from erlmcp_py.core.forms_fields import FileField, MultiSelectField
+from erlmcp_py.core.validation import AnswerError, json_pointer, value_facts
+
+
+def _num(v: object) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+_TYPE_WORDS: Final = {
+    "string": "text",
+    "number": "a number",
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "array": "a list of choices",
+    "object": "an object",
+}
+_FORMAT_WORDS: Final = {
+    "email": "a valid email address",
+    "uri": "an absolute URI (e.g. https://example.com/)",
+    "date": "a date as YYYY-MM-DD",
+    "date-time": "a date and time in RFC 3339 form (e.g. 2025-01-31T09:30:00Z)",
+    "uuid": "a UUID",
+    "hostname": "a host name",
+    "ipv4": "an IPv4 address",
+    "ipv6": "an IPv6 address",
+}
+
+
+_MISSING: Final = object()
+
+
+def _error(
+    p: _Plan,
+    constraint: str,
+    expected: str | int | float | bool | tuple[str, ...],
+    value: object,
+    message: str,
+    where: tuple[str | int, ...] = (),
+) -> AnswerError:
+    jt, length, items = value_facts(value) if value is not _MISSING else (None, None, None)
+    return AnswerError(
+        field=p.id,
+        constraint=constraint,
+        expected=expected,
+        path=json_pointer(p.id, *where),
+        message=f"{p.field.label}: {message}.",
+        actual_type=jt,
+        actual_length=length,
+        actual_items=items,
+    )
+
+
+def _from_jsonschema(
+    p: _Plan, keyword: str, expected: Any, value: object, where: tuple[Any, ...]
+) -> AnswerError:
+    """Turn one jsonschema error on a field's value into an :class:`AnswerError`."""
+    jt, length, items = value_facts(value)
+    f = p.field
+    exp: str | int | float | bool | tuple[str, ...] = (
+        expected if isinstance(expected, str | int | float | bool) else str(expected)
+    )
+    in_file = isinstance(f, FileField) and bool(where)
+    if keyword == "type":
+        msg = f"must be {_TYPE_WORDS.get(expected, expected)} (got {jt})"
+        if where and isinstance(f, MultiSelectField):
+            msg = f"choice {where[0]} must be one of the options (got {jt})"
+    elif keyword == "enum":
+        exp = tuple(str(v) for v in expected)
+        if in_file:
+            keyword, msg = "allowedMimeTypes", f"the file type must be one of: {', '.join(exp)}"
+        else:
+            shown = ", ".join(exp[:10]) + (f" and {len(exp) - 10} more" if len(exp) > 10 else "")
+            prefix = f"choice {where[0]} " if where else ""
+            msg = f"{prefix}must be one of: {shown}"
+    elif keyword == "format":
+        msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
+    elif keyword == "pattern":
+        msg = "does not have the expected form"
+    elif keyword in ("minLength", "maxLength"):
+        word = "at least" if keyword == "minLength" else "at most"
+        msg = f"must be {word} {_plural(expected, 'character')} long (got {length})"
+    elif keyword in ("minimum", "maximum") and in_file:
+        keyword, msg = "maxSize", f"the file must be at most {_plural(expected, 'byte')}"
+    elif keyword == "minimum":
+        msg = f"must be at least {_num(expected)}"
+    elif keyword == "maximum":
+        msg = f"must be at most {_num(expected)}"
+    elif keyword == "exclusiveMinimum":
+        msg = f"must be greater than {_num(expected)}"
+    elif keyword == "exclusiveMaximum":
+        msg = f"must be less than {_num(expected)}"
+    elif keyword == "multipleOf":
+        msg = f"must be a multiple of {_num(expected)}"
+    elif keyword == "minItems":
+        msg = f"needs at least {_plural(expected, 'choice')} (got {items})"
+    elif keyword == "maxItems":
+        msg = f"allows at most {_plural(expected, 'choice')} (got {items})"
+    elif keyword == "uniqueItems":
+        msg = "must not repeat a choice"
+    elif keyword == "required":
+        exp, msg = True, "the file's name, type and size are required"
+    else:  # pragma: no cover - the property schemas use no other keyword
+        msg = f"does not satisfy {keyword}"
+    return AnswerError(
+        field=p.id,
+        constraint=keyword,
+        expected=exp,
+        path=json_pointer(p.id, *where),
+        message=f"{f.label}: {msg}.",
+        actual_type=jt,
+        actual_length=length,
+        actual_items=items,
+    )
