@@ -96,8 +96,10 @@ def _from_jsonschema(
     elif keyword in ("minLength", "maxLength"):
         word = "at least" if keyword == "minLength" else "at most"
         msg = f"must be {word} {_plural(expected, 'character')} long (got {length})"
-    elif keyword in ("minimum", "maximum") and in_file:
+    elif keyword == "maximum" and in_file:
         keyword, msg = "maxSize", f"the file must be at most {_plural(expected, 'byte')}"
+    elif keyword == "minimum" and in_file:  # the size's own floor, 0
+        msg = "the file size must not be negative"
     elif keyword == "minimum":
         msg = f"must be at least {_num(expected)}"
     elif keyword == "maximum":

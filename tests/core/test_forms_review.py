@@ -1,0 +1,40 @@
+"""Regression tests for review findings on the seed-000 form language (core.forms_*)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from erlmcp_py.core.forms import CompiledForm, compile_form, validate_form_answer
+
+V = "2025-11-25"
+
+
+def compiled(*fields: dict[str, Any], **extra: Any) -> CompiledForm:
+    return compile_form({"id": "f", "title": "A form", "fields": list(fields), **extra}, V)
+
+
+def errors(c: CompiledForm, content: object) -> list[tuple[str | None, str]]:
+    result = validate_form_answer(c, content)
+    assert result.ok == (not result.errors)
+    return [(e.field, e.constraint) for e in result.errors]
+
+
+NAME = {"id": "name", "type": "text", "label": "Name"}
+FILE = {"id": "doc", "type": "file", "label": "Document", "validation": {"maxSize": 100}}
+
+
+# --- 1. a negative file size is not "too big" ---------------------------------------------------
+
+
+def test_negative_file_size_is_reported_as_minimum() -> None:
+    c = compiled(FILE)
+    meta = {"filename": "a.txt", "content_type": "text/plain", "size": -1}
+    result = validate_form_answer(c, {"doc": meta})
+    assert not result.ok
+    [err] = result.errors
+    assert (err.field, err.constraint, err.expected, err.path) == ("doc", "minimum", 0, "/doc/size")
+    assert "at most" not in err.message
+    assert err.message == "Document: the file size must not be negative."
+    # the maximum is still maxSize
+    big = {**meta, "size": 101}
+    assert errors(c, {"doc": big}) == [("doc", "maxSize")]
