@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 :func:`validate_form_answer` checks an accepted answer in this order: defaults are filled in
 for absent optional fields; conditions are evaluated in dependency order and every field they
-hide is removed (a hidden field is treated as absent, whatever the client sent); the
+hide is removed (a hidden field is treated as absent, whatever the client sent; a
+``rendering.hidden`` field then takes its default, like an HTML hidden input); the
 ``validation_schema`` runs; then the checks JSON Schema cannot express
 (:mod:`~erlmcp_py.core.forms_extra_checks`) run on the fields that passed it. Errors are
 :class:`~erlmcp_py.core.validation.AnswerError` values (seed 000's
@@ -58,8 +59,11 @@ def validate_form_answer(
     """Validate an answer against the full rules of a compiled form.
 
     Fields hidden by a condition (or by ``rendering.hidden``) are treated as absent: a value
-    sent for them is dropped, never an error. Unknown keys are an error
-    (``additionalProperties``), reported without naming them.
+    sent for them is dropped, never an error. A ``rendering.hidden`` field is never asked but
+    still submitted, like an HTML hidden input: its ``default``, when it has one, is its value
+    (seed 000 lists ``hidden`` among the rendering hints, and its response parser gives every
+    absent field its default). Unknown keys are an error (``additionalProperties``), reported
+    without naming them.
 
     Args:
         compiled: The compiled form.
@@ -68,9 +72,10 @@ def validate_form_answer(
             (the defaults take part in conditions).
 
     Returns:
-        A :class:`~erlmcp_py.core.validation.ValidationResult`: on success the visible content
-        in form order (integral floats of integer fields as ``int``); otherwise the errors,
-        in form order, none of them containing a submitted value.
+        A :class:`~erlmcp_py.core.validation.ValidationResult`: on success the content in form
+        order -- the values of the fields shown, plus the defaults of ``rendering.hidden``
+        fields (integral floats of integer fields as ``int``); otherwise the errors, in form
+        order, none of them containing a submitted value.
     """
     if not isinstance(content, Mapping):
         return not_an_object(content)

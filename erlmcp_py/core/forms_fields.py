@@ -68,7 +68,8 @@ InputType: TypeAlias = Literal[
 class Rendering(_Model):
     """Rendering hints (seed 000 §4). Clients may ignore them; none reaches the wire except
     ``helpText``, which is folded into the property ``description``. ``hidden`` removes the
-    field from the wire and ignores any value sent for it; ``conditionalDisplay`` is a
+    field from the wire and ignores any value sent for it (its ``default``, if any, is its
+    value in the answer: a hidden input); ``conditionalDisplay`` is a
     :class:`Condition` (same as the field's ``showWhen``)."""
 
     placeholder: StrictStr | None = None

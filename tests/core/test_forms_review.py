@@ -38,3 +38,24 @@ def test_negative_file_size_is_reported_as_minimum() -> None:
     # the maximum is still maxSize
     big = {**meta, "size": 101}
     assert errors(c, {"doc": big}) == [("doc", "maxSize")]
+
+
+# --- 2. rendering.hidden: a server-side value, part of the answer -------------------------------
+
+
+def test_hidden_field_default_is_part_of_the_answer() -> None:
+    # seed 000: ``hidden`` is a rendering hint and absent fields take their default; the
+    # docstring of validate_form_answer now says so (it promised "the visible content")
+    c = compiled(
+        {**NAME, "required": True},
+        {
+            **NAME,
+            "id": "source",
+            "default": "form",
+            "required": True,
+            "rendering": {"hidden": True},
+        },
+        {**NAME, "id": "note", "rendering": {"hidden": True}},
+    )
+    result = validate_form_answer(c, {"name": "n", "source": "forged", "note": "x"})
+    assert result.content == {"name": "n", "source": "form"}
