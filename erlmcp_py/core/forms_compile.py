@@ -20,7 +20,8 @@ carries three artefacts:
     field or a *sensitive* field (``inputType: password``, a sensitive ``autocomplete`` token,
     ``sensitive: true``, or an id/label such as ``api_key``, ``passwd``, ``accessToken``,
     ``credit-card``, ``SSN``) makes the compiled form URL-mode only: ``needs_url_mode`` says
-    why and ``requested_schema`` is ``None``.
+    why and ``requested_schema`` is ``None``. A ``rendering.hidden`` field does not count: it
+    is never asked, in either mode.
 
 The property schemas, the wire schema and the sensitivity test come from their own modules;
 this one assembles them.
@@ -213,6 +214,8 @@ def compile_form(
     reasons: list[str] = []
     url_fields: list[str] = []
     for p in plans:
+        if p.field.rendering.hidden:
+            continue  # never asked (nor sent on the wire): its value is the server's default
         if isinstance(p.field, FileField):
             reasons.append(f"field {p.id!r} is a file upload, which form mode cannot carry")
             url_fields.append(p.id)

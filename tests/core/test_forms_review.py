@@ -59,3 +59,40 @@ def test_hidden_field_default_is_part_of_the_answer() -> None:
     )
     result = validate_form_answer(c, {"name": "n", "source": "forged", "note": "x"})
     assert result.content == {"name": "n", "source": "form"}
+
+
+# --- 3. a field hidden by rendering.hidden is never asked: it does not force URL mode -----------
+
+
+def test_hidden_file_field_does_not_force_url_mode() -> None:
+    c = compiled(NAME, {**FILE, "rendering": {"hidden": True}})
+    assert c.needs_url_mode is None
+    assert c.url_mode_fields == ()
+    assert c.requested_schema is not None
+    assert list(c.requested_schema["properties"]) == ["name"]
+
+
+def test_hidden_sensitive_field_does_not_force_url_mode() -> None:
+    secret = {"id": "api_token", "type": "text", "label": "API token", "default": "server-side"}
+    c = compiled(NAME, {**secret, "rendering": {"hidden": True}})
+    assert c.needs_url_mode is None
+    assert c.requested_schema is not None
+    assert list(c.requested_schema["properties"]) == ["name"]
+    # the value is the server's default, never the client's
+    assert validate_form_answer(c, {"name": "n", "api_token": "x"}).content == {
+        "name": "n",
+        "api_token": "server-side",
+    }
+
+
+def test_conditionally_shown_sensitive_field_still_forces_url_mode() -> None:
+    c = compiled(
+        {"id": "use", "type": "boolean", "label": "Use it"},
+        {
+            "id": "password",
+            "type": "text",
+            "label": "Password",
+            "showWhen": {"field": "use", "value": True},
+        },
+    )
+    assert c.url_mode_fields == ("password",)
