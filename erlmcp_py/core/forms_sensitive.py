@@ -15,18 +15,24 @@ if TYPE_CHECKING:
     from erlmcp_py.core.forms_fields import AnyField
 
 
-# Matched anywhere in the id/label with case and separators removed ("API-Key" -> "apikey").
 def _terms(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
+# Matched as whole words or runs of adjacent words, also in the plural ("API-Key" -> ["api",
+# "key"] -> "apikey", "credentials" -> "credential"), so "Discard number" is no "cardnumber"
+# and "Bypass code" no "passcode".
 _SENSITIVE_COMPOUNDS: Final = _terms(
     """password passwd passphrase passcode passwort kennwort motdepasse contrasena wachtwoord
     apikey apisecret apitoken accesskey secretkey privatekey clientsecret authtoken accesstoken
     refreshtoken bearertoken idtoken sessiontoken credential creditcard cardnumber ccnumber
     securitycode socialsecurity"""
 )
-# Matched only as whole words, so "max_tokens" and "pinned" stay allowed.
+# Also matched inside a word ("userpassword"): they are part of no innocent word.
+_SENSITIVE_ANYWHERE: Final = _terms(
+    "password passwd passphrase passwort kennwort motdepasse contrasena wachtwoord credential"
+)
+# Matched only as whole words (not in the plural), so "max_tokens" and "pinned" stay allowed.
 _SENSITIVE_WORDS: Final = frozenset(
     _terms("token secret secrets pwd pin ssn cvv cvc cvv2 cvc2 otp totp iban creds senha")
 )
@@ -39,20 +45,40 @@ _SENSITIVE_AUTOCOMPLETE: Final = frozenset(
 _CAMEL_1: Final = re.compile(r"([a-z0-9])([A-Z])")
 _CAMEL_2: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _NON_ALNUM: Final = re.compile(r"[^0-9a-z]+")
+_DIGITS: Final = re.compile(r"(?<=[a-z])(?=[0-9])|(?<=[0-9])(?=[a-z])")
+_LONGEST: Final = max(map(len, _SENSITIVE_COMPOUNDS)) + 1
 
 
 def _words(text: str) -> list[str]:
     decomposed = unicodedata.normalize("NFKD", text)
     plain = "".join(c for c in decomposed if not unicodedata.combining(c))
     split = _CAMEL_2.sub(r"\1 \2", _CAMEL_1.sub(r"\1 \2", plain))
-    return [w for w in _NON_ALNUM.split(split.lower()) if w]
+    split = _DIGITS.sub(" ", split.lower())
+    return [w for w in _NON_ALNUM.split(split) if w]
+
+
+def _runs(words: list[str]) -> set[str]:
+    """Every run of adjacent words, joined, as long as the longest compound (plus a plural s)."""
+    out: set[str] = set()
+    for i in range(len(words)):
+        joined = ""
+        for w in words[i:]:
+            joined += w
+            if len(joined) > _LONGEST:
+                break
+            out.add(joined)
+    return out
 
 
 def sensitive_name(text: str) -> str | None:
     """Tell whether an id or label names sensitive data; return the matched term.
 
-    Case and separators are normalised (``API-Key``, ``api_key``, ``apiKey`` and ``APIKEY``
-    all match ``apikey``); short terms (``token``, ``secret``, ``pin``, ``ssn``, ``cvv`` ...)
+    The text is split into words (at separators, camelCase humps and digits; case and accents
+    are dropped). Compound terms match a word or a run of adjacent words, also in the plural
+    (``API-Key``, ``api_key``, ``apiKey`` and ``APIKEY`` all match ``apikey``; ``pass code``
+    matches ``passcode`` but ``Bypass code`` does not); terms that are part of no innocent
+    word (``password``, ``passwd``, ``credential`` ...) also match inside a word
+    (``userpassword``); short terms (``token``, ``secret``, ``pin``, ``ssn``, ``cvv`` ...)
     must be whole words, so ``max_tokens`` or ``pinned`` do not match.
 
     Args:
@@ -62,9 +88,11 @@ def sensitive_name(text: str) -> str | None:
         The matched term, or ``None``.
     """
     words = _words(text)
-    joined = "".join(words)
+    runs = _runs(words)
     for term in _SENSITIVE_COMPOUNDS:
-        if term in joined:
+        if term in runs or term + "s" in runs:
+            return term
+        if term in _SENSITIVE_ANYWHERE and any(term in w for w in words):
             return term
     for word in words:
         if word in _SENSITIVE_WORDS:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from erlmcp_py.core.forms import CompiledForm, compile_form, validate_form_answer
+import pytest
+
+from erlmcp_py.core.forms import CompiledForm, compile_form, sensitive_name, validate_form_answer
 
 V = "2025-11-25"
 
@@ -96,3 +98,47 @@ def test_conditionally_shown_sensitive_field_still_forces_url_mode() -> None:
         },
     )
     assert c.url_mode_fields == ("password",)
+
+
+# --- 4. sensitive names match whole words ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Bypass code",
+        "Compass code",
+        "compassCode",
+        "Discard number",
+        "discard_number",
+        "Trespass code",
+        "Encapsulate",
+        "capital",
+    ],
+)
+def test_sensitive_terms_do_not_match_inside_words(name: str) -> None:
+    assert sensitive_name(name) is None
+    assert compiled({"id": "x", "type": "text", "label": name}).needs_url_mode is None
+
+
+@pytest.mark.parametrize(
+    ("name", "term"),
+    [
+        ("cardNumber", "cardnumber"),
+        ("card_number", "cardnumber"),
+        ("Card number", "cardnumber"),
+        ("passcode", "passcode"),
+        ("pass code", "passcode"),
+        ("Door passcode", "passcode"),
+        ("password2", "password"),
+        ("userpassword", "password"),
+        ("API_KEY", "apikey"),
+        ("aws_secret_access_key", "accesskey"),
+        ("creditCardNumber", "creditcard"),
+        ("Security code", "securitycode"),
+        ("credentials", "credential"),
+        ("passwords", "password"),
+    ],
+)
+def test_sensitive_terms_still_match_as_words(name: str, term: str) -> None:
+    assert sensitive_name(name) == term
