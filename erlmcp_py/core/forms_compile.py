@@ -46,6 +46,7 @@ from erlmcp_py.core.forms_jsonschema import (
     _FORMAT_CHECKER,
     _required,
     _validation_property,
+    _Validator,
 )
 from erlmcp_py.core.forms_sensitive import sensitive_reason
 from erlmcp_py.core.forms_wire import _wire_schema
@@ -190,7 +191,7 @@ def compile_form(
     if clauses:
         validation_schema["allOf"] = clauses
     Draft202012Validator.check_schema(validation_schema)
-    validator = Draft202012Validator(validation_schema, format_checker=_FORMAT_CHECKER)
+    validator = _Validator(validation_schema, format_checker=_FORMAT_CHECKER)
 
     compiled = CompiledForm(
         form=definition,
@@ -205,8 +206,7 @@ def compile_form(
         _order=tuple(index_of[i] for i in order_ids),
         _validator=validator,
         _field_validators={
-            p.id: Draft202012Validator(properties[p.id], format_checker=_FORMAT_CHECKER)
-            for p in plans
+            p.id: _Validator(properties[p.id], format_checker=_FORMAT_CHECKER) for p in plans
         },
     )
     _check_defaults(compiled)

@@ -1,13 +1,12 @@
 """The answer checks JSON Schema cannot express, run on values that passed the schema.
 
-ECMA-262 ``$`` semantics for ``pattern``, date ranges, the URL policy of
+Date ranges, the URL policy of
 :func:`erlmcp_py.core.urlpolicy.parse_url` (parsing only -- resolution belongs to the shell),
 file extensions, and cross-field rules. Separate because each is native code, not schema.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -16,7 +15,6 @@ from erlmcp_py.core.forms_conditions import _Plan
 from erlmcp_py.core.forms_fields import (
     DateField,
     FileField,
-    TextField,
     UrlField,
     _compare,
     _parse_moment,
@@ -27,29 +25,6 @@ from erlmcp_py.core.validation import AnswerError
 
 if TYPE_CHECKING:
     from erlmcp_py.core.forms_compile import CompiledForm
-
-
-def _ecma_pattern(pattern: str) -> re.Pattern[str]:
-    """Compile ``pattern`` with ECMA-262 semantics where Python differs: ``$`` matches only at
-    the very end (Python's also matches before a final newline) and ``\\d``/``\\w`` are ASCII."""
-    out: list[str] = []
-    in_class = False
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "$":
-            c = r"\Z"
-        out.append(c)
-        i += 1
-    return re.compile("".join(out), re.ASCII)
 
 
 _URL_CONSTRAINTS: Final = {
@@ -82,12 +57,7 @@ _URL_WORDS: Final = {
 def _extra_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerError]:
     """Checks the JSON Schema cannot express, on a value that passed the schema."""
     f = p.field
-    if isinstance(f, TextField) and f.validation.pattern is not None:
-        if _ecma_pattern(f.validation.pattern).search(value) is None:
-            return [
-                _error(p, "pattern", f.validation.pattern, value, "does not have the expected form")
-            ]
-    elif isinstance(f, DateField):
+    if isinstance(f, DateField):
         moment = _parse_moment(value, f.validation.format)
         for name, sign in (("minimum", -1), ("maximum", 1)):
             bound_text = getattr(f.validation, name)

@@ -23,6 +23,7 @@ from pydantic import (
 
 from erlmcp_py.core.forms_base import FieldId, NonNegative, Number, Positive, _Model
 from erlmcp_py.core.forms_conditions import Condition
+from erlmcp_py.core.forms_pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
 
@@ -123,7 +124,7 @@ class TextValidation(_Model):
         _check_pair(self.min_length, self.max_length, "minLength/maxLength")
         if self.pattern is not None:
             try:
-                re.compile(self.pattern)
+                ecma_pattern(self.pattern)
             except re.error as exc:
                 raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
         return self

@@ -2,7 +2,9 @@
 
 Separate from the wire schema (:mod:`~erlmcp_py.core.forms_wire`): this one carries
 ``pattern``, exclusive bounds, ``multipleOf``, ``uniqueItems``, ``additionalProperties`` and the
-``if``/``then`` clauses of conditional requirements, plus the format checker it runs with.
+``if``/``then`` clauses of conditional requirements, plus the format checker and the
+validator class it runs with (whose ``pattern`` has ECMA-262 semantics, as JSON Schema
+requires: :mod:`~erlmcp_py.core.forms_pattern`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ from __future__ import annotations
 import ipaddress
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from jsonschema import FormatChecker  # type: ignore[import-untyped]
+from jsonschema import (  # type: ignore[import-untyped]
+    Draft202012Validator,
+    FormatChecker,
+    ValidationError,
+    validators,
+)
 
 from erlmcp_py.core.forms_conditions import _Plan
 from erlmcp_py.core.forms_fields import (
@@ -28,6 +35,7 @@ from erlmcp_py.core.forms_fields import (
     _option_values,
     _url_max_length,
 )
+from erlmcp_py.core.forms_pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
 
@@ -146,3 +154,12 @@ _EXTRA_FORMATS: Final = {
 _FORMAT_CHECKER: Final = FormatChecker(formats=())
 for _name, _check in {**FORMATS, **_EXTRA_FORMATS}.items():
     _FORMAT_CHECKER.checks(_name)(_check)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    """JSON Schema ``pattern`` with ECMA-262 semantics (jsonschema's uses Python's ``re``)."""
+    if validator.is_type(instance, "string") and ecma_pattern(pattern).search(instance) is None:
+        yield ValidationError("does not match the pattern")
+
+
+_Validator: Final = validators.extend(Draft202012Validator, {"pattern": _pattern})

@@ -142,3 +142,96 @@ def test_sensitive_terms_do_not_match_inside_words(name: str) -> None:
 )
 def test_sensitive_terms_still_match_as_words(name: str, term: str) -> None:
     assert sensitive_name(name) == term
+
+
+# --- 5. ECMA-262 semantics of \s, \d, \w in pattern ---------------------------------------------
+
+
+def pattern_ok(pattern: str, value: str) -> bool:
+    c = compiled({"id": "t", "type": "text", "label": "T", "validation": {"pattern": pattern}})
+    return validate_form_answer(c, {"t": value}).ok
+
+
+@pytest.mark.parametrize(
+    "ws",
+    [
+        " ",
+        "\t",
+        "\n",
+        "\v",
+        "\f",
+        "\r",
+        "\u00a0",
+        "\ufeff",
+        "\u2028",
+        "\u2029",
+        "\u3000",
+        "\u1680",
+        "\u2003",
+        "\u202f",
+    ],
+)
+def test_pattern_backslash_s_is_ecma_whitespace(ws: str) -> None:
+    assert pattern_ok(r"^a\sb$", f"a{ws}b")
+    assert pattern_ok(r"^a[\s]b$", f"a{ws}b")
+    assert pattern_ok(r"^a[x\s]b$", f"a{ws}b")
+    assert not pattern_ok(r"^a\Sb$", f"a{ws}b")
+    assert not pattern_ok(r"^a[\S]b$", f"a{ws}b")
+
+
+@pytest.mark.parametrize("not_ws", ["x", "\u200b", "\u0085", "\u180e", "٣"])
+def test_pattern_backslash_s_rejects_non_ecma_whitespace(not_ws: str) -> None:
+    # U+200B (zero width space), U+0085 (NEL) and U+180E are not WhiteSpace/LineTerminator in
+    # ECMA-262 (Python's str.isspace() says U+0085 is)
+    assert not pattern_ok(r"^a\sb$", f"a{not_ws}b")
+    assert pattern_ok(r"^a\Sb$", f"a{not_ws}b")
+    assert pattern_ok(r"^a[^\s]b$", f"a{not_ws}b")
+
+
+def test_pattern_digit_and_word_stay_ascii() -> None:
+    assert pattern_ok(r"^\d$", "7")
+    assert not pattern_ok(r"^\d$", "٣")
+    assert pattern_ok(r"^\D$", "٣")
+    assert not pattern_ok(r"^[\d]$", "٣")
+    assert pattern_ok(r"^\w+$", "abc_9")
+    assert not pattern_ok(r"^\w$", "é")
+    assert pattern_ok(r"^\W$", "é")
+    assert pattern_ok(r"^a\b", "a é")
+    assert pattern_ok(r"^a\b", "aé")  # é is not a word character: a boundary
+    assert not pattern_ok(r"^a\B", "aé")
+    # escapes that are not classes pass through, in and out of a class
+    assert pattern_ok(r"^\\s$", "\\s")
+    assert pattern_ok(r"^[\]\s]+$", "] ]")
+    assert pattern_ok(r"^x$", "x")
+    assert not pattern_ok(r"^x$", "x\n")  # ECMA $: the very end only
+
+
+def test_pattern_is_compiled_once() -> None:
+    from erlmcp_py.core import forms_pattern
+
+    forms_pattern.ecma_pattern.cache_clear()
+    c = compiled({"id": "t", "type": "text", "label": "T", "validation": {"pattern": "^q+$"}})
+    misses = forms_pattern.ecma_pattern.cache_info().misses
+    for _ in range(3):
+        assert validate_form_answer(c, {"t": "qq"}).ok
+    info = forms_pattern.ecma_pattern.cache_info()
+    assert info.misses == misses == 1  # compiled when the definition was checked, then reused
+    assert info.hits >= 3
+
+
+def test_ecma_whitespace_is_ecma262_whitespace_and_line_terminators() -> None:
+    import sys
+    import unicodedata
+
+    from erlmcp_py.core.forms_pattern import ECMA_WHITESPACE
+
+    zs = {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"}
+    assert zs | {0x09, 0x0B, 0x0C, 0xFEFF} | {0x0A, 0x0D, 0x2028, 0x2029} == ECMA_WHITESPACE
+
+
+def test_pattern_negated_whitespace_in_classes() -> None:
+    assert pattern_ok(r"^[^\s]+$", "ab\u200b")
+    assert not pattern_ok(r"^[^\s]+$", "a\u00a0b")
+    assert pattern_ok(r"^[^\S]+$", " \u3000\ufeff")
+    assert not pattern_ok(r"^[^\S]+$", " x")
+    assert pattern_ok(r"^[\S\s]{3}$", "a\u00a0\U0001f600")
