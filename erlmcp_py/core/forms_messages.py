@@ -10,7 +10,13 @@ from typing import Any, Final
 
 from erlmcp_py.core.forms_conditions import _Plan
 from erlmcp_py.core.forms_fields import FileField, MultiSelectField
-from erlmcp_py.core.validation import AnswerError, json_pointer, value_facts
+from erlmcp_py.core.validation import (
+    _FORMAT_WORDS,
+    _TYPE_WORDS,
+    AnswerError,
+    json_pointer,
+    value_facts,
+)
 
 
 def _num(v: object) -> str:
@@ -21,26 +27,6 @@ def _num(v: object) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-_TYPE_WORDS: Final = {
-    "string": "text",
-    "number": "a number",
-    "integer": "a whole number",
-    "boolean": "true or false",
-    "array": "a list of choices",
-    "object": "an object",
-}
-_FORMAT_WORDS: Final = {
-    "email": "a valid email address",
-    "uri": "an absolute URI (e.g. https://example.com/)",
-    "date": "a date as YYYY-MM-DD",
-    "date-time": "a date and time in RFC 3339 form (e.g. 2025-01-31T09:30:00Z)",
-    "uuid": "a UUID",
-    "hostname": "a host name",
-    "ipv4": "an IPv4 address",
-    "ipv6": "an IPv6 address",
-}
 
 
 _MISSING: Final = object()

@@ -210,6 +210,11 @@ _FORMAT_WORDS: Final = {
     "uri": "an absolute URI with a scheme (e.g. https://example.com/)",
     "date": "a date as YYYY-MM-DD",
     "date-time": "a date and time in RFC 3339 form (e.g. 2025-01-31T09:30:00Z)",
+    # formats of seed-000 form fields (core.forms_messages uses these words too)
+    "uuid": "a UUID",
+    "hostname": "a host name",
+    "ipv4": "an IPv4 address",
+    "ipv6": "an IPv6 address",
 }
 
 

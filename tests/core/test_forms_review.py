@@ -235,3 +235,21 @@ def test_pattern_negated_whitespace_in_classes() -> None:
     assert pattern_ok(r"^[^\S]+$", " \u3000\ufeff")
     assert not pattern_ok(r"^[^\S]+$", " x")
     assert pattern_ok(r"^[\S\s]{3}$", "a\u00a0\U0001f600")
+
+
+# --- 6. one copy of the type/format words -------------------------------------------------------
+
+
+def test_type_and_format_words_have_one_home() -> None:
+    from erlmcp_py.core import forms_messages, validation
+
+    assert forms_messages._TYPE_WORDS is validation._TYPE_WORDS
+    assert forms_messages._FORMAT_WORDS is validation._FORMAT_WORDS
+    result = validate_form_answer(compiled(FILE), {"doc": "a.txt"})
+    assert [e.message for e in result.errors] == [
+        "Document: must be an object of fields (got string)."
+    ]
+    uuid = compiled({"id": "u", "type": "text", "label": "U", "validation": {"format": "uuid"}})
+    assert [e.message for e in validate_form_answer(uuid, {"u": "x"}).errors] == [
+        "U: must be a UUID."
+    ]
