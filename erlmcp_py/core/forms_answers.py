@@ -33,6 +33,13 @@ def _is_integer_field(f: AnyField) -> bool:
     return isinstance(f, NumberField) and f.validation.is_integer
 
 
+def _controlled_by(p: _Plan, fields: set[str]) -> bool:
+    """Whether a condition showing or requiring ``p`` reads one of ``fields``."""
+    return any(s.condition.field in fields for s in p.shows) or any(
+        c.field in fields for c in p.requires_when
+    )
+
+
 def _value_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerError]:
     """Every error of one field's value (schema, then the extra checks)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -91,15 +98,19 @@ def validate_form_answer(
             if found:
                 per_field[p.id] = found
     # The whole-answer schema decides what is required (plain and if/then); only values that
-    # passed their own field's checks take part, so a bad controller cannot crash it.
-    passed = {k: v for k, v in work.items() if k not in per_field}
+    # passed their own field's checks take part, so a bad controller cannot crash it. A field
+    # whose requirement depends on such a controller is not judged: without the controller's
+    # value a condition like ``not_equals`` would hold and report a spurious "is required".
+    bad = set(per_field)
+    passed = {k: v for k, v in work.items() if k not in bad}
     for e in compiled._validator.iter_errors(passed):
         if e.validator != "required" or e.relative_path:
             continue  # value errors were collected per field above
         for name in e.validator_value:
             if name not in passed and name in known and name not in per_field:
                 plan = by_id[name]
-                per_field[name] = [_error(plan, "required", True, _MISSING, "is required")]
+                if not _controlled_by(plan, bad):
+                    per_field[name] = [_error(plan, "required", True, _MISSING, "is required")]
     errors: list[AnswerError] = []
     for p in compiled._plans:
         errors.extend(per_field.get(p.id, ()))

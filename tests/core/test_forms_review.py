@@ -253,3 +253,39 @@ def test_type_and_format_words_have_one_home() -> None:
     assert [e.message for e in validate_form_answer(uuid, {"u": "x"}).errors] == [
         "U: must be a UUID."
     ]
+
+
+# --- 7. a controller that fails its own check -----------------------------------------------------
+
+
+def test_bad_controller_does_not_add_spurious_required_error() -> None:
+    c = compiled(
+        {"id": "mode", "type": "text", "label": "Mode", "validation": {"maxLength": 3}},
+        {
+            "id": "reason",
+            "type": "text",
+            "label": "Reason",
+            "requiredWhen": {"field": "mode", "operator": "not_equals", "value": "off"},
+        },
+    )
+    # a valid "off" does not require reason; an invalid mode must only report the mode
+    assert errors(c, {"mode": "off"}) == []
+    assert errors(c, {"mode": "far too long"}) == [("mode", "maxLength")]
+    assert errors(c, {"mode": "on"}) == [("reason", "required")]
+
+
+def test_bad_controller_of_shown_required_field_adds_no_required_error() -> None:
+    c = compiled(
+        {"id": "mode", "type": "text", "label": "Mode", "validation": {"maxLength": 3}},
+        {
+            "id": "reason",
+            "type": "text",
+            "label": "Reason",
+            "required": True,
+            "showWhen": {"field": "mode", "operator": "not_equals", "value": "off"},
+        },
+        {**NAME, "required": True},
+    )
+    assert errors(c, {"mode": "far too long"}) == [("mode", "maxLength"), ("name", "required")]
+    assert errors(c, {"mode": "on", "name": "n"}) == [("reason", "required")]
+    assert errors(c, {"mode": "off", "name": "n"}) == []
