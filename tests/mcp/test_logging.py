@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 import structlog
 
 from erlmcp_py.logging import REDACTED, configure_logging, redact
@@ -37,6 +38,44 @@ def test_configure_logging_writes_json_to_the_stream() -> None:
     assert record["token"] == REDACTED
     assert record["n"] == 1
     assert "secret-value" not in line
+
+
+def test_redact_checks_str_subclass_keys_and_leaves_scalars_alone() -> None:
+    class Key(str):
+        pass
+
+    event = {Key("Password"): "p", "n": 1, "f": 1.5, "b": True, "none": None, "s": "x"}
+    out = redact(None, "info", event)
+    assert out[Key("Password")] == REDACTED
+    assert [out[k] for k in ("n", "f", "b", "none", "s")] == [1, 1.5, True, None, "x"]
+
+
+def test_every_line_is_one_strict_json_object_whatever_the_values() -> None:
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    stream = io.StringIO()
+    configure_logging("json", "info", stream=stream)
+    try:
+        log = structlog.get_logger("t")
+        log.info("values", inf=float("inf"), odd=Odd(), text="é ☃", pair=(1, 2))
+        log.info("bytes", raw=b"\xff")  # not UTF-8: the slow path, still one line
+        try:
+            _ = 1 / 0
+        except ZeroDivisionError:
+            log.exception("failed")
+    finally:
+        structlog.reset_defaults()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3
+    first = json.loads(lines[0], parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert first["inf"] == "Infinity"
+    assert first["odd"] == "odd"
+    assert first["text"] == "é ☃"
+    assert first["pair"] == [1, 2]
+    assert json.loads(lines[1])["raw"] == repr(b"\xff")
+    assert "ZeroDivisionError: division by zero" in json.loads(lines[2])["exception"]
 
 
 def test_log_stream_waits_instead_of_raising_on_a_full_nonblocking_fd() -> None:
