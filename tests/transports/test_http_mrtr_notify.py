@@ -309,3 +309,25 @@ async def test_an_unexpected_error_is_answered_internal_error_and_serving_goes_o
             assert "secret" not in json.dumps(answer)
             after = json_answer(await c.call("quiet"), 200)
             assert after["result"]["content"][0]["text"] == "hush"
+
+
+async def test_the_official_client_gets_progress_from_the_sse_answers_of_each_round() -> None:
+    """``mcp==2.3.0``'s ``Client`` in 2026-07-28 mode reads the SSE answers: progress from the
+    first call and from the retry reaches its callback, and the call completes."""
+    from mcp import Client, types
+
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content=YES["content"])
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with serving(Probe()) as listening:
+        with trio.fail_after(TIMEOUT):
+            async with Client(listening.url, mode=VERSION, elicitation_callback=on_elicit) as sdk:
+                result = await sdk.call_tool("export", {"items": 2}, progress_callback=on_progress)
+    assert not result.is_error
+    assert result.content[0].text == "exported 2"  # type: ignore[union-attr]
+    assert progress == [(1.0, 3.0, "scanned"), (2.0, 3.0, "exporting"), (3.0, 3.0, None)]
