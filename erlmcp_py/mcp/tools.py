@@ -18,6 +18,9 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from erlmcp_py.mcp.errors import UrlElicitationRequired
+from erlmcp_py.mcp.jsonrpc import JsonRpcError
+
 __all__ = [
     "ToolArgumentsError",
     "ToolSpec",
@@ -220,9 +223,6 @@ async def call_tool_fn(spec: ToolSpec, kwargs: dict[str, Any], log: Any) -> dict
     ``JsonRpcError`` and ``UrlElicitationRequired`` propagate, for the caller to answer as its
     era says.
     """
-    from erlmcp_py.mcp.errors import UrlElicitationRequired
-    from erlmcp_py.mcp.jsonrpc import JsonRpcError
-
     try:
         value = spec.fn(**kwargs)
         if hasattr(value, "__await__"):
