@@ -1,0 +1,202 @@
+"""ECMA-262 translation of a form field's ``pattern`` (core.forms_pattern): ranges next to class
+escapes, ECMA-only syntax, and Python-only syntax refused at definition time."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import pytest
+
+from erlmcp_py.core.errors import FormDefinitionError
+from erlmcp_py.core.forms import CompiledForm, compile_form, validate_form_answer
+from erlmcp_py.core.forms_pattern import ecma_pattern, translate
+
+V = "2025-11-25"
+
+
+def field(pattern: str) -> dict[str, Any]:
+    return {"id": "t", "type": "text", "label": "T", "validation": {"pattern": pattern}}
+
+
+def compiled(pattern: str) -> CompiledForm:
+    return compile_form({"id": "f", "title": "A form", "fields": [field(pattern)]}, V)
+
+
+def pattern_ok(pattern: str, value: str) -> bool:
+    return validate_form_answer(compiled(pattern), {"t": value}).ok
+
+
+def ecma_ok(pattern: str, value: str) -> bool:
+    """The translation alone (see test_python_rejected_ecma_is_refused_cleanly for forms)."""
+    return re.compile(translate(pattern), re.ASCII).search(value) is not None
+
+
+def refusal(pattern: str) -> str:
+    """The definition-time problem for ``pattern`` (the form is refused)."""
+    with pytest.raises(FormDefinitionError) as info:
+        compiled(pattern)
+    [msg] = [msg for loc, msg in info.value.problems if loc == "fields.0.validation"]
+    assert msg.startswith("pattern is not a valid regular expression: ")
+    return msg
+
+
+# --- 1. a class escape as a range end: the - is a literal (Annex B) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches", "rejects"),
+    [
+        (r"^[\s-x]$", [" ", "\u3000", "-", "x"], ["a", "w", "y"]),
+        (r"^[a-\s]$", ["a", "-", " ", "\u00a0"], ["b", "x"]),
+        (r"^[\d-z]$", ["0", "9", "-", "z"], ["a", "y"]),
+        (r"^[%-\w]$", ["%", "-", "a", "_"], ["&", "+"]),
+        (r"^[\s-\d]$", [" ", "-", "5"], ["a"]),
+        (r"^[\S-x]$", ["a", "-", "x"], [" "]),
+        (r"^[^\s-x]$", ["a", "y"], [" ", "-", "x"]),
+        (r"^[a-c\s-x]$", ["a", "b", "c", " ", "-", "x"], ["d", "w"]),
+    ],
+)
+def test_range_with_class_escape_end_is_a_union(
+    pattern: str, matches: list[str], rejects: list[str]
+) -> None:
+    for value in matches:
+        assert ecma_ok(pattern, value), value
+    for value in rejects:
+        assert not ecma_ok(pattern, value), value
+
+
+def test_ordinary_ranges_still_ranges() -> None:
+    assert pattern_ok(r"^[a-c]+$", "abc")
+    assert not pattern_ok(r"^[a-c]+$", "-")
+    assert pattern_ok(r"^[-a]+$", "-a")
+    assert pattern_ok(r"^[a-]+$", "-a")
+    assert pattern_ok(r"^[\x41-\x43]+$", "ABC")
+    assert pattern_ok(r"^[\u0430-\u044f]+$", "привет")
+    assert not pattern_ok(r"^[\u0430-\u044f]+$", "hello")
+    with pytest.raises(re.error, match="out of order"):
+        translate("[z-a]")
+
+
+# --- 2a. ECMA-only syntax: translated -----------------------------------------------------------
+
+
+def test_control_escapes() -> None:
+    assert ecma_ok(r"^\cA\cz$", "\x01\x1a")
+    assert ecma_ok(r"^[\cJ]$", "\n")
+    assert not ecma_ok(r"^\cA$", "cA")
+    with pytest.raises(re.error, match="must be followed by a letter"):
+        translate(r"\c1")
+
+
+def test_empty_and_negated_empty_classes() -> None:
+    assert not ecma_ok(r"^a[]?b$", "a]b")
+    assert ecma_ok(r"^a[]?b$", "ab")  # [] matches nothing, so [] ? is empty
+    assert not ecma_ok(r"[]", "]")
+    assert not ecma_ok(r"[]", "")
+    assert ecma_ok(r"^[^]{3}$", "a\n\u2028")
+    assert not ecma_ok(r"^[^]$", "ab")
+
+
+def test_hex_and_unicode_escapes() -> None:
+    assert pattern_ok(r"^\u0041\x42$", "AB")
+    assert pattern_ok(r"^\u00e9$", "é")
+    # without the u flag \u{..} is not a code point escape: u repeated (Annex B)
+    assert ecma_ok(r"^\u{3}$", "uuu")
+    assert not ecma_ok(r"^\u{3}$", "\x03")
+    assert ecma_ok(r"^\x$", "x")  # \x without two hex digits is the letter
+
+
+def test_brace_that_is_not_a_quantifier_is_literal() -> None:
+    assert pattern_ok(r"^a{,3}$", "a{,3}")  # Python would read {0,3}
+    assert not pattern_ok(r"^a{,3}$", "aa")
+    assert pattern_ok(r"^a{2}$", "aa")
+    assert pattern_ok(r"^a{2,}$", "aaaa")
+    assert pattern_ok(r"^a{1,2}?$", "a")
+    assert pattern_ok(r"^{x}$", "{x}")
+
+
+def test_ecma_named_groups() -> None:
+    assert ecma_ok(r"^(?<w>[a-z]+)-\k<w>$", "ab-ab")
+    assert not ecma_ok(r"^(?<w>[a-z]+)-\k<w>$", "ab-cd")
+    assert ecma_ok(r"^(?<=)a(?<!b)$", "a")  # lookbehinds are not named groups
+
+
+def test_dot_excludes_every_line_terminator() -> None:
+    assert pattern_ok(r"^a.b$", "a b")
+    for terminator in "\n\r\u2028\u2029":
+        assert not pattern_ok(r"^a.b$", f"a{terminator}b"), repr(terminator)
+    assert pattern_ok(r"^a.b$", "a\u0085b")
+
+
+def test_identity_escapes_and_punctuation() -> None:
+    assert pattern_ok(r"^\/\-\.$", "/-.")
+    assert pattern_ok(r"^a]b}$", "a]b}")
+    assert pattern_ok(r"^[\b]$", "\b")  # \b in a class is backspace
+    assert not pattern_ok(r"^[\b]$", "b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Python's "possible nested set" FutureWarning
+        assert ecma_ok(r"^[[]$", "[")
+        assert ecma_ok(r"^[[&&~~||-]+$", "[&~|-")
+
+
+# --- 2b. Python-only syntax: refused at definition time, with the reason -------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        (r"(?P<n>a)", "(?P<name>...) and (?P=name) are Python's"),
+        (r"(?<n>a)(?P=n)", "(?P<name>...) and (?P=name) are Python's"),
+        (r"(?i)abc", "inline flags"),
+        (r"(?s:.)", "inline flags"),
+        (r"(?>a+)b", "atomic groups"),
+        (r"(?#note)a", "comments"),
+        (r"(a)?(?(1)b|c)", "conditionals"),
+        (r"a*+", "possessive"),
+        (r"a++", "possessive"),
+        (r"a?+", "possessive"),
+        (r"a{2}+", "possessive"),
+        (r"a**", "nothing to repeat"),
+        (r"a*?+", "possessive"),
+        (r"a???", "nothing to repeat"),
+        (r"\Aabc", r"\A is not an ECMA-262 escape"),
+        (r"abc\Z", r"\Z is not an ECMA-262 escape"),
+        (r"abc\z", r"\z is not an ECMA-262 escape"),
+        (r"[\A]", r"\A is not an ECMA-262 escape"),
+        (r"\N{DIGIT ONE}", r"\N is not an ECMA-262 escape"),
+        (r"\U0001F600", r"\U is not an ECMA-262 escape"),
+        (r"\p{L}", r"\p is not an ECMA-262 escape"),
+        (r"[\1]", "legacy octal"),
+        (r"\01", "legacy octal"),
+        ("abc\\", "cannot end with a backslash"),
+        ("[abc", "unterminated character class"),
+    ],
+)
+def test_python_only_syntax_is_refused(pattern: str, reason: str) -> None:
+    assert reason in refusal(pattern)
+    with pytest.raises(re.error):
+        ecma_pattern(pattern)
+
+
+def test_anchor_escapes_suggest_caret_and_dollar() -> None:
+    assert "use ^ / $" in refusal(r"\Aabc\Z")
+
+
+def test_lazy_quantifiers_and_lookarounds_still_work() -> None:
+    assert pattern_ok(r"^a+?$", "aaa")
+    assert pattern_ok(r"^a??b$", "b")
+    assert pattern_ok(r"^(?:ab)*(?=c)c$", "ababc")
+    assert not pattern_ok(r"^a(?!b)", "ab")
+    assert pattern_ok(r"^(a)\1$", "aa")
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"[\s-x]", r"[a-\d]", "[]", "[^]", r"\cA", r"\u{3}", r"(?<n>a)\k<n>"]
+)
+def test_python_rejected_ecma_is_refused_cleanly(pattern: str) -> None:
+    # translated correctly (above), but the form's schema check compiles the pattern with
+    # Python's re as written: refused with a definition error rather than a SchemaError crash
+    translate(pattern)
+    assert "compiles the pattern with Python's re" in refusal(pattern)
