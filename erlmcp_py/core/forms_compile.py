@@ -190,7 +190,9 @@ def compile_form(
     }
     if clauses:
         validation_schema["allOf"] = clauses
-    Draft202012Validator.check_schema(validation_schema)
+    # No format checks on the schema itself: its "regex" format would compile each `pattern`
+    # with Python's re as written; patterns are ECMA-262, checked by forms_pattern already.
+    Draft202012Validator.check_schema(validation_schema, format_checker=None)
     validator = _Validator(validation_schema, format_checker=_FORMAT_CHECKER)
 
     compiled = CompiledForm(

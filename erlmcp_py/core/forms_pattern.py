@@ -30,8 +30,7 @@ Python's ``re`` differs from an ECMA-262 regular expression without flags in:
 
 Punctuation and class members are written out as ``\\UXXXXXXXX`` so Python's own syntax
 (nested-set warnings for ``[[``, ``&&``, ``--``) never applies in the translation. Compiled
-patterns are cached. :func:`ecma_pattern` also refuses, for now, what Python's ``re`` rejects
-as written (see :func:`_check_python_compilable`): the form's schema check compiles it raw.
+patterns are cached.
 """
 
 from __future__ import annotations
@@ -312,25 +311,4 @@ def ecma_pattern(pattern: str) -> re.Pattern[str]:
         re.error: the pattern is not a valid regular expression, or uses syntax that is not
             ECMA-262 or that :func:`translate` refuses.
     """
-    compiled = re.compile(translate(pattern), re.ASCII)
-    _check_python_compilable(pattern)
-    return compiled
-
-
-def _check_python_compilable(pattern: str) -> None:
-    """Refuse ``pattern`` if Python's ``re`` rejects it as written, even when ECMA accepts it.
-
-    The compiled form's schema is checked with jsonschema's ``check_schema``, whose ``regex``
-    format compiles ``pattern`` with Python's ``re`` unchanged: ``[\\s-x]``, ``[]``, ``[^]``,
-    ``\\cA``, ``(?<name>...)`` would crash it with a ``SchemaError``. Refusing them here keeps
-    the definition error clean; drop this once that check no longer compiles ``pattern`` raw.
-    """
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise re.error(
-            "valid ECMA-262, but the form schema check (jsonschema's regex format) compiles the "
-            f"pattern with Python's re, which rejects it ({exc.msg}); not supported yet",
-            pattern,
-            exc.pos,
-        ) from None
+    return re.compile(translate(pattern), re.ASCII)
