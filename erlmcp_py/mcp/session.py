@@ -43,6 +43,7 @@ import trio
 
 from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
 from erlmcp_py.mcp import features, jsonrpc
+from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import (
     ErrorResponse,
@@ -76,7 +77,6 @@ from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 
 if TYPE_CHECKING:
     from erlmcp_py.core.outcomes import Tenant
-    from erlmcp_py.mcp.context import Context
     from erlmcp_py.mcp.server import Server
 
 __all__ = ["RELATED_REQUEST", "RequestPeer", "ServerSession", "open_session"]
@@ -687,7 +687,6 @@ class ServerSession:
     async def _invoke(
         self, id: RequestId, spec: ToolSpec, params: CallToolParams, clock: ToolClock
     ) -> Mapping[str, Any]:
-        Context = _context_class()
         try:
             kwargs = spec.bind(params.arguments)
         except ToolArgumentsError as exc:
@@ -705,18 +704,6 @@ class ServerSession:
             )
         return await call_tool_fn(spec, kwargs, self._log)
 
-
-def _context_class() -> type[Context]:
-    """``erlmcp_py.mcp.context.Context``, imported on first use (it imports this module)."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        from erlmcp_py.mcp.context import Context
-
-        _CONTEXT = Context
-    return _CONTEXT
-
-
-_CONTEXT: type[Context] | None = None
 
 _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]] = {
     "tools/list": ServerSession._tools_list,

@@ -47,6 +47,7 @@ import trio
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import features, jsonrpc
+from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId
 from erlmcp_py.mcp.meta import (
@@ -286,8 +287,6 @@ class StatelessEndpoint:
         peer: MrtrPeer,
         clock: ToolClock,
     ) -> Mapping[str, Any]:
-        from erlmcp_py.mcp.context import Context
-
         try:
             kwargs = spec.bind(params.arguments)
         except ToolArgumentsError as exc:
