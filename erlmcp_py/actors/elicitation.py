@@ -273,10 +273,11 @@ class Record:
 
     def perform_now(self) -> None:
         """Perform the queued effects that need no waiting here, in the caller's turn, unless
-        an effect is in progress (there is never more than one at a time): an answer is
-        validated — and its waiter woken — by whoever delivered it."""
+        an effect is in progress (there is never more than one at a time) or a timer is due
+        (the child handles it first: an answer after the deadline fired must not win): an
+        answer is validated — and its waiter woken — by whoever delivered it."""
         work = self.work
-        if self.performing:
+        if self.performing or self.due:
             return
         self.performing = True
         try:

@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from erlmcp_py import Accepted, ElicitationRequest, Runtime, Tenant, open_runtime
+from erlmcp_py import Accepted, ElicitationRequest, Runtime, Tenant, TimedOut, open_runtime
 from erlmcp_py.actors.peer import PeerResponse
 from erlmcp_py.testing import MemoryPeer
 
@@ -99,3 +99,22 @@ async def test_an_answer_during_an_effect_in_progress_waits_for_the_child(
     peer.wire.set()
     with trio.fail_after(5):
         assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+
+
+async def test_an_answer_after_the_deadline_fired_does_not_overtake_it(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(
+        ElicitationRequest("Who?", requested_schema=SCHEMA), peer=peer, tenant=ALICE
+    )
+    sent = await peer.wait_request()
+    await trio.testing.wait_all_tasks_blocked()
+    record = handle._record
+    assert record is not None
+    autojump_clock.jump(record.core.deadline - trio.current_time() + 1)
+    record.on_timer(trio.current_time())  # the timer task's turn: the child is told
+    # The answer arrives before the child's turn: the deadline, already due, wins.
+    peer.answer(sent.id, {"action": "accept", "content": {"name": "Ada"}})
+    with trio.fail_after(5):
+        assert isinstance(await handle.outcome(), TimedOut)
