@@ -442,10 +442,11 @@ class ServerSession:
     def feed_message_nowait(self, obj: object) -> bool:
         """Handle one inbound message object now, if that needs no waiting.
 
-        The in-memory pair's fast path: a response, a notification or a session-era
-        ``tools/call`` (which only starts its task) is handled here, in the caller's turn,
-        exactly as :meth:`feed_message` would handle it. Anything else — a message that must
-        be answered (errors, ``ping``, lists…) or a 2026-07-28 request — is left alone.
+        The in-memory pair's fast path: a response, a notification or a ``tools/call``
+        (which only starts its task; a 2026-07-28 one once this connection's stateless
+        endpoint is open) is handled here, in the caller's turn, exactly as
+        :meth:`feed_message` would handle it. Anything else — a message that must be answered
+        (errors, ``ping``, lists, a duplicate id…) — is left alone.
 
         Returns:
             ``True``: handled (or dropped: the session is closed). ``False``: nothing was done;
@@ -458,12 +459,12 @@ class ServerSession:
         except JsonRpcError:
             return False  # the refusal is an answer to write
         if isinstance(message, Request):
-            if (
-                message.method != "tools/call"
-                or self.phase == NEW
-                or message.id in self._calls
-                or is_modern_request(message)
-            ):
+            if message.method != "tools/call":
+                return False
+            if is_modern_request(message):  # 2026-07-28: once its endpoint is open
+                stateless = self._stateless
+                return stateless is not None and stateless.start_call(message)
+            if self.phase == NEW or message.id in self._calls:
                 return False
             try:
                 self._start_tool(message)

@@ -329,13 +329,19 @@ class SessionStateless:
         if request.method != "tools/call":
             await self._write(await self.endpoint.respond(request))
             return
-        if request.id in self._calls:
+        if not self.start_call(request):
             error = jsonrpc.invalid_request("a request with this id is already in progress")
             await self._write(error.with_id(request.id).encode())
-            return
+
+    def start_call(self, request: Request) -> bool:
+        """Start a ``tools/call`` as its own task, without waiting; ``False`` (nothing done)
+        when a call with the same id is still in progress — the caller answers that."""
+        if request.id in self._calls:
+            return False
         scope = trio.CancelScope()
         self._calls[request.id] = scope
         self._nursery.start_soon(self._serve_call, request, scope)
+        return True
 
     def cancel(self, request_id: RequestId) -> bool:
         """Cancel an in-flight ``tools/call`` (no answer is sent); False if unknown."""

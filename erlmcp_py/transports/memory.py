@@ -27,7 +27,7 @@ the other.
 Inline delivery. Each direction is a *lane* (:class:`_Lane`): when the receiving side's
 reader is idle — nothing queued on the channel, nothing being taken — a message is taken
 inline, in the sender's turn, exactly as the reader would take it: the server takes
-responses, notifications and session-era ``tools/call`` requests
+responses, notifications and ``tools/call`` requests
 (:meth:`ServerSession.feed_message_nowait`; everything it must answer, it leaves to its
 reader), the client takes everything. Nothing overtakes a queued message, so order is kept
 as on a wire. A message sent *while* a take is in progress (the client's handler answering

@@ -1,7 +1,8 @@
 """``ServerSession.feed_message_nowait``: the in-memory pair's fast path into a session.
 
 It handles, in the caller's turn, what needs no waiting — a response, a notification, a
-session-era ``tools/call`` (which only starts its task) — and returns ``True``; for anything
+``tools/call`` (which only starts its task; a 2026-07-28 one once the connection's stateless
+endpoint is open) — and returns ``True``; for anything
 else it does *nothing* and returns ``False``, and :meth:`ServerSession.feed_message` then
 answers the message exactly as it always did. Each "left alone" case is checked both ways:
 nothing happened (no answer, no callback, no task, no state change), and ``feed_message``
@@ -162,6 +163,40 @@ async def test_a_response_goes_to_its_callback() -> None:
         assert len(answers) == 2
         assert peer.out == []
         session.forget_request("s3")
+
+
+async def test_a_2026_tools_call_starts_now_once_the_stateless_endpoint_is_open() -> None:
+    tools = Tools()
+    async with opened("new", tools) as peer:
+        session = peer.session
+
+        def modern(id: Any, name: str, **arguments: Any) -> dict[str, Any]:
+            return message(
+                id, "tools/call", {"name": name, "arguments": arguments, "_meta": MODERN_META}
+            )
+
+        # The first modern request opens the connection's stateless endpoint (awaited).
+        assert not session.feed_message_nowait(modern(1, "add", a=1))
+        await session.feed_message(modern(1, "add", a=1))
+        await trio.testing.wait_all_tasks_blocked()
+        # From then on a modern tools/call only starts its task: taken in the caller's turn.
+        assert session.feed_message_nowait(modern(2, "hold"))
+        assert session.feed_message_nowait(modern(3, "add", a=2))
+        await trio.testing.wait_all_tasks_blocked()
+        assert tools.started == ["add", "hold", "add"]
+        # A duplicate id of a call still running is an answer to write: left alone...
+        assert not session.feed_message_nowait(modern(2, "add", a=3))
+        await session.feed_message(modern(2, "add", a=3))
+        tools.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        by_id: dict[Any, list[dict[str, Any]]] = {}
+        for out in peer.out:
+            by_id.setdefault(out.get("id"), []).append(out)
+        assert by_id[1][0]["result"]["content"][0]["text"] == "2"
+        assert by_id[3][0]["result"]["content"][0]["text"] == "3"
+        # ...answered -32600 by feed_message, and the running call still answers once
+        assert [m.get("error", {}).get("code") for m in by_id[2]] == [-32600, None]
+        assert by_id[2][1]["result"]["content"][0]["text"] == "released"
 
 
 async def test_notifications_initialized_moves_the_session_to_ready() -> None:
