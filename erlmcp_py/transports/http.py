@@ -644,14 +644,18 @@ class HttpTransport:
         with trio.CancelScope() as gone:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_disconnect, receive, gone)
-                nursery.start_soon(pump)
+                calls_tool = message.method == "tools/call"  # the only one that notifies
+                if calls_tool:
+                    nursery.start_soon(pump)
+                else:
+                    pumped.set()
                 try:
                     result = await endpoint.handle(
                         message,
                         principal=principal,
                         tenant=Tenant(user=principal),
                         client_id=principal,
-                        notify=sink if message.method == "tools/call" else None,
+                        notify=sink if calls_tool else None,
                     )
                 except JsonRpcError as exc:
                     error = exc.with_id(message.id)
