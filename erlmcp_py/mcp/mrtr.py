@@ -365,8 +365,11 @@ class ContinuationRegistry:
         hold_s: float = 30.0,
         settle_checkpoints: int = 10,
     ) -> None:
-        if not state_ttl > 0 or not hold_s > 0 or max_continuations < 1:
-            raise ValueError("state_ttl and hold_s must be positive, max_continuations >= 1")
+        # A state must expire (an infinite ttl would only fail later, in seal, mid-call).
+        if not (0 < state_ttl < math.inf) or not hold_s > 0 or max_continuations < 1:
+            raise ValueError(
+                "state_ttl must be positive and finite, hold_s positive, max_continuations >= 1"
+            )
         self._nursery = nursery
         self.keyring = keyring or KeyRing(f"proc-{secrets.token_hex(4)}", secrets.token_bytes(32))
         self.state_ttl = state_ttl

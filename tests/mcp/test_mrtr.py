@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import math
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -735,3 +736,21 @@ async def test_registry_bound_and_key_rotation(autojump_clock: trio.testing.Mock
             await endpoint.handle(Request(7, "tools/call", retry))
         assert gone.value.reason == "invalid"  # unknown key: the log says unknown_key
         registry.close()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"state_ttl": math.inf},
+        {"state_ttl": math.nan},
+        {"state_ttl": 0},
+        {"hold_s": 0},
+        {"max_continuations": 0},
+    ],
+)
+async def test_registry_options_are_checked_up_front(options: dict[str, Any]) -> None:
+    from erlmcp_py.mcp.mrtr import ContinuationRegistry
+
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(ValueError, match="state_ttl must be positive and finite"):
+            ContinuationRegistry(nursery, **options)
