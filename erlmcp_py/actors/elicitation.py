@@ -114,6 +114,9 @@ log = structlog.get_logger("erlmcp_py.elicitation")
 
 _ACTIONS = frozenset({"accept", "decline", "cancel"})
 
+#: The name of every elicitation child task (trio would otherwise format one per spawn).
+_CHILD_TASK = f"{__name__}.ElicitationActor._child"
+
 
 def json_size(value: Any) -> int:
     """Bytes of ``value``'s compact UTF-8 JSON encoding (how answer sizes are measured).
@@ -592,7 +595,7 @@ class ElicitationActor(Actor):
         # Started here, not in the child: the request is outstanding from the create on, so
         # an application completion that comes before the child's first turn is honoured.
         record.apply(record.core.start())
-        self.nursery.start_soon(self._child, record)
+        self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
         self._event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 

@@ -628,7 +628,7 @@ class ServerSession:
             )
         call = _Call()
         self._calls[req.id] = call
-        self._nursery.start_soon(self._run_tool, req.id, spec, params, call)
+        self._nursery.start_soon(self._run_tool, req.id, spec, params, call, name=_TOOL_TASK)
 
     def _on_notification(self, note: Notification) -> None:
         method = note.method
@@ -705,6 +705,9 @@ class ServerSession:
             )
         return await call_tool_fn(spec, kwargs, self._log)
 
+
+#: The name of every tool task (trio would otherwise format one per spawn).
+_TOOL_TASK: Final = f"{__name__}.ServerSession._run_tool"
 
 _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]] = {
     "tools/list": ServerSession._tools_list,

@@ -548,7 +548,7 @@ class MemoryClient:
         except ClientRequestError as exc:
             self._reply(jsonrpc.error_object(request.id, exc.code, exc.message, exc.data))
             return
-        if inspect.isawaitable(result):  # a callable object returning an awaitable
+        if type(result) is not dict and inspect.isawaitable(result):  # a callable object
             self._nursery.start_soon(self._finish_later, request, result)
         elif result is not None:
             self._reply(jsonrpc.response_object(request.id, dict(result)))
