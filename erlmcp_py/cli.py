@@ -256,14 +256,12 @@ async def _serve_until_stopped(
                 stop_accepting.set()
                 stop_runtime.set()
                 await runtime_stopped.wait()
-                with trio.move_on_after(_SETTLE_S):
-                    await trio.testing.wait_all_tasks_blocked(cushion=0.02)
+                await _settle()
                 # Requests still in progress (waiting on time or I/O) get an error answer
                 # while the transports still stand; then those answers settle too.
                 stopped_calls = sum(session.stop_calls() for session in list(server.sessions))
                 if stopped_calls:
-                    with trio.move_on_after(_SETTLE_S):
-                        await trio.testing.wait_all_tasks_blocked(cushion=0.02)
+                    await _settle()
                 if listening is not None:
                     listening.transport.close_all()
                 else:
@@ -286,6 +284,12 @@ async def _serve_until_stopped(
             nursery.cancel_scope.cancel()
             return status
     raise AssertionError("unreachable")  # pragma: no cover - the nursery returns above
+
+
+async def _settle() -> None:
+    """Let whatever can still run finish (answers written) until every task waits, or 1 s."""
+    with trio.move_on_after(_SETTLE_S):
+        await trio.testing.wait_all_tasks_blocked(cushion=0.02)
 
 
 async def _host_runtime(

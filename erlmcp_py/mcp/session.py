@@ -104,6 +104,9 @@ MAX_SUBSCRIPTIONS: Final = 1024
 
 _session_numbers = itertools.count(1)
 
+#: What a transport's send raises when the connection is gone.
+_TRANSPORT_ERRORS: Final = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
 
 class _Call:
     """One in-flight request running as its own task (``tools/call``, ``resources/read``…)."""
@@ -240,11 +243,9 @@ class ServerSession:
         self._pending[request_id] = on_response
         try:
             send(frame)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+        except _TRANSPORT_ERRORS as exc:
             self._pending.pop(request_id, None)
-            self._log.info("transport_write_failed", error=type(exc).__name__)
-            self._mark_closed()
-            raise PeerGone("transport closed") from exc
+            raise self._transport_lost(exc) from exc
         except BaseException:  # trio.WouldBlock: the transport's queue is full; nothing sent
             self._pending.pop(request_id, None)
             raise
@@ -354,12 +355,16 @@ class ServerSession:
                 else:
                     assert self._send_message is not None
                     await self._send_message(frame)  # type: ignore[arg-type]
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                self._log.info("transport_write_failed", error=type(exc).__name__)
-                self._mark_closed()
-                raise PeerGone("transport closed") from exc
+            except _TRANSPORT_ERRORS as exc:
+                raise self._transport_lost(exc) from exc
         finally:
             lock.release()
+
+    def _transport_lost(self, exc: BaseException) -> PeerGone:
+        """A write failed: the session is closed; the error to raise to the writer."""
+        self._log.info("transport_write_failed", error=type(exc).__name__)
+        self._mark_closed()
+        return PeerGone("transport closed")
 
     async def _respond(self, id: RequestId, result: Mapping[str, Any]) -> None:
         with suppress(PeerGone):
