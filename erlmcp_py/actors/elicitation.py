@@ -96,6 +96,7 @@ from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
+from erlmcp_py.core.values import fast_init
 from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import (
     Actor,
@@ -144,6 +145,7 @@ class _ResponseRoute:
         self.record.on_response(self.rid, response)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _NotifyComplete:
     """Shell effect: tell the initiating client a URL-mode elicitation completed."""
@@ -376,6 +378,7 @@ class Record:
 # Messages of the actor's call protocol (the Runtime builds them).
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Create:
     request: ElicitationRequest
@@ -388,23 +391,27 @@ class Create:
     only inline — a create through the mailbox always watches its owner."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GetStatus:
     elicitation_id: str
     tenant: Tenant
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ListAll:
     tenant: Tenant
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CancelIt:
     elicitation_id: str
     tenant: Tenant
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExtendIt:
     elicitation_id: str
@@ -412,6 +419,7 @@ class ExtendIt:
     seconds: float | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Ask:
     """A call step: ask ``ref`` for ``message``, then answer with ``then(its reply)``."""
@@ -421,6 +429,7 @@ class _Ask:
     then: Callable[[Any], Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CompleteIt:
     elicitation_id: str

@@ -78,6 +78,7 @@ from erlmcp_py.core.outcomes import (
     TimedOut,
 )
 from erlmcp_py.core.policy import LifecyclePolicy, Mode
+from erlmcp_py.core.values import fast_init
 
 __all__ = [
     "ACTIONS",
@@ -155,6 +156,7 @@ def _check_now(owner: str, now: float) -> None:
 # --------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Sent:
     """The shell handed the ``elicitation/create`` request to the transport.
@@ -169,6 +171,7 @@ class Sent:
         _check_now("Sent", self.now)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The client answered the outstanding request (already normalised to MCP's shape).
@@ -191,6 +194,7 @@ class Answer:
             )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Validated:
     """The validator's verdict on the accepted answer in flight.
@@ -218,6 +222,7 @@ class Validated:
             raise ValueError("Validated(ok=True) must not carry errors")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class WarningDue:
     """The shell's warning timer (armed at ``warn_at``) fired.
@@ -232,6 +237,7 @@ class WarningDue:
         _check_now("WarningDue", self.now)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DeadlineReached:
     """The shell's deadline timer (armed at ``deadline``) fired.
@@ -246,6 +252,7 @@ class DeadlineReached:
         _check_now("DeadlineReached", self.now)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Extend:
     """Someone asked for more time.
@@ -271,11 +278,13 @@ class Extend:
             raise ValueError(f"Extend.seconds must be a positive finite number, got {s!r}")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OwnerDown:
     """The task that asked exited (for any reason)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Cancel:
     """The elicitation is cancelled from outside the client's answer.
@@ -295,11 +304,13 @@ class Cancel:
             raise ValueError(f"Cancel.by must be a non-empty string, got {self.by!r}")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RuntimeRestart:
     """The actor holding this elicitation is restarting; the waiter must not hang."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TransportFailed:
     """Sending to the client failed, or the client's session went away.
@@ -342,6 +353,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
 # --------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendRequest:
     """Send ``elicitation/create`` to the client, then feed :class:`Sent` (or
@@ -357,6 +369,7 @@ class SendRequest:
     errors: tuple[Any, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ValidateAnswer:
     """Ask the validator about ``content``, then feed :class:`Validated`.
@@ -368,6 +381,7 @@ class ValidateAnswer:
     content: Any
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendWarning:
     """Send the timeout-warning notification.
@@ -379,6 +393,7 @@ class SendWarning:
     remaining_s: float
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendCancelledNotice:
     """Send ``notifications/cancelled`` for the client's outstanding ``elicitation/create``.
@@ -387,6 +402,7 @@ class SendCancelledNotice:
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SetDeadline:
     """Move the shell's timers.
@@ -400,6 +416,7 @@ class SetDeadline:
     warn_at: float | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExtensionGranted:
     """Reply to the :class:`Extend` caller: granted.
@@ -415,6 +432,7 @@ class ExtensionGranted:
     extensions_remaining: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExtensionRefused:
     """Reply to the :class:`Extend` caller: refused; nothing changed.
@@ -429,6 +447,7 @@ class ExtensionRefused:
     max_extensions: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Resolve:
     """Deliver the one outcome to the waiter and record the terminal status.
@@ -759,6 +778,7 @@ class Elicitation:
 # --------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Transition:
     """One row of :data:`TRANSITIONS`.

@@ -68,6 +68,7 @@ from erlmcp_py.core.schema import (
     schema_digest,
     thaw,
 )
+from erlmcp_py.core.values import fast_init
 
 __all__ = [
     "AnswerError",
@@ -104,6 +105,7 @@ _FORMAT_CHECKER: Final = _format_checker()
 # --------------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AnswerError:
     """One reason an answer was not accepted. Never contains the submitted value.
@@ -138,6 +140,7 @@ class AnswerError:
     actual_items: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ValidationResult:
     """The outcome of :func:`validate_answer`.
@@ -160,6 +163,7 @@ class ValidationResult:
         return self.content_with_defaults
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CacheInfo:
     """Statistics of a :class:`ValidatorCache`."""
@@ -319,6 +323,7 @@ _TYPE_CHECKS: Final = {
 }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Field:
     name: str

@@ -39,6 +39,7 @@ from erlmcp_py.core.schema import (
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
+from erlmcp_py.core.values import fast_init
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
@@ -59,6 +60,7 @@ FormLike = type | FormType[Any] | FormDefinition | CompiledForm | Mapping[str, A
 Options = Sequence[str] | Mapping[str, str] | Sequence[tuple[str, str]]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _FormValidator:
     """Adapts a compiled seed-000 form to the runtime's ``validate(content)`` protocol."""
@@ -72,6 +74,7 @@ class _FormValidator:
         return self.compiled.url_values(content)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     schema: Mapping[str, Any]
