@@ -7,7 +7,7 @@ elicitation has already ended, so starting from empty buckets loses nothing that
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,7 @@ class RateLimiterActor(Actor):
         self._registry = registry
 
     async def init(self) -> None:
+        self.now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         self.limiter = RateLimiter(self._policy)
         self._registry["ratelimiter"] = self.ref
 
@@ -67,7 +68,7 @@ class RateLimiterActor(Actor):
     def handle_call_nowait(self, msg: Any) -> Any:
         # Every call is synchronous: an idle limiter answers in the caller's task.
         if type(msg) is Acquire:
-            return self.limiter.try_acquire(msg.client, trio.current_time())
+            return self.limiter.try_acquire(msg.client, self.now())
         if type(msg) is Release:
             self.limiter.release(msg.client)
             return None

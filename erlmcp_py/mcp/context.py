@@ -338,9 +338,10 @@ class Context:
         form_type = prepared.form_type
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
-        if not isinstance(outcome.content, Mapping):
+        content = outcome.content
+        if type(content) is not dict and not isinstance(content, Mapping):
             return outcome
-        return Accepted(form_type.from_valid(outcome.content))
+        return Accepted(form_type.from_valid(content))
 
     async def _create(self, request: ElicitationRequest) -> ElicitationHandle:
         handle: ElicitationHandle = await self.runtime.create_elicitation(

@@ -86,10 +86,12 @@ class RequestMeta:
 
 
 def _meta_of(params: object) -> Mapping[str, Any] | None:
-    if type(params) is not dict and not isinstance(params, Mapping):
+    if type(params) is not dict and (params is None or not isinstance(params, Mapping)):
         return None
     meta = params.get("_meta")
-    return meta if isinstance(meta, Mapping) else None
+    if meta is None:
+        return None
+    return meta if type(meta) is dict or isinstance(meta, Mapping) else None
 
 
 def is_modern_request(request: Request) -> bool:

@@ -367,8 +367,10 @@ class ServerSession:
         return PeerGone("transport closed")
 
     async def _respond(self, id: RequestId, result: Mapping[str, Any]) -> None:
-        with suppress(PeerGone):
+        try:  # noqa: SIM105 (not suppress(): a context manager object per tool call)
             await self._write(self._frame(jsonrpc.response_object(id, result)))
+        except PeerGone:
+            pass
 
     async def _respond_error(self, error: JsonRpcError) -> None:
         with suppress(PeerGone):
