@@ -508,8 +508,11 @@ class FormType(Generic[T]):
         """
         values: dict[str, Any] = {}
         for spec in self._specs:
-            if spec.wire in content:
-                values[spec.attr] = spec.convert(content[spec.wire])
+            wire = spec.wire
+            if wire in content:
+                convert = spec.convert
+                value = content[wire]
+                values[spec.attr] = value if convert is _identity else convert(value)
             elif spec.missing == _MISSING_NONE:
                 values[spec.attr] = None
         result: T = self._build(values)
@@ -627,10 +630,13 @@ def _builder(tp: Any, record: bool, specs: list[_Spec]) -> Callable[[dict[str, A
     if issubclass(tp, pydantic.BaseModel):
         model: type[pydantic.BaseModel] = tp
         wire_of = {spec.attr: spec.wire for spec in specs}
+        renamed = any(spec.attr != spec.wire for spec in specs)
 
         def build_model(values: dict[str, Any]) -> Any:
+            data = {wire_of[k]: v for k, v in values.items()} if renamed else values
             try:
-                return model.model_validate({wire_of[k]: v for k, v in values.items()})
+                # model_validate() minus its keyword handling: this runs on every answer.
+                return model.__pydantic_validator__.validate_python(data)
             except pydantic.ValidationError as exc:
                 raise _invalid_from_pydantic(exc) from None
 

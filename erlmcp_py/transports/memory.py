@@ -348,12 +348,7 @@ class MemoryClient:
         """
         if self.modern:
             params = self.with_meta(params)
-        response = await self.request_raw(method, params, id=id)
-        error = response.get("error")
-        if error is not None:
-            raise ClientRequestError(error["code"], error["message"], error.get("data"))
-        result: dict[str, Any] = response["result"]
-        return result
+        return _result_of(await self.request_raw(method, params, id=id))
 
     def with_meta(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """``params`` with the 2026-07-28 per-request ``_meta`` added (version, capabilities,
@@ -432,8 +427,11 @@ class MemoryClient:
                 the handler left unanswered.
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        if not self.modern:
-            return await self.request("tools/call", params)
+        if not self.modern:  # request() minus its re-checks and copies: the hot path
+            rid = next(self._ids)
+            return _result_of(
+                await self._exchange(rid, jsonrpc.request_object(rid, "tools/call", params))
+            )
         for _ in range(max_rounds):
             result = await self.request("tools/call", params)
             if result.get("resultType") != "input_required":
@@ -587,6 +585,15 @@ class MemoryClient:
             self._to_server.send_nowait(message)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+
+
+def _result_of(response: dict[str, Any]) -> dict[str, Any]:
+    """The ``result`` of a response, or its error raised as :class:`ClientRequestError`."""
+    error = response.get("error")
+    if error is not None:
+        raise ClientRequestError(error["code"], error["message"], error.get("data"))
+    result: dict[str, Any] = response["result"]
+    return result
 
 
 def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
