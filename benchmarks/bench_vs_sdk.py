@@ -48,8 +48,10 @@ Keys: ``inproc_ratio`` / ``stdio_ratio`` = ours / SDK ops/s, sequential, legacy 
 SDK / ours CPU per op (far less sensitive to machine load); ``stdio_infolog_cost`` = ours at
 ``info`` / ours at ``warning`` (ops/s); and every raw figure
 ``<side>_<transport>_<era>[_variant]_`` ``seq_ops_s`` / ``seq_p50_ms`` / ``c100_ops_s`` /
-``*cpu_ms_per_op`` (null: not measured). Targets of a group are interleaved round by round so
-drift hits both sides alike; figures are medians over rounds. Goals (issue 5):
+``*cpu_ms_per_op`` / ``seq_block`` (null: not measured). Targets of a group are interleaved
+round by round, each in slices of the same wall time (``slice_s``; see :func:`measure`), so drift
+hits both sides alike; figures are medians over rounds, and ``inproc_ratio_paired`` /
+``stdio_ratio_paired`` the median of the per-round ratios. Goals (issue 5):
 ``inproc_ratio`` >= 10, ``stdio_ratio`` >= 4. ``--profile`` prints where each side's
 in-process time goes (cProfile). ``--quick`` (about 20 s on an idle 2-core machine) measures
 fewer ops and skips the [extra] targets. Human-readable lines first; the last line is one
@@ -101,6 +103,7 @@ from erlmcp_py.testing import MemoryClient, open_memory_client
 ROOT = Path(__file__).resolve().parent.parent
 
 CONCURRENCY = 100
+MIN_BLOCK = 20  # ops: the smallest sequential block, however slow the target
 MESSAGE = "Who are you?"
 ANSWER: dict[str, Any] = {"name": "Ada", "age": 36, "subscribe": True}
 LEGACY = "2025-11-25"
@@ -381,6 +384,8 @@ class Target:
     seq: list[float] = field(default_factory=list)
     conc: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
+    n_seq: int = 0  # ops per sequential block (set by measure from the warm-up speed)
+    n_conc: int = 0
     server_cpu_s: float = 0.0
     own_cpu_s: float = 0.0  # this process: the client (stdio) or client + server (in-process)
     cpu_ops: int = 0
@@ -441,20 +446,37 @@ async def run_conc(target: Target, n: int, width: int = CONCURRENCY) -> None:
 
 
 async def measure(
-    targets: list[Target], *, rounds: int, n_seq: int, n_conc: int, warmup: int, conc: bool = True
+    targets: list[Target], *, rounds: int, slice_s: float, warmup: int, conc: bool = True
 ) -> None:
+    """Warm each target up, then run ``rounds`` rounds; in each, every target in turn runs a
+    sequential block and a concurrent block of about ``slice_s`` seconds each.
+
+    Blocks are sized per target from its warm-up speed, so each side spends the same wall time
+    per round: this machine's speed swings by 2-3x for seconds at a time (a plain Python loop
+    took 0.34-0.93 s from one run to the next), and fixed op counts gave the SDK's 4 s blocks
+    and ours of 0.5 s different shares of slow periods. Short, equal, interleaved slices
+    expose both sides to the same periods; the medians over rounds then compare like with like.
+    """
     for target in targets:
-        for _ in range(warmup):
+        for _ in range(warmup // 2):
             await target.op()
+        start = time.perf_counter()
+        for _ in range(warmup - warmup // 2):
+            await target.op()
+        per_op = (time.perf_counter() - start) / max(1, warmup - warmup // 2)
+        target.n_seq = max(MIN_BLOCK, round(slice_s / per_op))
+        target.n_conc = max(CONCURRENCY, round(slice_s / per_op))
     for _ in range(rounds):  # interleaved: drift hits every target alike
         for target in targets:
-            await run_seq(target, n_seq)
+            await run_seq(target, target.n_seq)
             if conc and target.conc_too:
-                await run_conc(target, n_conc)
+                await run_conc(target, target.n_conc)
 
 
 def summarize(target: Target, out: dict[str, Any]) -> None:
     out[f"{target.key}_seq_ops_s"] = round(statistics.median(target.seq)) if target.seq else None
+    if target.seq:
+        out[f"{target.key}_seq_block"] = target.n_seq
     if target.latencies:
         out[f"{target.key}_seq_p50_ms"] = round(statistics.median(target.latencies) * 1e3, 3)
     if target.conc:
@@ -496,6 +518,16 @@ def ratio_sum(out: dict[str, Any], num: tuple[str, ...], den: tuple[str, ...]) -
     if not all(a) or not all(b):
         return None
     return round(sum(float(x or 0) for x in a) / sum(float(x or 0) for x in b), 3)
+
+
+def paired_ratio(targets: list[Target], num: str, den: str) -> float | None:
+    """Median over rounds of ``num``'s sequential ops/s over ``den``'s in the same round
+    (neighbouring slices), or ``None`` when either was not measured."""
+    by_key = {t.key: t for t in targets}
+    a, b = by_key.get(num), by_key.get(den)
+    if a is None or b is None or not a.seq or len(a.seq) != len(b.seq):
+        return None
+    return round(statistics.median(x / y for x, y in zip(a.seq, b.seq, strict=True)), 3)
 
 
 def ratio(out: dict[str, Any], num: str, den: str) -> float | None:
@@ -869,11 +901,11 @@ async def profile_both(n: int) -> None:
 
 async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) -> dict[str, Any]:
     if quick:
-        inproc_cfg = {"rounds": 2, "n_seq": 150, "n_conc": 200, "warmup": 20}
-        stdio_cfg = {"rounds": 2, "n_seq": 80, "n_conc": 200, "warmup": 15}
+        inproc_cfg: dict[str, Any] = {"rounds": 4, "slice_s": 0.08, "warmup": 20}
+        stdio_cfg: dict[str, Any] = {"rounds": 4, "slice_s": 0.08, "warmup": 16}
     else:
-        inproc_cfg = {"rounds": 3, "n_seq": 2000, "n_conc": 2000, "warmup": 100}
-        stdio_cfg = {"rounds": 3, "n_seq": 800, "n_conc": 1000, "warmup": 50}
+        inproc_cfg = {"rounds": 20, "slice_s": 0.25, "warmup": 100}
+        stdio_cfg = {"rounds": 16, "slice_s": 0.25, "warmup": 50}
     out: dict[str, Any] = {}
     notes: dict[str, str | None] = {"modern": modern_available()}
     load_start = os.getloadavg()
@@ -941,6 +973,12 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
             out, f"ours_stdio_2026_{c}_ops_s", f"sdk_stdio_2026_{c}_ops_s"
         ),
     }
+    results["inproc_ratio_paired"] = paired_ratio(
+        legacy_in, "ours_inproc_legacy", "sdk_inproc_legacy"
+    )
+    results["stdio_ratio_paired"] = (
+        paired_ratio(legacy_io, "ours_stdio_legacy", "sdk_stdio_legacy") if do_stdio else None
+    )
     # CPU per op is far less sensitive to machine load than wall-clock ops/s (SDK / ours).
     results["inproc_cpu_ratio"] = ratio(
         out, "sdk_inproc_legacy_cpu_ms_per_op", "ours_inproc_legacy_cpu_ms_per_op"
@@ -975,11 +1013,9 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
     results.update(
         {
             "concurrency": CONCURRENCY,
-            "inproc_n_seq": inproc_cfg["n_seq"],
-            "inproc_n_conc": inproc_cfg["n_conc"],
-            "stdio_n_seq": stdio_cfg["n_seq"] if do_stdio else None,
-            "stdio_n_conc": stdio_cfg["n_conc"] if do_stdio else None,
+            "slice_s": inproc_cfg["slice_s"],
             "rounds": inproc_cfg["rounds"],
+            "stdio_rounds": stdio_cfg["rounds"] if do_stdio else None,
             "quick": quick,
             "extras_measured": not quick,
             "sdk_version": dist_version("mcp"),
@@ -1002,6 +1038,10 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
             f"stdio_ratio  (ours / SDK, sequential, legacy) = {sr}  (goal >= {STDIO_GOAL:g}: "
             f"{'met' if results['stdio_goal_met'] else 'MISSED'})"
         )
+    print(
+        f"median of per-round ratios (neighbouring slices): in-process "
+        f"{results['inproc_ratio_paired']}, stdio {results['stdio_ratio_paired']}"
+    )
     print(
         f"{CONCURRENCY}-concurrent ratios: in-process {results[f'inproc_ratio_{c}']}, "
         f"stdio {results[f'stdio_ratio_{c}']}"
