@@ -398,6 +398,36 @@ def validate_message(obj: object) -> Message:
     Raises:
         JsonRpcError: ``-32600`` when ``obj`` is not a valid single JSON-RPC 2.0 message.
     """
+    if type(obj) is dict:
+        # Fast paths for the two shapes of nearly every message, exactly as checked below:
+        # with this exact key set, no result/error can sit beside a method and vice versa.
+        keys = obj.keys()
+        if keys == _REQUEST_KEYS:
+            rid, method, params = obj["id"], obj["method"], obj["params"]
+            if (
+                obj["jsonrpc"] == JSONRPC_VERSION
+                and (type(rid) is str or type(rid) is int)
+                and type(method) is str
+                and (type(params) is dict or type(params) is list)
+            ):
+                return Request(rid, method, params)
+        elif keys == _RESULT_KEYS:
+            rid, result = obj["id"], obj["result"]
+            if (
+                obj["jsonrpc"] == JSONRPC_VERSION
+                and (type(rid) is str or type(rid) is int)
+                and type(result) is dict
+            ):
+                return Response(rid, result)
+    return _validate_any(obj)
+
+
+_REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+_RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
+
+
+def _validate_any(obj: object) -> Message:
+    """:func:`validate_message` without its fast paths: every shape, every specific error."""
     if type(obj) is not dict:
         if type(obj) is list:
             raise invalid_request("batches are not supported")

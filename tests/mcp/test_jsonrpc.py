@@ -674,3 +674,59 @@ def test_hand_written_checks_agree_with_pydantic_oracle(value: dict[str, Any]) -
     except JsonRpcError:
         got = None
     assert got == _oracle(value)
+
+
+def _general_outcome(value: dict[str, Any]) -> j.Message | JsonRpcError:
+    try:
+        return j._validate_any(value)
+    except JsonRpcError as exc:
+        return exc
+
+
+def _same(a: j.Message | JsonRpcError, b: j.Message | JsonRpcError) -> bool:
+    if isinstance(a, JsonRpcError) or isinstance(b, JsonRpcError):
+        return (
+            isinstance(a, JsonRpcError)
+            and isinstance(b, JsonRpcError)
+            and (a.code, a.message, a.id) == (b.code, b.message, b.id)
+        )
+    return type(a) is type(b) and a == b
+
+
+# The fast paths' exact key sets, with values that are valid, or just not.
+_near_values = st.one_of(
+    st.just("2.0"),
+    st.just("1.0"),
+    st.just("tools/call"),
+    st.just(True),
+    st.just(None),
+    st.integers(-2, 2),
+    st.just({}),
+    st.just([]),
+    st.just({"a": 1}),
+)
+_fast_shaped = st.one_of(
+    st.fixed_dictionaries({k: _near_values for k in ("jsonrpc", "id", "method", "params")}),
+    st.fixed_dictionaries({k: _near_values for k in ("jsonrpc", "id", "result")}),
+)
+
+
+@settings(max_examples=400)
+@given(st.one_of(_fast_shaped, envelopes))
+def test_fast_paths_agree_with_the_general_checks(value: dict[str, Any]) -> None:
+    """validate_message's fast paths give exactly what the general checks give: the same
+    message, or the same error (code, message, id)."""
+    assert _same(_outcome(value), _general_outcome(value))
+
+
+def test_common_shapes_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    def general(obj: object) -> j.Message:
+        raise AssertionError("took the general path")
+
+    monkeypatch.setattr(j, "_validate_any", general)
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}
+    assert j.validate_message(request) == Request(7, "tools/call", {"name": "x"})
+    response = {"jsonrpc": "2.0", "id": "e.1", "result": {"action": "accept"}}
+    assert j.validate_message(response) == Response("e.1", {"action": "accept"})
+    with pytest.raises(AssertionError, match="general"):  # a bool id is no id: not fast
+        j.validate_message({**request, "id": True})
