@@ -278,6 +278,19 @@ class MrtrPeer:
         on_response: Callable[[PeerResponse], None],
     ) -> None:
         """Record the request for the next ``InputRequiredResult``."""
+        self.send_request_nowait(method, params, request_id=request_id, on_response=on_response)
+        await trio.lowlevel.checkpoint()
+
+    def send_request_nowait(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """Record the request for the next ``InputRequiredResult`` (never blocks: recording is
+        all there is to send; the runtime's child then needs no cancel scope nor extra turn)."""
         cont = self._cont
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
@@ -285,7 +298,6 @@ class MrtrPeer:
         key = f"{method.rpartition('/')[0] or 'input'}-{next(cont.keys)}"
         cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response)
         cont.touch()
-        await trio.lowlevel.checkpoint()
 
     def forget_request(self, request_id: str) -> None:
         """Drop an input request the runtime no longer waits for (deadline, re-prompt)."""
