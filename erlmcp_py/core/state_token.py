@@ -254,10 +254,17 @@ def _normalize(value: Any) -> Any:
     return value
 
 
+# Built once: ``json.dumps`` with these options builds an encoder per call (same output).
+_CANONICAL: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+_DIGEST: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+)
+
+
 def _canonical_json(value: Any) -> bytes:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def _digest_json(value: Any) -> bytes:
@@ -267,9 +274,7 @@ def _digest_json(value: Any) -> bytes:
     # the strings ``"Infinity"``/``"NaN"``; UTF-8 with surrogatepass encodes each code point
     # on its own (a lone-surrogate pair and the astral character it spells differ). Not
     # ensure_ascii: it writes both of those as the same ``\ud83d\ude00``.
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
-    ).encode("utf-8", "surrogatepass")
+    return _DIGEST.encode(value).encode("utf-8", "surrogatepass")
 
 
 def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
