@@ -550,10 +550,14 @@ class ContinuationRegistry:
         cont.sink = sink
         cont.progress_token = progress_token
         cont.log_level = log_level
-        cont.life.deadline = math.inf
+        if cont.life.deadline != math.inf:  # a setter call re-registers the deadline
+            cont.life.deadline = math.inf
         try:
-            with trio.move_on_after(hold):
+            if hold == math.inf:  # a scope with no deadline would never cancel anything
                 await self._until_yield(cont)
+            else:
+                with trio.move_on_after(hold):
+                    await self._until_yield(cont)
             # The answer is decided: nothing more goes to this request's channel, and what is
             # under way there finishes first (a notification never follows the response).
             cont.sink = None
