@@ -64,7 +64,13 @@ So on the request's channel every notification precedes the response, and none f
 Yield detection: the first recorded request ends the round once no further request appeared
 for ``settle_checkpoints`` scheduler passes, so elicitations a tool starts concurrently are
 usually asked together; one that misses the batch is asked in the next round (correct, just
-one more round trip).
+one more round trip). The settle also ends early once the whole run is idle but for the
+settling tasks: the latest scheduler pass (seen by :class:`_IdleWatch`, a trio instrument
+while anybody settles) found only settling tasks runnable, and no request appeared since the
+pass before it. Every task that ran before that pass has then made its requests (they are
+recorded) and woke nobody, so no task of the process can ask anything before an outside event
+(I/O, a timer, another thread) wakes one; the settle never waited for those (they land in it
+by chance): the remaining passes would only burn CPU.
 
 Single node: continuations live in this process's memory and state tokens name them, so a
 retry must reach the process that issued the state (sticky routing on HTTP), and a restart
@@ -351,6 +357,68 @@ class MrtrPeer:
         )
 
 
+class _IdleWatch(trio.abc.Instrument):
+    """Per trio run, while some task settles: whether only settling tasks are runnable.
+
+    Between two scheduler batches (``before_io_wait``) every settling task is parked in its
+    checkpoint, hence runnable; so a run queue as long as the number of settlers holds the
+    settlers alone: ``idle`` tells whether the latest pass found that (a settler entering or
+    leaving clears it, as it may start other work). ``passes`` counts the passes seen.
+    Installed when a settle begins, and removed after ``_UNUSED_PASSES`` passes without
+    settlers (installing costs more than a few idle passes); an instrument that is gone, or
+    was removed by trio, only means no early settle.
+    """
+
+    def __init__(self) -> None:
+        self.settlers = 0
+        self.passes = 0
+        self.idle = False
+        self.unused = 0
+        self.installed = False
+
+    def before_io_wait(self, timeout: float) -> None:
+        self.passes += 1
+        if not self.settlers:
+            self.idle = False
+            self.unused += 1
+            if self.unused >= _UNUSED_PASSES:
+                self.installed = False
+                trio.lowlevel.remove_instrument(self)
+        else:
+            self.idle = trio.lowlevel.current_statistics().tasks_runnable == self.settlers
+
+    def idle_since(self, mark: int) -> bool:
+        """The latest pass, later than pass ``mark``, found only settlers runnable."""
+        return self.idle and self.passes > mark
+
+    def enter(self) -> None:
+        if not self.installed:
+            trio.lowlevel.add_instrument(self)
+            self.installed = True
+        self.settlers += 1
+        self.unused = 0
+        self.idle = False
+
+    def exit(self) -> None:
+        self.settlers -= 1
+        self.idle = False
+
+
+#: Scheduler passes without a settling task after which :class:`_IdleWatch` is removed.
+_UNUSED_PASSES: Final = 64
+
+_IDLE_WATCH: Final[trio.lowlevel.RunVar[_IdleWatch]] = trio.lowlevel.RunVar("mrtr_idle_watch")
+
+
+def _idle_watch() -> _IdleWatch:
+    try:
+        return _IDLE_WATCH.get()
+    except LookupError:
+        watch = _IdleWatch()
+        _IDLE_WATCH.set(watch)
+        return watch
+
+
 class ContinuationRegistry:
     """The bounded in-memory registry of stateless tool calls and their sealed states.
 
@@ -364,7 +432,8 @@ class ContinuationRegistry:
         max_continuations: Live continuations at most; further calls are refused.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
-        settle_checkpoints: Scheduler passes without a new request that end a round.
+        settle_checkpoints: Scheduler passes without a new request that end a round (fewer
+            when the run is idle but for settling tasks: see the module docstring).
     """
 
     def __init__(
@@ -590,16 +659,31 @@ class ContinuationRegistry:
     async def _until_yield(self, cont: _Continuation) -> None:
         while not (cont.done or cont.final is not None):
             if cont.outstanding:
-                quiet = 0
-                for _ in range(self.settle_checkpoints * 10):
-                    before = cont.version
-                    await trio.lowlevel.checkpoint()
-                    quiet = quiet + 1 if cont.version == before else 0
-                    if quiet >= self.settle_checkpoints or cont.done:
-                        break
+                await self._settle(cont)
                 if cont.outstanding or cont.done or cont.final is not None:
                     return
             await cont.changed.wait()
+
+    async def _settle(self, cont: _Continuation) -> None:
+        """Let the scheduler run until no new request appeared for ``settle_checkpoints``
+        passes, or the run is idle but for settlers (see the module docstring)."""
+        watch = _idle_watch()
+        watch.enter()
+        try:
+            quiet = 0
+            mark = watch.passes  # idle passes count from the latest request seen
+            for _ in range(self.settle_checkpoints * 10):
+                before = cont.version
+                await trio.lowlevel.checkpoint()
+                if cont.version == before:
+                    quiet += 1
+                else:
+                    quiet = 0
+                    mark = watch.passes
+                if quiet >= self.settle_checkpoints or cont.done or watch.idle_since(mark):
+                    break
+        finally:
+            watch.exit()
 
     def _input_required(self, cont: _Continuation) -> dict[str, Any]:
         now = trio.current_time()
