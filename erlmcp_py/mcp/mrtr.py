@@ -70,7 +70,9 @@ while anybody settles) found only settling tasks runnable, and no request appear
 pass before it. Every task that ran before that pass has then made its requests (they are
 recorded) and woke nobody, so no task of the process can ask anything before an outside event
 (I/O, a timer, another thread) wakes one; the settle never waited for those (they land in it
-by chance): the remaining passes would only burn CPU.
+by chance): the remaining passes would only burn CPU. The same holds for the turn in which the
+attached request wakes up because a request was recorded: counted as a settler from that
+touch on, it decides the round at once when the pass in between found only settlers.
 
 Single node: continuations live in this process's memory and state tokens name them, so a
 retry must reach the process that issued the state (sticky routing on HTTP), and a restart
@@ -193,6 +195,7 @@ class _Continuation:
         "sending",
         "sink",
         "version",
+        "watch",
     )
 
     def __init__(self, principal: str, digest: str) -> None:
@@ -217,9 +220,16 @@ class _Continuation:
         self.progress_token: str | int | None = None
         self.sending = 0  # sink calls under way
         self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
+        # Set while the attached request waits for a change: the wake-up counts it as a settler.
+        self.watch: _IdleWatch | None = None
 
     def touch(self) -> None:
         self.version += 1
+        watch = self.watch
+        if watch is not None:
+            # The waiter becomes runnable right here (set() below), so the watch may count it.
+            self.watch = None
+            watch.settlers += 1
         self.changed.set()
         self.changed = trio.Event()
 
@@ -391,12 +401,17 @@ class _IdleWatch(trio.abc.Instrument):
         """The latest pass, later than pass ``mark``, found only settlers runnable."""
         return self.idle and self.passes > mark
 
-    def enter(self) -> None:
+    def install(self) -> int:
+        """Make sure the watch is installed (and stays so a while); the current pass."""
         if not self.installed:
             trio.lowlevel.add_instrument(self)
             self.installed = True
-        self.settlers += 1
         self.unused = 0
+        return self.passes
+
+    def enter(self) -> None:
+        self.install()
+        self.settlers += 1
         self.idle = False
 
     def exit(self) -> None:
@@ -657,12 +672,26 @@ class ContinuationRegistry:
                 cont.life.deadline = cont.expires_at
 
     async def _until_yield(self, cont: _Continuation) -> None:
+        watch = _idle_watch()
+        idle = False  # woken by a change, and the pass before found only settlers runnable
         while not (cont.done or cont.final is not None):
             if cont.outstanding:
-                await self._settle(cont)
+                if not idle:
+                    await self._settle(cont)
                 if cont.outstanding or cont.done or cont.final is not None:
                     return
-            await cont.changed.wait()
+            # Counted as a settler from the touch that wakes us to our next turn: if the pass
+            # in between found only settlers, what the change started has settled already.
+            mark = watch.install()
+            cont.watch = watch
+            try:
+                await cont.changed.wait()
+            finally:
+                idle = False
+                if cont.watch is None:  # a touch woke us, and counted us
+                    idle = watch.idle_since(mark)
+                    watch.exit()
+                cont.watch = None
 
     async def _settle(self, cont: _Continuation) -> None:
         """Let the scheduler run until no new request appeared for ``settle_checkpoints``

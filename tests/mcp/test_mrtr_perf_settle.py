@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -161,3 +162,29 @@ async def test_the_watch_is_removed_when_nobody_settles(
         assert not watch.installed
         await start(registry, run)  # installed again, and works
         assert watch.installed
+
+
+async def test_an_idle_wake_up_needs_no_settle(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The attached request is woken by the request being recorded; when the pass in between
+    # found only it runnable, the round is decided in that turn, without settling.
+    settles = 0
+    settle = ContinuationRegistry._settle
+
+    async def counting(self: ContinuationRegistry, cont: Any) -> None:
+        nonlocal settles
+        settles += 1
+        await settle(self, cont)
+
+    monkeypatch.setattr(ContinuationRegistry, "_settle", counting)
+
+    async def run(peer: MrtrPeer) -> Mapping[str, Any]:
+        ask(peer, "who?")
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async with open_continuations(settle_checkpoints=HUGE) as registry:
+        assert messages(await start(registry, run)) == ["who?"]
+        assert messages(await start(registry, run)) == ["who?"]
+        assert settles == 0
