@@ -241,9 +241,17 @@ class KeyRing:
 # Request digest
 
 
+_PLAIN: Final = frozenset({str, int, bool, type(None)})  # normalized as they are
+
+
 def _normalize(value: Any) -> Any:
     # JSON does not tell 1 from 1.0 (JavaScript cannot even write 1.0): digest them alike.
-    if type(value) is float:
+    kind = type(value)
+    if kind in _PLAIN:  # the common leaves, without the ABC checks below
+        return value
+    if kind is dict:
+        return {k: _normalize(v) for k, v in value.items()}
+    if kind is float:
         if value.is_integer():
             return int(value)
         return value
