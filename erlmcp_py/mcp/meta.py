@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from erlmcp_py.core.values import fast_init
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId, invalid_params
 from erlmcp_py.mcp.versions import SESSION_VERSIONS, ClientCapabilities
 
@@ -65,6 +66,7 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 _DISCOVER: Final = "server/discover"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestMeta:
     """The protocol metadata of one modern request.
@@ -137,9 +139,11 @@ def parse_request_meta(request: Request) -> RequestMeta:
             ``-32022`` when the version is not one of :data:`MODERN_VERSIONS`.
     """
     id = request.id
-    if request.params is not None and not isinstance(request.params, Mapping):
+    params = request.params
+    # ``type(...) is dict`` first: the decoder's dicts skip the ABC check.
+    if params is not None and type(params) is not dict and not isinstance(params, Mapping):
         raise invalid_params("Invalid params: params must be an object", None, id)
-    meta = _meta_of(request.params)
+    meta = _meta_of(params)
     if meta is None:
         raise invalid_params(
             "Invalid params: _meta with the protocol version and client capabilities is required",
@@ -156,7 +160,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     if version not in MODERN_VERSIONS:
         raise unsupported_version(version, id)
     caps = meta.get(CLIENT_CAPABILITIES)
-    if not isinstance(caps, Mapping):
+    if type(caps) is not dict and not isinstance(caps, Mapping):
         raise invalid_params(
             f"Invalid params: _meta.{CLIENT_CAPABILITIES} must be an object",
             {"missing": [CLIENT_CAPABILITIES]},
@@ -168,7 +172,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     return RequestMeta(
         protocol_version=version,
         capabilities=ClientCapabilities.parse(caps, version),
-        client_info=dict(info) if isinstance(info, Mapping) else {},
+        client_info=dict(info) if type(info) is dict or isinstance(info, Mapping) else {},
         log_level=level if isinstance(level, str) else None,
         progress_token=token if type(token) in (str, int) else None,
     )
