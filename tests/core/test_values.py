@@ -130,3 +130,22 @@ def test_the_runtime_value_types_use_it() -> None:
     ):
         assert cls.__init__.__code__.co_filename == "<string>"
         assert "_set_" in " ".join(cls.__init__.__code__.co_names), cls
+
+
+def test_copy_pickle_and_replace_still_work() -> None:
+    """They go through __reduce__/__setstate__ and __init__: both must keep working."""
+    import copy
+    import pickle
+
+    for value in (
+        outcomes.Accepted({"a": 1}),
+        outcomes.Failed("x"),
+        lifecycle.Sent(1.0),
+        jsonrpc.Request(1, "m", {"p": 1}),
+    ):
+        assert pickle.loads(pickle.dumps(value)) == value
+        assert copy.copy(value) == value
+        assert copy.deepcopy(value) == value
+    assert dataclasses.replace(jsonrpc.Request(1, "m"), id=2) == jsonrpc.Request(2, "m")
+    point = dataclasses.replace(FAST(1, label="a"), y=9)
+    assert (point.x, point.y, point.label) == (1, 9, "a")
