@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -71,7 +72,7 @@ def _quiet() -> None:
 
 
 async def _run_ops(version: str, n: int, counted: int) -> Counter[CodeType]:
-    """Warm up, run ``n`` ops, then ``counted`` ops under the opcode counter."""
+    """The op of ``bench_vs_sdk.py`` on ``version`` (see :func:`_drive`)."""
     server = Server(
         "bench-op-cost",
         "1.0.0",
@@ -97,13 +98,20 @@ async def _run_ops(version: str, n: int, counted: int) -> Counter[CodeType]:
             if result.get("isError") or result["content"][0].get("text") != "Ada":
                 raise RuntimeError(f"unexpected {result!r}")
 
-        for _ in range(WARMUP + n):
-            await op()
-        if counted:
-            with _counting(counts):
-                for _ in range(counted):
-                    await op()
+        await _drive(op, n, counted, counts)
     return counts
+
+
+async def _drive(
+    op: Callable[[], Awaitable[None]], n: int, counted: int, counts: Counter[CodeType]
+) -> None:
+    """Warm up, run ``n`` ops, then ``counted`` ops under the opcode counter."""
+    for _ in range(WARMUP + n):
+        await op()
+    if counted:
+        with _counting(counts):
+            for _ in range(counted):
+                await op()
 
 
 async def _skeleton(n: int, counted: int) -> Counter[CodeType]:
@@ -129,12 +137,7 @@ async def _skeleton(n: int, counted: int) -> Counter[CodeType]:
             nursery.start_soon(tool, trio.lowlevel.current_task())
             await trio.lowlevel.wait_task_rescheduled(abort)
 
-        for _ in range(WARMUP + n):
-            await op()
-        if counted:
-            with _counting(counts):
-                for _ in range(counted):
-                    await op()
+        await _drive(op, n, counted, counts)
     return counts
 
 
