@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from erlmcp_py.core.forms_conditions import _effective, _Plan
 from erlmcp_py.core.forms_extra_checks import _extra_errors, _rule_errors
 from erlmcp_py.core.forms_fields import AnyField, NumberField
-from erlmcp_py.core.forms_messages import _MISSING, _error, _from_jsonschema, _plural
-from erlmcp_py.core.validation import AnswerError, ValidationResult, not_an_object
+from erlmcp_py.core.forms_messages import _MISSING, _error, _from_jsonschema
+from erlmcp_py.core.validation import AnswerError, ValidationResult, _plural, not_an_object
 
 if TYPE_CHECKING:
     from erlmcp_py.core.forms_compile import CompiledForm

@@ -14,20 +14,11 @@ from erlmcp_py.core.validation import (
     _FORMAT_WORDS,
     _TYPE_WORDS,
     AnswerError,
+    _plural,
     json_pointer,
+    keyword_message,
     value_facts,
 )
-
-
-def _num(v: object) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
 
 _MISSING: Final = object()
 
@@ -79,33 +70,14 @@ def _from_jsonschema(
         msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
     elif keyword == "pattern":
         msg = "does not have the expected form"
-    elif keyword in ("minLength", "maxLength"):
-        word = "at least" if keyword == "minLength" else "at most"
-        msg = f"must be {word} {_plural(expected, 'character')} long (got {length})"
     elif keyword == "maximum" and in_file:
         keyword, msg = "maxSize", f"the file must be at most {_plural(expected, 'byte')}"
     elif keyword == "minimum" and in_file:  # the size's own floor, 0
         msg = "the file size must not be negative"
-    elif keyword == "minimum":
-        msg = f"must be at least {_num(expected)}"
-    elif keyword == "maximum":
-        msg = f"must be at most {_num(expected)}"
-    elif keyword == "exclusiveMinimum":
-        msg = f"must be greater than {_num(expected)}"
-    elif keyword == "exclusiveMaximum":
-        msg = f"must be less than {_num(expected)}"
-    elif keyword == "multipleOf":
-        msg = f"must be a multiple of {_num(expected)}"
-    elif keyword == "minItems":
-        msg = f"needs at least {_plural(expected, 'choice')} (got {items})"
-    elif keyword == "maxItems":
-        msg = f"allows at most {_plural(expected, 'choice')} (got {items})"
-    elif keyword == "uniqueItems":
-        msg = "must not repeat a choice"
     elif keyword == "required":
         exp, msg = True, "the file's name, type and size are required"
-    else:  # pragma: no cover - the property schemas use no other keyword
-        msg = f"does not satisfy {keyword}"
+    else:  # the shared wording; the property schemas use no keyword it does not know
+        msg = keyword_message(keyword, expected, length, items) or f"does not satisfy {keyword}"
     return AnswerError(
         field=p.id,
         constraint=keyword,

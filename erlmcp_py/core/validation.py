@@ -238,6 +238,34 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def keyword_message(
+    keyword: str, expected: Any, length: int | None, items: int | None
+) -> str | None:
+    """The wording of a failed length, bound or item-count keyword (shared by every validator,
+    so each words it the same); ``None`` for any other keyword."""
+    if keyword == "minLength":
+        return f"must be at least {_plural(expected, 'character')} long (got {length})"
+    if keyword == "maxLength":
+        return f"must be at most {_plural(expected, 'character')} long (got {length})"
+    if keyword == "minimum":
+        return f"must be at least {_num(expected)}"
+    if keyword == "maximum":
+        return f"must be at most {_num(expected)}"
+    if keyword == "exclusiveMinimum":
+        return f"must be greater than {_num(expected)}"
+    if keyword == "exclusiveMaximum":
+        return f"must be less than {_num(expected)}"
+    if keyword == "multipleOf":
+        return f"must be a multiple of {_num(expected)}"
+    if keyword == "minItems":
+        return f"needs at least {_plural(expected, 'choice')} (got {items})"
+    if keyword == "maxItems":
+        return f"allows at most {_plural(expected, 'choice')} (got {items})"
+    if keyword == "uniqueItems":
+        return "must not repeat a choice"
+    return None
+
+
 def value_facts(value: object) -> tuple[str, int | None, int | None]:
     """The only facts an error may state about a value: JSON type, length, item count."""
     jt = json_type(value)
@@ -586,23 +614,13 @@ def _convert(
             keyword = "anyOf"
     elif keyword == "format":
         msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
-    elif keyword == "minLength":
-        msg = f"must be at least {_plural(expected, 'character')} long (got {length})"
-    elif keyword == "maxLength":
-        msg = f"must be at most {_plural(expected, 'character')} long (got {length})"
-    elif keyword == "minimum":
-        msg = f"must be at least {_num(expected)}"
-    elif keyword == "maximum":
-        msg = f"must be at most {_num(expected)}"
-    elif keyword == "minItems":
-        msg = f"needs at least {_plural(expected, 'choice')} (got {items})"
-    elif keyword == "maxItems":
-        msg = f"allows at most {_plural(expected, 'choice')} (got {items})"
-    elif keyword == "uniqueItems":
-        msg = "must not repeat a choice"
-    else:  # pragma: no cover - the leaf schemas use no other keyword
-        msg = f"does not satisfy {keyword}"
-        exp = str(expected)
+    else:
+        common = keyword_message(keyword, expected, length, items)
+        if common is not None:
+            msg = common
+        else:  # pragma: no cover - the leaf schemas use no other keyword
+            msg = f"does not satisfy {keyword}"
+            exp = str(expected)
     return AnswerError(
         field=f.name,
         constraint=keyword,
