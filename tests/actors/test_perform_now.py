@@ -11,8 +11,9 @@ import trio
 import trio.testing
 
 from erlmcp_py import Accepted, ElicitationRequest, Runtime, Tenant, TimedOut, open_runtime
+from erlmcp_py.actors.api import ElicitationHandle
 from erlmcp_py.actors.peer import PeerResponse
-from erlmcp_py.testing import MemoryPeer
+from erlmcp_py.testing import MemoryPeer, SentRequest
 
 SCHEMA = {
     "type": "object",
@@ -31,15 +32,22 @@ async def rt() -> AsyncIterator[Runtime]:
         yield runtime
 
 
-async def test_an_answer_to_a_parked_elicitation_is_validated_in_the_deliverers_turn(
-    rt: Runtime, autojump_clock: trio.testing.MockClock
-) -> None:
-    peer = MemoryPeer()
+async def asked(rt: Runtime, peer: MemoryPeer) -> tuple[ElicitationHandle, SentRequest]:
+    """Ask ``peer`` the SCHEMA form; return once the request is out and the child is parked
+    (or inside its send)."""
     handle = await rt.create_elicitation(
         ElicitationRequest("Who?", requested_schema=SCHEMA), peer=peer, tenant=ALICE
     )
     sent = await peer.wait_request()
-    await trio.testing.wait_all_tasks_blocked()  # the child is parked
+    await trio.testing.wait_all_tasks_blocked()
+    return handle, sent
+
+
+async def test_an_answer_to_a_parked_elicitation_is_validated_in_the_deliverers_turn(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle, sent = await asked(rt, peer)  # the child is parked
     assert peer.answer(sent.id, {"action": "accept", "content": {"name": "Ada"}})
     # No checkpoint since the answer: the outcome was decided in this very turn.
     assert handle.outcome_nowait() == Accepted({"name": "Ada", "age": 30})
@@ -49,11 +57,7 @@ async def test_an_invalid_answer_is_reprompted_in_the_deliverers_turn(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
     peer = MemoryPeer()
-    handle = await rt.create_elicitation(
-        ElicitationRequest("Who?", requested_schema=SCHEMA), peer=peer, tenant=ALICE
-    )
-    sent = await peer.wait_request()
-    await trio.testing.wait_all_tasks_blocked()
+    handle, sent = await asked(rt, peer)
     peer.answer(sent.id, {"action": "accept", "content": {"name": ""}})
     assert len(peer.requests) == 2  # the re-prompt went out at once (a nowait peer)
     assert "not accepted" in peer.requests[1].params["message"]
@@ -87,11 +91,7 @@ async def test_an_answer_during_an_effect_in_progress_waits_for_the_child(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
     peer = SlowSendPeer()
-    handle = await rt.create_elicitation(
-        ElicitationRequest("Who?", requested_schema=SCHEMA), peer=peer, tenant=ALICE
-    )
-    sent = await peer.wait_request()
-    await trio.testing.wait_all_tasks_blocked()  # the child is inside its send
+    handle, sent = await asked(rt, peer)  # the child is inside its send
     assert peer.answer(sent.id, {"action": "accept", "content": {"name": "Ada"}})
     # Validating now would run a second effect beside the send in progress.
     with pytest.raises(trio.WouldBlock):
@@ -105,11 +105,7 @@ async def test_an_answer_after_the_deadline_fired_does_not_overtake_it(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
     peer = MemoryPeer()
-    handle = await rt.create_elicitation(
-        ElicitationRequest("Who?", requested_schema=SCHEMA), peer=peer, tenant=ALICE
-    )
-    sent = await peer.wait_request()
-    await trio.testing.wait_all_tasks_blocked()
+    handle, sent = await asked(rt, peer)
     record = handle._record
     assert record is not None
     autojump_clock.jump(record.core.deadline - trio.current_time() + 1)
