@@ -43,12 +43,18 @@ def build() -> Server:
     return server
 
 
-def main() -> None:
+def serve_over_stdio(server: Server) -> None:
+    """Serve ``server`` on this process's stdio: MCP on the real stdout, anything else
+    printed (and the JSON logs) on stderr."""
     configure_logging("json", "info", sys.stderr)
     mcp_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    trio.run(lambda: serve_stdio(build(), stdout_fd=mcp_out))
+    trio.run(lambda: serve_stdio(server, stdout_fd=mcp_out))
+
+
+def main() -> None:
+    serve_over_stdio(build())
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ META = {
 YES = {"action": "accept", "content": {"confirm": True}}
 
 
-def build() -> Server:
-    server = Server("mrtr-notify", "1.0.0")
+def add_export(server: Server) -> None:
+    """The ``export`` tool (shared with the Streamable HTTP tests)."""
 
     @server.tool()
     async def export(ctx: Context, items: int = 3) -> str:
@@ -54,6 +54,11 @@ def build() -> Server:
         await ctx.log("debug", "details nobody asked for")
         await ctx.report_progress(3, 3)
         return f"exported {items}"
+
+
+def build() -> Server:
+    server = Server("mrtr-notify", "1.0.0")
+    add_export(server)
 
     @server.tool()
     async def restart(ctx: Context) -> str:
@@ -282,14 +287,9 @@ async def test_stdio_subprocess_notifications_precede_each_response_and_none_fol
 
 
 def main() -> None:  # pragma: no cover - runs in the subprocess
-    from erlmcp_py.logging import configure_logging
-    from erlmcp_py.transports.stdio import serve_stdio
+    from tests.mcp.mrtr_stdio_server import serve_over_stdio
 
-    configure_logging("json", "info", sys.stderr)
-    mcp_out = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    trio.run(lambda: serve_stdio(build(), stdout_fd=mcp_out))
+    serve_over_stdio(build())
 
 
 if __name__ == "__main__":

@@ -19,11 +19,11 @@ import httpx2
 import trio
 import trio.testing
 
-from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports.http import Listening, serve_http
+from tests.mcp.test_mrtr_notify_e2e import add_export
 from tests.transports.test_http import SseReader
 
 TIMEOUT = 10  # seconds: bound of every wait in this file
@@ -46,20 +46,7 @@ class Probe:
 
 def build_server(probe: Probe) -> Server:
     server = Server("mrtr-notify-http", "1.0")
-
-    @server.tool()
-    async def export(ctx: Context, items: int = 3) -> str:
-        """Log and report progress, ask, then report progress again."""
-        await ctx.log("info", f"scanning {items} items")
-        await ctx.report_progress(1, 3, "scanned")
-        sure = await ctx.elicit_confirm(f"Export {items} items?")
-        if not isinstance(sure, Accepted) or sure.content is not True:
-            return "not exported"
-        await ctx.report_progress(2, 3, "exporting")
-        await ctx.log("info", "exported")
-        await ctx.log("debug", "details nobody asked for")
-        await ctx.report_progress(3, 3)
-        return f"exported {items}"
+    add_export(server)
 
     @server.tool()
     async def quiet(ctx: Context) -> str:
