@@ -29,7 +29,8 @@ this one assembles them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -230,30 +231,17 @@ def compile_form(
             )
             url_fields.append(p.id)
     if reasons:
-        return _replace(compiled, needs_url_mode="; ".join(reasons), url_fields=url_fields)
-    return _replace(compiled, requested_schema=_wire_schema(definition, plans, version, policy))
-
-
-def _replace(
-    compiled: CompiledForm,
-    *,
-    requested_schema: FrozenDict | None = None,
-    needs_url_mode: str | None = None,
-    url_fields: Iterable[str] = (),
-) -> CompiledForm:
-    return CompiledForm(
-        form=compiled.form,
-        version=compiled.version,
-        requested_schema=requested_schema,
-        validation_schema=compiled.validation_schema,
-        needs_url_mode=needs_url_mode,
-        url_mode_fields=tuple(url_fields),
-        url_policy=compiled.url_policy,
-        hints=compiled.hints,
-        _plans=compiled._plans,
-        _order=compiled._order,
-        _validator=compiled._validator,
-        _field_validators=compiled._field_validators,
+        return dataclasses.replace(
+            compiled,
+            requested_schema=None,
+            needs_url_mode="; ".join(reasons),
+            url_mode_fields=tuple(url_fields),
+        )
+    return dataclasses.replace(
+        compiled,
+        requested_schema=_wire_schema(definition, plans, version, policy),
+        needs_url_mode=None,
+        url_mode_fields=(),
     )
 
 
