@@ -26,7 +26,7 @@ from erlmcp_py.core.policy import LifecyclePolicy
 _times = st.floats(0, 2000, allow_nan=False)
 _events = st.one_of(
     _times.map(Sent),
-    st.sampled_from(["accept", "decline", "cancel"]).map(lambda a: Answer(a, {"x": 1})),
+    st.sampled_from(["accept", "decline", "cancel"]).map(lambda a: Answer(a, {"x": 1})),  # type: ignore[arg-type]
     st.booleans().map(lambda ok: Validated(ok, () if ok else ("bad",), {"x": 1})),
     _times.map(WarningDue),
     _times.map(DeadlineReached),

@@ -49,7 +49,7 @@ class Floaty(pydantic.BaseModel):
 
 
 def test_direct_path_is_taken_only_where_it_is_exact() -> None:
-    assert schema_for(Person)._direct_keys == {"name", "age", "subscribe"}
+    assert schema_for(Person)._direct_keys == frozenset({"name", "age", "subscribe"})
     assert schema_for(WithDefaults)._direct_keys is not None
     assert schema_for(Aliased)._direct_keys is None  # renamed: the loop maps the names
     assert schema_for(Floaty)._direct_keys is None  # float(): an int answer becomes a float
@@ -60,7 +60,8 @@ def test_direct_path_is_taken_only_where_it_is_exact() -> None:
 def test_direct_and_general_from_valid_agree(case: tuple[str, list[Any]], data: Any) -> None:
     _, fields = case
     annotations = {name: (Optional[ann] if opt else ann) for name, ann, _, _, opt in fields}
-    tp: Any = pydantic.create_model("Random", **{k: (a, ...) for k, a in annotations.items()})
+    definitions: dict[str, Any] = {k: (a, ...) for k, a in annotations.items()}
+    tp: Any = pydantic.create_model("Random", **definitions)
     form = schema_for(tp)
     answer = {name: to_wire(v) for name, _, v, to_wire, _ in fields if v is not None}
     wire = json.loads(json.dumps(answer))
