@@ -66,8 +66,9 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from erlmcp_py.core.outcomes import (
     Accepted,
@@ -481,6 +482,10 @@ EFFECT_TYPES: Final[tuple[type[Effect], ...]] = (
 )
 
 
+_FIRST_REQUEST: Final = SendRequest(attempt=1)
+"""start()'s request: one immutable value shared by every elicitation."""
+
+
 def status_for_outcome(outcome: Outcome) -> Status:
     """Return the terminal status that ``outcome`` implies.
 
@@ -544,17 +549,22 @@ class Elicitation:
         "_sent_at",
         "_started",
         "_status",
+        "_terminal",
         "_validating",
+        "_warn_at",
         "_warned",
     )
 
     def __init__(self, policy: LifecyclePolicy, now: float, *, mode: Mode = "form") -> None:
         _check_now("Elicitation", now)
+        now = float(now)
         self._policy = policy
         self._mode: Mode = mode
-        self._created_at = float(now)
-        self._deadline = float(now) + policy.deadline_for(mode)
+        self._created_at = now
+        self._deadline = now + policy.deadline_for(mode)
+        self._warn_at = self._warning_time()
         self._status = Status.PENDING
+        self._terminal = False
         self._started = False
         self._outstanding = False
         self._validating = False
@@ -579,10 +589,10 @@ class Elicitation:
         if self._started:
             raise RuntimeError("Elicitation.start() called twice")
         self._started = True
-        if self.is_terminal:
+        if self._terminal:
             return []
         self._outstanding = True
-        return [SetDeadline(self._deadline, self.warn_at), SendRequest(attempt=1)]
+        return [SetDeadline(self._deadline, self._warn_at), _FIRST_REQUEST]
 
     def handle(self, event: Event) -> list[Effect]:
         """Apply one event.
@@ -604,37 +614,56 @@ class Elicitation:
             return []  # terminal statuses are absorbing
         return row.handler(self, event)
 
-    @property
-    def status(self) -> Status:
-        """The current status."""
-        return self._status
+    if TYPE_CHECKING:  # what type checkers see; at run time, the readers in the else branch
+
+        @property
+        def status(self) -> Status:
+            """The current status."""
+
+        @property
+        def created_at(self) -> float:
+            """When the elicitation was created."""
+
+        @property
+        def sent_at(self) -> float | None:
+            """When the first request reached the transport (``None`` if it has not)."""
+
+        @property
+        def deadline(self) -> float:
+            """The current deadline (moves forward only, by granted extensions)."""
+
+        @property
+        def warn_at(self) -> float | None:
+            """When the warning for the current deadline is due (``None``: warnings disabled)."""
+
+        @property
+        def is_terminal(self) -> bool:
+            """Whether the elicitation has ended."""
+
+    else:
+        # Read-only properties that the shell reads several times per event: their getter is
+        # operator.attrgetter, C code, so a read runs no Python frame. Each reads the slot
+        # that the machine keeps current.
+        status = property(attrgetter("_status"), doc="The current status.")
+        created_at = property(attrgetter("_created_at"), doc="When the elicitation was created.")
+        sent_at = property(
+            attrgetter("_sent_at"),
+            doc="When the first request reached the transport (``None`` if it has not).",
+        )
+        deadline = property(
+            attrgetter("_deadline"),
+            doc="The current deadline (moves forward only, by granted extensions).",
+        )
+        warn_at = property(
+            attrgetter("_warn_at"),
+            doc="When the warning for the current deadline is due (``None``: warnings disabled).",
+        )
+        is_terminal = property(attrgetter("_terminal"), doc="Whether the elicitation has ended.")
 
     @property
     def mode(self) -> Mode:
         """``"form"`` or ``"url"``."""
         return self._mode
-
-    @property
-    def created_at(self) -> float:
-        """When the elicitation was created."""
-        return self._created_at
-
-    @property
-    def sent_at(self) -> float | None:
-        """When the first request reached the transport (``None`` if it has not)."""
-        return self._sent_at
-
-    @property
-    def deadline(self) -> float:
-        """The current deadline (moves forward only, by granted extensions)."""
-        return self._deadline
-
-    @property
-    def warn_at(self) -> float | None:
-        """When the warning for the current deadline is due (``None``: warnings disabled)."""
-        if self._policy.warn_before_s == 0:
-            return None
-        return self._deadline - self._policy.warn_before_s
 
     @property
     def extensions_used(self) -> int:
@@ -662,11 +691,6 @@ class Elicitation:
         return self._validating
 
     @property
-    def is_terminal(self) -> bool:
-        """Whether the elicitation has ended."""
-        return self._status in TERMINAL
-
-    @property
     def outcome(self) -> Outcome | None:
         """The outcome once terminal, else ``None``."""
         return self._outcome
@@ -681,8 +705,15 @@ class Elicitation:
 
     # -- handlers (one per table row kind) ------------------------------------------------
 
+    def _warning_time(self) -> float | None:
+        """``warn_at`` for the current deadline (kept in ``_warn_at`` as the deadline moves)."""
+        if self._policy.warn_before_s == 0:
+            return None
+        return self._deadline - self._policy.warn_before_s
+
     def _resolve(self, status: Status, outcome: Outcome, *, notice: bool) -> list[Effect]:
         self._status = status
+        self._terminal = True  # every terminal status is entered here, and only here
         self._outcome = outcome
         self._outstanding = False
         self._validating = False
@@ -726,7 +757,7 @@ class Elicitation:
         return self._resolve(Status.FAILED, Failed("validation", detail), notice=False)
 
     def _on_warning_due(self, event: WarningDue) -> list[Effect]:
-        warn_at = self.warn_at
+        warn_at = self._warn_at
         if self._warned or warn_at is None or event.now < warn_at:
             return []  # already warned for this deadline, disabled, or a stale timer
         if event.now >= self._deadline:
@@ -751,10 +782,11 @@ class Elicitation:
             else min(float(event.seconds), policy.extension_s)
         )
         self._deadline += granted
+        self._warn_at = self._warning_time()
         self._extensions_used += 1
         self._warned = False  # one warning per deadline: re-armed
         return [
-            SetDeadline(self._deadline, self.warn_at),
+            SetDeadline(self._deadline, self._warn_at),
             ExtensionGranted(self._deadline, granted, self.extensions_remaining),
         ]
 

@@ -148,14 +148,19 @@ class RateLimiter:
     """
 
     __slots__ = (
+        "_admitted",
         "_buckets",
         "_capacity_level",
         "_checks_since_prune",
         "_clock_ns",
         "_counts",
+        "_global_cap",
+        "_max_pending",
         "_pending",
         "_pending_total",
         "_policy",
+        "_prune_every",
+        "_rate",
         "_window_ns",
     )
 
@@ -163,13 +168,17 @@ class RateLimiter:
         self._policy = policy if policy is not None else RatePolicy()
         self._window_ns = round(self._policy.window_s * _NS_PER_S)
         self._capacity_level = self._policy.capacity * self._window_ns
+        self._rate = self._policy.rate
+        self._max_pending = self._policy.max_pending_per_client
+        self._global_cap = self._policy.max_pending_global
+        self._prune_every = self._policy.prune_every
         self._buckets: dict[Hashable, _Bucket] = {}
         self._pending: dict[Hashable, int] = {}
         self._pending_total = 0
         self._clock_ns: int | None = None
         self._checks_since_prune = 0
-        self._counts = {
-            "admitted": 0,
+        self._admitted = 0
+        self._counts = {  # refusals by limit, and pruned buckets
             "rate": 0,
             "client_pending": 0,
             "global_pending": 0,
@@ -197,38 +206,56 @@ class RateLimiter:
         Raises:
             ValueError: ``now`` is not finite.
         """
+        # One pass, with the policy's numbers copied into slots (a policy is frozen) and the
+        # clock and the bucket's refill done in place: this runs once per elicitation.
         now_ns = _to_ns(now)
-        clock = self._advance(now_ns)
-        self._checks_since_prune += 1
-        if self._checks_since_prune >= max(self._policy.prune_every, len(self._buckets)):
-            self._prune_at(clock)
+        clock = self._clock_ns
+        if clock is None or now_ns > clock:
+            self._clock_ns = clock = now_ns
+        checks = self._checks_since_prune + 1
+        if checks >= self._prune_every and checks >= len(self._buckets):
+            self._prune_at(clock)  # resets the count
+        else:
+            self._checks_since_prune = checks
 
         pending = self._pending.get(client, 0)
-        if pending >= self._policy.max_pending_per_client:
-            return self._refuse(Refused("client_pending", cap=self._policy.max_pending_per_client))
-        global_cap = self._policy.max_pending_global
+        if pending >= self._max_pending:
+            return self._refuse(Refused("client_pending", cap=self._max_pending))
+        global_cap = self._global_cap
         if global_cap is not None and self._pending_total >= global_cap:
             return self._refuse(Refused("global_pending", cap=global_cap))
 
+        window_ns = self._window_ns
         bucket = self._buckets.get(client)
         if bucket is None:
-            bucket = _Bucket(self._capacity_level, clock)
+            level = self._capacity_level
         else:
-            self._refill(bucket, clock)
-        if bucket.level < self._window_ns:
-            missing = self._window_ns - bucket.level  # token-ns short of one token
-            wait_ns = -(-missing // self._policy.rate)  # ceil
+            level = bucket.level
+            elapsed = clock - bucket.updated_ns
+            if elapsed > 0:  # as _level_at
+                level = min(self._capacity_level, level + elapsed * self._rate)
+        if level < window_ns:
+            if bucket is not None:
+                self._refill(bucket, clock)
+            missing = window_ns - level  # token-ns short of one token
+            wait_ns = -(-missing // self._rate)  # ceil
             wait_ns += clock - now_ns  # the caller's clock may lag the limiter's
             # round up to the next whole microsecond, so now + retry_after is never short
             retry_after = (wait_ns // 1000 + 1) / 1_000_000
             return self._refuse(Refused("rate", retry_after=retry_after))
 
-        bucket.level -= self._window_ns
-        self._buckets[client] = bucket
-        self._pending[client] = pending + 1
+        level -= window_ns
+        if bucket is None:
+            self._buckets[client] = _Bucket(level, clock)
+        else:
+            # the clock never runs behind a bucket's update time (both come from _clock_ns)
+            bucket.level = level
+            bucket.updated_ns = clock
+        pending += 1
+        self._pending[client] = pending
         self._pending_total += 1
-        self._counts["admitted"] += 1
-        return Admitted(pending=pending + 1, tokens=bucket.level / self._window_ns)
+        self._admitted += 1
+        return Admitted(pending, level / window_ns)
 
     def release(self, client: Hashable) -> bool:
         """Count one of ``client``'s elicitations as ended.
@@ -285,7 +312,7 @@ class RateLimiter:
             buckets=len(self._buckets),
             clients_pending=len(self._pending),
             pending_total=self._pending_total,
-            admitted=self._counts["admitted"],
+            admitted=self._admitted,
             refused_rate=self._counts["rate"],
             refused_client_pending=self._counts["client_pending"],
             refused_global_pending=self._counts["global_pending"],
@@ -311,7 +338,7 @@ class RateLimiter:
         elapsed = clock - bucket.updated_ns
         if elapsed <= 0:
             return bucket.level
-        return min(self._capacity_level, bucket.level + elapsed * self._policy.rate)
+        return min(self._capacity_level, bucket.level + elapsed * self._rate)
 
     def _refill(self, bucket: _Bucket, clock: int) -> None:
         if clock > bucket.updated_ns:

@@ -442,7 +442,16 @@ class FormType(Generic[T]):
         wrapped: ``True`` when the type is a bare answer wrapped as the field ``value``.
     """
 
-    __slots__ = ("_build", "_by_version", "_specs", "schema", "type", "validator", "wrapped")
+    __slots__ = (
+        "_build",
+        "_by_version",
+        "_direct_keys",
+        "_specs",
+        "schema",
+        "type",
+        "validator",
+        "wrapped",
+    )
 
     def __init__(
         self,
@@ -451,6 +460,8 @@ class FormType(Generic[T]):
         specs: tuple[_Spec, ...],
         build: Callable[[dict[str, Any]], Any],
         wrapped: bool,
+        *,
+        direct: bool = False,
     ) -> None:
         self.type = tp
         self.schema = schema
@@ -459,6 +470,9 @@ class FormType(Generic[T]):
         self._specs = specs
         self._build = build
         self._by_version: dict[str, FrozenDict] = {}
+        # ``direct``: a pydantic model whose fields have their wire names and whose validated
+        # values need no conversion; an answer with every field goes to it as it is.
+        self._direct_keys = frozenset(spec.wire for spec in specs) if direct else None
 
     def __repr__(self) -> str:
         return f"<FormType {_name_of(self.type)} fields={list(self.validator.field_names)}>"
@@ -506,6 +520,12 @@ class FormType(Generic[T]):
             InvalidAnswer: the type's own validators (e.g. pydantic ``field_validator``)
                 refused the answer.
         """
+        direct = self._direct_keys
+        if direct is not None and type(content) is dict and content.keys() == direct:
+            # What the loop below would build: the same keys and values (an integer field's
+            # validated value is an int already), in form order (the validator's), copied.
+            built: T = self._build(dict(content))
+            return built
         values: dict[str, Any] = {}
         for spec in self._specs:
             wire = spec.wire
@@ -620,7 +640,22 @@ def _render(tp: Any) -> FormType[Any]:
             f"{where}: a form needs at least one field (MCP clients cannot render an empty form)"
         )
     schema: FrozenDict = freeze(object_schema(props, required))
-    return FormType(tp, schema, tuple(specs), _builder(tp, record, specs), wrapped=not record)
+    direct = (
+        record
+        and issubclass(tp, pydantic.BaseModel)
+        and all(spec.wire == spec.attr and _as_validated(spec, props[spec.wire]) for spec in specs)
+    )
+    build = _builder(tp, record, specs)
+    return FormType(tp, schema, tuple(specs), build, wrapped=not record, direct=direct)
+
+
+def _as_validated(spec: _Spec, prop: Mapping[str, Any]) -> bool:
+    """Whether ``spec``'s converter returns every validated value unchanged: an ``integer``
+    field's validated value is an ``int`` (the validator turns an integral float into one; a
+    default is used as it is, so it must be an ``int`` too), and ``int()`` of it is a no-op."""
+    if spec.convert is _identity:
+        return True
+    return spec.convert is _to_int and type(prop.get("default", 0)) is int
 
 
 def _builder(tp: Any, record: bool, specs: list[_Spec]) -> Callable[[dict[str, Any]], Any]:

@@ -400,6 +400,8 @@ def _fast_check(prop: Mapping[str, Any], kind: FieldKind) -> Callable[[Any], boo
     if kind is FieldKind.STRING:
         min_len, max_len = prop.get("minLength", 0), prop.get("maxLength")
         fmt = FORMATS.get(prop.get("format", ""))
+        if not min_len and max_len is None and fmt is None:
+            return _is_string  # no keyword besides type: the common free-text field
 
         def string(v: Any) -> bool:
             if not isinstance(v, str):
@@ -410,13 +412,21 @@ def _fast_check(prop: Mapping[str, Any], kind: FieldKind) -> Callable[[Any], boo
             return fmt is None or fmt(v)
 
         return string
-    is_type = _is_integer if kind is FieldKind.INTEGER else _is_number
-    low, high = prop.get("minimum"), prop.get("maximum")
+    # An absent bound is an infinite one: int/float comparisons with an infinity are exact.
+    low: float = prop.get("minimum", -math.inf)
+    high: float = prop.get("maximum", math.inf)
+    if kind is FieldKind.INTEGER:
+
+        def integer(v: Any) -> bool:
+            t = type(v)
+            # is_integer() is False for NaN and the infinities
+            return (t is int or (t is float and v.is_integer())) and low <= v <= high
+
+        return integer
 
     def number(v: Any) -> bool:
-        if not is_type(v) or (type(v) is float and not math.isfinite(v)):
-            return False
-        return (low is None or v >= low) and (high is None or v <= high)
+        t = type(v)
+        return (t is int or (t is float and math.isfinite(v))) and low <= v <= high
 
     return number
 
@@ -458,7 +468,16 @@ class CompiledValidator:
         required: The names of the required fields.
     """
 
-    __slots__ = ("_by_name", "_fields", "digest", "field_names", "required", "schema")
+    __slots__ = (
+        "_by_name",
+        "_fields",
+        "_full",
+        "_plan",
+        "digest",
+        "field_names",
+        "required",
+        "schema",
+    )
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         """Compile ``schema``; prefer :func:`compile_validator`, which caches.
@@ -491,6 +510,13 @@ class CompiledValidator:
                 )
             )
         self._fields: tuple[_Field, ...] = tuple(fields)
+        # What validate() reads per field, unpacked in one step: name, the fast predicate,
+        # how an accepted value is stored (None: as is), the field.
+        self._plan: tuple[
+            tuple[str, Callable[[Any], bool], Callable[[Any], Any] | None, _Field], ...
+        ]
+        self._plan = tuple((f.name, f.accepts, _store_as(f), f) for f in fields)
+        self._full = _full_answer_check(self._fields)
         self._by_name = {f.name: f for f in fields}
         self.field_names: tuple[str, ...] = tuple(f.name for f in fields)
         self.required: frozenset[str] = required
@@ -500,23 +526,26 @@ class CompiledValidator:
 
     def validate(self, content: object) -> ValidationResult:
         """Validate an answer's ``content``; see :func:`validate_answer`."""
+        out = self._full(content)
+        if out is not None:
+            return ValidationResult(True, out, ())
+        return self._validate(content)
+
+    def _validate(self, content: object) -> ValidationResult:
+        """The general path: any answer, with every error explained."""
         if type(content) is not dict and not isinstance(content, Mapping):
             return not_an_object(content)
         errors: list[AnswerError] = []
         out: dict[str, Any] = {}
-        matched = 0
-        for f in self._fields:
-            name = f.name
+        missing = 0
+        for name, accepts, store_as, f in self._plan:
             if name in content:
-                matched += 1
                 value = content[name]
-                if f.accepts(value) or _check_value(f, value, errors):
-                    if f.kind is FieldKind.INTEGER and type(value) is float:
-                        value = int(value)
-                    elif f.item_validator is not None:
-                        value = list(value)
-                    out[name] = value
-            elif f.required:
+                if accepts(value) or _check_value(f, value, errors):
+                    out[name] = value if store_as is None else store_as(value)
+                continue
+            missing += 1
+            if f.required:
                 errors.append(
                     AnswerError(
                         field=name,
@@ -528,8 +557,8 @@ class CompiledValidator:
                 )
             elif f.has_default:
                 out[name] = thaw(f.default)
-        if matched != len(content):
-            extra = len(content) - matched
+        extra = len(content) - (len(self._plan) - missing)  # keys that are not fields
+        if extra:
             errors.append(
                 AnswerError(
                     field=None,
@@ -547,6 +576,82 @@ class CompiledValidator:
         if errors:
             return ValidationResult(False, None, tuple(errors))
         return ValidationResult(True, out, ())
+
+
+def _full_answer_check(fields: tuple[_Field, ...]) -> Callable[[object], dict[str, Any] | None]:
+    """The common answer's path, generated per form: a plain dict with every field of the form
+    and nothing else, each value accepted by its field's predicate. It returns what
+    :meth:`CompiledValidator._validate` would (the values in form order, stored as that does),
+    or ``None`` (anything else: the general path decides).
+
+    An ``integer`` value is taken here only when it is an ``int`` (an integral float is left to
+    the general path, which stores it as an ``int``); ``boolean`` and bare ``string`` fields
+    get their predicate's one test inline; other fields call their predicate. Field names and
+    bounds are passed to the generated code as values, never written into its source.
+    ``tests/core/test_perf_core_validation.py`` checks both paths agree.
+    """
+    env: dict[str, Any] = {"_dict": dict, "_str": str}
+    fetch: list[str] = []
+    tests: list[str] = []
+    items: list[str] = []
+    for i, f in enumerate(fields):
+        v = f"v{i}"
+        env[f"k{i}"] = f.name
+        fetch.append(f"        {v} = content[k{i}]")
+        if f.accepts is _is_boolean:
+            tests.append(f"type({v}) is bool")
+        elif f.accepts is _is_string:
+            tests.append(f"isinstance({v}, _str)")
+        elif f.kind is FieldKind.INTEGER:
+            test = f"type({v}) is int"
+            prop = f.value_validator.schema if f.value_validator is not None else {}
+            if "minimum" in prop:
+                env[f"lo{i}"] = prop["minimum"]
+                test += f" and lo{i} <= {v}"
+            if "maximum" in prop:
+                env[f"hi{i}"] = prop["maximum"]
+                test += f" and {v} <= hi{i}"
+            tests.append(f"({test})")
+        else:
+            env[f"a{i}"] = f.accepts
+            tests.append(f"a{i}({v})")
+        store_as = _store_as(f)
+        if store_as is not None and f.kind is not FieldKind.INTEGER:
+            env[f"s{i}"] = store_as
+            items.append(f"k{i}: s{i}({v})")
+        else:
+            items.append(f"k{i}: {v}")
+    source = "\n".join(
+        [
+            "def full(content):",
+            f"    if type(content) is not _dict or len(content) != {len(fields)}:",
+            "        return None",
+            "    try:",
+            *fetch,
+            "    except KeyError:",
+            "        return None",
+            f"    if {' and '.join(tests) or 'True'}:",
+            f"        return {{{', '.join(items)}}}",
+            "    return None",
+        ]
+    )
+    exec(source, env)
+    full: Callable[[object], dict[str, Any] | None] = env["full"]
+    return full
+
+
+def _integral(value: Any) -> Any:
+    """An accepted ``integer`` value as stored: an integral float becomes an ``int``."""
+    return int(value) if type(value) is float else value
+
+
+def _store_as(f: _Field) -> Callable[[Any], Any] | None:
+    """How an accepted value of ``f`` is stored (``None``: as it is)."""
+    if f.kind is FieldKind.INTEGER:
+        return _integral
+    if f.item_validator is not None:
+        return list  # a multi-select: a copy, as a list
+    return None
 
 
 def _check_value(f: _Field, value: Any, errors: list[AnswerError]) -> bool:

@@ -74,12 +74,9 @@ class _FormValidator:
         return self.compiled.url_values(content)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    schema: Mapping[str, Any]
-    validator: Any
-    form_type: FormType[Any] | None
+# What elicit() sends and checks with: (requestedSchema, validator, FormType or None). A tuple,
+# not a value type: it lives for one call, and is unpacked at once.
+_Prepared = tuple[Mapping[str, Any], Any, FormType[Any] | None]
 
 
 def _titled(options: Options) -> dict[str, str]:
@@ -279,7 +276,7 @@ class Context:
         if isinstance(form, type):  # the common case, first: a class is never a FormType
             form = schema_for(form)
         if isinstance(form, FormType):
-            return _Prepared(form.requested_schema(version), form, form)
+            return form.requested_schema(version), form, form
         if isinstance(form, FormDefinition | CompiledForm):
             compiled = (
                 form
@@ -290,13 +287,13 @@ class Context:
                 raise SchemaNotAllowed(
                     "", "mode", f"this form needs URL mode: {compiled.needs_url_mode}"
                 )
-            return _Prepared(compiled.requested_schema, _FormValidator(compiled), None)
+            return compiled.requested_schema, _FormValidator(compiled), None
         if isinstance(form, Mapping):
             if "fields" in form and "properties" not in form:
                 return self._prepare(compile_form(form, version))
             check_requested_schema(form, "2026-07-28")
             wire = downlevel(form, version)
-            return _Prepared(wire, compile_validator(wire), None)
+            return wire, compile_validator(wire), None
         return self._prepare(schema_for(form))
 
     async def elicit(self, message: str, form: FormLike) -> Outcome:
@@ -320,22 +317,21 @@ class Context:
             TypeError: the type cannot be a form.
             RateLimited, TooManyElicitations: the runtime refused to ask now.
         """
-        if not self.supports("form"):
+        peer = self._peer
+        if not peer.supports("form"):
             return Unsupported("form")
         try:
-            prepared = self._prepare(form)
+            schema, validator, form_type = self._prepare(form)
         except SchemaNotAllowed as exc:
             if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
                 return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
             raise
         request = ElicitationRequest(
-            message=message,
-            mode="form",
-            requested_schema=prepared.schema,
-            validator=prepared.validator,
+            message=message, mode="form", requested_schema=schema, validator=validator
         )
-        outcome = await self._ask(request)
-        form_type = prepared.form_type
+        # _ask's body, here: one coroutine fewer per elicitation.
+        with self.clock.pause():
+            outcome: Outcome = await self.runtime.ask(request, peer=peer, tenant=self.tenant)
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
