@@ -765,7 +765,7 @@ class RequestPeer:
 
     def supports(self, mode: str) -> bool:
         """Whether the client declared elicitation in ``mode``."""
-        return self.session.supports(mode)
+        return self.session.client_capabilities.supports(mode)  # ServerSession.supports
 
     async def send_request(
         self,
