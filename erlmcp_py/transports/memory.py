@@ -678,11 +678,6 @@ async def open_memory_client(
     async def send(frame: bytes) -> None:  # frames encoded by other layers (2026-07-28)
         await to_client_lane.send(pydantic_core.from_json(frame))
 
-    def send_nowait(frame: bytes | dict[str, Any]) -> None:  # raises trio.WouldBlock when full
-        to_client_lane.send_nowait(
-            pydantic_core.from_json(frame) if type(frame) is bytes else frame
-        )
-
     async with AsyncExitStack() as stack:
         if runtime is None:
             runtime = server.runtime
@@ -695,7 +690,9 @@ async def open_memory_client(
                 send,
                 peer_id=peer_id,
                 send_message=to_client_lane.send,
-                send_nowait=send_nowait,
+                # With send_message, the session hands send_nowait message objects only
+                # (never bytes): the lane takes them as they are (raises WouldBlock when full).
+                send_nowait=to_client_lane.send_nowait,
             )
         )
         # Both readers and the client's handler tasks; cancelled first on exit, then the

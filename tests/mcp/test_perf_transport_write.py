@@ -253,3 +253,20 @@ def test_both_paths_deliver_every_message_once_in_each_writers_order(
     assert per_writer(slow) == expected
     if len(writers) == 1:
         assert fast == slow
+
+
+async def test_with_send_message_send_nowait_only_ever_gets_message_objects() -> None:
+    """The in-memory pair hands its lane's send_nowait to the session as it is: it relies on
+    the session never passing bytes to send_nowait when it has send_message."""
+    async with opened() as (session, transport):
+        session.send_request_nowait(
+            "elicitation/create", {"message": "?"}, request_id="s1", on_response=print
+        )
+        await session.send_notification("notifications/tools/list_changed", {})
+        await session.send_raw(b'{"jsonrpc":"2.0","method":"raw"}')  # bytes: send, never nowait
+        assert [(kind, type(m)) for kind, m in transport.out] == [
+            ("send_nowait", dict),
+            ("send_nowait", dict),
+            ("send", dict),
+        ]
+        session.forget_request("s1")
