@@ -841,7 +841,9 @@ async def open_session(
             ``send_all`` does), so the session adds none of its own before writing.
         send_nowait: Hands a frame (bytes, or a message object with ``send_message``) to
             the transport without waiting, or raises ``trio.WouldBlock``; lets the runtime
-            send ``elicitation/create`` in its own turn (``send_request_nowait``).
+            send ``elicitation/create`` in its own turn (``send_request_nowait``). With
+            ``send_message`` it only ever gets message objects, and the session's own
+            messages go through it too while nobody holds the write lock.
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
