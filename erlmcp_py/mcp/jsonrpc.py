@@ -406,7 +406,7 @@ def validate_message(obj: object) -> Message:
             rid, method, params = obj["id"], obj["method"], obj["params"]
             if (
                 obj["jsonrpc"] == JSONRPC_VERSION
-                and (type(rid) is str or type(rid) is int)
+                and type(rid) in _ID_TYPES
                 and type(method) is str
                 and (type(params) is dict or type(params) is list)
             ):
@@ -415,7 +415,7 @@ def validate_message(obj: object) -> Message:
             rid, result = obj["id"], obj["result"]
             if (
                 obj["jsonrpc"] == JSONRPC_VERSION
-                and (type(rid) is str or type(rid) is int)
+                and type(rid) in _ID_TYPES
                 and type(result) is dict
             ):
                 return Response(rid, result)
@@ -423,6 +423,8 @@ def validate_message(obj: object) -> Message:
 
 
 _REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+#: The exact types of a valid id (``bool`` is an ``int`` subclass, not an id).
+_ID_TYPES: Final = frozenset({str, int})
 _RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
 
 

@@ -100,8 +100,15 @@ def is_modern_request(request: Request) -> bool:
     """Whether ``request`` belongs to the stateless era (see the module docstring)."""
     if request.method == _DISCOVER:
         return True
-    meta = _meta_of(request.params)
-    return meta is not None and PROTOCOL_VERSION in meta
+    params = request.params
+    if type(params) is dict:  # a decoded object: _meta_of() minus its ABC checks
+        meta = params.get("_meta")
+        if meta is None:
+            return False  # a session-era request, nearly always
+        if type(meta) is dict:
+            return PROTOCOL_VERSION in meta
+    found = _meta_of(params)
+    return found is not None and PROTOCOL_VERSION in found
 
 
 def unsupported_version(requested: object, id: RequestId | None = None) -> JsonRpcError:

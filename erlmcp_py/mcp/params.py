@@ -84,7 +84,10 @@ class CallToolParams(_Params):
     @property
     def progress_token(self) -> str | int | None:
         """``_meta.progressToken`` when the client asked for progress."""
-        token = (self.meta or {}).get("progressToken")
+        meta = self.meta
+        if not meta:  # nearly every call: no dict built to look in
+            return None
+        token = meta.get("progressToken")
         return token if type(token) in (str, int) else None
 
 

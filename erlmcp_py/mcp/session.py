@@ -337,12 +337,27 @@ class ServerSession:
         if self.phase == CLOSED:
             raise PeerGone("session closed")
         lock = self._write_lock
+        is_bytes = type(frame) is bytes
+        if not is_bytes and not lock.locked():
+            # A message frame (the in-memory pair) while nobody writes: hand it over now.
+            # Nothing can interleave with a synchronous send, so the lock has nothing to
+            # order; this path passes no schedule point, as the locked one does not for
+            # messages (lock taken at once, a send that waits only when the channel is full).
+            send_nowait = self._send_nowait
+            if send_nowait is not None:
+                try:
+                    send_nowait(frame)
+                    return
+                except trio.WouldBlock:
+                    pass  # the channel is full: nothing was sent; wait below, as always
+                except _TRANSPORT_ERRORS as exc:
+                    raise self._transport_lost(exc) from exc
         # One frame at a time on the stream. When nobody holds the lock, take it without a
         # trip through the scheduler if the transport's send is a checkpoint itself (stdio's
         # send_all: ``send_yields``) or carries messages (the in-memory pair). Otherwise keep
         # the lock's checkpoint: Streamable HTTP's send never yields, and the order of frames
         # on a POST's stream relies on it.
-        if lock.locked() or (type(frame) is bytes and not self._send_yields):
+        if lock.locked() or (is_bytes and not self._send_yields):
             await lock.acquire()
         else:
             lock.acquire_nowait()
@@ -350,8 +365,8 @@ class ServerSession:
             if self.phase == CLOSED:
                 raise PeerGone("session closed")
             try:
-                if type(frame) is bytes:
-                    await self._send(frame)
+                if is_bytes:
+                    await self._send(frame)  # type: ignore[arg-type]
                 else:
                     assert self._send_message is not None
                     await self._send_message(frame)  # type: ignore[arg-type]
@@ -750,7 +765,7 @@ class RequestPeer:
 
     def supports(self, mode: str) -> bool:
         """Whether the client declared elicitation in ``mode``."""
-        return self.session.supports(mode)
+        return self.session.client_capabilities.supports(mode)  # ServerSession.supports
 
     async def send_request(
         self,
@@ -826,7 +841,9 @@ async def open_session(
             ``send_all`` does), so the session adds none of its own before writing.
         send_nowait: Hands a frame (bytes, or a message object with ``send_message``) to
             the transport without waiting, or raises ``trio.WouldBlock``; lets the runtime
-            send ``elicitation/create`` in its own turn (``send_request_nowait``).
+            send ``elicitation/create`` in its own turn (``send_request_nowait``). With
+            ``send_message`` it only ever gets message objects, and the session's own
+            messages go through it too while nobody holds the write lock.
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(

@@ -46,32 +46,19 @@ class ToolClock:
             return self._remaining
         return max(0.0, self.scope.deadline - trio.current_time())
 
-    def pause(self) -> _Pause:
-        """Stop the clock for the duration of the block (nests; concurrent blocks count)."""
-        return _Pause(self)
+    def pause(self) -> ToolClock:
+        """Stop the clock for the duration of the block (nests; concurrent blocks count).
 
-    def _stop(self) -> None:
+        The clock is its own context manager (``with clock.pause():``): the pause is a count,
+        so nothing needs an object per block (this runs on every elicitation).
+        """
+        return self
+
+    def __enter__(self) -> None:
         if self.budget is not None and self._paused == 0:
             self._remaining = max(0.0, self.scope.deadline - trio.current_time())
             self.scope.deadline = math.inf
         self._paused += 1
-
-    def _restart(self) -> None:
-        self._paused -= 1
-        if self.budget is not None and self._paused == 0:
-            self.scope.deadline = trio.current_time() + self._remaining
-
-
-class _Pause:
-    """``with clock.pause():`` (a plain class: this runs on every elicitation)."""
-
-    __slots__ = ("_clock",)
-
-    def __init__(self, clock: ToolClock) -> None:
-        self._clock = clock
-
-    def __enter__(self) -> None:
-        self._clock._stop()
 
     def __exit__(
         self,
@@ -79,4 +66,6 @@ class _Pause:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._clock._restart()
+        self._paused -= 1
+        if self.budget is not None and self._paused == 0:
+            self.scope.deadline = trio.current_time() + self._remaining

@@ -79,9 +79,9 @@ class ToolSpec:
         Raises:
             ToolArgumentsError: naming each bad argument and why (never its value).
         """
+        if not self.arguments_model.__pydantic_fields__:
+            return {}  # no parameters, nothing to check: the model ignores unknown arguments
         names = self.argument_names
-        if not names:  # nothing to check: the model ignores unknown arguments
-            return {}
         try:
             model = self.arguments_model.model_validate(dict(arguments or {}))
         except ValidationError as exc:

@@ -180,6 +180,21 @@ class _Lane:
             trio.BrokenResourceError, trio.ClosedResourceError: the pair is closed.
         """
         gate = self.gate
+        if not (gate.busy or self.holding or self.queued or self.closed):
+            # Idle, the common case: deliver()'s inline take without its re-checks (the
+            # same steps as the general path below takes for an idle lane).
+            gate.busy = True
+            try:
+                try:
+                    taken = self.context.run(self.take_now, message)
+                finally:
+                    gate.busy = False
+                if not taken:
+                    self.enqueue(message)
+            finally:
+                if gate.held:  # sent during this take: taken now (even if this take failed)
+                    gate.drain()
+            return
         if self.holding or (gate.busy and self.holds and not self.closed):
             self.holding += 1
             gate.held.append((self, message))
@@ -503,11 +518,12 @@ class MemoryClient:
             kind = type(message)
             if kind is Response or kind is ErrorResponse:
                 self._deliver(message.id, obj)  # type: ignore[union-attr]
-            elif kind is Request:
-                assert isinstance(message, Request)
-                params = message.params if _is_mapping(message.params) else {}
-                request = ServerRequest(message.id, message.method, params)
-                self._record_request(request)
+            elif type(message) is Request:
+                raw = message.params
+                asked = raw if type(raw) is dict or _is_mapping(raw) else {}
+                request = ServerRequest(message.id, message.method, asked)
+                if self._keep:  # _record_request, on the hot path
+                    self.server_requests.append(request)
                 self._dispatch(request)
             else:
                 assert isinstance(message, Notification)
@@ -653,20 +669,14 @@ async def open_memory_client(
         tasks_ready[0].start_soon(_reraise, exc)
 
     gate = _Gate(held_take_failed)
-    client: MemoryClient | None = None
 
-    def client_takes_now(message: Any) -> bool:
-        return client is not None and client._take_now(message)
+    def no_client_yet(message: Any) -> bool:
+        return False  # queued for the client's reader (the lane takes inline once it exists)
 
-    to_client_lane = _Lane(to_client, gate, client_takes_now, holds=False)
+    to_client_lane = _Lane(to_client, gate, no_client_yet, holds=False)
 
     async def send(frame: bytes) -> None:  # frames encoded by other layers (2026-07-28)
         await to_client_lane.send(pydantic_core.from_json(frame))
-
-    def send_nowait(frame: bytes | dict[str, Any]) -> None:  # raises trio.WouldBlock when full
-        to_client_lane.send_nowait(
-            pydantic_core.from_json(frame) if type(frame) is bytes else frame
-        )
 
     async with AsyncExitStack() as stack:
         if runtime is None:
@@ -680,7 +690,9 @@ async def open_memory_client(
                 send,
                 peer_id=peer_id,
                 send_message=to_client_lane.send,
-                send_nowait=send_nowait,
+                # With send_message, the session hands send_nowait message objects only
+                # (never bytes): the lane takes them as they are (raises WouldBlock when full).
+                send_nowait=to_client_lane.send_nowait,
             )
         )
         # Both readers and the client's handler tasks; cancelled first on exit, then the
@@ -707,6 +719,7 @@ async def open_memory_client(
             capabilities=caps,
             keep_history=keep_history,
         )
+        to_client_lane.take_now = client._take_now
         tasks.start_soon(client._reader, from_server, to_client_lane)
         try:
             if initialize and not client.modern:
