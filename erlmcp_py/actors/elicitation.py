@@ -115,6 +115,9 @@ log = structlog.get_logger("erlmcp_py.elicitation")
 
 _ACTIONS = frozenset({"accept", "decline", "cancel"})
 
+#: Effects that :meth:`Record.apply` only queues for the child (checked first: most are).
+_QUEUED: frozenset[type] = frozenset({SendRequest, ValidateAnswer, SendCancelledNotice})
+
 #: The name of every elicitation child task (trio would otherwise format one per spawn).
 _CHILD_TASK = f"{__name__}.ElicitationActor._child"
 
@@ -152,7 +155,12 @@ class _NotifyComplete:
 
 
 class Record:
-    """One elicitation: its lifecycle, its peer, its waiter. Fed by :meth:`feed`."""
+    """One elicitation: its lifecycle, its peer, its waiter. Fed by :meth:`feed`.
+
+    ``outcome`` is set by the :class:`Resolve` effect, which the lifecycle emits first
+    whenever it reaches a terminal status; so ``outcome is not None`` is the shell's
+    ``core.is_terminal`` (without the property call on every check).
+    """
 
     __slots__ = (
         "actor",
@@ -222,56 +230,72 @@ class Record:
 
     def apply(self, effects: list[Effect]) -> list[ExtensionGranted | ExtensionRefused]:
         replies: list[ExtensionGranted | ExtensionRefused] = []
+        effect: Any  # narrowed by ``kind`` below (an isinstance assert per effect is not free)
         for effect in effects:
             kind = type(effect)
-            if kind is Resolve:
-                assert isinstance(effect, Resolve)
+            if kind in _QUEUED:  # the common case: work for the child
+                self.work.append(effect)
+            elif kind is Resolve:
+                actor = self.actor
                 self.outcome = effect.outcome
-                self.ended_at = self.actor.now()
+                self.ended_at = actor.now()
                 waiters = self.waiters
                 if waiters:
                     self.waiters = None
                     for task in waiters:
                         trio.lowlevel.reschedule(task)
-                self.actor._on_resolved(self)
+                actor._on_resolved(self)
             elif kind is SetDeadline:
+                # The effect carries the lifecycle's new deadline and warning time, so this is
+                # ``next_timer()`` for an unwarned deadline without asking the core again.
                 self.warned = False
-                self.actor.timers.arm(self, self.next_timer())
+                warn_at = effect.warn_at
+                deadline = effect.deadline
+                self.actor.timers.arm(
+                    self, warn_at if warn_at is not None and warn_at < deadline else deadline
+                )
             elif kind is ExtensionGranted or kind is ExtensionRefused:
-                replies.append(effect)  # type: ignore[arg-type]
+                replies.append(effect)
             else:
                 if kind is SendWarning:
                     self.warned = True
                     self.actor.timers.arm(self, self.next_timer())  # now: the deadline
                 self.work.append(effect)
-        self.wake()
+        waiter = self.waiter  # wake(), inline: once per applied event
+        if waiter is not None:
+            self.waiter = None
+            trio.lowlevel.reschedule(waiter)
         return replies
 
     def on_response(self, rid: str, response: PeerResponse) -> None:
         """The peer's answer to our request ``rid`` (called once, synchronously)."""
-        if rid != self.rid or self.core.is_terminal:
+        if rid != self.rid or self.outcome is not None:
             return  # an answer to an earlier attempt, or too late: ignored
-        if isinstance(response, PeerGone):
+        if type(response) is dict:  # a result object: the common case, checked first
+            action = response.get("action")
+        elif isinstance(response, PeerGone):
             self.feed(TransportFailed("client gone"))
             return
-        if isinstance(response, PeerError):
+        elif isinstance(response, PeerError):
             self.feed(TransportFailed(f"client error {response.code}: {response.message}"))
             return
-        is_mapping = type(response) is dict or isinstance(response, Mapping)
-        action = response.get("action") if is_mapping else None
+        else:
+            action = response.get("action") if isinstance(response, Mapping) else None
         if action not in _ACTIONS:
             self.feed(TransportFailed("invalid response: action must be accept|decline|cancel"))
             return
         # From the request reaching the client (or, if it answered before our send returned,
         # from creation) to the human's answer.
+        actor = self.actor
         sent_at = self.core.sent_at
         asked_at = self.core.created_at if sent_at is None else sent_at
-        self.actor.metrics.on_answer_latency(self.actor.now() - asked_at)
+        actor.metrics.on_answer_latency(actor.now() - asked_at)
         if self.mode == "url" and action == "accept":
             self.consented = True  # the user opened the page; the app completes it later
-            self.actor._event("consented", self)
+            actor._event("consented", self)
             return
-        self.actor._event("answered", self, action=action)
+        if actor._log_events:  # checked here too: the event's fields are not built for nothing
+            actor._event("answered", self, action=action)
         content = response.get("content") if action == "accept" else None
         self.feed(Answer(action, content))
         self.perform_now()
@@ -286,7 +310,7 @@ class Record:
             return
         self.performing = True
         try:
-            while work and not self.core.is_terminal:
+            while work and self.outcome is None:
                 if not self.actor._perform_nowait(self, work[0]):
                     return
                 work.pop(0)
@@ -298,7 +322,7 @@ class Record:
 
     def watch_owner(self) -> None:
         """Subscribe to the owner's exit (once; not after the end)."""
-        if self.monitor is not None or self.owner is None or self.core.is_terminal:
+        if self.monitor is not None or self.owner is None or self.outcome is not None:
             return
         # RuntimeError: the actor is gone; its terminate() ends this record (runtime_restarted).
         with contextlib.suppress(RuntimeError):
@@ -316,7 +340,7 @@ class Record:
         in that order — on Streamable HTTP the notice must precede the tool's result, which
         closes the request's stream.
         """
-        if self.core.is_terminal:
+        if self.outcome is not None:
             return
         self.due = True
         if now >= self.core.deadline:
@@ -330,14 +354,14 @@ class Record:
     def on_due(self, now: float) -> None:
         """Feed the due timer: the deadline, or the warning before it."""
         self.due = False
-        if self.core.is_terminal:
+        if self.outcome is not None:
             return
         if now >= self.core.deadline:
             self.feed(DeadlineReached(now))
         elif self.core.warn_at is not None and now >= self.core.warn_at and not self.warned:
             self.warned = True  # fired once for this deadline
             self.feed(WarningDue(now))
-        if not self.core.is_terminal:
+        if self.outcome is None:
             self.actor.timers.arm(self, self.next_timer())
 
     # -- the child task's sleep ------------------------------------------------------------
@@ -525,7 +549,7 @@ class ElicitationActor(Actor):
             return ErrorReply(ElicitationNotFound(msg.elicitation_id))
         if kind is GetStatus:
             return record.info()
-        if record.core.is_terminal:
+        if record.outcome is not None:
             return ErrorReply(AlreadyTerminal(record.core.status.value))
         if kind is CancelIt:
             record.feed(Cancel(by="server"))
@@ -607,14 +631,15 @@ class ElicitationActor(Actor):
         # an application completion that comes before the child's first turn is honoured.
         record.apply(record.core.start())
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
-        self._event("created", record)
+        if self._log_events:
+            self._event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
     def _complete(self, record: Record, content: Any, verdict: Any) -> Any:
         """The validator's ``verdict`` on the application's completion is in."""
         if isinstance(verdict, ErrorReply):
             return verdict
-        if record.core.is_terminal:  # it ended (client answer, deadline…) while we validated
+        if record.outcome is not None:  # it ended (client answer, deadline…) while we validated
             return ErrorReply(AlreadyTerminal(record.core.status.value))
         if not verdict.ok:
             return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
@@ -646,7 +671,10 @@ class ElicitationActor(Actor):
         if self._evict_at == math.inf:
             expiry = self.retention.next_expiry()
             self._evict_at = math.inf if expiry is None else expiry
-        self._event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
+        if self._log_events:
+            self._event(
+                "outcome", record, outcome=type(outcome).__name__, status=record.core.status
+            )
 
     def _evict(self, now: float) -> None:
         if now < self._evict_at:
@@ -671,6 +699,7 @@ class ElicitationActor(Actor):
                 self._log_events = bool(is_enabled_for(logging.INFO))
 
     def _event(self, name: str, record: Record, **extra: Any) -> None:
+        # The hot call sites test ``_log_events`` themselves, before building the fields.
         if not self._log_events:
             return
         tenant = record.tenant
@@ -701,7 +730,7 @@ class ElicitationActor(Actor):
                 if record.work:
                     record.performing = True
                     try:
-                        if record.core.is_terminal:
+                        if record.outcome is not None:
                             await self._perform(record, record.work.pop(0))
                             continue
                         if self._perform_nowait(record, record.work[0]):
@@ -709,13 +738,13 @@ class ElicitationActor(Actor):
                             continue
                         with trio.CancelScope() as scope:
                             record.scope = scope
-                            while record.work and not record.core.is_terminal:
+                            while record.work and record.outcome is None:
                                 await self._perform(record, record.work.pop(0))
                         record.scope = None
                         continue
                     finally:
                         record.performing = False
-                if record.core.is_terminal:
+                if record.outcome is not None:
                     break
                 record.waiter = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(record._abort_park)
@@ -730,7 +759,7 @@ class ElicitationActor(Actor):
         kind = type(effect)
         if kind is SendRequest:
             assert isinstance(effect, SendRequest)
-            if not record.core.is_terminal:  # ended before its turn: nothing to ask
+            if record.outcome is None:  # ended before its turn: nothing to ask
                 await self._send_request(record, effect)
         elif kind is ValidateAnswer:
             assert isinstance(effect, ValidateAnswer)
@@ -783,7 +812,8 @@ class ElicitationActor(Actor):
 
     def _sent(self, record: Record, effect: SendRequest) -> None:
         record.feed(Sent(self.now()))
-        self._event("sent", record, attempt=effect.attempt)
+        if self._log_events:
+            self._event("sent", record, attempt=effect.attempt)
 
     def _send_failed(self, record: Record, exc: Exception) -> None:
         if isinstance(exc, PeerGone):
