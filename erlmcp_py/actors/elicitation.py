@@ -39,7 +39,7 @@ then feeds ``RuntimeRestart`` to every live record: each waiter gets
 
 from __future__ import annotations
 
-import base64
+import binascii
 import contextlib
 import logging
 import math
@@ -117,6 +117,9 @@ _ACTIONS = frozenset({"accept", "decline", "cancel"})
 
 #: Effects that :meth:`Record.apply` only queues for the child (checked first: most are).
 _QUEUED: frozenset[type] = frozenset({SendRequest, ValidateAnswer, SendCancelledNotice})
+
+_b2a_base64 = binascii.b2a_base64
+_URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64's own url-safe alphabet
 
 #: The name of every elicitation child task (trio would otherwise format one per spawn).
 _CHILD_TASK = f"{__name__}.ElicitationActor._child"
@@ -236,15 +239,13 @@ class Record:
             if kind in _QUEUED:  # the common case: work for the child
                 self.work.append(effect)
             elif kind is Resolve:
-                actor = self.actor
                 self.outcome = effect.outcome
-                self.ended_at = actor.now()
                 waiters = self.waiters
                 if waiters:
                     self.waiters = None
                     for task in waiters:
                         trio.lowlevel.reschedule(task)
-                actor._on_resolved(self)
+                self.actor._on_resolved(self)  # sets ended_at
             elif kind is SetDeadline:
                 # The effect carries the lifecycle's new deadline and warning time, so this is
                 # ``next_timer()`` for an unwarned deadline without asking the core again.
@@ -509,10 +510,14 @@ class ElicitationActor(Actor):
     # -- API ---------------------------------------------------------------------------------
 
     def handle_call_nowait(self, msg: Any) -> Any:
-        if type(msg) is Create:  # the hot path, without the _Ask detour
+        if type(msg) is Create:  # the hot path, without the _Ask detour (_ask_nowait inline)
             now = self.now()
-            self._evict(now)
-            decision = self._ask_nowait(self.ratelimiter, Acquire(msg.client))
+            if now >= self._evict_at:
+                self._evict(now)
+            try:
+                decision = self.ratelimiter.call_nowait(Acquire(msg.client))
+            except (Busy, ActorGone) as exc:
+                decision = ErrorReply(exc)
             return self._admit(msg, decision, now, watch=msg.watch_owner)
         step = self._step(msg)
         if type(step) is _Ask:
@@ -603,7 +608,10 @@ class ElicitationActor(Actor):
             self._id_pool = os.urandom(4096)
             pos = 0
         self._id_pos = pos + 16
-        return base64.urlsafe_b64encode(self._id_pool[pos : pos + 16]).rstrip(b"=").decode()
+        # base64.urlsafe_b64encode(...).rstrip(b"="), without its two Python-level calls:
+        # 16 bytes encode to 22 characters and two "=".
+        chunk = _b2a_base64(self._id_pool[pos : pos + 16], newline=False)
+        return chunk.translate(_URLSAFE)[:22].decode()
 
     def _admit(self, msg: Create, decision: Any, now: float, *, watch: bool) -> Any:
         """The rate limiter's ``decision`` is in: register the record and start its child."""
@@ -655,8 +663,8 @@ class ElicitationActor(Actor):
     # -- bookkeeping -------------------------------------------------------------------------
 
     def _on_resolved(self, record: Record) -> None:
+        record.ended_at = ended_at = self.now()
         outcome = record.outcome
-        assert outcome is not None
         self.live -= 1
         self.timers.disarm(record)
         self.metrics.on_outcome(record.mode, type(outcome).__name__)
@@ -665,8 +673,7 @@ class ElicitationActor(Actor):
             record.monitor = None
         if record.mode == "url" and isinstance(outcome, Accepted):
             record.work.append(_NotifyComplete())
-        assert record.ended_at is not None
-        for elicitation_id in self.retention.add(record.id, record.ended_at):
+        for elicitation_id in self.retention.add(record.id, ended_at):
             self.records.pop(elicitation_id, None)
         if self._evict_at == math.inf:
             expiry = self.retention.next_expiry()
@@ -722,25 +729,29 @@ class ElicitationActor(Actor):
         # back-pressure still times out); effects after the end — notices — are not timed.
         # Parked, the child holds no scope at all: a pending elicitation stays small.
         # An effect that can finish without waiting (a peer that takes the request at once,
-        # an idle validator) is done in the child's own turn, without a scope.
+        # an idle validator) is done in the child's own turn, without a scope; so are the
+        # ones after it that can (nothing else runs in between: no timer can become due).
+        work = record.work  # the record's one queue, never replaced
         try:
             while True:
                 if record.due:
                     record.on_due(self.now())
-                if record.work:
+                if work:
                     record.performing = True
                     try:
                         if record.outcome is not None:
-                            await self._perform(record, record.work.pop(0))
+                            await self._perform(record, work.pop(0))
                             continue
-                        if self._perform_nowait(record, record.work[0]):
-                            record.work.pop(0)
-                            continue
-                        with trio.CancelScope() as scope:
-                            record.scope = scope
-                            while record.work and record.outcome is None:
-                                await self._perform(record, record.work.pop(0))
-                        record.scope = None
+                        while self._perform_nowait(record, work[0]):
+                            del work[0]
+                            if not work or record.outcome is not None:
+                                break
+                        else:
+                            with trio.CancelScope() as scope:
+                                record.scope = scope
+                                while work and record.outcome is None:
+                                    await self._perform(record, work.pop(0))
+                            record.scope = None
                         continue
                     finally:
                         record.performing = False
@@ -750,7 +761,8 @@ class ElicitationActor(Actor):
                 await trio.lowlevel.wait_task_rescheduled(record._abort_park)
         finally:
             record.scope = None
-            self.timers.disarm(record)
+            if record.timer_at is not None:  # the end disarmed it already, unless cancelled
+                self.timers.disarm(record)
             if record.rid is not None:
                 record.peer.forget_request(record.rid)
         self._release(record)
@@ -775,11 +787,12 @@ class ElicitationActor(Actor):
                 record, "notifications/elicitation/complete", {"elicitationId": record.id}
             )
 
-    def _perform_nowait(self, record: Record, effect: Effect | _NotifyComplete) -> bool:
-        """Perform a live ``effect`` now if it needs no waiting; ``False``: nothing done."""
+    def _perform_nowait(self, record: Record, effect: Any) -> bool:
+        """Perform a live ``effect`` now if it needs no waiting; ``False``: nothing done.
+
+        ``effect`` is an ``Effect | _NotifyComplete``, told apart by its exact type."""
         kind = type(effect)
         if kind is SendRequest:
-            assert isinstance(effect, SendRequest)
             send_nowait = getattr(record.peer, "send_request_nowait", None)
             if send_nowait is None:
                 return False
@@ -799,7 +812,6 @@ class ElicitationActor(Actor):
             self._sent(record, effect)
             return True
         if kind is ValidateAnswer:
-            assert isinstance(effect, ValidateAnswer)
             return self._validate_nowait(record, effect.content)
         return False
 
