@@ -227,12 +227,14 @@ class Record:
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) ----------------
 
-    def feed(self, event: Any) -> list[ExtensionGranted | ExtensionRefused]:
+    def feed(self, event: Any) -> tuple[ExtensionGranted | ExtensionRefused, ...]:
         """Hand ``event`` to the lifecycle and execute or queue its effects."""
         return self.apply(self.core.handle(event))
 
-    def apply(self, effects: list[Effect]) -> list[ExtensionGranted | ExtensionRefused]:
-        replies: list[ExtensionGranted | ExtensionRefused] = []
+    def apply(self, effects: list[Effect]) -> tuple[ExtensionGranted | ExtensionRefused, ...]:
+        """Execute or queue ``effects``; return the extension replies among them (only an
+        ``Extend`` has any: the others share one empty tuple instead of a list each)."""
+        replies: tuple[ExtensionGranted | ExtensionRefused, ...] = ()
         effect: Any  # narrowed by ``kind`` below (an isinstance assert per effect is not free)
         for effect in effects:
             kind = type(effect)
@@ -256,7 +258,7 @@ class Record:
                     self, warn_at if warn_at is not None and warn_at < deadline else deadline
                 )
             elif kind is ExtensionGranted or kind is ExtensionRefused:
-                replies.append(effect)
+                replies = (*replies, effect)
             else:
                 if kind is SendWarning:
                     self.warned = True
@@ -314,7 +316,7 @@ class Record:
             while work and self.outcome is None:
                 if not self.actor._perform_nowait(self, work[0]):
                     return
-                work.pop(0)
+                del work[0]
         finally:
             self.performing = False
 
