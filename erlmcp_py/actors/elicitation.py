@@ -507,7 +507,6 @@ class ElicitationActor(Actor):
         self._evict_at = math.inf  # when the oldest retained record ages out
         self._id_pool = ""  # see _new_id
         self._id_pos = 0
-        self.live = 0
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
         self._bind_log()
@@ -523,6 +522,12 @@ class ElicitationActor(Actor):
         with contextlib.suppress(ActorGone, Busy):
             await self.ratelimiter.call(ResetPending(), timeout=None)
         self._registry["elicitation"] = self.ref
+
+    @property
+    def live(self) -> int:
+        """Elicitations not yet ended: every terminal record is retained until it is evicted
+        from both the registry and the retention, so the live ones are the difference."""
+        return len(self.records) - len(self.retention)
 
     # -- API ---------------------------------------------------------------------------------
 
@@ -645,7 +650,6 @@ class ElicitationActor(Actor):
             now,
         )
         self.records[record.id] = record
-        self.live += 1
         self.metrics.on_created(record.mode)
         record.owner = msg.owner
         if watch:
@@ -680,7 +684,6 @@ class ElicitationActor(Actor):
     def _on_resolved(self, record: Record) -> None:
         record.ended_at = ended_at = self.now()
         outcome = record.outcome
-        self.live -= 1
         self.timers.disarm(record)
         self.metrics.on_outcome(record.mode, type(outcome).__name__)
         if record.monitor is not None:
