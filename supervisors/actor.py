@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NoReturn
 
 import structlog
 import trio
@@ -142,6 +142,8 @@ class _Info:
         self.msg = msg
 
 
+_NOT_A_REPLY: Final = frozenset({ErrorReply, _NoReply})
+
 _STOP: Final = object()
 _CRASH: Final = object()  # wakes an idle actor whose inline handler raised: it dies with that
 
@@ -197,6 +199,7 @@ class ActorRef:
         actor = self._shared.actor
         if actor is not None:
             actor._queued += 1  # not idle until the loop has taken this one
+            actor._idle = False
 
     def call_nowait(self, msg: Any) -> Any:
         """Run the call now, in this task, if the actor is idle; never blocks.
@@ -212,30 +215,34 @@ class ActorRef:
             ActorGone: the actor has exited, or the handler raised (the actor crashes with
                 that exception, as it would in its own task).
         """
-        shared = self._shared
-        actor = shared.actor
-        if actor is None:
-            raise ActorGone(shared.name, shared.exit_reason or "stopped")
-        if not actor._waiting or actor._queued or actor._stop_reason is not None:
-            if actor._inline_crash is not None:  # dying of an inline crash already
-                raise ActorGone(shared.name, actor._inline_crash)
-            raise trio.WouldBlock
-        actor._waiting = False  # a nested call_nowait on this actor must not run inside
+        actor = self._shared.actor
+        if actor is None or not actor._idle:
+            self._not_inline(actor)
+        actor._idle = None  # running inline: a nested call_nowait on this actor must not
         try:
             value = actor.handle_call_nowait(msg)
         except trio.WouldBlock:
             raise
         except Exception as exc:
             actor._crash_from_inline(exc)
-            raise ActorGone(shared.name, exc) from exc
+            raise ActorGone(self._shared.name, exc) from exc
         finally:
-            if actor._inline_crash is None:
-                actor._waiting = True
-        if value is NOREPLY:
-            raise TypeError(f"{shared.name}: handle_call_nowait cannot return NOREPLY")
-        if type(value) is ErrorReply:
+            if actor._idle is None:  # nothing queued, stopped or crashed meanwhile
+                actor._idle = True
+        if type(value) in _NOT_A_REPLY:  # one test for the two rare cases
+            if value is NOREPLY:
+                raise TypeError(f"{self._shared.name}: handle_call_nowait cannot return NOREPLY")
             raise value.error
         return value
+
+    def _not_inline(self, actor: Actor | None) -> NoReturn:
+        """Why :meth:`call_nowait` cannot run the call now: the error to raise."""
+        shared = self._shared
+        if actor is None:
+            raise ActorGone(shared.name, shared.exit_reason or "stopped")
+        if actor._inline_crash is not None:  # dying of an inline crash already
+            raise ActorGone(shared.name, actor._inline_crash)
+        raise trio.WouldBlock
 
     async def call(self, msg: Any, timeout: float | None = 5.0) -> Any:
         """Send ``msg`` to ``handle_call`` and wait for the reply.
@@ -327,8 +334,13 @@ class Actor:
     _stop_reason: object = None
     _send: trio.MemorySendChannel[Any] | None = None
     _in_flight: ReplyTo | None = None
-    _waiting = False  # parked in the mailbox receive (idle if nothing is queued)
     _queued = 0  # envelopes posted through a ref and not yet taken by the loop
+    _idle: bool | None = False
+    """``True``: parked in the mailbox receive with nothing queued, not stopping, not
+    crashed — :meth:`ActorRef.call_nowait` may run a call inline. ``None`` while an inline
+    call runs. Whatever ends idleness (a post, ``stop``, an inline crash, the loop waking)
+    sets ``False``, which the inline call then leaves alone; so ``call_nowait`` tests one
+    attribute instead of four."""
     _inline_crash: Exception | None = None
 
     async def init(self) -> None:
@@ -362,6 +374,7 @@ class Actor:
         """Stop after the current message with ``reason`` (callable from any task)."""
         if self._stop_reason is None:
             self._stop_reason = reason
+            self._idle = False
             if self._send is not None:
                 # Wake an idle loop; a full mailbox means the loop sees the flag soon anyway.
                 with contextlib.suppress(
@@ -408,11 +421,11 @@ class Actor:
                     started = True
                     log.debug("actor_started", actor=name)
                     while self._stop_reason is None:
-                        self._waiting = True
+                        self._idle = not self._queued and self._inline_crash is None
                         try:
                             env = await recv.receive()
                         finally:
-                            self._waiting = False
+                            self._idle = False
                         if env is _CRASH:
                             assert self._inline_crash is not None
                             raise self._inline_crash  # noqa: TRY301 -- the actor's own crash
@@ -439,7 +452,7 @@ class Actor:
     def _crash_from_inline(self, exc: Exception) -> None:
         """An inline handler raised: the actor dies with ``exc`` as if it had raised it."""
         self._inline_crash = exc
-        self._waiting = False
+        self._idle = False
         if self._send is not None:
             # The mailbox is empty (we were idle), so the sentinel fits; a closed one means
             # the actor is already gone.
