@@ -4,6 +4,8 @@ re-arms, disarms and sleeps, and every current timer fires once, at its time, in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import trio
 import trio.testing
 from hypothesis import given, settings, strategies as st
@@ -27,16 +29,11 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(ops=ops, compact_often=st.booleans())
-def test_bookkeeping_matches_the_targets_and_timers_fire_as_armed(
-    ops: list[tuple[str, int, float]], compact_often: bool
-) -> None:
-    fired: list[tuple[float, str]] = []
+def _rearm_rule() -> Callable[[str, float], float | None]:
+    """What firing a key re-arms: t0 a little later (3 times), t1 once in the past."""
     rearms = {"t0": 0, "t1": 0}
 
     def rearm(key: str, now: float) -> float | None:
-        """What firing ``key`` re-arms: t0 a little later (3 times), t1 once in the past."""
         if key == "t0" and rearms[key] < 3:
             rearms[key] += 1
             return now + 0.25
@@ -45,6 +42,18 @@ def test_bookkeeping_matches_the_targets_and_timers_fire_as_armed(
             return now - 1.0
         return None
 
+    return rearm
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=ops, compact_often=st.booleans())
+def test_bookkeeping_matches_the_targets_and_timers_fire_as_armed(
+    ops: list[tuple[str, int, float]], compact_often: bool
+) -> None:
+    fired: list[tuple[float, str]] = []
+    rearm = _rearm_rule()  # what the fire callback re-arms
+    model_rearm = _rearm_rule()  # the same rule, counted separately for the model
+
     def fire(t: Target, now: float) -> None:
         fired.append((now, t.timer_key))
         again = rearm(t.timer_key, now)
@@ -52,17 +61,6 @@ def test_bookkeeping_matches_the_targets_and_timers_fire_as_armed(
             timers.arm(t, again)
 
     timers = Timers(fire)
-    model_rearms = {"t0": 0, "t1": 0}
-
-    def model_rearm(key: str, now: float) -> float | None:
-        if key == "t0" and model_rearms[key] < 3:
-            model_rearms[key] += 1
-            return now + 0.25
-        if key == "t1" and model_rearms[key] < 1:
-            model_rearms[key] += 1
-            return now - 1.0
-        return None
-
     targets = [Target(f"t{i}") for i in range(8)]
     armed: dict[str, float] = {}  # the model: key -> absolute time
     expected: list[tuple[float, str]] = []
