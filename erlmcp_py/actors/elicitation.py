@@ -660,6 +660,8 @@ class ElicitationActor(Actor):
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
         if self._log_events:
             self._event("created", record)
+        if not watch:  # Runtime.ask, inline: it waits on the record itself (no handle)
+            return record
         return ElicitationHandle(record.id, record.mode, record)
 
     def _complete(self, record: Record, content: Any, verdict: Any) -> Any:
