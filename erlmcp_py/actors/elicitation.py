@@ -315,7 +315,7 @@ class Record:
         if actor._log_events:  # checked here too: the event's fields are not built for nothing
             actor._event("answered", self, action=action)
         content = response.get("content") if action == "accept" else None
-        self.feed(Answer(action, content))
+        self.apply(self.core.handle(Answer(action, content)))  # feed(), inline: every answer
         self.perform_now()
 
     def perform_now(self) -> None:
@@ -907,11 +907,15 @@ class ElicitationActor(Actor):
         except ActorGone:
             record.feed(RuntimeRestart())  # the validator died; rest_for_one restarts us
             return True
-        if verdict.ok:
+        ok = verdict.ok
+        if ok:
             url_values = getattr(request.validator, "url_values", None)
-            if url_values is not None and url_values(verdict.content):
+            if url_values is not None and url_values(verdict.content_with_defaults):
                 return False  # DNS: the awaited path validates again, then resolves
-        record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+        # feed(), inline, and the content field itself (not its ``content`` alias): every answer
+        record.apply(
+            record.core.handle(Validated(ok, verdict.errors, verdict.content_with_defaults))
+        )
         return True
 
     async def _validate(self, record: Record, content: Any) -> None:

@@ -146,6 +146,7 @@ ACTIONS: Final[frozenset[str]] = frozenset({"accept", "decline", "cancel"})
 
 
 _isfinite = math.isfinite
+_NO_ERRORS: Final[tuple[()]] = ()
 
 
 def _check_now(owner: str, now: float) -> None:
@@ -218,6 +219,8 @@ class Validated:
     content: Any = None
 
     def __post_init__(self) -> None:
+        if self.ok is True and self.errors is _NO_ERRORS:
+            return  # a validator's ok verdict (its errors are the empty tuple): nothing to check
         if not isinstance(self.ok, bool):
             raise TypeError(f"Validated.ok must be a bool, got {self.ok!r}")
         if not isinstance(self.errors, tuple):

@@ -3,6 +3,9 @@ inline (no ``_check_now`` / ``_warning_time`` calls per elicitation). This pins 
 general code: for any policy and any ``now`` (floats, ints, bools, non-finite values,
 non-numbers) the new elicitation has exactly the times the helpers give, or fails with the
 same error — and ``_warning_time()`` agrees with ``warn_at`` after extensions too.
+
+``Validated`` returns from its checks at once for a validator's ok verdict (``ok is True``
+and the empty errors tuple); the last test pins that to the full checks for any input.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 from hypothesis import example, given, settings, strategies as st
 
-from erlmcp_py.core.lifecycle import Elicitation, Extend, _check_now
+from erlmcp_py.core.lifecycle import Elicitation, Extend, Validated, _check_now
 from erlmcp_py.core.policy import LifecyclePolicy
 
 policies = st.builds(
@@ -82,3 +85,42 @@ def test_warn_at_stays_the_helpers_after_extensions(
         e.handle(Extend(now, seconds))
         assert e.warn_at == e._warning_time()
     assert math.isfinite(e.deadline)
+
+
+def validated_reference(ok: Any, errors: Any, content: Any) -> Any:
+    """``Validated``'s checks without the fast return for a validator's ok verdict."""
+    if not isinstance(ok, bool):
+        return TypeError, f"Validated.ok must be a bool, got {ok!r}"
+    errors = errors if isinstance(errors, tuple) else tuple(errors)
+    if ok and errors:
+        return ValueError, "Validated(ok=True) must not carry errors"
+    return ok, errors, content
+
+
+def validated_actual(ok: Any, errors: Any, content: Any) -> Any:
+    try:
+        v = Validated(ok, errors, content)
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+    return v.ok, v.errors, v.content
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(st.booleans(), st.sampled_from([0, 1, None, "yes", 1.0])),
+    st.one_of(
+        st.just(()),
+        st.tuples(st.text(max_size=3)),
+        st.lists(st.text(max_size=3), max_size=2),
+        st.lists(st.text(max_size=3), max_size=0).map(tuple),
+    ),
+    st.one_of(st.none(), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
+)
+@example(True, (), {"name": "Ada"})
+@example(1, (), None)
+@example(True, ("bad",), None)
+@example(True, [], None)
+def test_validated_fast_return_agrees_with_its_checks(ok: Any, errors: Any, content: Any) -> None:
+    got, want = validated_actual(ok, errors, content), validated_reference(ok, errors, content)
+    assert got == want
+    assert [type(x) for x in got] == [type(x) for x in want]
