@@ -182,6 +182,7 @@ class Record:
 
     __slots__ = (
         "actor",
+        "asker",
         "client",
         "consented",
         "core",
@@ -227,6 +228,7 @@ class Record:
         # a 64-slot block (~760 bytes) per pending elicitation.
         self.work: list[Effect | _NotifyComplete] = []
         self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()
+        self.asker: trio.lowlevel.Task | None = None  # Runtime.ask's caller, while it waits
         self.outcome: Outcome | None = None
         self.waiter: trio.lowlevel.Task | None = None
         self.rid: str | None = None  # JSON-RPC id of our outstanding elicitation/create
@@ -257,6 +259,10 @@ class Record:
                 self.work.append(effect)
             elif kind is Resolve:
                 self.outcome = effect.outcome
+                asker = self.asker
+                if asker is not None:
+                    self.asker = None
+                    trio.lowlevel.reschedule(asker)
                 waiters = self.waiters
                 if waiters:
                     self.waiters = None
@@ -398,6 +404,10 @@ class Record:
 
     def _abort_park(self, _: Any) -> trio.lowlevel.Abort:
         self.waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _abort_ask(self, _: Any) -> trio.lowlevel.Abort:
+        self.asker = None
         return trio.lowlevel.Abort.SUCCEEDED
 
     def info(self) -> ElicitationInfo:

@@ -280,18 +280,10 @@ class Runtime:
             record = (await self._call_mailbox(msg))._record  # watched from the start
         try:
             if record.outcome is None:
-                # ElicitationHandle.outcome()'s park, here: the Resolve effect reschedules
-                # every waiter of the record.
-                waiters = record.waiters
-                if waiters is None:
-                    record.waiters = waiters = []
-                waiters.append(task)
-
-                def abort(_: Any) -> trio.lowlevel.Abort:
-                    waiters.remove(task)
-                    return trio.lowlevel.Abort.SUCCEEDED
-
-                await trio.lowlevel.wait_task_rescheduled(abort)
+                # Parked as the record's one asker (it made the record; no waiters list, no
+                # abort closure): the Resolve effect reschedules it.
+                record.asker = task
+                await trio.lowlevel.wait_task_rescheduled(record._abort_ask)
             else:
                 await trio.lowlevel.checkpoint()
         except BaseException:

@@ -164,3 +164,19 @@ async def test_ask_through_the_mailbox_agrees_with_inline(
             return await rt.ask(request, peer=peer, tenant=ALICE)
 
     assert await observe(busy_ask, SCENARIOS["accept"]) == inline
+
+
+async def test_a_caller_that_stops_asking_is_no_longer_the_records_asker(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    peer = MemoryPeer()  # nobody answers
+    async with open_runtime() as rt:
+        with trio.move_on_after(5):
+            await rt.ask(form(), peer=peer, tenant=ALICE)
+        elicitation_id = peer.last().id.rsplit(".", 1)[0]
+        actor = rt.actor("elicitation")._shared.actor  # read-only inspection
+        assert actor is not None
+        assert actor.records[elicitation_id].asker is None  # the abort forgot the task
+        # The end wakes nobody: the former asker is running (this very call).
+        info = await rt.cancel_elicitation(elicitation_id, tenant=ALICE)
+        assert info.status == "cancelled"
