@@ -182,6 +182,7 @@ class Record:
 
     __slots__ = (
         "actor",
+        "asker",
         "client",
         "consented",
         "core",
@@ -227,6 +228,7 @@ class Record:
         # a 64-slot block (~760 bytes) per pending elicitation.
         self.work: list[Effect | _NotifyComplete] = []
         self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()
+        self.asker: trio.lowlevel.Task | None = None  # Runtime.ask's caller, while it waits
         self.outcome: Outcome | None = None
         self.waiter: trio.lowlevel.Task | None = None
         self.rid: str | None = None  # JSON-RPC id of our outstanding elicitation/create
@@ -257,6 +259,10 @@ class Record:
                 self.work.append(effect)
             elif kind is Resolve:
                 self.outcome = effect.outcome
+                asker = self.asker
+                if asker is not None:
+                    self.asker = None
+                    trio.lowlevel.reschedule(asker)
                 waiters = self.waiters
                 if waiters:
                     self.waiters = None
@@ -315,7 +321,7 @@ class Record:
         if actor._log_events:  # checked here too: the event's fields are not built for nothing
             actor._event("answered", self, action=action)
         content = response.get("content") if action == "accept" else None
-        self.feed(Answer(action, content))
+        self.apply(self.core.handle(Answer(action, content)))  # feed(), inline: every answer
         self.perform_now()
 
     def perform_now(self) -> None:
@@ -398,6 +404,10 @@ class Record:
 
     def _abort_park(self, _: Any) -> trio.lowlevel.Abort:
         self.waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _abort_ask(self, _: Any) -> trio.lowlevel.Abort:
+        self.asker = None
         return trio.lowlevel.Abort.SUCCEEDED
 
     def info(self) -> ElicitationInfo:
@@ -634,10 +644,12 @@ class ElicitationActor(Actor):
         return self._id_pool[pos : pos + 22]
 
     def _admit(self, msg: Create, decision: Any, now: float, *, watch: bool) -> Any:
-        """The rate limiter's ``decision`` is in: register the record and start its child."""
-        if isinstance(decision, ErrorReply):
-            return decision
-        if isinstance(decision, Refused):
+        """The rate limiter's ``decision`` (its reply to ``Acquire``: ``None`` admits) is in:
+        register the record and start its child."""
+        if decision is not None:
+            if isinstance(decision, ErrorReply):
+                return decision
+            assert isinstance(decision, Refused)
             self.metrics.on_refused(decision.limit)
             return ErrorReply(decision.to_error())
         record = Record(
@@ -660,6 +672,8 @@ class ElicitationActor(Actor):
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
         if self._log_events:
             self._event("created", record)
+        if not watch:  # Runtime.ask, inline: it waits on the record itself (no handle)
+            return record
         return ElicitationHandle(record.id, record.mode, record)
 
     def _complete(self, record: Record, content: Any, verdict: Any) -> Any:
@@ -903,11 +917,15 @@ class ElicitationActor(Actor):
         except ActorGone:
             record.feed(RuntimeRestart())  # the validator died; rest_for_one restarts us
             return True
-        if verdict.ok:
+        ok = verdict.ok
+        if ok:
             url_values = getattr(request.validator, "url_values", None)
-            if url_values is not None and url_values(verdict.content):
+            if url_values is not None and url_values(verdict.content_with_defaults):
                 return False  # DNS: the awaited path validates again, then resolves
-        record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+        # feed(), inline, and the content field itself (not its ``content`` alias): every answer
+        record.apply(
+            record.core.handle(Validated(ok, verdict.errors, verdict.content_with_defaults))
+        )
         return True
 
     async def _validate(self, record: Record, content: Any) -> None:

@@ -22,20 +22,26 @@ class Metrics:
         self.created: Counter[str] = Counter()
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self.refused: Counter[str] = Counter()
-        self.pending = 0
+        self._unsupported = 0  # outcomes that never were pending (see pending)
         self.latency_counts = [0] * (len(LATENCY_BUCKETS_S) + 1)
         self.latency_sum = 0.0
 
+    @property
+    def pending(self) -> int:
+        """The gauge: ``on_created`` calls minus ``on_outcome`` calls. Derived from the
+        counters (every outcome but an unsupported one comes from ``on_outcome``) instead of
+        kept up to date twice per elicitation."""
+        return self.created.total() - (self.outcomes.total() - self._unsupported)
+
     def on_created(self, mode: str) -> None:
         self.created[mode] += 1
-        self.pending += 1
 
     def on_outcome(self, mode: str, outcome: str) -> None:
         self.outcomes[(outcome, mode)] += 1
-        self.pending -= 1
 
     def on_unsupported(self, mode: str) -> None:
         self.outcomes[("Unsupported", mode)] += 1
+        self._unsupported += 1
 
     def on_refused(self, limit: str) -> None:
         self.refused[limit] += 1

@@ -32,6 +32,7 @@ from erlmcp_py.actors.elicitation import (
     ExtendIt,
     GetStatus,
     ListAll,
+    Record,
 )
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer
@@ -120,22 +121,23 @@ class Runtime:
 
         An idle actor answers inline (``call_nowait``: same turn, no task switch); a busy
         one through its mailbox under the call timeout. ``schedule_point=False``: the caller
-        yields right after anyway (``ask`` waits for the outcome), so an inline answer
-        skips its own.
+        yields right after anyway, so an inline answer skips its own.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             reply = self._registry["elicitation"].call_nowait(msg)
         except (trio.WouldBlock, ActorGone):
-            pass  # busy, or restarting: the mailbox path below waits for it
-        else:
-            if not schedule_point:
-                return reply
-            # A schedule point, as every trio call is: a loop of creates must not starve the
-            # other tasks (the new child takes its first turn). Shielded: what was done is
-            # done, and the caller gets its reply.
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            return await self._call_mailbox(msg)  # busy, or restarting: wait for it
+        if not schedule_point:
             return reply
+        # A schedule point, as every trio call is: a loop of creates must not starve the
+        # other tasks (the new child takes its first turn). Shielded: what was done is
+        # done, and the caller gets its reply.
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return reply
+
+    async def _call_mailbox(self, msg: Any) -> Any:
+        """:meth:`_call` through the mailbox, under the call timeout, riding out one restart."""
         deadline = trio.current_time() + self.config.call_timeout_s
         while True:
             ref = self._registry["elicitation"]
@@ -175,6 +177,35 @@ class Runtime:
         """
         return await self._create(request, peer, tenant, owner, client_id)
 
+    def _check_size(self, request: ElicitationRequest) -> None:
+        sizes = self.policy.sizes
+        message_size = len(request.message.encode())
+        if message_size > sizes.message_bytes:
+            raise RequestTooLarge("message", message_size, sizes.message_bytes)
+
+    def _create_message(
+        self,
+        request: ElicitationRequest,
+        peer: Peer,
+        tenant: Tenant,
+        owner: trio.lowlevel.Task | None,
+        client_id: str | None,
+        watch_owner: bool,
+    ) -> Create | None:
+        """The actor's ``Create`` for a checked request; ``None`` (counted) when the peer
+        cannot be asked at all — never a fake decline."""
+        if not peer.supports(request.mode):
+            self._metrics.on_unsupported(request.mode)
+            return None
+        return Create(
+            request,
+            peer,
+            tenant,
+            owner if owner is not None else trio.lowlevel.current_task(),
+            client_id if client_id is not None else peer.peer_id,
+            watch_owner,
+        )
+
     async def _create(
         self,
         request: ElicitationRequest,
@@ -185,10 +216,7 @@ class Runtime:
         *,
         ask: bool = False,
     ) -> ElicitationHandle:
-        sizes = self.policy.sizes
-        message_size = len(request.message.encode())
-        if message_size > sizes.message_bytes:
-            raise RequestTooLarge("message", message_size, sizes.message_bytes)
+        self._check_size(request)
         if request.mode == "form":
             assert request.requested_schema is not None
             self._check_schema(request.requested_schema, peer.protocol_version)
@@ -199,14 +227,11 @@ class Runtime:
                 request = ElicitationRequest(
                     request.message, "url", url=url, validator=request.validator
                 )
-        if not peer.supports(request.mode):
-            # Never a fake decline: the client cannot be asked at all.
-            self._metrics.on_unsupported(request.mode)
+        msg = self._create_message(request, peer, tenant, owner, client_id, not ask)
+        if msg is None:
             return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
-        owner_task = owner if owner is not None else trio.lowlevel.current_task()
-        client = client_id if client_id is not None else peer.peer_id
         handle: ElicitationHandle = await self._call(
-            Create(request, peer, tenant, owner_task, client, watch_owner=not ask),
+            msg,
             schedule_point=not ask,  # ask parks on the outcome right after: that is its yield
         )
         return handle
@@ -229,14 +254,44 @@ class Runtime:
         Raises:
             as :meth:`create_elicitation`.
         """
-        handle = await self._create(request, peer, tenant, None, client_id, ask=True)
+        if request.mode != "form":  # URL checks await the resolver: the general path
+            handle = await self._create(request, peer, tenant, None, client_id, ask=True)
+            try:
+                return await handle.outcome()
+            except BaseException:
+                if handle._record is not None:
+                    handle._record.watch_owner()
+                raise
+        # A form: _create and _call written out, and the wait on the record itself (an
+        # inline create answers with the Record, not a handle): no coroutine, handle or
+        # outcome() layer per question — this is every Context.elicit.
+        self._check_size(request)
+        assert request.requested_schema is not None
+        self._check_schema(request.requested_schema, peer.protocol_version)
+        task = trio.lowlevel.current_task()  # the owner, and the waiter
+        msg = self._create_message(request, peer, tenant, task, client_id, False)
+        if msg is None:
+            await trio.lowlevel.checkpoint()
+            return Unsupported("form")
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            return await handle.outcome()
+            record: Record = self._registry["elicitation"].call_nowait(msg)
+        except (trio.WouldBlock, ActorGone):
+            record = (await self._call_mailbox(msg))._record  # watched from the start
+        try:
+            if record.outcome is None:
+                # Parked as the record's one asker (it made the record; no waiters list, no
+                # abort closure): the Resolve effect reschedules it.
+                record.asker = task
+                await trio.lowlevel.wait_task_rescheduled(record._abort_ask)
+            else:
+                await trio.lowlevel.checkpoint()
         except BaseException:
-            record = handle._record
-            if record is not None:
-                record.watch_owner()
+            record.watch_owner()  # see the docstring
             raise
+        outcome = record.outcome
+        assert outcome is not None
+        return outcome
 
     async def get_elicitation_status(
         self, elicitation_id: str, *, tenant: Tenant

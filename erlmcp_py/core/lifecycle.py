@@ -145,6 +145,10 @@ AnswerAction: TypeAlias = Literal["accept", "decline", "cancel"]
 ACTIONS: Final[frozenset[str]] = frozenset({"accept", "decline", "cancel"})
 
 
+_isfinite = math.isfinite
+_NO_ERRORS: Final[tuple[()]] = ()
+
+
 def _check_now(owner: str, now: float) -> None:
     if type(now) is float and math.isfinite(now):
         return  # the shell's clock, every event: the common case first
@@ -215,6 +219,8 @@ class Validated:
     content: Any = None
 
     def __post_init__(self) -> None:
+        if self.ok is True and self.errors is _NO_ERRORS:
+            return  # a validator's ok verdict (its errors are the empty tuple): nothing to check
         if not isinstance(self.ok, bool):
             raise TypeError(f"Validated.ok must be a bool, got {self.ok!r}")
         if not isinstance(self.errors, tuple):
@@ -556,13 +562,15 @@ class Elicitation:
     )
 
     def __init__(self, policy: LifecyclePolicy, now: float, *, mode: Mode = "form") -> None:
-        _check_now("Elicitation", now)
-        now = float(now)
+        if type(now) is not float or not _isfinite(now):  # the shell's clock passes at once
+            _check_now("Elicitation", now)
+            now = float(now)
         self._policy = policy
         self._mode: Mode = mode
         self._created_at = now
-        self._deadline = now + policy.deadline_for(mode)
-        self._warn_at = self._warning_time()
+        self._deadline = deadline = now + policy.deadline_for(mode)
+        warn_before = policy.warn_before_s  # _warning_time(), inline: once per elicitation
+        self._warn_at = None if warn_before == 0 else deadline - warn_before
         self._status = Status.PENDING
         self._terminal = False
         self._started = False
