@@ -644,12 +644,10 @@ class ElicitationActor(Actor):
         return self._id_pool[pos : pos + 22]
 
     def _admit(self, msg: Create, decision: Any, now: float, *, watch: bool) -> Any:
-        """The rate limiter's ``decision`` (its reply to ``Acquire``: ``None`` admits) is in:
-        register the record and start its child."""
-        if decision is not None:
-            if isinstance(decision, ErrorReply):
-                return decision
-            assert isinstance(decision, Refused)
+        """The rate limiter's ``decision`` is in: register the record and start its child."""
+        if isinstance(decision, ErrorReply):
+            return decision
+        if isinstance(decision, Refused):
             self.metrics.on_refused(decision.limit)
             return ErrorReply(decision.to_error())
         record = Record(

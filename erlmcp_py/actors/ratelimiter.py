@@ -24,9 +24,6 @@ __all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPendin
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Acquire:
-    """Admit one new elicitation of ``client``. Reply: ``None`` (admitted: it counts as
-    pending until its ``Release``) or the core's :class:`~erlmcp_py.core.ratelimit.Refused`."""
-
     client: Hashable
 
 
@@ -71,7 +68,7 @@ class RateLimiterActor(Actor):
     def handle_call_nowait(self, msg: Any) -> Any:
         # Every call is synchronous: an idle limiter answers in the caller's task.
         if type(msg) is Acquire:
-            return self.limiter.acquire_or_refuse(msg.client, self.now())
+            return self.limiter.try_acquire(msg.client, self.now())
         if type(msg) is Release:
             self.limiter.release(msg.client)
             return None

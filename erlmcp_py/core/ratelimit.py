@@ -206,20 +206,6 @@ class RateLimiter:
         Raises:
             ValueError: ``now`` is not finite.
         """
-        refused = self.acquire_or_refuse(client, now)
-        if refused is not None:
-            return refused
-        # Just admitted: the bucket was updated to the clock, so its level is the level now.
-        return Admitted(self._pending[client], self._buckets[client].level / self._window_ns)
-
-    def acquire_or_refuse(self, client: Hashable, now: float) -> Refused | None:
-        """:meth:`try_acquire` for a caller that only needs the refusal: ``None`` means
-        admitted (no :class:`Admitted` is built; :meth:`pending` and :meth:`tokens` tell
-        its numbers).
-
-        Raises:
-            ValueError: ``now`` is not finite.
-        """
         # One pass, with the policy's numbers copied into slots (a policy is frozen) and the
         # clock and the bucket's refill done in place: this runs once per elicitation.
         now_ns = _to_ns(now)
@@ -269,7 +255,7 @@ class RateLimiter:
         self._pending[client] = pending
         self._pending_total += 1
         self._admitted += 1
-        return None
+        return Admitted(pending, level / window_ns)
 
     def release(self, client: Hashable) -> bool:
         """Count one of ``client``'s elicitations as ended.
