@@ -69,8 +69,9 @@ from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.tools import (
     ToolArgumentsError,
     ToolSpec,
+    _tool_failed,
+    _tool_returned,
     budget_exceeded,
-    call_tool_fn,
     text_result,
 )
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
@@ -684,8 +685,36 @@ class ServerSession:
         try:
             with call.scope:
                 clock = ToolClock(call.scope, spec.timeout)
+                # _invoke() and call_tool_fn() were two coroutines, each only awaiting the
+                # next: their steps run here, in the tool task's own coroutine (same results
+                # and log events: tests/mcp/test_perf_r2server_tools.py pins it).
                 try:
-                    result = await self._invoke(id, spec, params, clock)
+                    try:
+                        kwargs = spec.bind(params.arguments)
+                    except ToolArgumentsError as exc:
+                        result = text_result(str(exc), is_error=True)
+                    else:
+                        if spec.context_param is not None:
+                            kwargs[spec.context_param] = Context(
+                                server=self._server,
+                                peer=RequestPeer(self, id),
+                                runtime=self._runtime,
+                                tenant=self.tenant,
+                                request_id=id,
+                                tool_name=spec.name,
+                                clock=clock,
+                                progress_token=params.progress_token,
+                            )
+                        try:
+                            value = spec.fn(**kwargs)
+                            if hasattr(value, "__await__"):
+                                value = await value
+                        except (UrlElicitationRequired, JsonRpcError):
+                            raise
+                        except Exception as exc:
+                            result = _tool_failed(spec, exc, self._log)
+                        else:
+                            result = _tool_returned(spec, value, self._log)
                 except UrlElicitationRequired as exc:
                     error = exc.to_jsonrpc().with_id(id)
                 except JsonRpcError as exc:
@@ -706,26 +735,6 @@ class ServerSession:
             await self._respond_error(error)
         elif result is not None:
             await self._respond(id, result)
-
-    async def _invoke(
-        self, id: RequestId, spec: ToolSpec, params: CallToolParams, clock: ToolClock
-    ) -> Mapping[str, Any]:
-        try:
-            kwargs = spec.bind(params.arguments)
-        except ToolArgumentsError as exc:
-            return text_result(str(exc), is_error=True)
-        if spec.context_param is not None:
-            kwargs[spec.context_param] = Context(
-                server=self._server,
-                peer=RequestPeer(self, id),
-                runtime=self._runtime,
-                tenant=self.tenant,
-                request_id=id,
-                tool_name=spec.name,
-                clock=clock,
-                progress_token=params.progress_token,
-            )
-        return await call_tool_fn(spec, kwargs, self._log)
 
 
 #: The name of every tool task (trio would otherwise format one per spawn).
