@@ -70,7 +70,16 @@ import trio
 
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
-from erlmcp_py.mcp.jsonrpc import ErrorResponse, JsonRpcError, Notification, Request, Response
+from erlmcp_py.mcp.jsonrpc import (
+    _REQUEST,
+    _RESULT,
+    ErrorResponse,
+    JsonRpcError,
+    Notification,
+    Request,
+    Response,
+    _fast_kind,
+)
 from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, MODERN_VERSIONS, PROTOCOL_VERSION
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
@@ -504,6 +513,24 @@ class MemoryClient:
         return True
 
     def _take(self, obj: Any) -> None:
+        # The two common shapes read straight from the object (no Request or Response value
+        # built only to be unpacked here), exactly as the general path below handles them.
+        kind = _fast_kind(obj)
+        if kind == _RESULT:
+            self._deliver(obj["id"], obj)
+        elif kind == _REQUEST:
+            raw = obj["params"]  # an object or an array
+            request = ServerRequest(obj["id"], obj["method"], raw if type(raw) is dict else {})
+            if self._keep:  # _record_request, on the hot path
+                self.server_requests.append(request)
+            self._dispatch(request)
+        else:
+            self._take_other(obj)
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def _take_other(self, obj: Any) -> None:
         try:
             message = jsonrpc.validate_message(obj)
         except JsonRpcError as exc:
@@ -529,9 +556,6 @@ class MemoryClient:
                 assert isinstance(message, Notification)
                 params = message.params if _is_mapping(message.params) else {}
                 self.notifications.append((message.method, params))
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
 
     def _record_request(self, request: ServerRequest) -> None:
         if self._keep:
