@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import structlog.testing
+import trio
 from hypothesis import given, settings, strategies as st
 
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
-from erlmcp_py.transports.memory import MemoryClient, _Slot
+from erlmcp_py.transports.memory import MemoryClient
 
 
 class Recorder:
@@ -46,7 +47,7 @@ def client() -> tuple[MemoryClient, Recorder]:
         keep_history=True,
     )
     for rid in ("a", 1):  # two of our requests are waiting
-        made._waiting[rid] = _Slot()
+        made._waiting[rid] = None  # not parked: a response goes to _early
     return made, lane
 
 
@@ -85,7 +86,8 @@ def observed(made: MemoryClient, lane: Recorder) -> Any:
     return (
         [(r.id, r.method, r.params) for r in made.server_requests],
         lane.sent,
-        {rid: slot.response for rid, slot in made._waiting.items()},
+        made._waiting,
+        made._early,
         made.unmatched,
         made.notifications,
         made.refused,
@@ -97,8 +99,6 @@ def observed(made: MemoryClient, lane: Recorder) -> Any:
 def test_shortcut_agrees_with_the_general_path(messages: list[dict[str, Any]]) -> None:
     fast, fast_lane = client()
     general, general_lane = client()
-    delivered_fast = dict(fast._waiting)
-    delivered_general = dict(general._waiting)
     with structlog.testing.capture_logs() as fast_logs:
         for message in messages:
             fast._take(message)
@@ -106,7 +106,42 @@ def test_shortcut_agrees_with_the_general_path(messages: list[dict[str, Any]]) -
         for message in messages:
             general._take_other(message)
     assert observed(fast, fast_lane) == observed(general, general_lane)
-    assert {rid: s.response for rid, s in delivered_fast.items()} == {
-        rid: s.response for rid, s in delivered_general.items()
-    }
     assert fast_logs == general_logs
+
+
+class Answering:
+    """A client → server lane whose server answers every request inline, in the send."""
+
+    def __init__(self) -> None:
+        self.client: MemoryClient | None = None
+        self.sent: list[Any] = []
+
+    def send_nowait(self, message: Any) -> None:
+        assert self.client is not None
+        self.sent.append(message)
+        self.client._deliver(message["id"], {"jsonrpc": "2.0", "id": message["id"], "result": {}})
+
+
+async def test_a_response_that_comes_before_the_park_is_returned() -> None:
+    lane = Answering()
+    made = MemoryClient(
+        None,  # type: ignore[arg-type]
+        lane,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        handler=None,
+        protocol_version="2025-11-25",
+        capabilities={},
+        keep_history=True,
+    )
+    lane.client = made
+    with trio.fail_after(1):
+        assert await made.request_raw("ping", id="p") == {"jsonrpc": "2.0", "id": "p", "result": {}}
+        assert await made.call_tool("t") == {}
+    assert made._waiting == {}
+    assert made._early == {}
+    assert [m["method"] for m in lane.sent] == ["ping", "tools/call"]
+    with trio.CancelScope() as scope:  # cancelled before: nothing is sent
+        scope.cancel()
+        await made.call_tool("t")
+    assert len(lane.sent) == 2
+    assert made._waiting == {}
