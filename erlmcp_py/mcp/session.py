@@ -763,7 +763,10 @@ class ServerSession:
         if error is not None:
             await self._respond_error(error)
         elif result is not None:
-            await self._respond(id, result)
+            try:  # noqa: SIM105  # _respond(), without its coroutine (every tool call)
+                await self._write(self._frame(jsonrpc.response_object(id, result)))
+            except PeerGone:
+                pass
 
 
 #: The name of every tool task (trio would otherwise format one per spawn).

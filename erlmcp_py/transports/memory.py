@@ -452,10 +452,14 @@ class MemoryClient:
             RuntimeError: 2026-07-28 only: more than ``max_rounds`` rounds, or an input request
                 the handler left unanswered.
         """
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        params: dict[str, Any] = {
+            "name": name,
+            "arguments": dict(arguments) if arguments else {},  # one dict, not two
+        }
         if not self.modern:  # request() minus its re-checks and copies: the hot path
             rid = next(self._ids)
-            message = jsonrpc.request_object(rid, "tools/call", params)
+            # jsonrpc.request_object(rid, "tools/call", params), built here.
+            message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
             await trio.lowlevel.checkpoint_if_cancelled()  # _exchange(), one coroutine fewer
             return _result_of(await self._send_and_wait(rid, message))
         for _ in range(max_rounds):
