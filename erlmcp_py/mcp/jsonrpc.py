@@ -427,6 +427,43 @@ _REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
 _ID_TYPES: Final = frozenset({str, int})
 _RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
 
+#: What :func:`_fast_kind` says.
+_OTHER: Final = 0
+_REQUEST: Final = 1
+_RESULT: Final = 2
+
+
+def _fast_kind(obj: object) -> int:
+    """:func:`validate_message`'s fast paths without the message value, for callers that
+    read the members from ``obj`` itself (the in-memory pair: a value type built only to be
+    unpacked at once is an object per message for nothing).
+
+    Returns:
+        ``_REQUEST``: ``validate_message(obj)`` is ``Request(obj["id"], obj["method"],
+        obj["params"])``. ``_RESULT``: it is ``Response(obj["id"], obj["result"])``.
+        ``_OTHER``: anything else, valid or not: ask :func:`validate_message`.
+    """
+    if type(obj) is dict:
+        # Exactly validate_message's fast-path checks (tests/mcp pins that they agree).
+        keys = obj.keys()
+        if keys == _REQUEST_KEYS:
+            params = obj["params"]
+            if (
+                obj["jsonrpc"] == JSONRPC_VERSION
+                and type(obj["id"]) in _ID_TYPES
+                and type(obj["method"]) is str
+                and (type(params) is dict or type(params) is list)
+            ):
+                return _REQUEST
+        elif (
+            keys == _RESULT_KEYS
+            and obj["jsonrpc"] == JSONRPC_VERSION
+            and type(obj["id"]) in _ID_TYPES
+            and type(obj["result"]) is dict
+        ):
+            return _RESULT
+    return _OTHER
+
 
 def _validate_any(obj: object) -> Message:
     """:func:`validate_message` without its fast paths: every shape, every specific error."""

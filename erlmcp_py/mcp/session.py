@@ -46,12 +46,16 @@ from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import (
+    _OTHER,
+    _RESULT,
     ErrorResponse,
     JsonRpcError,
     Notification,
+    Params,
     Request,
     RequestId,
     Response,
+    _fast_kind,
 )
 from erlmcp_py.mcp.meta import is_modern_request
 from erlmcp_py.mcp.params import (
@@ -69,8 +73,9 @@ from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.tools import (
     ToolArgumentsError,
     ToolSpec,
+    _tool_failed,
+    _tool_returned,
     budget_exceeded,
-    call_tool_fn,
     text_result,
 )
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
@@ -476,26 +481,50 @@ class ServerSession:
         """
         if self.phase == CLOSED:
             return True
-        try:
-            message = jsonrpc.validate_message(obj)
-        except JsonRpcError:
-            return False  # the refusal is an answer to write
-        if isinstance(message, Request):
+        # The two common shapes are read straight from the object, exactly as the general
+        # path handles their values: no Request or Response built only to be unpacked here.
+        kind = _fast_kind(obj)
+        if kind == _OTHER:
+            try:
+                message = jsonrpc.validate_message(obj)
+            except JsonRpcError:
+                return False  # the refusal is an answer to write
+            if isinstance(message, Notification):
+                self._notification(message)
+                return True
+            if not isinstance(message, Request):
+                self._response(message)
+                return True
             if message.method != "tools/call":
                 return False
-            if is_modern_request(message):  # 2026-07-28: once its endpoint is open
-                stateless = self._stateless
-                return stateless is not None and stateless.start_call(message)
-            if self.phase == NEW or message.id in self._calls:
-                return False
-            try:
-                self._start_tool(message)
-            except JsonRpcError:
-                return False  # bad params or unknown tool: an error answer to write
-        elif isinstance(message, Notification):
-            self._notification(message)
         else:
-            self._response(message)
+            fields: dict[str, Any] = obj  # type: ignore[assignment]  # checked: a message
+            if kind == _RESULT:
+                self._deliver(fields["id"], fields["result"])  # what _response() does
+                return True
+            if fields["method"] != "tools/call":
+                return False
+            params = fields["params"]
+            # is_modern_request()'s own first test: no _meta at all is the session era.
+            if type(params) is dict and params.get("_meta") is None:
+                rid = fields["id"]
+                if self.phase == NEW or rid in self._calls:
+                    return False
+                try:
+                    self._start_tool(rid, params)
+                except JsonRpcError:
+                    return False  # bad params or unknown tool: an error answer to write
+                return True
+            message = Request(fields["id"], "tools/call", params)  # validate_message's value
+        if is_modern_request(message):  # 2026-07-28: once its endpoint is open
+            stateless = self._stateless
+            return stateless is not None and stateless.start_call(message)
+        if self.phase == NEW or message.id in self._calls:
+            return False
+        try:
+            self._start_tool(message.id, message.params)
+        except JsonRpcError:
+            return False  # bad params or unknown tool: an error answer to write
         return True
 
     async def _refuse(self, exc: JsonRpcError) -> None:
@@ -638,19 +667,20 @@ class ServerSession:
         await self._respond(req.id, {})
 
     async def _tools_call(self, req: Request) -> None:
-        self._start_tool(req)
+        self._start_tool(req.id, req.params)
 
-    def _start_tool(self, req: Request) -> None:
-        """Check a ``tools/call`` and start its task (raises the JSON-RPC error to answer)."""
-        params = parse_params(CallToolParams, req.params, req.id)
+    def _start_tool(self, id: RequestId, raw: Params | None) -> None:
+        """Check a ``tools/call`` (its ``id`` and ``params``) and start its task (raises the
+        JSON-RPC error to answer)."""
+        params = parse_params(CallToolParams, raw, id)
         spec = self._server.tools.get(params.name)
         if spec is None:
             raise jsonrpc.invalid_params(
-                f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, req.id
+                f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, id
             )
         call = _Call()
-        self._calls[req.id] = call
-        self._nursery.start_soon(self._run_tool, req.id, spec, params, call, name=_TOOL_TASK)
+        self._calls[id] = call
+        self._nursery.start_soon(self._run_tool, id, spec, params, call, name=_TOOL_TASK)
 
     def _on_notification(self, note: Notification) -> None:
         method = note.method
@@ -684,8 +714,36 @@ class ServerSession:
         try:
             with call.scope:
                 clock = ToolClock(call.scope, spec.timeout)
+                # _invoke() and call_tool_fn() were two coroutines, each only awaiting the
+                # next: their steps run here, in the tool task's own coroutine (same results
+                # and log events: tests/mcp/test_perf_r2server_tools.py pins it).
                 try:
-                    result = await self._invoke(id, spec, params, clock)
+                    try:
+                        kwargs = spec.bind(params.arguments)
+                    except ToolArgumentsError as exc:
+                        result = text_result(str(exc), is_error=True)
+                    else:
+                        if spec.context_param is not None:
+                            kwargs[spec.context_param] = Context(
+                                server=self._server,
+                                peer=RequestPeer(self, id),
+                                runtime=self._runtime,
+                                tenant=self.tenant,
+                                request_id=id,
+                                tool_name=spec.name,
+                                clock=clock,
+                                progress_token=params.progress_token,
+                            )
+                        try:
+                            value = spec.fn(**kwargs)
+                            if hasattr(value, "__await__"):
+                                value = await value
+                        except (UrlElicitationRequired, JsonRpcError):
+                            raise
+                        except Exception as exc:
+                            result = _tool_failed(spec, exc, self._log)
+                        else:
+                            result = _tool_returned(spec, value, self._log)
                 except UrlElicitationRequired as exc:
                     error = exc.to_jsonrpc().with_id(id)
                 except JsonRpcError as exc:
@@ -705,27 +763,10 @@ class ServerSession:
         if error is not None:
             await self._respond_error(error)
         elif result is not None:
-            await self._respond(id, result)
-
-    async def _invoke(
-        self, id: RequestId, spec: ToolSpec, params: CallToolParams, clock: ToolClock
-    ) -> Mapping[str, Any]:
-        try:
-            kwargs = spec.bind(params.arguments)
-        except ToolArgumentsError as exc:
-            return text_result(str(exc), is_error=True)
-        if spec.context_param is not None:
-            kwargs[spec.context_param] = Context(
-                server=self._server,
-                peer=RequestPeer(self, id),
-                runtime=self._runtime,
-                tenant=self.tenant,
-                request_id=id,
-                tool_name=spec.name,
-                clock=clock,
-                progress_token=params.progress_token,
-            )
-        return await call_tool_fn(spec, kwargs, self._log)
+            try:  # noqa: SIM105  # _respond(), without its coroutine (every tool call)
+                await self._write(self._frame(jsonrpc.response_object(id, result)))
+            except PeerGone:
+                pass
 
 
 #: The name of every tool task (trio would otherwise format one per spawn).

@@ -64,13 +64,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any, Final, TypeGuard
 
+import outcome
 import pydantic_core
 import structlog
 import trio
 
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
-from erlmcp_py.mcp.jsonrpc import ErrorResponse, JsonRpcError, Notification, Request, Response
+from erlmcp_py.mcp.jsonrpc import (
+    _REQUEST,
+    _RESULT,
+    ErrorResponse,
+    JsonRpcError,
+    Notification,
+    Request,
+    Response,
+    _fast_kind,
+)
 from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, MODERN_VERSIONS, PROTOCOL_VERSION
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
@@ -89,14 +99,8 @@ DEFAULT_VERSION: Final = "2025-11-25"
 CLIENT_NAME: Final = {"name": "erlmcp-py-memory-client", "version": "0.1.0"}
 
 
-class _Slot:
-    """Where the response to one of our requests lands; the requester parks on it."""
-
-    __slots__ = ("response", "task")
-
-    def __init__(self) -> None:
-        self.response: dict[str, Any] | None = None
-        self.task: trio.lowlevel.Task | None = None
+#: What :meth:`MemoryClient._deliver` finds for an id none of our requests waits on.
+_UNKNOWN: Final = object()
 
 
 class _Gate:
@@ -288,7 +292,9 @@ class MemoryClient:
         )
         self._keep = keep_history
         self._ids = itertools.count(1)
-        self._waiting: dict[Any, _Slot] = {}
+        # Our requests waiting for a response: the parked task (None: not parked yet).
+        self._waiting: dict[Any, trio.lowlevel.Task | None] = {}
+        self._early: dict[Any, dict[str, Any]] = {}  # responses that came before the park
         self._changed: trio.Event | None = None  # created when someone waits
 
     @property
@@ -319,23 +325,31 @@ class MemoryClient:
 
     async def _exchange(self, rid: Any, message: dict[str, Any]) -> dict[str, Any]:
         await trio.lowlevel.checkpoint_if_cancelled()
-        if rid in self._waiting:
+        response: dict[str, Any] = await self._send_and_wait(rid, message)
+        return response
+
+    def _send_and_wait(self, rid: Any, message: dict[str, Any]) -> Awaitable[Any]:
+        """Send request ``rid`` and return what waits for its response: await it at once.
+
+        Not a coroutine itself: the caller awaits trio's wait directly, so a parked request
+        costs no coroutine layer of its own. ``_waiting[rid]`` is ``None`` until the caller
+        parks, then its task (a response for an unparked request goes to ``_early``).
+        """
+        waiting = self._waiting
+        if rid in waiting:
             raise ValueError(f"request id {rid!r} is already waiting for its response")
-        slot = _Slot()
-        self._waiting[rid] = slot
+        waiting[rid] = None
         try:
             self._to_server.send_nowait(message)  # unbounded: never blocks
         except BaseException:  # the pair is closed
-            del self._waiting[rid]
+            del waiting[rid]
             raise
-        if slot.response is not None:  # the server answered inline (not done today)
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return slot.response
-        # Park until the response is delivered.
-        slot.task = trio.lowlevel.current_task()
+        if rid not in waiting:  # the server answered inline (not done today)
+            return _answered(self._early.pop(rid))
+        # Park until the response is delivered (it comes as the task's next value).
+        waiting[rid] = trio.lowlevel.current_task()
 
         def abort(_: Any) -> trio.lowlevel.Abort:
-            slot.task = None
             if self._waiting.pop(rid, None) is not None:
                 with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     self._to_server.send_nowait(
@@ -346,10 +360,7 @@ class MemoryClient:
                     )
             return trio.lowlevel.Abort.SUCCEEDED
 
-        await trio.lowlevel.wait_task_rescheduled(abort)
-        response = slot.response
-        assert response is not None
-        return response
+        return trio.lowlevel.wait_task_rescheduled(abort)  # noqa: ASYNC105 (awaited by the caller)
 
     async def request(
         self, method: str, params: Mapping[str, Any] | None = None, *, id: Any = None
@@ -441,12 +452,16 @@ class MemoryClient:
             RuntimeError: 2026-07-28 only: more than ``max_rounds`` rounds, or an input request
                 the handler left unanswered.
         """
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        params: dict[str, Any] = {
+            "name": name,
+            "arguments": dict(arguments) if arguments else {},  # one dict, not two
+        }
         if not self.modern:  # request() minus its re-checks and copies: the hot path
             rid = next(self._ids)
-            return _result_of(
-                await self._exchange(rid, jsonrpc.request_object(rid, "tools/call", params))
-            )
+            # jsonrpc.request_object(rid, "tools/call", params), built here.
+            message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+            await trio.lowlevel.checkpoint_if_cancelled()  # _exchange(), one coroutine fewer
+            return _result_of(await self._send_and_wait(rid, message))
         for _ in range(max_rounds):
             result = await self.request("tools/call", params)
             if result.get("resultType") != "input_required":
@@ -504,6 +519,24 @@ class MemoryClient:
         return True
 
     def _take(self, obj: Any) -> None:
+        # The two common shapes read straight from the object (no Request or Response value
+        # built only to be unpacked here), exactly as the general path below handles them.
+        kind = _fast_kind(obj)
+        if kind == _RESULT:
+            self._deliver(obj["id"], obj)
+        elif kind == _REQUEST:
+            raw = obj["params"]  # an object or an array
+            request = ServerRequest(obj["id"], obj["method"], raw if type(raw) is dict else {})
+            if self._keep:  # _record_request, on the hot path
+                self.server_requests.append(request)
+            self._dispatch(request)
+        else:
+            self._take_other(obj)
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def _take_other(self, obj: Any) -> None:
         try:
             message = jsonrpc.validate_message(obj)
         except JsonRpcError as exc:
@@ -529,25 +562,22 @@ class MemoryClient:
                 assert isinstance(message, Notification)
                 params = message.params if _is_mapping(message.params) else {}
                 self.notifications.append((message.method, params))
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
 
     def _record_request(self, request: ServerRequest) -> None:
         if self._keep:
             self.server_requests.append(request)
 
     def _deliver(self, id: Any, response: dict[str, Any]) -> None:
-        slot = self._waiting.pop(id, None)
-        if slot is None:
+        task = self._waiting.pop(id, _UNKNOWN)
+        if task is _UNKNOWN:
             log.info("response_ignored", id=str(id)[:80], why="unknown, late or duplicate")
             if self._keep:
                 self.unmatched.append(response)
             return
-        slot.response = response
-        task, slot.task = slot.task, None
-        if task is not None:
-            trio.lowlevel.reschedule(task)
+        if task is None:  # its requester has not parked yet
+            self._early[id] = response
+        else:
+            trio.lowlevel.reschedule(task, outcome.Value(response))  # type: ignore[arg-type]
 
     def _dispatch(self, request: ServerRequest) -> None:
         handler = self._handler
@@ -610,6 +640,11 @@ def _result_of(response: dict[str, Any]) -> dict[str, Any]:
         raise ClientRequestError(error["code"], error["message"], error.get("data"))
     result: dict[str, Any] = response["result"]
     return result
+
+
+async def _answered(response: dict[str, Any]) -> dict[str, Any]:
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    return response
 
 
 def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
