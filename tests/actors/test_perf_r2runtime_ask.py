@@ -16,20 +16,11 @@ import structlog.testing
 import trio
 import trio.testing
 
-from erlmcp_py import ElicitationRequest, Runtime, Tenant, open_runtime
+from erlmcp_py import ElicitationRequest, Runtime, open_runtime
 from erlmcp_py.actors.peer import PeerError
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.testing import MemoryPeer
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "minLength": 1},
-        "age": {"type": "integer", "minimum": 0, "default": 30},
-    },
-    "required": ["name"],
-}
-ALICE = Tenant("alice", "ws1", "conv1")
+from tests.actors.test_runtime import ALICE, SCHEMA
 
 Ask = Callable[[Runtime, ElicitationRequest, MemoryPeer], Awaitable[Outcome]]
 

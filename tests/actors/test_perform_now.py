@@ -10,20 +10,11 @@ import pytest
 import trio
 import trio.testing
 
-from erlmcp_py import Accepted, ElicitationRequest, Runtime, Tenant, TimedOut, open_runtime
+from erlmcp_py import Accepted, ElicitationRequest, Runtime, TimedOut, open_runtime
 from erlmcp_py.actors.api import ElicitationHandle
 from erlmcp_py.actors.peer import PeerResponse
 from erlmcp_py.testing import MemoryPeer, SentRequest
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "minLength": 1},
-        "age": {"type": "integer", "minimum": 0, "default": 30},
-    },
-    "required": ["name"],
-}
-ALICE = Tenant("alice", "ws1", "conv1")
+from tests.actors.test_runtime import ALICE, SCHEMA
 
 
 @pytest.fixture
