@@ -73,9 +73,8 @@ from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.tools import (
     ToolArgumentsError,
     ToolSpec,
-    _tool_failed,
-    _tool_returned,
     budget_exceeded,
+    call_tool_fn,
     text_result,
 )
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
@@ -714,9 +713,6 @@ class ServerSession:
         try:
             with call.scope:
                 clock = ToolClock(call.scope, spec.timeout)
-                # _invoke() and call_tool_fn() were two coroutines, each only awaiting the
-                # next: their steps run here, in the tool task's own coroutine (same results
-                # and log events: tests/mcp/test_perf_r2server_tools.py pins it).
                 try:
                     try:
                         kwargs = spec.bind(params.arguments)
@@ -734,16 +730,7 @@ class ServerSession:
                                 clock=clock,
                                 progress_token=params.progress_token,
                             )
-                        try:
-                            value = spec.fn(**kwargs)
-                            if hasattr(value, "__await__"):
-                                value = await value
-                        except (UrlElicitationRequired, JsonRpcError):
-                            raise
-                        except Exception as exc:
-                            result = _tool_failed(spec, exc, self._log)
-                        else:
-                            result = _tool_returned(spec, value, self._log)
+                        result = await call_tool_fn(spec, kwargs, self._log)
                 except UrlElicitationRequired as exc:
                     error = exc.to_jsonrpc().with_id(id)
                 except JsonRpcError as exc:
@@ -763,10 +750,7 @@ class ServerSession:
         if error is not None:
             await self._respond_error(error)
         elif result is not None:
-            try:  # noqa: SIM105  # _respond(), without its coroutine (every tool call)
-                await self._write(self._frame(jsonrpc.response_object(id, result)))
-            except PeerGone:
-                pass
+            await self._respond(id, result)
 
 
 #: The name of every tool task (trio would otherwise format one per spawn).

@@ -219,11 +219,9 @@ _ANY: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)  # built once: not p
 async def call_tool_fn(spec: ToolSpec, kwargs: dict[str, Any], log: Any) -> dict[str, Any]:
     """Run the tool's function with its bound arguments; the ``CallToolResult``.
 
-    Shared by both protocol eras (the session era runs the same steps in its tool task's
-    own coroutine: ``fn``, await, then :func:`_tool_failed` or :func:`_tool_returned`;
-    ``tests/mcp/test_perf_r2server_tools.py`` pins that both agree). The tool's own
-    exception becomes an ``isError`` result; ``JsonRpcError`` and ``UrlElicitationRequired``
-    propagate, for the caller to answer as its era says.
+    Shared by both protocol eras. The tool's own exception becomes an ``isError`` result;
+    ``JsonRpcError`` and ``UrlElicitationRequired`` propagate, for the caller to answer as
+    its era says.
     """
     try:
         value = spec.fn(**kwargs)
@@ -233,11 +231,7 @@ async def call_tool_fn(spec: ToolSpec, kwargs: dict[str, Any], log: Any) -> dict
         raise
     except Exception as exc:
         return _tool_failed(spec, exc, log)
-    try:
-        return to_call_result(value)
-    except Exception as exc:
-        log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
-        return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
+    return _tool_returned(spec, value, log)
 
 
 def _tool_failed(spec: ToolSpec, exc: Exception, log: Any) -> dict[str, Any]:
@@ -248,7 +242,7 @@ def _tool_failed(spec: ToolSpec, exc: Exception, log: Any) -> dict[str, Any]:
 
 def _tool_returned(spec: ToolSpec, value: Any, log: Any) -> dict[str, Any]:
     """The ``CallToolResult`` of what a tool returned (an ``isError`` result, logged as
-    ``tool_result_unencodable``, when it cannot be one): what :func:`call_tool_fn` does last."""
+    ``tool_result_unencodable``, when it cannot be one)."""
     try:
         return to_call_result(value)
     except Exception as exc:

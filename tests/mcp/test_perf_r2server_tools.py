@@ -1,8 +1,7 @@
-"""The session-era tool task runs a tool's steps in its own coroutine (``_run_tool``), not
-through ``call_tool_fn``: pinned against ``bind`` + ``call_tool_fn`` as the task ran them
-before, for every way a tool can end — the same response (result or error) and the same log
-events, for sync and async tools, awaitable objects, bad arguments, raising tools and
-unencodable results."""
+"""The session-era tool task (``_run_tool``: bind, the Context, ``call_tool_fn``) against
+``bind`` + ``call_tool_fn`` called directly, for every way a tool can end — the same response
+(result or error) and the same log events, for sync and async tools, awaitable objects, bad
+arguments, raising tools and unencodable results."""
 
 from __future__ import annotations
 
