@@ -20,7 +20,7 @@ from erlmcp_py import ElicitationRequest, Runtime, open_runtime
 from erlmcp_py.actors.peer import PeerError
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.testing import MemoryPeer
-from tests.actors.test_runtime import ALICE, SCHEMA
+from tests.actors.test_runtime import ALICE, SCHEMA, make_elicitation_actor_busy
 
 Ask = Callable[[Runtime, ElicitationRequest, MemoryPeer], Awaitable[Outcome]]
 
@@ -142,16 +142,8 @@ async def test_ask_through_the_mailbox_agrees_with_inline(
     inline = await observe(via_ask, SCENARIOS["accept"])
 
     async def busy_ask(rt: Runtime, request: ElicitationRequest, peer: MemoryPeer) -> Outcome:
-        ref = rt.actor("elicitation")
-        real = type(ref).call_nowait
-
-        def busy(self: Any, msg: Any) -> Any:
-            if self is ref:
-                raise trio.WouldBlock  # as when the actor is mid-message
-            return real(self, msg)
-
         with monkeypatch.context() as patch:
-            patch.setattr(type(ref), "call_nowait", busy)
+            make_elicitation_actor_busy(patch, rt)
             return await rt.ask(request, peer=peer, tenant=ALICE)
 
     assert await observe(busy_ask, SCENARIOS["accept"]) == inline

@@ -707,9 +707,9 @@ async def test_ask_owner_that_survives_its_cancellation_keeps_the_elicitation(
     assert info.status == "abandoned"
 
 
-async def test_ask_through_a_busy_actor_watches_its_owner_from_the_start(
-    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def make_elicitation_actor_busy(patch: pytest.MonkeyPatch, rt: Runtime) -> None:
+    """From now on, ``rt``'s elicitation actor refuses inline calls (``call_nowait`` raises
+    ``trio.WouldBlock``, as when the actor is mid-message): callers go through its mailbox."""
     ref = rt.actor("elicitation")
     real = type(ref).call_nowait
 
@@ -718,7 +718,13 @@ async def test_ask_through_a_busy_actor_watches_its_owner_from_the_start(
             raise trio.WouldBlock  # as when the actor is mid-message
         return real(self, msg)
 
-    monkeypatch.setattr(type(ref), "call_nowait", busy)
+    patch.setattr(type(ref), "call_nowait", busy)
+
+
+async def test_ask_through_a_busy_actor_watches_its_owner_from_the_start(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_elicitation_actor_busy(monkeypatch, rt)
     peer = MemoryPeer()
     seen: list[bool] = []
 
