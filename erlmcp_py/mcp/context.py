@@ -75,14 +75,8 @@ class _FormValidator:
 
 
 # What elicit() sends and checks with: (requestedSchema, validator, FormType or None). A tuple,
-# not a value type: it is unpacked at once.
+# not a value type: it lives for one call, and is unpacked at once.
 _Prepared = tuple[Mapping[str, Any], Any, FormType[Any] | None]
-
-#: What ``_prepare`` gives for a class, per protocol version: it only pairs two cached values
-#: (``schema_for``'s FormType, its ``requested_schema(version)``), so it is kept too instead
-#: of being looked up again on every ``ctx.elicit(message, SomeModel)``. As bounded as
-#: ``schema_for``'s own cache: one entry per class and version asked for.
-_PREPARED_CLASSES: dict[tuple[type, str], _Prepared] = {}
 
 
 def _titled(options: Options) -> dict[str, str]:
@@ -280,11 +274,7 @@ class Context:
     def _prepare(self, form: FormLike) -> _Prepared:
         version = self.protocol_version
         if isinstance(form, type):  # the common case, first: a class is never a FormType
-            form_type: FormType[Any] = schema_for(form)
-            prepared: _Prepared = form_type.requested_schema(version), form_type, form_type
-            with suppress(TypeError):  # an unhashable class: not kept (nor by schema_for)
-                _PREPARED_CLASSES[form, version] = prepared
-            return prepared
+            form = schema_for(form)
         if isinstance(form, FormType):
             return form.requested_schema(version), form, form
         if isinstance(form, FormDefinition | CompiledForm):
@@ -330,20 +320,12 @@ class Context:
         peer = self._peer
         if not peer.supports("form"):
             return Unsupported("form")
-        prepared: _Prepared | None = None
-        if isinstance(form, type):
-            try:  # noqa: SIM105 (not suppress(): a context manager object per elicitation)
-                prepared = _PREPARED_CLASSES.get((form, self.protocol_version))
-            except TypeError:  # an unhashable class
-                pass
-        if prepared is None:
-            try:
-                prepared = self._prepare(form)
-            except SchemaNotAllowed as exc:
-                if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
-                    return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
-                raise
-        schema, validator, form_type = prepared
+        try:
+            schema, validator, form_type = self._prepare(form)
+        except SchemaNotAllowed as exc:
+            if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
+                return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
+            raise
         request = ElicitationRequest(
             message=message, mode="form", requested_schema=schema, validator=validator
         )
