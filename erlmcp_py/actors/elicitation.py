@@ -118,23 +118,8 @@ _ACTIONS = frozenset({"accept", "decline", "cancel"})
 #: Effects that :meth:`Record.apply` only queues for the child (checked first: most are).
 _QUEUED: frozenset[type] = frozenset({SendRequest, ValidateAnswer, SendCancelledNotice})
 
+_b2a_base64 = binascii.b2a_base64
 _URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64's own url-safe alphabet
-
-
-def _encode_ids(raw: bytes) -> str:
-    """Ids for each 16 bytes of ``raw``, every one in a 24-character slot: slot ``i`` starts
-    with ``urlsafe_b64encode(raw[16 * i : 16 * i + 16]).rstrip(b"=")`` (22 characters).
-
-    One encoding call for a whole pool of ids: each id's 16 bytes are followed by two zero
-    bytes, so every slot is 18 bytes (24 characters, no padding), and the zero bits fill the
-    22nd character's low bits exactly as the padding of a lone 16-byte encoding does.
-    """
-    n = len(raw) // 16
-    slots = bytearray(18 * n)
-    for i in range(16):
-        slots[i::18] = raw[i::16]
-    return binascii.b2a_base64(slots, newline=False).translate(_URLSAFE).decode()
-
 
 #: The name of every elicitation child task (trio would otherwise format one per spawn).
 _CHILD_TASK = f"{__name__}.ElicitationActor._child"
@@ -515,7 +500,7 @@ class ElicitationActor(Actor):
         self.records: dict[str, Record] = {}
         self.retention: Retention[str] = Retention(self.policy.retention)
         self._evict_at = math.inf  # when the oldest retained record ages out
-        self._id_pool = ""  # see _new_id
+        self._id_pool = b""
         self._id_pos = 0
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
@@ -634,14 +619,16 @@ class ElicitationActor(Actor):
 
     def _new_id(self) -> str:
         """128 random bits as URL-safe text (what ``secrets.token_urlsafe(16)`` gives), from
-        the OS CSPRNG read 4 KiB at a time: one system call per 256 ids, each byte used once,
-        encoded 256 at a time (:func:`_encode_ids`)."""
+        the OS CSPRNG read 4 KiB at a time: one system call per 256 ids, each byte used once."""
         pos = self._id_pos
         if pos >= len(self._id_pool):
-            self._id_pool = _encode_ids(os.urandom(4096))
+            self._id_pool = os.urandom(4096)
             pos = 0
-        self._id_pos = pos + 24
-        return self._id_pool[pos : pos + 22]
+        self._id_pos = pos + 16
+        # base64.urlsafe_b64encode(...).rstrip(b"="), without its two Python-level calls:
+        # 16 bytes encode to 22 characters and two "=".
+        chunk = _b2a_base64(self._id_pool[pos : pos + 16], newline=False)
+        return chunk.translate(_URLSAFE)[:22].decode()
 
     def _admit(self, msg: Create, decision: Any, now: float, *, watch: bool) -> Any:
         """The rate limiter's ``decision`` is in: register the record and start its child."""
