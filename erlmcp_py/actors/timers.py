@@ -8,12 +8,10 @@ dominated by trio internals. Here a pending elicitation costs one heap entry.
 Theory of operation. :meth:`Timers.arm` pushes ``(when, key, target)`` onto a heap and
 records ``when`` as the target's current timer (``target.timer_at``). Re-arming pushes a new
 entry; the old one becomes *stale* and is skipped when it surfaces (lazy deletion), so arm is
-O(log n) and disarming is O(1). The heap is rebuilt without stale entries whenever they
-outnumber the live ones by more than 64 (amortised O(1) per stale entry; checked where one
-is made: a re-arm or a disarm), so memory stays proportional to what is pending.
-:meth:`run` sleeps until the earliest entry (one cancel scope, whose deadline :meth:`arm`
-pulls forward; the deadline is kept in ``_wake_at`` too, so arm reads no trio property)
-and calls ``fire(target, now)`` for each due, current entry.
+O(log n) and disarming is free. The heap is rebuilt without stale entries whenever they
+outnumber the live ones (amortised O(1) per arm), so memory stays proportional to what is
+pending. :meth:`run` sleeps until the earliest entry (one cancel scope, whose deadline
+:meth:`arm` pulls forward) and calls ``fire(target, now)`` for each due, current entry.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from heapq import heappush
 from typing import Any, Protocol
 
 import trio
@@ -43,15 +40,14 @@ class TimerTarget(Protocol):
 class Timers:
     """One heap of timers served by one task (:meth:`run`)."""
 
-    __slots__ = ("_fire", "_heap", "_scope", "_stale", "_wake_at")
+    __slots__ = ("_fire", "_heap", "_live", "_scope")
 
     def __init__(self, fire: Callable[[Any, float], None]) -> None:
         """``fire(target, now)`` is called for each target whose current timer is due."""
         self._fire = fire
         self._heap: list[tuple[float, str, Any]] = []
-        self._stale = 0  # heap entries that are no target's current timer
+        self._live = 0  # targets with a current timer (the heap may hold more, stale)
         self._scope: trio.CancelScope | None = None
-        self._wake_at = -math.inf  # the sleeping runner's deadline; -inf: not sleeping
 
     def __len__(self) -> int:
         """Heap entries, stale ones included (for tests and metrics)."""
@@ -60,39 +56,31 @@ class Timers:
     @property
     def live(self) -> int:
         """Targets with a current timer."""
-        return len(self._heap) - self._stale
+        return self._live
 
     def arm(self, target: TimerTarget, when: float) -> None:
         """Make ``when`` the target's one timer (replacing any previous one)."""
-        old = target.timer_at
-        if old == when:
+        if target.timer_at == when:
             return
+        if target.timer_at is None:
+            self._live += 1
         target.timer_at = when
-        heappush(self._heap, (when, target.timer_key, target))
-        if old is not None:
-            self._stale += 1  # the previous entry
-            if 2 * self._stale > len(self._heap) + 64:
-                self._compact()
-        if when < self._wake_at:
-            self._wake_at = when
-            scope = self._scope
-            assert scope is not None  # _wake_at is -inf unless the runner sleeps in it
+        heapq.heappush(self._heap, (when, target.timer_key, target))
+        if len(self._heap) > 2 * self._live + 64:
+            self._compact()
+        scope = self._scope
+        if scope is not None and when < scope.deadline:
             scope.deadline = when  # wake the runner earlier
 
     def disarm(self, target: TimerTarget) -> None:
         """Drop the target's timer (its heap entry turns stale)."""
         if target.timer_at is not None:
             target.timer_at = None
-            self._stale += 1
-            if 2 * self._stale > len(self._heap) + 64:
-                self._compact()
+            self._live -= 1
 
     def _compact(self) -> None:
-        heap = [e for e in self._heap if e[2].timer_at == e[0]]
-        heapq.heapify(heap)
-        self._heap = heap
-        # A target re-armed back to an earlier time has two equal entries; one is stale.
-        self._stale = len(heap) - len({e[1] for e in heap})
+        self._heap = [e for e in self._heap if e[2].timer_at == e[0]]
+        heapq.heapify(self._heap)
 
     async def run(self) -> None:
         """Fire due timers forever (cancel the task to stop)."""
@@ -102,15 +90,12 @@ class Timers:
             while heap and heap[0][0] <= now:
                 when, _key, target = heapq.heappop(heap)
                 if target.timer_at != when:
-                    self._stale -= 1
                     continue  # stale: re-armed or disarmed since
                 target.timer_at = None
+                self._live -= 1
                 self._fire(target, now)
                 heap = self._heap
-            wake_at = heap[0][0] if heap else math.inf
-            with trio.CancelScope(deadline=wake_at) as scope:
+            with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as scope:
                 self._scope = scope
-                self._wake_at = wake_at
                 await trio.sleep_forever()
             self._scope = None
-            self._wake_at = -math.inf
