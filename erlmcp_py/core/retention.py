@@ -97,10 +97,9 @@ class Retention(Generic[K]):
         else:
             evicted = self._evict_aged(clock)
         entries[key] = clock
-        if len(entries) > self._max_records:
-            while len(entries) > self._max_records:
-                oldest, _ = entries.popitem(last=False)
-                evicted.append(oldest)
+        while len(entries) > self._max_records:
+            oldest, _ = entries.popitem(last=False)
+            evicted.append(oldest)
         return evicted
 
     def evict(self, now: float) -> list[K]:
