@@ -398,27 +398,12 @@ def validate_message(obj: object) -> Message:
     Raises:
         JsonRpcError: ``-32600`` when ``obj`` is not a valid single JSON-RPC 2.0 message.
     """
-    if type(obj) is dict:
-        # Fast paths for the two shapes of nearly every message, exactly as checked below:
-        # with this exact key set, no result/error can sit beside a method and vice versa.
-        keys = obj.keys()
-        if keys == _REQUEST_KEYS:
-            rid, method, params = obj["id"], obj["method"], obj["params"]
-            if (
-                obj["jsonrpc"] == JSONRPC_VERSION
-                and type(rid) in _ID_TYPES
-                and type(method) is str
-                and (type(params) is dict or type(params) is list)
-            ):
-                return Request(rid, method, params)
-        elif keys == _RESULT_KEYS:
-            rid, result = obj["id"], obj["result"]
-            if (
-                obj["jsonrpc"] == JSONRPC_VERSION
-                and type(rid) in _ID_TYPES
-                and type(result) is dict
-            ):
-                return Response(rid, result)
+    kind = _fast_kind(obj)
+    if kind != _OTHER:  # the two shapes of nearly every message, checked by _fast_kind
+        fields: dict[str, Any] = obj  # type: ignore[assignment]
+        if kind == _REQUEST:
+            return Request(fields["id"], fields["method"], fields["params"])
+        return Response(fields["id"], fields["result"])
     return _validate_any(obj)
 
 
@@ -434,9 +419,10 @@ _RESULT: Final = 2
 
 
 def _fast_kind(obj: object) -> int:
-    """:func:`validate_message`'s fast paths without the message value, for callers that
-    read the members from ``obj`` itself (the in-memory pair: a value type built only to be
-    unpacked at once is an object per message for nothing).
+    """The fast paths of :func:`validate_message`, also for callers that read the members from
+    ``obj`` itself (the in-memory pair: a value type built only to be unpacked at once is an
+    object per message for nothing). With these exact key sets, no result/error can sit
+    beside a method and vice versa.
 
     Returns:
         ``_REQUEST``: ``validate_message(obj)`` is ``Request(obj["id"], obj["method"],
@@ -444,7 +430,7 @@ def _fast_kind(obj: object) -> int:
         ``_OTHER``: anything else, valid or not: ask :func:`validate_message`.
     """
     if type(obj) is dict:
-        # Exactly validate_message's fast-path checks (tests/mcp pins that they agree).
+        # The general path's checks for these shapes (tests/mcp pins that they agree).
         keys = obj.keys()
         if keys == _REQUEST_KEYS:
             params = obj["params"]
