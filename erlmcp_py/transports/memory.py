@@ -525,11 +525,7 @@ class MemoryClient:
         if kind == _RESULT:
             self._deliver(obj["id"], obj)
         elif kind == _REQUEST:
-            raw = obj["params"]  # an object or an array
-            request = ServerRequest(obj["id"], obj["method"], raw if type(raw) is dict else {})
-            if self._keep:  # _record_request, on the hot path
-                self.server_requests.append(request)
-            self._dispatch(request)
+            self._take_request(obj["id"], obj["method"], obj["params"])
         else:
             self._take_other(obj)
         if self._changed is not None:
@@ -552,16 +548,17 @@ class MemoryClient:
             if kind is Response or kind is ErrorResponse:
                 self._deliver(message.id, obj)  # type: ignore[union-attr]
             elif type(message) is Request:
-                raw = message.params
-                asked = raw if type(raw) is dict or _is_mapping(raw) else {}
-                request = ServerRequest(message.id, message.method, asked)
-                if self._keep:  # _record_request, on the hot path
-                    self.server_requests.append(request)
-                self._dispatch(request)
+                self._take_request(message.id, message.method, message.params)
             else:
                 assert isinstance(message, Notification)
                 params = message.params if _is_mapping(message.params) else {}
                 self.notifications.append((message.method, params))
+
+    def _take_request(self, id: Any, method: str, params: Any) -> None:
+        """A request from the server (its params: an object, or an array taken as none)."""
+        request = ServerRequest(id, method, params if _is_mapping(params) else {})
+        self._record_request(request)
+        self._dispatch(request)
 
     def _record_request(self, request: ServerRequest) -> None:
         if self._keep:
