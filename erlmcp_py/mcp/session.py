@@ -506,22 +506,21 @@ class ServerSession:
             params = fields["params"]
             # is_modern_request()'s own first test: no _meta at all is the session era.
             if type(params) is dict and params.get("_meta") is None:
-                rid = fields["id"]
-                if self.phase == NEW or rid in self._calls:
-                    return False
-                try:
-                    self._start_tool(rid, params)
-                except JsonRpcError:
-                    return False  # bad params or unknown tool: an error answer to write
-                return True
+                return self._start_tool_nowait(fields["id"], params)
             message = Request(fields["id"], "tools/call", params)  # validate_message's value
         if is_modern_request(message):  # 2026-07-28: once its endpoint is open
             stateless = self._stateless
             return stateless is not None and stateless.start_call(message)
-        if self.phase == NEW or message.id in self._calls:
+        return self._start_tool_nowait(message.id, message.params)
+
+    def _start_tool_nowait(self, id: RequestId, params: Params | None) -> bool:
+        """:meth:`feed_message_nowait` for a session-era ``tools/call``: start its task, or
+        ``False`` when it must be answered instead (not initialized, a duplicate id, bad
+        params, an unknown tool)."""
+        if self.phase == NEW or id in self._calls:
             return False
         try:
-            self._start_tool(message.id, message.params)
+            self._start_tool(id, params)
         except JsonRpcError:
             return False  # bad params or unknown tool: an error answer to write
         return True
