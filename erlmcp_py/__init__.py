@@ -10,6 +10,7 @@ from erlmcp_py.actors.api import (
 )
 from erlmcp_py.actors.peer import Peer as Peer, PeerError as PeerError, PeerGone as PeerGone
 from erlmcp_py.actors.tree import Runtime as Runtime, open_runtime as open_runtime
+from erlmcp_py.actors.urlcheck import check_url as check_url
 from erlmcp_py.core.errors import (
     AlreadyTerminal as AlreadyTerminal,
     AnswerInFlight as AnswerInFlight,
@@ -58,7 +59,6 @@ from erlmcp_py.mcp.errors import (
 from erlmcp_py.mcp.resources import Contents as Contents, ResourceNotFound as ResourceNotFound
 from erlmcp_py.mcp.server import Server as Server
 from erlmcp_py.transports.stdio import serve_stdio as serve_stdio
-from erlmcp_py.urlcheck import check_url as check_url
 
 __all__ = [
     "Accepted",

@@ -22,7 +22,6 @@ from erlmcp_py.core.policy import (
     SizePolicy,
 )
 from erlmcp_py.core.validation import ValidationResult
-from erlmcp_py.core.values import fast_init
 
 if TYPE_CHECKING:
     from erlmcp_py.actors.elicitation import Record
@@ -49,7 +48,6 @@ class AnswerValidator(Protocol):
     def validate(self, content: object) -> ValidationResult: ...
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ElicitationRequest:
     """What to ask.
@@ -82,7 +80,6 @@ class ElicitationRequest:
             raise ValueError(f"mode must be 'form' or 'url', got {self.mode!r}")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ElicitationInfo:
     """A status row (``get_elicitation_status``, ``list_elicitations``). Never holds content."""

@@ -58,6 +58,7 @@ from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.ratelimiter import Acquire, Release, ReleaseMany, ResetPending
 from erlmcp_py.actors.timers import Timers
+from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import Validate
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
@@ -96,8 +97,6 @@ from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
-from erlmcp_py.core.values import fast_init
-from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import (
     Actor,
     ActorGone,
@@ -151,7 +150,6 @@ class _ResponseRoute:
         self.record.on_response(self.rid, response)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class _NotifyComplete:
     """Shell effect: tell the initiating client a URL-mode elicitation completed."""
@@ -415,7 +413,6 @@ class Record:
 # Messages of the actor's call protocol (the Runtime builds them).
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Create:
     request: ElicitationRequest
@@ -428,27 +425,23 @@ class Create:
     only inline — a create through the mailbox always watches its owner."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class GetStatus:
     elicitation_id: str
     tenant: Tenant
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ListAll:
     tenant: Tenant
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CancelIt:
     elicitation_id: str
     tenant: Tenant
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ExtendIt:
     elicitation_id: str
@@ -456,7 +449,6 @@ class ExtendIt:
     seconds: float | None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class _Ask:
     """A call step: ask ``ref`` for ``message``, then answer with ``then(its reply)``."""
@@ -466,7 +458,6 @@ class _Ask:
     then: Callable[[Any], Any]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CompleteIt:
     elicitation_id: str

@@ -15,19 +15,16 @@ import trio
 
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import RateLimiter
-from erlmcp_py.core.values import fast_init
 from supervisors import Actor, ActorRef, ReplyTo
 
 __all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPending"]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Acquire:
     client: Hashable
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Release:
     """Release one pending slot of ``client`` (the inline path; see ``ReleaseMany``)."""
@@ -35,7 +32,6 @@ class Release:
     client: Hashable
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReleaseMany:
     """Release ``count`` pending slots per client in one message (batched by the caller)."""
@@ -43,7 +39,6 @@ class ReleaseMany:
     counts: Mapping[Any, int]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ResetPending:
     """Forget every pending count (the elicitation actor restarted: they all ended)."""

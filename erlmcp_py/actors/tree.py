@@ -37,12 +37,12 @@ from erlmcp_py.actors.elicitation import (
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer
 from erlmcp_py.actors.ratelimiter import RateLimiterActor
+from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import FrozenDict, check_requested_schema
 from erlmcp_py.core.urlpolicy import UrlPolicy
-from erlmcp_py.urlcheck import Resolver, check_url
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
 
 __all__ = ["Runtime", "open_runtime"]

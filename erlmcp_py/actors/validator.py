@@ -12,13 +12,11 @@ from typing import Any
 
 from erlmcp_py.actors.api import AnswerValidator
 from erlmcp_py.core.validation import ValidationResult, ValidatorCache
-from erlmcp_py.core.values import fast_init
 from supervisors import Actor, ActorRef, ReplyTo
 
 __all__ = ["Validate", "ValidatorActor"]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Validate:
     schema: Mapping[str, Any] | None

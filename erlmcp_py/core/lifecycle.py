@@ -79,7 +79,6 @@ from erlmcp_py.core.outcomes import (
     TimedOut,
 )
 from erlmcp_py.core.policy import LifecyclePolicy, Mode
-from erlmcp_py.core.values import fast_init
 
 __all__ = [
     "ACTIONS",
@@ -161,7 +160,6 @@ def _check_now(owner: str, now: float) -> None:
 # --------------------------------------------------------------------------------------
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Sent:
     """The shell handed the ``elicitation/create`` request to the transport.
@@ -176,7 +174,6 @@ class Sent:
         _check_now("Sent", self.now)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The client answered the outstanding request (already normalised to MCP's shape).
@@ -199,7 +196,6 @@ class Answer:
             )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Validated:
     """The validator's verdict on the accepted answer in flight.
@@ -229,7 +225,6 @@ class Validated:
             raise ValueError("Validated(ok=True) must not carry errors")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class WarningDue:
     """The shell's warning timer (armed at ``warn_at``) fired.
@@ -244,7 +239,6 @@ class WarningDue:
         _check_now("WarningDue", self.now)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class DeadlineReached:
     """The shell's deadline timer (armed at ``deadline``) fired.
@@ -259,7 +253,6 @@ class DeadlineReached:
         _check_now("DeadlineReached", self.now)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Extend:
     """Someone asked for more time.
@@ -285,13 +278,11 @@ class Extend:
             raise ValueError(f"Extend.seconds must be a positive finite number, got {s!r}")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class OwnerDown:
     """The task that asked exited (for any reason)."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Cancel:
     """The elicitation is cancelled from outside the client's answer.
@@ -311,13 +302,11 @@ class Cancel:
             raise ValueError(f"Cancel.by must be a non-empty string, got {self.by!r}")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class RuntimeRestart:
     """The actor holding this elicitation is restarting; the waiter must not hang."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TransportFailed:
     """Sending to the client failed, or the client's session went away.
@@ -360,7 +349,6 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
 # --------------------------------------------------------------------------------------
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SendRequest:
     """Send ``elicitation/create`` to the client, then feed :class:`Sent` (or
@@ -376,7 +364,6 @@ class SendRequest:
     errors: tuple[Any, ...] = ()
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ValidateAnswer:
     """Ask the validator about ``content``, then feed :class:`Validated`.
@@ -388,7 +375,6 @@ class ValidateAnswer:
     content: Any
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SendWarning:
     """Send the timeout-warning notification.
@@ -400,7 +386,6 @@ class SendWarning:
     remaining_s: float
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SendCancelledNotice:
     """Send ``notifications/cancelled`` for the client's outstanding ``elicitation/create``.
@@ -409,7 +394,6 @@ class SendCancelledNotice:
     """
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SetDeadline:
     """Move the shell's timers.
@@ -423,7 +407,6 @@ class SetDeadline:
     warn_at: float | None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ExtensionGranted:
     """Reply to the :class:`Extend` caller: granted.
@@ -439,7 +422,6 @@ class ExtensionGranted:
     extensions_remaining: int
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ExtensionRefused:
     """Reply to the :class:`Extend` caller: refused; nothing changed.
@@ -454,7 +436,6 @@ class ExtensionRefused:
     max_extensions: int
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Resolve:
     """Deliver the one outcome to the waiter and record the terminal status.
@@ -818,7 +799,6 @@ class Elicitation:
 # --------------------------------------------------------------------------------------
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Transition:
     """One row of :data:`TRANSITIONS`.

@@ -9,12 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
-from erlmcp_py.core.values import fast_init
-
 T = TypeVar("T")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Tenant:
     """Who is asking: every runtime call is scoped to one tenant.
@@ -27,7 +24,6 @@ class Tenant:
     conversation: str = ""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Accepted(Generic[T]):
     """The user accepted and the answer passed validation."""
@@ -35,13 +31,11 @@ class Accepted(Generic[T]):
     content: T
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Declined:
     """The user explicitly declined."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Cancelled:
     """The user dismissed the request, or the server/application cancelled it."""
@@ -49,13 +43,11 @@ class Cancelled:
     by: str = "client"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TimedOut:
     """Nobody answered before the deadline (after any extensions)."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Unsupported:
     """The client did not declare the capability this elicitation needs."""
@@ -63,7 +55,6 @@ class Unsupported:
     mode: str = "form"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Failed:
     """The elicitation could not finish: ``reason`` is a stable code.

@@ -40,7 +40,6 @@ from typing import Final, Literal, TypeAlias
 
 from erlmcp_py.core.errors import RateLimited, TooManyElicitations
 from erlmcp_py.core.policy import RatePolicy
-from erlmcp_py.core.values import fast_init
 
 __all__ = [
     "Admitted",
@@ -64,7 +63,6 @@ def _to_ns(now: float) -> int:
     return round(now * _NS_PER_S)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Admitted:
     """The client may open one more elicitation; it now counts as pending.
@@ -78,7 +76,6 @@ class Admitted:
     tokens: float
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Refused:
     """The client may not open an elicitation now; nothing was counted or spent.
@@ -106,7 +103,6 @@ class Refused:
 Decision: TypeAlias = Admitted | Refused
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class RateLimiterStats:
     """Counters for metrics and tests.

@@ -22,7 +22,7 @@ allowlist, never a blocklist of known-bad strings:
    IPv4-compatible and Teredo embeddings). Embedded IPv4 addresses are judged as IPv4.
 
 Host names (not literals) still have to be resolved; that is I/O and lives in
-:mod:`erlmcp_py.urlcheck`, which feeds every resolved address back to :func:`check_address`.
+:mod:`erlmcp_py.actors.urlcheck`, which feeds every resolved address back to :func:`check_address`.
 The decision is point-in-time: DNS may answer differently when the browser opens the URL.
 """
 
@@ -129,7 +129,7 @@ class UrlPolicy:
             UI shows the full URL and a warning.
         max_length: Longest URL accepted, in characters (checked before and after
             normalisation).
-        resolve_timeout: Seconds the resolver step (:mod:`erlmcp_py.urlcheck`) waits for DNS
+        resolve_timeout: Seconds the resolver step (:mod:`erlmcp_py.actors.urlcheck`) waits for DNS
             before refusing with ``"unresolvable"``. Data only; this module reads no clock.
     """
 
@@ -507,7 +507,7 @@ def parse_url(url: str, policy: UrlPolicy | None = None) -> ParsedURL:
 
     IP literals (in every spelling a browser accepts) are judged here; host names are only
     checked lexically (plus ``localhost``/``*.localhost``) and must still be resolved by the
-    shell (:func:`erlmcp_py.urlcheck.check_url`) when :attr:`ParsedURL.needs_resolution`.
+    shell (:func:`erlmcp_py.actors.urlcheck.check_url`) when :attr:`ParsedURL.needs_resolution`.
 
     Args:
         url: The URL text.

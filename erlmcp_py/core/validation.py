@@ -68,7 +68,6 @@ from erlmcp_py.core.schema import (
     schema_digest,
     thaw,
 )
-from erlmcp_py.core.values import fast_init
 
 __all__ = [
     "AnswerError",
@@ -105,7 +104,6 @@ _FORMAT_CHECKER: Final = _format_checker()
 # --------------------------------------------------------------------------------------------
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class AnswerError:
     """One reason an answer was not accepted. Never contains the submitted value.
@@ -140,7 +138,6 @@ class AnswerError:
     actual_items: int | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ValidationResult:
     """The outcome of :func:`validate_answer`.
@@ -163,7 +160,6 @@ class ValidationResult:
         return self.content_with_defaults
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CacheInfo:
     """Statistics of a :class:`ValidatorCache`."""
@@ -351,7 +347,6 @@ _TYPE_CHECKS: Final = {
 }
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class _Field:
     name: str

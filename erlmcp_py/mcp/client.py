@@ -20,7 +20,6 @@ from typing import Any
 import pydantic_core
 import trio
 
-from erlmcp_py.core.values import fast_init
 from erlmcp_py.mcp import jsonrpc
 
 __all__ = ["ClientRequestError", "ServerRequest", "StdioClient", "open_stdio_client"]
@@ -36,7 +35,6 @@ class ClientRequestError(Exception):
         self.data = data
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ServerRequest:
     """A request the server sent us (e.g. ``elicitation/create``)."""

@@ -25,6 +25,7 @@ import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
 from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
@@ -39,12 +40,10 @@ from erlmcp_py.core.schema import (
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
-from erlmcp_py.core.values import fast_init
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.versions import ClientCapabilities
-from erlmcp_py.urlcheck import check_url
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
@@ -60,7 +59,6 @@ FormLike = type | FormType[Any] | FormDefinition | CompiledForm | Mapping[str, A
 Options = Sequence[str] | Mapping[str, str] | Sequence[tuple[str, str]]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class _FormValidator:
     """Adapts a compiled seed-000 form to the runtime's ``validate(content)`` protocol."""

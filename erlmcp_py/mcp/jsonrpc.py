@@ -53,7 +53,6 @@ from typing import Any, Final, TypeAlias
 import pydantic_core
 
 from erlmcp_py.core.errors import ErlmcpError
-from erlmcp_py.core.values import fast_init
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -271,7 +270,6 @@ def internal_error(
 # Message types
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Request:
     """A request: expects exactly one response with the same ``id``.
@@ -287,7 +285,6 @@ class Request:
     params: Params | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Notification:
     """A notification: no id, never answered.
@@ -301,7 +298,6 @@ class Notification:
     params: Params | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Response:
     """A successful response to one of our requests.
@@ -315,7 +311,6 @@ class Response:
     result: dict[str, Any]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ErrorResponse:
     """An error response. ``id`` is ``None`` when the peer could not read the request's id.

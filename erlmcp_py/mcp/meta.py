@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from erlmcp_py.core.values import fast_init
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId, invalid_params
 from erlmcp_py.mcp.versions import SESSION_VERSIONS, ClientCapabilities
 
@@ -66,7 +65,6 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 _DISCOVER: Final = "server/discover"
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestMeta:
     """The protocol metadata of one modern request.

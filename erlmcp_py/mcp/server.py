@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.tree import Runtime, open_runtime
+from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.mcp.completion import Completer, CompletionRegistry
@@ -23,7 +24,6 @@ from erlmcp_py.mcp.resources import (
 )
 from erlmcp_py.mcp.session import ServerSession
 from erlmcp_py.mcp.tools import ToolFunction, ToolSpec, make_tool
-from erlmcp_py.urlcheck import Resolver
 
 __all__ = ["Server"]
 

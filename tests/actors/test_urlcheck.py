@@ -10,7 +10,7 @@ import trio
 
 import erlmcp_py
 from erlmcp_py import UnsafeURLError, UrlPolicy, check_url
-from erlmcp_py.urlcheck import default_resolver
+from erlmcp_py.actors.urlcheck import default_resolver
 
 DEV = UrlPolicy(allow_http_loopback_dev=True)
 
