@@ -183,9 +183,11 @@ def test_supervisors_import_nothing_from_erlmcp_py() -> None:
 
 
 def test_core_is_pure() -> None:
-    """The core is sans-IO: no trio, no sockets, no processes, no clock, no upper layer."""
+    """The core is sans-IO: no trio, no sockets, no files, no processes, no clock, no
+    randomness (the shells draw ids), no upper layer."""
     forbidden = (
-        "trio", "asyncio", "socket", "select", "selectors", "subprocess", "time",
+        "trio", "asyncio", "socket", "select", "selectors", "subprocess", "os", "time",
+        "random", "secrets",
         "supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
         "erlmcp_py.logging", *APPLICATION,
     )  # fmt: skip
