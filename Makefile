@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The directories ruff checks (examples/ when present).
+LINTED := supervisors erlmcp_py tests benchmarks $(wildcard examples)
 
-.PHONY: demo test lint typecheck pytest bench bench-quick clean
+.PHONY: demo test lint typecheck pytest bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +23,8 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check supervisors erlmcp_py tests benchmarks
-	$(BIN)/ruff format --check supervisors erlmcp_py tests benchmarks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy supervisors erlmcp_py

@@ -1,6 +1,30 @@
-"""erlmcp-py: MCP elicitation on trio, supervised the OTP way."""
+"""erlmcp-py: MCP elicitation on trio, supervised the OTP way.
 
-from __future__ import annotations
+The public API, in groups (``docs/architecture.md``, "Public API", gives the reasons):
+
+* Serving MCP: :class:`Server`, the tool :class:`Context`, :func:`serve_stdio`,
+  :func:`serve_http`, and what tools raise or read (:class:`ToolError`,
+  :class:`CompletionRequest`, :class:`Contents`, ...).
+* The elicitation runtime without the MCP layer: :func:`open_runtime`, :class:`Runtime`,
+  :class:`RuntimeConfig`, :class:`ElicitationRequest`, :class:`ElicitationHandle`,
+  :class:`ElicitationInfo`, the :class:`Peer` interface, :func:`check_url` and
+  :class:`UrlPolicy`.
+* Outcomes and scope: :class:`Accepted`, :class:`Declined`, :class:`Cancelled`,
+  :class:`TimedOut`, :class:`Unsupported`, :class:`Failed` (together :data:`Outcome`), and
+  :class:`Tenant`.
+* Forms: from Python types (:func:`schema_for`, :class:`FormType`, :class:`Format`,
+  :class:`Titles`) and from the form definition language (:func:`load_form`,
+  :class:`FormDefinition`, :class:`FormDefinitionError`).
+* Answer validation: :func:`validate_answer`, :class:`ValidationResult`, :class:`AnswerError`
+  and :func:`summarize` are public. A custom ``ElicitationRequest.validator`` returns a
+  ``ValidationResult`` of ``AnswerError`` values; :class:`InvalidAnswer` carries them;
+  ``validate_answer`` is the runtime's own strict check, for an answer that arrives by
+  another route or a validator that adds a rule on top of it; ``summarize`` words errors as
+  the runtime's re-prompts do.
+* Errors: every error the runtime raises on purpose derives from :class:`ErlmcpError`; the
+  actor kernel's :class:`Busy` and :class:`ActorGone` reach a caller when an actor's mailbox is
+  full or the actor is gone.
+"""
 
 from erlmcp_py.actors.api import (
     ElicitationHandle as ElicitationHandle,
@@ -17,6 +41,7 @@ from erlmcp_py.core.errors import (
     ElicitationNotFound as ElicitationNotFound,
     ErlmcpError as ErlmcpError,
     ExtensionDenied as ExtensionDenied,
+    FormDefinitionError as FormDefinitionError,
     InvalidAnswer as InvalidAnswer,
     RateLimited as RateLimited,
     RequestTooLarge as RequestTooLarge,
@@ -25,6 +50,7 @@ from erlmcp_py.core.errors import (
     TooManyElicitations as TooManyElicitations,
     UnsafeURLError as UnsafeURLError,
 )
+from erlmcp_py.core.forms import FormDefinition as FormDefinition, load_form as load_form
 from erlmcp_py.core.outcomes import (
     Accepted as Accepted,
     Cancelled as Cancelled,
@@ -58,13 +84,17 @@ from erlmcp_py.mcp.errors import (
 )
 from erlmcp_py.mcp.resources import Contents as Contents, ResourceNotFound as ResourceNotFound
 from erlmcp_py.mcp.server import Server as Server
+from erlmcp_py.transports.http import serve_http as serve_http
 from erlmcp_py.transports.stdio import serve_stdio as serve_stdio
+from supervisors import ActorGone as ActorGone, Busy as Busy
 
 __all__ = [
     "Accepted",
+    "ActorGone",
     "AlreadyTerminal",
     "AnswerError",
     "AnswerInFlight",
+    "Busy",
     "Cancelled",
     "CapabilityMissing",
     "ClientRequestError",
@@ -79,6 +109,8 @@ __all__ = [
     "ErlmcpError",
     "ExtensionDenied",
     "Failed",
+    "FormDefinition",
+    "FormDefinitionError",
     "FormType",
     "Format",
     "InvalidAnswer",
@@ -105,8 +137,10 @@ __all__ = [
     "UrlPolicy",
     "ValidationResult",
     "check_url",
+    "load_form",
     "open_runtime",
     "schema_for",
+    "serve_http",
     "serve_stdio",
     "summarize",
     "validate_answer",

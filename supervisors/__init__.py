@@ -10,8 +10,6 @@
   watcher per watched task) and link it to a cancel scope.
 """
 
-from __future__ import annotations
-
 from supervisors._errors import (
     ActorError as ActorError,
     ActorGone as ActorGone,
@@ -53,12 +51,11 @@ from supervisors.supervisor import (
 )
 
 __all__ = [
-    "BRUTAL_KILL",
-    "NOREPLY",
     "Actor",
     "ActorError",
     "ActorGone",
     "ActorRef",
+    "BRUTAL_KILL",
     "Busy",
     "CallTimeout",
     "ChildCounts",
@@ -68,6 +65,7 @@ __all__ = [
     "ExitKind",
     "MonitorHub",
     "MonitorRef",
+    "NOREPLY",
     "ReplyTo",
     "Restart",
     "RestartIntensity",

@@ -1,14 +1,38 @@
-"""Pin the public API (as trio's test_exports does) and the layering rules of DESIGN.md §1."""
+"""The public API and the layer rules (docs/architecture.md, "Layers" and "Public API").
+
+As trio's own ``test_exports`` does: each package's ``__all__`` is pinned, every name in it
+imports, and no other public name is visible. The layer rules are checked on the syntax tree
+of every module of ``supervisors`` and ``erlmcp_py`` (imports inside functions and under
+``TYPE_CHECKING`` included): each layer imports only the layers above it, and no module
+imports a private name (``_x``, or a name from a private module ``_m``) of another package.
+"""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import types
+from dataclasses import dataclass
+
+import pytest
 
 import erlmcp_py
 import supervisors
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+ERLMCP_PY_API = {
+    "Accepted", "ActorGone", "AlreadyTerminal", "AnswerError", "AnswerInFlight", "Busy",
+    "Cancelled", "CapabilityMissing", "ClientRequestError", "CompletionRequest", "Contents",
+    "Context", "Declined", "ElicitationHandle", "ElicitationInfo", "ElicitationNotFound",
+    "ElicitationRequest", "ErlmcpError", "ExtensionDenied", "Failed", "FormDefinition",
+    "FormDefinitionError", "FormType", "Format", "InvalidAnswer", "Outcome", "Peer",
+    "PeerError", "PeerGone", "RateLimited", "RequestTooLarge", "ResourceNotFound",
+    "ResultTooLarge", "Runtime", "RuntimeConfig", "SchemaNotAllowed", "Server", "Tenant",
+    "TimedOut", "Titles", "TooManyElicitations", "ToolError", "UnsafeURLError", "Unsupported",
+    "UrlElicitationRequired", "UrlPolicy", "ValidationResult", "check_url", "load_form",
+    "open_runtime", "schema_for", "serve_http", "serve_stdio", "summarize", "validate_answer",
+}  # fmt: skip
 
 SUPERVISORS_API = {
     "BRUTAL_KILL", "NOREPLY", "Actor", "ActorError", "ActorGone", "ActorRef", "Busy",
@@ -19,38 +43,210 @@ SUPERVISORS_API = {
     "wait_task_exit",
 }  # fmt: skip
 
-
-def test_supervisors_public_api_is_pinned() -> None:
-    assert set(supervisors.__all__) == SUPERVISORS_API
-    for name in supervisors.__all__:
-        assert getattr(supervisors, name) is not None
+PACKAGES = (erlmcp_py, supervisors)
 
 
-def test_erlmcp_py_all_is_sorted_and_importable() -> None:
-    assert list(erlmcp_py.__all__) == sorted(erlmcp_py.__all__)
-    for name in erlmcp_py.__all__:
-        assert hasattr(erlmcp_py, name), name
+# --------------------------------------------------------------------------------------------
+# The public API
+# --------------------------------------------------------------------------------------------
 
 
-def _imports(path: pathlib.Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
+@pytest.mark.parametrize(
+    ("package", "pinned"),
+    [(erlmcp_py, ERLMCP_PY_API), (supervisors, SUPERVISORS_API)],
+    ids=["erlmcp_py", "supervisors"],
+)
+def test_all_is_the_pinned_public_api(package: types.ModuleType, pinned: set[str]) -> None:
+    assert set(package.__all__) == pinned
+    assert len(package.__all__) == len(pinned), "a name is listed twice"
+    assert list(package.__all__) == sorted(package.__all__)
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_every_name_in_all_imports(package: types.ModuleType) -> None:
+    missing = [name for name in package.__all__ if not hasattr(package, name)]
+    assert not missing
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_no_public_name_outside_all(package: types.ModuleType) -> None:
+    extra = {
+        name
+        for name, value in vars(package).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)  # subpackages and modules
+        and name not in package.__all__
+    }
+    assert not extra
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_static_analysers_see_all(package: types.ModuleType) -> None:
+    """Every public name is re-exported as ``import x as x`` (what mypy and pyright read as a
+    re-export), and nothing else is imported under a public name."""
+    assert package.__file__ is not None
+    tree = ast.parse(pathlib.Path(package.__file__).read_text())
+    reexported = {
+        alias.asname
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__"
+        for alias in node.names
+        if alias.asname is not None and alias.asname == alias.name
+    }
+    assert reexported == set(package.__all__)
+
+
+# --------------------------------------------------------------------------------------------
+# The layers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """One import statement's target, as an absolute dotted name."""
+
+    importer: str  # the importing module, e.g. "erlmcp_py.mcp.session"
+    module: str  # the imported module, e.g. "erlmcp_py.mcp.jsonrpc"
+    name: str | None  # the imported name for ``from module import name``
+    line: int
+
+    def __str__(self) -> str:
+        what = self.module if self.name is None else f"{self.module}.{self.name}"
+        return f"{self.importer}:{self.line} imports {what}"
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_package(module: str) -> bool:
+    return (ROOT.joinpath(*module.split(".")) / "__init__.py").exists()
+
+
+def _imports_of(path: pathlib.Path) -> list[Import]:
+    importer = _module_name(path)
+    package = importer if path.name == "__init__.py" else importer.rpartition(".")[0]
+    found: list[Import] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found.extend(Import(importer, a.name, None, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importer's package
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.extend(Import(importer, base, a.name, node.lineno) for a in node.names)
     return found
 
 
+def _modules(*top: str) -> list[pathlib.Path]:
+    return sorted(p for t in top for p in (ROOT / t).rglob("*.py"))
+
+
+ALL_IMPORTS = [imp for path in _modules("supervisors", "erlmcp_py") for imp in _imports_of(path)]
+
+# The modules at the root of erlmcp_py that use every layer: the command line, the example
+# server and the demo driving it, and the test helpers. No layer imports them.
+APPLICATION = (
+    "erlmcp_py.cli",
+    "erlmcp_py.demo",
+    "erlmcp_py.example_everything",
+    "erlmcp_py.example_server",
+    "erlmcp_py.testing",
+)
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _targets(imp: Import) -> tuple[str, ...]:
+    """The dotted names an import may refer to: the module, and ``module.name`` (which is a
+    submodule when ``name`` is one)."""
+    return (imp.module,) if imp.name is None else (imp.module, f"{imp.module}.{imp.name}")
+
+
+def _violations(importers: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        str(imp)
+        for imp in ALL_IMPORTS
+        if _within(imp.importer, importers)
+        and any(_within(t, f) for t in _targets(imp) for f in forbidden)
+    ]
+
+
+def test_supervisors_import_nothing_from_erlmcp_py() -> None:
+    assert not _violations("supervisors", ("erlmcp_py",))
+
+
 def test_core_is_pure() -> None:
-    """erlmcp_py.core imports no trio, no sockets, no clocks, no processes (DESIGN.md §1)."""
-    forbidden = {"trio", "socket", "asyncio", "time", "subprocess", "supervisors"}
-    for path in sorted((ROOT / "erlmcp_py" / "core").glob("*.py")):
-        bad = _imports(path) & forbidden
-        assert not bad, f"{path.name} imports {bad}"
+    """The core is sans-IO: no trio, no sockets, no files, no processes, no clock, no
+    randomness (the shells draw ids), no upper layer."""
+    forbidden = (
+        "trio", "asyncio", "socket", "select", "selectors", "subprocess", "os", "time",
+        "random", "secrets",
+        "supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
+        "erlmcp_py.logging", *APPLICATION,
+    )  # fmt: skip
+    assert not _violations("erlmcp_py.core", forbidden)
 
 
-def test_supervisors_know_nothing_of_mcp() -> None:
-    for path in sorted((ROOT / "supervisors").glob("*.py")):
-        assert "erlmcp_py" not in _imports(path), path.name
+def test_core_reads_no_clock() -> None:
+    """Time is an argument in the core: no ``datetime.now()`` / ``date.today()`` either."""
+    clock_reads = {"now", "utcnow", "today", "monotonic", "perf_counter", "current_time"}
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno} calls .{node.func.attr}()"
+        for path in _modules("erlmcp_py/core")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in clock_reads
+    ]
+    assert not found
+
+
+def test_actors_never_import_mcp_or_transports() -> None:
+    forbidden = ("erlmcp_py.mcp", "erlmcp_py.transports", *APPLICATION)
+    assert not _violations("erlmcp_py.actors", forbidden)
+
+
+def test_mcp_never_imports_transports() -> None:
+    assert not _violations("erlmcp_py.mcp", ("erlmcp_py.transports", *APPLICATION))
+
+
+def test_transports_never_import_the_application() -> None:
+    """The CLI wires the example server into a transport, never the transport itself."""
+    assert not _violations("erlmcp_py.transports", APPLICATION)
+
+
+def _private_owner(imp: Import) -> str | None:
+    """The package a private import belongs to, or ``None`` when it is public.
+
+    ``from a.b._m import x`` and ``import a.b._m``: the private module ``_m`` belongs to
+    ``a.b``. ``from a.b.m import _x``: ``_x`` belongs to ``a.b`` (or to ``a.b.m`` when that
+    is a package).
+    """
+    parts = imp.module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    if imp.name is not None and imp.name.startswith("_") and not imp.name.startswith("__"):
+        return imp.module if _is_package(imp.module) else imp.module.rpartition(".")[0]
+    return None
+
+
+def test_no_private_name_is_imported_from_another_package() -> None:
+    violations = []
+    for imp in ALL_IMPORTS:
+        owner = _private_owner(imp)
+        if owner is None or imp.module == "__future__":
+            continue
+        importer_package = (
+            imp.importer if _is_package(imp.importer) else imp.importer.rpartition(".")[0]
+        )
+        if importer_package != owner:
+            violations.append(str(imp))
+    assert not violations
