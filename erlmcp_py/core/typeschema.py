@@ -65,9 +65,9 @@ from erlmcp_py.core.validation import (
     CompiledValidator,
     ValidationResult,
     compile_validator,
-    json_pointer,
     summarize,
 )
+from erlmcp_py.core.wording import json_pointer
 
 __all__ = ["FormType", "Format", "Titles", "schema_for"]
 

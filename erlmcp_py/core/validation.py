@@ -60,6 +60,16 @@ from erlmcp_py.core.schema import (
     schema_digest,
     thaw,
 )
+from erlmcp_py.core.wording import (
+    FORMAT_WORDS,
+    TYPE_WORDS,
+    json_pointer,
+    json_type,
+    keyword_message,
+    list_options,
+    plural,
+    value_facts,
+)
 
 __all__ = [
     "AnswerError",
@@ -71,12 +81,10 @@ __all__ = [
     "cache_info",
     "compile_validator",
     "json_type",
+    "not_an_object",
     "summarize",
     "validate_answer",
 ]
-
-#: At most this many options are listed in an error message.
-MAX_LISTED_OPTIONS: Final = 10
 
 
 def _format_checker() -> Any:
@@ -162,106 +170,9 @@ class CacheInfo:
     currsize: int
 
 
-def json_type(value: object) -> str:
-    """Name the JSON type of a decoded JSON value (``"integer"`` for ints, ``"number"`` for
-    floats, ``"boolean"`` for bools; ``"unsupported"`` for anything JSON cannot carry)."""
-    t = type(value)
-    if t is str:
-        return "string"
-    if t is bool:
-        return "boolean"
-    if t is int:
-        return "integer"
-    if t is float:
-        return "number"
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, str):
-        return "string"
-    return "unsupported"
-
-
 # --------------------------------------------------------------------------------------------
 # Messages
 # --------------------------------------------------------------------------------------------
-
-_TYPE_WORDS: Final = {
-    "string": "text",
-    "number": "a number",
-    "integer": "a whole number",
-    "boolean": "true or false",
-    "array": "a list of choices",
-    "object": "an object of fields",
-}
-_FORMAT_WORDS: Final = {
-    "email": "a valid email address",
-    "uri": "an absolute URI with a scheme (e.g. https://example.com/)",
-    "date": "a date as YYYY-MM-DD",
-    "date-time": "a date and time in RFC 3339 form (e.g. 2025-01-31T09:30:00Z)",
-    # formats of the form definition language's text fields (its messages use these words too)
-    "uuid": "a UUID",
-    "hostname": "a host name",
-    "ipv4": "an IPv4 address",
-    "ipv6": "an IPv6 address",
-}
-
-
-def _num(v: object) -> str:
-    if type(v) is float and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
-def _list_options(options: tuple[tuple[str, str | None], ...]) -> str:
-    shown = [f"{t} ({v})" if t is not None else v for v, t in options[:MAX_LISTED_OPTIONS]]
-    more = len(options) - MAX_LISTED_OPTIONS
-    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def keyword_message(
-    keyword: str, expected: Any, length: int | None, items: int | None
-) -> str | None:
-    """The wording of a failed length, bound or item-count keyword (shared by every validator,
-    so each words it the same); ``None`` for any other keyword."""
-    if keyword == "minLength":
-        return f"must be at least {_plural(expected, 'character')} long (got {length})"
-    if keyword == "maxLength":
-        return f"must be at most {_plural(expected, 'character')} long (got {length})"
-    if keyword == "minimum":
-        return f"must be at least {_num(expected)}"
-    if keyword == "maximum":
-        return f"must be at most {_num(expected)}"
-    if keyword == "exclusiveMinimum":
-        return f"must be greater than {_num(expected)}"
-    if keyword == "exclusiveMaximum":
-        return f"must be less than {_num(expected)}"
-    if keyword == "multipleOf":
-        return f"must be a multiple of {_num(expected)}"
-    if keyword == "minItems":
-        return f"needs at least {_plural(expected, 'choice')} (got {items})"
-    if keyword == "maxItems":
-        return f"allows at most {_plural(expected, 'choice')} (got {items})"
-    if keyword == "uniqueItems":
-        return "must not repeat a choice"
-    return None
-
-
-def value_facts(value: object) -> tuple[str, int | None, int | None]:
-    """The only facts an error may state about a value: JSON type, length, item count."""
-    jt = json_type(value)
-    if jt == "string":
-        return jt, len(value), None  # type: ignore[arg-type]
-    if jt == "array":
-        return jt, None, len(value)  # type: ignore[arg-type]
-    return jt, None, None
 
 
 def not_an_object(content: object) -> ValidationResult:
@@ -291,18 +202,13 @@ def summarize(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
     """
     if not errors:
         return "The answer is valid."
-    head = f"The answer was not accepted ({_plural(len(errors), 'problem')}):"
+    head = f"The answer was not accepted ({plural(len(errors), 'problem')}):"
     return "\n".join([head, *(f"- {e.message}" for e in errors)])
 
 
 # --------------------------------------------------------------------------------------------
 # Compiled validators
 # --------------------------------------------------------------------------------------------
-
-
-def json_pointer(*tokens: str | int) -> str:
-    """An RFC 6901 JSON pointer to ``tokens`` (``~`` and ``/`` escaped)."""
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
 def _is_string(v: object) -> bool:
@@ -470,7 +376,7 @@ class CompiledValidator:
                     expected=self.field_names,
                     path="",
                     message=(
-                        f"The answer has {_plural(extra, 'field')} that the form does not have "
+                        f"The answer has {plural(extra, 'field')} that the form does not have "
                         f"(its fields: {', '.join(self.field_names)})."
                     ),
                     actual_type="object",
@@ -544,19 +450,19 @@ def _convert(
     what = f"{f.name} item {where[1]}" if item else f.name
     exp: str | int | float | bool | tuple[str, ...] = expected
     if keyword == "type":
-        msg = f"must be {_TYPE_WORDS.get(expected, expected)}"
+        msg = f"must be {TYPE_WORDS.get(expected, expected)}"
         if f.kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT) and item:
             msg = "must be one of the choices (as text)"
         msg += f" (got {jt})"
     elif keyword == "enum":
         exp = tuple(v for v, _ in f.options)
-        msg = f"must be one of: {_list_options(f.options)}"
+        msg = f"must be one of: {list_options(f.options)}"
         if f.kind is FieldKind.TITLED_SINGLE_SELECT:
             keyword = "oneOf"
         elif f.kind is FieldKind.TITLED_MULTI_SELECT:
             keyword = "anyOf"
     elif keyword == "format":
-        msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
+        msg = f"must be {FORMAT_WORDS.get(expected, expected)}"
     else:
         common = keyword_message(keyword, expected, length, items)
         if common is not None:

@@ -351,7 +351,8 @@ def test_elicitation_refuses_a_now_that_is_not_a_finite_number(bad: Any) -> None
 
 def test_integer_now_is_stored_as_float_seconds() -> None:
     e = Elicitation(LifecyclePolicy(form_deadline_s=300.0, warn_before_s=60.0), 7)
-    assert type(e.created_at) is float and e.created_at == 7.0
+    assert type(e.created_at) is float
+    assert e.created_at == 7.0
     assert e.deadline == 307.0
     assert e.warn_at == 247.0
 

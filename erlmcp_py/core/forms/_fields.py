@@ -1,6 +1,6 @@
 """The eight field types of the form language, their rendering hints and their rules.
 
-Separate from the form as a whole (:mod:`~erlmcp_py.core.forms_definition`): these models
+Separate from the form as a whole (:mod:`~erlmcp_py.core.forms._definition`): these models
 check one field at a time; cross-field checks live with the form.
 """
 
@@ -21,9 +21,9 @@ from pydantic import (
     model_validator,
 )
 
-from erlmcp_py.core.forms_base import FieldId, NonNegative, Number, Positive, _Model
-from erlmcp_py.core.forms_conditions import Condition
-from erlmcp_py.core.forms_pattern import ecma_pattern
+from erlmcp_py.core.forms._base import FieldId, NonNegative, Number, Positive, _Model
+from erlmcp_py.core.forms._conditions import Condition
+from erlmcp_py.core.forms._pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
 

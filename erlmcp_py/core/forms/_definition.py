@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, StrictBool, StrictStr, ValidationError, model_validator
 
 from erlmcp_py.core.errors import FormDefinitionError
-from erlmcp_py.core.forms_base import FieldId, Positive, _Model
-from erlmcp_py.core.forms_conditions import Condition, _conditions_of, _visibility_order
-from erlmcp_py.core.forms_fields import (
+from erlmcp_py.core.forms._base import FieldId, Positive, _Model
+from erlmcp_py.core.forms._conditions import Condition, _conditions_of, _visibility_order
+from erlmcp_py.core.forms._fields import (
     FIELD_TYPES,
     AnyField,
     BooleanField,

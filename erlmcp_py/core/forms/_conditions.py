@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import model_validator
 
-from erlmcp_py.core.forms_base import FieldId, Scalar, _Model
+from erlmcp_py.core.forms._base import FieldId, Scalar, _Model
 from erlmcp_py.core.schema import freeze, thaw
 
 if TYPE_CHECKING:
-    from erlmcp_py.core.forms_compile import CompiledForm
-    from erlmcp_py.core.forms_definition import FormDefinition
-    from erlmcp_py.core.forms_fields import AnyField
+    from erlmcp_py.core.forms._compile import CompiledForm
+    from erlmcp_py.core.forms._definition import FormDefinition
+    from erlmcp_py.core.forms._fields import AnyField
 
 
 ConditionOperator: TypeAlias = Literal[

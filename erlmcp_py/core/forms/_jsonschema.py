@@ -1,10 +1,10 @@
 """The server-side JSON Schema 2020-12 of a form: every rule the schema language can express.
 
-Separate from the wire schema (:mod:`~erlmcp_py.core.forms_wire`): this one carries
+Separate from the wire schema (:mod:`~erlmcp_py.core.forms._wire`): this one carries
 ``pattern``, exclusive bounds, ``multipleOf``, ``uniqueItems``, ``additionalProperties`` and the
 ``if``/``then`` clauses of conditional requirements, plus the format checker and the
 validator class it runs with (whose ``pattern`` has ECMA-262 semantics, as JSON Schema
-requires: :mod:`~erlmcp_py.core.forms_pattern`).
+requires: :mod:`~erlmcp_py.core.forms._pattern`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from jsonschema import (  # type: ignore[import-untyped]
     validators,
 )
 
-from erlmcp_py.core.forms_conditions import _Plan
-from erlmcp_py.core.forms_fields import (
+from erlmcp_py.core.forms._conditions import _Plan
+from erlmcp_py.core.forms._fields import (
     AnyField,
     BooleanField,
     DateField,
@@ -35,7 +35,7 @@ from erlmcp_py.core.forms_fields import (
     _option_values,
     _url_max_length,
 )
-from erlmcp_py.core.forms_pattern import ecma_pattern
+from erlmcp_py.core.forms._pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
 
