@@ -9,11 +9,11 @@ When an elicitation reaches a terminal status, the registry keeps its record for
 and deletes the ids it is handed back.
 
 Two bounds, whichever comes first (the policy defaults: 10 000 records or 15 minutes): at
-most ``max_records`` ids, and none older than ``max_age_s``. Ids are kept in an ``OrderedDict`` (a linked list, so popping the
-front is O(1), unlike a plain dict), id -> time it became terminal. Times are clamped to the
-highest ``now`` seen, so the map is always sorted by time, oldest first, and both bounds are
-enforced by popping from the front: O(1) per add, O(1) amortised per evicted id. A ``now``
-that goes backwards counts as no time passing.
+most ``max_records`` ids, and none older than ``max_age_s``. Ids are kept in an
+``OrderedDict`` (a linked list, so popping the front is O(1), unlike a plain dict), id -> time
+it became terminal. Times are clamped to the highest ``now`` seen, so the map is always sorted
+by time, oldest first, and both bounds are enforced by popping from the front: O(1) per add,
+O(1) amortised per evicted id. A ``now`` that goes backwards counts as no time passing.
 """
 
 from __future__ import annotations
