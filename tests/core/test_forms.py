@@ -1,4 +1,4 @@
-"""The seed-000 form language: definitions, compilation, URL-mode detection, answer validation."""
+"""The form definition language: definitions, compilation, URL-mode detection, answer validation."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def problems(definition: object) -> list[tuple[str, str]]:
     return list(info.value.problems)
 
 
-# --- the seed's own examples ------------------------------------------------------------------
+# --- example forms of the language ------------------------------------------------------------------
 
 SEED_API_KEY_FORM: dict[str, Any] = {
     "id": "api_key_form",
@@ -99,7 +99,7 @@ SEED_API_KEY_FORM: dict[str, Any] = {
 }
 
 
-def test_seed_api_key_form_needs_url_mode() -> None:
+def test_api_key_form_needs_url_mode() -> None:
     c = compile_form(SEED_API_KEY_FORM, V)
     assert c.mode == "url"
     assert c.requested_schema is None
@@ -347,7 +347,7 @@ def test_select_untitled_and_titled() -> None:
         "label": "Region",
         "options": [
             {"value": "us-east-1", "title": "US East"},
-            {"value": "eu-west-1", "label": "Europe"},  # seed's "options with labels"
+            {"value": "eu-west-1", "label": "Europe"},  # options with labels
             "ap-south-1",
         ],
     }

@@ -38,8 +38,7 @@ def test_negative_file_size_is_reported_as_minimum() -> None:
 
 
 def test_hidden_field_default_is_part_of_the_answer() -> None:
-    # seed 000: ``hidden`` is a rendering hint and absent fields take their default; the
-    # docstring of validate_form_answer now says so (it promised "the visible content")
+    # ``hidden`` is a rendering hint and absent fields take their default
     c = compiled(
         {**NAME, "required": True},
         {

@@ -437,7 +437,7 @@ def test_json_type_names() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Conformance replies (reference/mcp-elicitation-spec.md §3.3)
+# Conformance replies (the MCP conformance suite's elicitation scenarios)
 # --------------------------------------------------------------------------------------------
 
 

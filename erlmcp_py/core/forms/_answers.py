@@ -8,8 +8,8 @@ hide is removed (a hidden field is treated as absent, whatever the client sent; 
 ``rendering.hidden`` field then takes its default, like an HTML hidden input); the
 ``validation_schema`` runs; then the checks JSON Schema cannot express
 (:mod:`~erlmcp_py.core.forms._extra_checks`) run on the fields that passed it. Errors are
-:class:`~erlmcp_py.core.validation.AnswerError` values (seed 000's
-``field / constraint / expected / path / message``); like every error of the runtime they
+:class:`~erlmcp_py.core.validation.AnswerError` values
+(``field / constraint / expected / path / message``); like every error of the runtime they
 never contain the submitted value.
 """
 
@@ -69,8 +69,7 @@ def validate_form_answer(
     Fields hidden by a condition (or by ``rendering.hidden``) are treated as absent: a value
     sent for them is dropped, never an error. A ``rendering.hidden`` field is never asked but
     still submitted, like an HTML hidden input: its ``default``, when it has one, is its value
-    (seed 000 lists ``hidden`` among the rendering hints, and its response parser gives every
-    absent field its default). Unknown keys are an error (``additionalProperties``), reported
+    (``hidden`` is a rendering hint, and every absent field takes its default). Unknown keys are an error (``additionalProperties``), reported
     without naming them.
 
     Args:

@@ -6,7 +6,7 @@ the fields it hides.
 
 Theory of operation
 -------------------
-Conditions (seed 000 §3.2.3, §4.3) come from three equivalent places: a field's
+Conditions come from three equivalent places: a field's
 ``showWhen``/``requiredWhen``, its ``rendering.conditionalDisplay``, and the form's
 ``validation.dependencies`` (``show``/``enable`` = shown when the condition holds,
 ``hide``/``disable`` = hidden when it holds, ``require``/``validate`` = required when it holds).
