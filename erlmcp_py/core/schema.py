@@ -95,7 +95,7 @@ V_2026_07_28: Final = "2026-07-28"
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = (V_2025_06_18, V_2025_11_25, V_2026_07_28)
 #: The newest version; schemas are written (and cached) in its dialect.
 LATEST_VERSION: Final = V_2026_07_28
-#: Size policy for a requestedSchema, measured on its compact UTF-8 JSON encoding (the policy defaults).
+#: Size policy for a requestedSchema (a policy default), measured on its compact UTF-8 JSON.
 MAX_SCHEMA_BYTES: Final = 64 * 1024
 
 

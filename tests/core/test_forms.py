@@ -63,9 +63,9 @@ def problems(definition: object) -> list[tuple[str, str]]:
     return list(info.value.problems)
 
 
-# --- example forms of the language ------------------------------------------------------------------
+# --- example forms of the language ----------------------------------------------------------
 
-SEED_API_KEY_FORM: dict[str, Any] = {
+API_KEY_FORM: dict[str, Any] = {
     "id": "api_key_form",
     "title": "API Key Configuration",
     "description": "Please provide your API credentials",
@@ -100,7 +100,7 @@ SEED_API_KEY_FORM: dict[str, Any] = {
 
 
 def test_api_key_form_needs_url_mode() -> None:
-    c = compile_form(SEED_API_KEY_FORM, V)
+    c = compile_form(API_KEY_FORM, V)
     assert c.mode == "url"
     assert c.requested_schema is None
     assert c.url_mode_fields == ("api_key",)
@@ -116,7 +116,7 @@ def test_api_key_form_needs_url_mode() -> None:
 
 
 def test_json_text_and_model_inputs() -> None:
-    text = json.dumps(SEED_API_KEY_FORM)
+    text = json.dumps(API_KEY_FORM)
     model = load_form(text)
     assert isinstance(model, FormDefinition)
     assert load_form(model) is model

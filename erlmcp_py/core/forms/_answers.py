@@ -69,8 +69,8 @@ def validate_form_answer(
     Fields hidden by a condition (or by ``rendering.hidden``) are treated as absent: a value
     sent for them is dropped, never an error. A ``rendering.hidden`` field is never asked but
     still submitted, like an HTML hidden input: its ``default``, when it has one, is its value
-    (``hidden`` is a rendering hint, and every absent field takes its default). Unknown keys are an error (``additionalProperties``), reported
-    without naming them.
+    (``hidden`` is a rendering hint, and every absent field takes its default). Unknown keys
+    are an error (``additionalProperties``), reported without naming them.
 
     Args:
         compiled: The compiled form.
