@@ -60,6 +60,7 @@ from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
 from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.wording import json_pointer
 
 __all__ = [
     "FORMATS",
@@ -439,7 +440,7 @@ _NEW_IN_2025_11_25: Final = frozenset({FieldKind.TITLED_SINGLE_SELECT, *_MULTI})
 
 
 def _pointer(path: str, token: str | int) -> str:
-    return f"{path}/{str(token).replace('~', '~0').replace('/', '~1')}"
+    return path + json_pointer(token)
 
 
 def _check_version(version: str) -> None:

@@ -80,6 +80,7 @@ __all__ = [
     "cache_clear",
     "cache_info",
     "compile_validator",
+    "format_checker",
     "json_type",
     "not_an_object",
     "summarize",
@@ -87,16 +88,20 @@ __all__ = [
 ]
 
 
-def _format_checker() -> Any:
-    """A jsonschema FormatChecker that knows exactly the four MCP formats."""
+def format_checker(formats: Mapping[str, Callable[[str], bool]] = FORMATS) -> Any:
+    """A jsonschema ``FormatChecker`` that knows exactly ``formats`` (by default the four MCP
+    formats of :data:`~erlmcp_py.core.schema.FORMATS`).
+
+    As JSON Schema says, a format applies to strings only: any other value passes it (the
+    ``type`` keyword decides about it).
+    """
     checker = FormatChecker(formats=())
-    for name, check in FORMATS.items():
-        # JSON Schema: a format applies to strings only; other types pass (``type`` decides).
+    for name, check in formats.items():
         checker.checks(name)(lambda v, check=check: not isinstance(v, str) or check(v))
     return checker
 
 
-_FORMAT_CHECKER: Final = _format_checker()
+_FORMAT_CHECKER: Final = format_checker()
 
 
 # --------------------------------------------------------------------------------------------

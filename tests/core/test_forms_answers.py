@@ -96,3 +96,9 @@ def test_bad_controller_of_shown_required_field_adds_no_required_error() -> None
     assert errors(c, {"mode": "far too long"}) == [("mode", "maxLength"), ("name", "required")]
     assert errors(c, {"mode": "on", "name": "n"}) == [("reason", "required")]
     assert errors(c, {"mode": "off", "name": "n"}) == []
+
+
+def test_a_formatted_text_field_refuses_a_non_string_by_its_type() -> None:
+    email = {"id": "e", "type": "text", "label": "E", "validation": {"format": "email"}}
+    uuid = {"id": "u", "type": "text", "label": "U", "validation": {"format": "uuid"}}
+    assert errors(compiled(email, uuid), {"e": 5, "u": 7}) == [("e", "type"), ("u", "type")]

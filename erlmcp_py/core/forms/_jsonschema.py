@@ -17,7 +17,6 @@ from typing import Any, Final
 
 from jsonschema import (  # type: ignore[import-untyped]
     Draft202012Validator,
-    FormatChecker,
     ValidationError,
     validators,
 )
@@ -38,6 +37,7 @@ from erlmcp_py.core.forms._fields import (
 from erlmcp_py.core.forms._pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.core.validation import format_checker
 
 _DRAFT_2020_12: Final = "https://json-schema.org/draft/2020-12/schema"
 
@@ -151,9 +151,7 @@ _EXTRA_FORMATS: Final = {
     "ipv4": _check_ip(4),
     "ipv6": _check_ip(6),
 }
-_FORMAT_CHECKER: Final = FormatChecker(formats=())
-for _name, _check in {**FORMATS, **_EXTRA_FORMATS}.items():
-    _FORMAT_CHECKER.checks(_name)(_check)
+_FORMAT_CHECKER: Final = format_checker({**FORMATS, **_EXTRA_FORMATS})
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
