@@ -515,7 +515,7 @@ class ValidatorCache:
             SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
         """
         try:
-            key = schema.digest if type(schema) is FrozenDict else schema_digest(schema)
+            key = schema_digest(schema)
         except (TypeError, ValueError):  # not JSON (NaN, a set, ...): say where, as a check does
             check_requested_schema(schema, LATEST_VERSION)
             raise
