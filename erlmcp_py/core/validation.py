@@ -63,6 +63,7 @@ from erlmcp_py.core.schema import (
 from erlmcp_py.core.wording import (
     FORMAT_WORDS,
     TYPE_WORDS,
+    choice_message,
     json_pointer,
     json_type,
     keyword_message,
@@ -452,16 +453,15 @@ def _convert(
     item: bool,
 ) -> AnswerError:
     jt, length, items = value_facts(value)
-    what = f"{f.name} item {where[1]}" if item else f.name
     exp: str | int | float | bool | tuple[str, ...] = expected
-    if keyword == "type":
-        msg = f"must be {TYPE_WORDS.get(expected, expected)}"
-        if f.kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT) and item:
-            msg = "must be one of the choices (as text)"
-        msg += f" (got {jt})"
+    if keyword == "type" and item:
+        msg = choice_message(int(where[1]), "type", jt)
+    elif keyword == "type":
+        msg = f"must be {TYPE_WORDS.get(expected, expected)} (got {jt})"
     elif keyword == "enum":
         exp = tuple(v for v, _ in f.options)
-        msg = f"must be one of: {list_options(f.options)}"
+        shown = list_options(f.options)
+        msg = choice_message(int(where[1]), "enum", shown) if item else f"must be one of: {shown}"
         if f.kind is FieldKind.TITLED_SINGLE_SELECT:
             keyword = "oneOf"
         elif f.kind is FieldKind.TITLED_MULTI_SELECT:
@@ -480,7 +480,7 @@ def _convert(
         constraint=keyword,
         expected=exp,
         path=json_pointer(*where),
-        message=f"{what}: {msg}.",
+        message=f"{f.name}: {msg}.",
         actual_type=jt,
         actual_length=length,
         actual_items=items,

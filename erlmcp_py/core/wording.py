@@ -18,6 +18,7 @@ __all__ = [
     "FORMAT_WORDS",
     "MAX_LISTED_OPTIONS",
     "TYPE_WORDS",
+    "choice_message",
     "json_pointer",
     "json_type",
     "keyword_message",
@@ -135,3 +136,11 @@ def value_facts(value: object) -> tuple[str, int | None, int | None]:
 def json_pointer(*tokens: str | int) -> str:
     """An RFC 6901 JSON pointer to ``tokens`` (``~`` and ``/`` escaped)."""
     return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+
+
+def choice_message(index: int, keyword: str, text: str) -> str:
+    """The wording of an error on one choice of a multi-select: ``keyword`` is ``"type"`` (the
+    choice is not text; ``text`` is its JSON type) or ``"enum"`` (``text`` lists the options)."""
+    if keyword == "type":
+        return f"choice {index} must be one of the options, as text (got {text})"
+    return f"choice {index} must be one of: {text}"

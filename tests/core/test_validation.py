@@ -402,11 +402,11 @@ def test_messages_per_constraint() -> None:
             ["a", "b"],
             "f: allows at most 1 choice (got 2).",
         ),
-        (multi_select_field(["a"]), ["b"], "f item 0: must be one of: a."),
+        (multi_select_field(["a"]), ["b"], "f: choice 0 must be one of: a."),
         (
             multi_select_field(["a"]),
             [1],
-            "f item 0: must be one of the choices (as text) (got integer).",
+            "f: choice 0 must be one of the options, as text (got integer).",
         ),
         (number_field(), float("nan"), "f: must be a finite number."),
     ]

@@ -14,6 +14,7 @@ from erlmcp_py.core.validation import AnswerError
 from erlmcp_py.core.wording import (
     FORMAT_WORDS,
     TYPE_WORDS,
+    choice_message,
     json_pointer,
     keyword_message,
     list_options,
@@ -58,15 +59,14 @@ def _from_jsonschema(
     if keyword == "type":
         msg = f"must be {TYPE_WORDS.get(expected, expected)} (got {jt})"
         if where and isinstance(f, MultiSelectField):
-            msg = f"choice {where[0]} must be one of the options (got {jt})"
+            msg = choice_message(where[0], "type", jt)
     elif keyword == "enum":
         exp = tuple(str(v) for v in expected)
         if in_file:
             keyword, msg = "allowedMimeTypes", f"the file type must be one of: {', '.join(exp)}"
         else:
             shown = list_options(tuple((v, None) for v in exp))
-            prefix = f"choice {where[0]} " if where else ""
-            msg = f"{prefix}must be one of: {shown}"
+            msg = choice_message(where[0], "enum", shown) if where else f"must be one of: {shown}"
     elif keyword == "format":
         msg = f"must be {FORMAT_WORDS.get(expected, expected)}"
     elif keyword == "pattern":
