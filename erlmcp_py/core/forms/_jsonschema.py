@@ -1,10 +1,10 @@
 """The server-side JSON Schema 2020-12 of a form: every rule the schema language can express.
 
-Separate from the wire schema (:mod:`~erlmcp_py.core.forms_wire`): this one carries
+Separate from the wire schema (:mod:`~erlmcp_py.core.forms._wire`): this one carries
 ``pattern``, exclusive bounds, ``multipleOf``, ``uniqueItems``, ``additionalProperties`` and the
 ``if``/``then`` clauses of conditional requirements, plus the format checker and the
 validator class it runs with (whose ``pattern`` has ECMA-262 semantics, as JSON Schema
-requires: :mod:`~erlmcp_py.core.forms_pattern`).
+requires: :mod:`~erlmcp_py.core.forms._pattern`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from typing import Any, Final
 
 from jsonschema import (  # type: ignore[import-untyped]
     Draft202012Validator,
-    FormatChecker,
     ValidationError,
     validators,
 )
 
-from erlmcp_py.core.forms_conditions import _Plan
-from erlmcp_py.core.forms_fields import (
+from erlmcp_py.core.forms._conditions import _Plan
+from erlmcp_py.core.forms._fields import (
     AnyField,
     BooleanField,
     DateField,
@@ -35,9 +34,10 @@ from erlmcp_py.core.forms_fields import (
     _option_values,
     _url_max_length,
 )
-from erlmcp_py.core.forms_pattern import ecma_pattern
+from erlmcp_py.core.forms._pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.core.validation import format_checker
 
 _DRAFT_2020_12: Final = "https://json-schema.org/draft/2020-12/schema"
 
@@ -151,9 +151,7 @@ _EXTRA_FORMATS: Final = {
     "ipv4": _check_ip(4),
     "ipv6": _check_ip(6),
 }
-_FORMAT_CHECKER: Final = FormatChecker(formats=())
-for _name, _check in {**FORMATS, **_EXTRA_FORMATS}.items():
-    _FORMAT_CHECKER.checks(_name)(_check)
+_FORMAT_CHECKER: Final = format_checker({**FORMATS, **_EXTRA_FORMATS})
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:

@@ -1,7 +1,7 @@
 """The wire ``requestedSchema`` of a form, down-levelled to a protocol version.
 
 Separate because the wire can carry only the MCP subset (:mod:`erlmcp_py.core.schema`): rules
-it cannot carry are left to the server-side schema (:mod:`~erlmcp_py.core.forms_jsonschema`).
+it cannot carry are left to the server-side schema (:mod:`~erlmcp_py.core.forms._jsonschema`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from erlmcp_py.core.errors import SchemaNotAllowed
-from erlmcp_py.core.forms_conditions import _Plan
-from erlmcp_py.core.forms_fields import (
+from erlmcp_py.core.forms._conditions import _Plan
+from erlmcp_py.core.forms._fields import (
     AnyField,
     BooleanField,
     DateField,
@@ -43,7 +43,7 @@ from erlmcp_py.core.schema import (
 from erlmcp_py.core.urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:
-    from erlmcp_py.core.forms_definition import FormDefinition
+    from erlmcp_py.core.forms._definition import FormDefinition
 
 
 def _titles(options: Sequence[str | Option]) -> list[str] | dict[str, str]:

@@ -11,20 +11,20 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from erlmcp_py.core.errors import UnsafeURLError
-from erlmcp_py.core.forms_conditions import _Plan
-from erlmcp_py.core.forms_fields import (
+from erlmcp_py.core.forms._conditions import _Plan
+from erlmcp_py.core.forms._fields import (
     DateField,
     FileField,
     UrlField,
     _compare,
     _parse_moment,
 )
-from erlmcp_py.core.forms_messages import _error
+from erlmcp_py.core.forms._messages import _error
 from erlmcp_py.core.urlpolicy import parse_url
 from erlmcp_py.core.validation import AnswerError
 
 if TYPE_CHECKING:
-    from erlmcp_py.core.forms_compile import CompiledForm
+    from erlmcp_py.core.forms._compile import CompiledForm
 
 
 _URL_CONSTRAINTS: Final = {

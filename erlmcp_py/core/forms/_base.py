@@ -1,7 +1,7 @@
 """The shared base of the form definition models: pydantic config and constrained scalars.
 
-Separate so that the condition language (:mod:`~erlmcp_py.core.forms_conditions`) and the field
-models (:mod:`~erlmcp_py.core.forms_fields`) can share them without importing each other.
+Separate so that the condition language (:mod:`~erlmcp_py.core.forms._conditions`) and the field
+models (:mod:`~erlmcp_py.core.forms._fields`) can share them without importing each other.
 """
 
 from __future__ import annotations

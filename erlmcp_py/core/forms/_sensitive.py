@@ -12,7 +12,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from erlmcp_py.core.forms_fields import AnyField
+    from erlmcp_py.core.forms._fields import AnyField
 
 
 def _terms(text: str) -> tuple[str, ...]:

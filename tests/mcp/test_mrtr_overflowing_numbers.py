@@ -2,8 +2,8 @@
 JSON decoder produces but strict JSON cannot encode must be answered, not crash the session.
 
 The frame decoder turns a number literal that overflows a double (``1e400``) into ``inf``.
-``request_digest`` used to raise ``ValueError`` on it inside ``ContinuationRegistry.start`` and
-``resume``; nothing above caught it, so one request from the client tore its session down.
+``request_digest`` digests it, so ``ContinuationRegistry.start`` and ``resume`` never raise on
+such a request and the client's session stays up.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ async def test_overflowing_number_in_arguments_is_answered(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with _connect() as (client, session):
-        # First round: the call suspends in ctx.elicit; the state is bound to a digest of inf.
+        # First call: the call suspends in ctx.elicit; the state is bound to a digest of inf.
         await session.feed(_frame(1, '{"x":1e400}'))
         first = await client.response(1)
         assert first["result"]["resultType"] == "input_required", first

@@ -1,6 +1,6 @@
 """The eight field types of the form language, their rendering hints and their rules.
 
-Separate from the form as a whole (:mod:`~erlmcp_py.core.forms_definition`): these models
+Separate from the form as a whole (:mod:`~erlmcp_py.core.forms._definition`): these models
 check one field at a time; cross-field checks live with the form.
 """
 
@@ -21,13 +21,13 @@ from pydantic import (
     model_validator,
 )
 
-from erlmcp_py.core.forms_base import FieldId, NonNegative, Number, Positive, _Model
-from erlmcp_py.core.forms_conditions import Condition
-from erlmcp_py.core.forms_pattern import ecma_pattern
+from erlmcp_py.core.forms._base import FieldId, NonNegative, Number, Positive, _Model
+from erlmcp_py.core.forms._conditions import Condition
+from erlmcp_py.core.forms._pattern import ecma_pattern
 from erlmcp_py.core.schema import FORMATS
 from erlmcp_py.core.urlpolicy import UrlPolicy
 
-#: The eight field types of the language, in seed order.
+#: The eight field types of the language.
 FIELD_TYPES: Final = ("text", "number", "boolean", "date", "select", "multi_select", "url", "file")
 
 
@@ -67,7 +67,7 @@ InputType: TypeAlias = Literal[
 
 
 class Rendering(_Model):
-    """Rendering hints (seed 000 §4). Clients may ignore them; none reaches the wire except
+    """Rendering hints. Clients may ignore them; none reaches the wire except
     ``helpText``, which is folded into the property ``description``. ``hidden`` removes the
     field from the wire and ignores any value sent for it (its ``default``, if any, is its
     value in the answer: a hidden input); ``conditionalDisplay`` is a
@@ -279,7 +279,7 @@ class FileValidation(_Model):
 
 
 class _FieldBase(_Model):
-    """Keys every field has (seed 000 §2.1) plus conditions and the ``sensitive`` override."""
+    """Keys every field has, plus conditions and the ``sensitive`` override."""
 
     id: FieldId
     label: Annotated[StrictStr, Field(min_length=1, max_length=500)]

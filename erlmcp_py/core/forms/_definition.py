@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, StrictBool, StrictStr, ValidationError, model_validator
 
 from erlmcp_py.core.errors import FormDefinitionError
-from erlmcp_py.core.forms_base import FieldId, Positive, _Model
-from erlmcp_py.core.forms_conditions import Condition, _conditions_of, _visibility_order
-from erlmcp_py.core.forms_fields import (
+from erlmcp_py.core.forms._base import FieldId, Positive, _Model
+from erlmcp_py.core.forms._conditions import Condition, _conditions_of, _visibility_order
+from erlmcp_py.core.forms._fields import (
     FIELD_TYPES,
     AnyField,
     BooleanField,
@@ -28,7 +28,7 @@ from erlmcp_py.core.forms_fields import (
 
 
 class Dependency(_Model):
-    """A form-level dependency (seed 000 §3.2.3): ``action`` when ``condition`` holds."""
+    """A form-level dependency: ``action`` when ``condition`` holds."""
 
     condition: Condition
     action: Literal["show", "hide", "enable", "disable", "require", "validate"]
@@ -58,7 +58,7 @@ class _SemanticProblems(ValueError):
 
 
 class FormDefinition(_Model):
-    """A whole form (seed 000 §1.2).
+    """A whole form.
 
     Attributes:
         id: Unique form id.
@@ -187,7 +187,7 @@ def load_form(data: FormDefinition | Mapping[str, Any] | str | bytes) -> FormDef
     """Validate a form definition given as a dict, JSON text or a model.
 
     Args:
-        data: The definition (camelCase keys as in seed 000, or snake_case).
+        data: The definition (camelCase keys, or snake_case).
 
     Returns:
         The frozen :class:`FormDefinition`.

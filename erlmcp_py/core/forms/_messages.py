@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from erlmcp_py.core.forms_conditions import _Plan
-from erlmcp_py.core.forms_fields import FileField, MultiSelectField
-from erlmcp_py.core.validation import (
-    _FORMAT_WORDS,
-    _TYPE_WORDS,
-    AnswerError,
-    _plural,
+from erlmcp_py.core.forms._conditions import _Plan
+from erlmcp_py.core.forms._fields import FileField, MultiSelectField
+from erlmcp_py.core.validation import AnswerError
+from erlmcp_py.core.wording import (
+    FORMAT_WORDS,
+    TYPE_WORDS,
+    choice_message,
     json_pointer,
     keyword_message,
+    list_options,
+    plural,
     value_facts,
 )
 
@@ -55,23 +57,22 @@ def _from_jsonschema(
     )
     in_file = isinstance(f, FileField) and bool(where)
     if keyword == "type":
-        msg = f"must be {_TYPE_WORDS.get(expected, expected)} (got {jt})"
+        msg = f"must be {TYPE_WORDS.get(expected, expected)} (got {jt})"
         if where and isinstance(f, MultiSelectField):
-            msg = f"choice {where[0]} must be one of the options (got {jt})"
+            msg = choice_message(where[0], "type", jt)
     elif keyword == "enum":
         exp = tuple(str(v) for v in expected)
         if in_file:
             keyword, msg = "allowedMimeTypes", f"the file type must be one of: {', '.join(exp)}"
         else:
-            shown = ", ".join(exp[:10]) + (f" and {len(exp) - 10} more" if len(exp) > 10 else "")
-            prefix = f"choice {where[0]} " if where else ""
-            msg = f"{prefix}must be one of: {shown}"
+            shown = list_options(tuple((v, None) for v in exp))
+            msg = choice_message(where[0], "enum", shown) if where else f"must be one of: {shown}"
     elif keyword == "format":
-        msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
+        msg = f"must be {FORMAT_WORDS.get(expected, expected)}"
     elif keyword == "pattern":
         msg = "does not have the expected form"
     elif keyword == "maximum" and in_file:
-        keyword, msg = "maxSize", f"the file must be at most {_plural(expected, 'byte')}"
+        keyword, msg = "maxSize", f"the file must be at most {plural(expected, 'byte')}"
     elif keyword == "minimum" and in_file:  # the size's own floor, 0
         msg = "the file size must not be negative"
     elif keyword == "required":

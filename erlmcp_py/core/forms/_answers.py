@@ -7,9 +7,9 @@ for absent optional fields; conditions are evaluated in dependency order and eve
 hide is removed (a hidden field is treated as absent, whatever the client sent; a
 ``rendering.hidden`` field then takes its default, like an HTML hidden input); the
 ``validation_schema`` runs; then the checks JSON Schema cannot express
-(:mod:`~erlmcp_py.core.forms_extra_checks`) run on the fields that passed it. Errors are
-:class:`~erlmcp_py.core.validation.AnswerError` values (seed 000's
-``field / constraint / expected / path / message``); like every error of the runtime they
+(:mod:`~erlmcp_py.core.forms._extra_checks`) run on the fields that passed it. Errors are
+:class:`~erlmcp_py.core.validation.AnswerError` values
+(``field / constraint / expected / path / message``); like every error of the runtime they
 never contain the submitted value.
 """
 
@@ -19,14 +19,15 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from erlmcp_py.core.forms_conditions import _effective, _Plan
-from erlmcp_py.core.forms_extra_checks import _extra_errors, _rule_errors
-from erlmcp_py.core.forms_fields import AnyField, NumberField
-from erlmcp_py.core.forms_messages import _MISSING, _error, _from_jsonschema
-from erlmcp_py.core.validation import AnswerError, ValidationResult, _plural, not_an_object
+from erlmcp_py.core.forms._conditions import _effective, _Plan
+from erlmcp_py.core.forms._extra_checks import _extra_errors, _rule_errors
+from erlmcp_py.core.forms._fields import AnyField, NumberField
+from erlmcp_py.core.forms._messages import _MISSING, _error, _from_jsonschema
+from erlmcp_py.core.validation import AnswerError, ValidationResult, not_an_object
+from erlmcp_py.core.wording import plural
 
 if TYPE_CHECKING:
-    from erlmcp_py.core.forms_compile import CompiledForm
+    from erlmcp_py.core.forms._compile import CompiledForm
 
 
 def _is_integer_field(f: AnyField) -> bool:
@@ -68,9 +69,8 @@ def validate_form_answer(
     Fields hidden by a condition (or by ``rendering.hidden``) are treated as absent: a value
     sent for them is dropped, never an error. A ``rendering.hidden`` field is never asked but
     still submitted, like an HTML hidden input: its ``default``, when it has one, is its value
-    (seed 000 lists ``hidden`` among the rendering hints, and its response parser gives every
-    absent field its default). Unknown keys are an error (``additionalProperties``), reported
-    without naming them.
+    (``hidden`` is a rendering hint, and every absent field takes its default). Unknown keys
+    are an error (``additionalProperties``), reported without naming them.
 
     Args:
         compiled: The compiled form.
@@ -123,7 +123,7 @@ def validate_form_answer(
                 expected=tuple(p.id for p in compiled._plans),
                 path="",
                 message=(
-                    f"The answer has {_plural(len(unknown), 'field')} that the form does not "
+                    f"The answer has {plural(len(unknown), 'field')} that the form does not "
                     f"have (its fields: {', '.join(p.id for p in compiled._plans)})."
                 ),
                 actual_type="object",

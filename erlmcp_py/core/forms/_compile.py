@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A form is *defined* once, as data (a dict/JSON from configuration, or the pydantic models of
-:mod:`~erlmcp_py.core.forms_fields` and :mod:`~erlmcp_py.core.forms_definition`), and
+:mod:`~erlmcp_py.core.forms._fields` and :mod:`~erlmcp_py.core.forms._definition`), and
 *compiled* once per protocol version by :func:`compile_form` into a :class:`CompiledForm` that
 carries three artefacts:
 
@@ -38,19 +38,19 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic.alias_generators import to_camel
 
 from erlmcp_py.core.errors import FormDefinitionError
-from erlmcp_py.core.forms_answers import _value_errors, validate_form_answer
-from erlmcp_py.core.forms_conditions import _conditions_of, _Plan, _visibility_order
-from erlmcp_py.core.forms_definition import FormDefinition, load_form
-from erlmcp_py.core.forms_fields import AnyField, FileField, UrlField
-from erlmcp_py.core.forms_jsonschema import (
+from erlmcp_py.core.forms._answers import _value_errors, validate_form_answer
+from erlmcp_py.core.forms._conditions import _conditions_of, _Plan, _visibility_order
+from erlmcp_py.core.forms._definition import FormDefinition, load_form
+from erlmcp_py.core.forms._fields import AnyField, FileField, UrlField
+from erlmcp_py.core.forms._jsonschema import (
     _DRAFT_2020_12,
     _FORMAT_CHECKER,
     _required,
     _validation_property,
     _Validator,
 )
-from erlmcp_py.core.forms_sensitive import sensitive_reason
-from erlmcp_py.core.forms_wire import _wire_schema
+from erlmcp_py.core.forms._sensitive import sensitive_reason
+from erlmcp_py.core.forms._wire import _wire_schema
 from erlmcp_py.core.schema import FrozenDict, freeze
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import ValidationResult
@@ -192,7 +192,7 @@ def compile_form(
     if clauses:
         validation_schema["allOf"] = clauses
     # No format checks on the schema itself: its "regex" format would compile each `pattern`
-    # with Python's re as written; patterns are ECMA-262, checked by forms_pattern already.
+    # with Python's re as written; patterns are ECMA-262, checked by _pattern already.
     Draft202012Validator.check_schema(validation_schema, format_checker=None)
     validator = _Validator(validation_schema, format_checker=_FORMAT_CHECKER)
 

@@ -6,7 +6,7 @@ the fields it hides.
 
 Theory of operation
 -------------------
-Conditions (seed 000 §3.2.3, §4.3) come from three equivalent places: a field's
+Conditions come from three equivalent places: a field's
 ``showWhen``/``requiredWhen``, its ``rendering.conditionalDisplay``, and the form's
 ``validation.dependencies`` (``show``/``enable`` = shown when the condition holds,
 ``hide``/``disable`` = hidden when it holds, ``require``/``validate`` = required when it holds).
@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import model_validator
 
-from erlmcp_py.core.forms_base import FieldId, Scalar, _Model
+from erlmcp_py.core.forms._base import FieldId, Scalar, _Model
 from erlmcp_py.core.schema import freeze, thaw
 
 if TYPE_CHECKING:
-    from erlmcp_py.core.forms_compile import CompiledForm
-    from erlmcp_py.core.forms_definition import FormDefinition
-    from erlmcp_py.core.forms_fields import AnyField
+    from erlmcp_py.core.forms._compile import CompiledForm
+    from erlmcp_py.core.forms._definition import FormDefinition
+    from erlmcp_py.core.forms._fields import AnyField
 
 
 ConditionOperator: TypeAlias = Literal[
