@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import erlmcp_py.logging  # noqa: F401  (the library's log lines go to stderr unless configured)
 from erlmcp_py.actors.api import (
     ElicitationHandle as ElicitationHandle,
     ElicitationInfo as ElicitationInfo,
@@ -58,6 +59,7 @@ from erlmcp_py.mcp.errors import (
 )
 from erlmcp_py.mcp.resources import Contents as Contents, ResourceNotFound as ResourceNotFound
 from erlmcp_py.mcp.server import Server as Server
+from erlmcp_py.transports.http import serve_http as serve_http
 from erlmcp_py.transports.stdio import serve_stdio as serve_stdio
 
 __all__ = [
@@ -107,6 +109,7 @@ __all__ = [
     "check_url",
     "open_runtime",
     "schema_for",
+    "serve_http",
     "serve_stdio",
     "summarize",
     "validate_answer",

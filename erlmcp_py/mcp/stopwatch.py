@@ -8,7 +8,8 @@ the call is pending, and restarts it with the budget that was left when the last
 from __future__ import annotations
 
 import math
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import trio
 
@@ -46,26 +47,16 @@ class ToolClock:
             return self._remaining
         return max(0.0, self.scope.deadline - trio.current_time())
 
-    def pause(self) -> ToolClock:
-        """Stop the clock for the duration of the block (nests; concurrent blocks count).
-
-        The clock is its own context manager (``with clock.pause():``): the pause is a count,
-        so nothing needs an object per block (this runs on every elicitation).
-        """
-        return self
-
-    def __enter__(self) -> None:
+    @contextmanager
+    def pause(self) -> Iterator[None]:
+        """Stop the clock for the duration of the block (nests; concurrent blocks count)."""
         if self.budget is not None and self._paused == 0:
             self._remaining = max(0.0, self.scope.deadline - trio.current_time())
             self.scope.deadline = math.inf
         self._paused += 1
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._paused -= 1
-        if self.budget is not None and self._paused == 0:
-            self.scope.deadline = trio.current_time() + self._remaining
+        try:
+            yield
+        finally:
+            self._paused -= 1
+            if self.budget is not None and self._paused == 0:
+                self.scope.deadline = trio.current_time() + self._remaining

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
@@ -166,7 +167,8 @@ async def test_bad_messages_get_the_wire_errors(autojump_clock: trio.testing.Moc
     async with open_memory_client(build(), handler=accept) as client:
         batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
         assert (await bad(client, batch))["data"] == {"detail": "batches are not supported"}
-        assert (await bad(client, "ping"))["code"] == -32600
+        assert (await bad(client, b'"ping"'))["code"] == -32600
+        assert (await bad(client, b"not json"))["code"] == -32700
         null_id = {"jsonrpc": "2.0", "id": None, "method": "ping"}
         assert (await bad(client, null_id))["code"] == -32600
         float_id = {"jsonrpc": "2.0", "id": 1.5, "method": "ping"}
@@ -262,12 +264,10 @@ async def test_shares_a_running_runtime(autojump_clock: trio.testing.MockClock) 
         assert server.sessions == set()
 
 
-async def test_full_channel_falls_back_to_waiting_sends(
+async def test_a_full_server_to_client_channel_makes_writers_wait(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    # buffer=0: an elicitation/create sent while the client's reader is busy finds the channel
-    # full (send_request_nowait raises WouldBlock; about half of them here) and goes by the
-    # awaited path; every call still completes.
+    # buffer=0: every frame to the client waits for its reader; concurrent calls all complete.
     async with open_memory_client(build(), handler=accept, buffer=0) as client:
         results: list[str] = []
 
@@ -280,57 +280,40 @@ async def test_full_channel_falls_back_to_waiting_sends(
         assert results == ["hello Ada (36)"] * 20
 
 
-async def test_send_request_nowait(autojump_clock: trio.testing.MockClock) -> None:
-    sent: list[Any] = []
-    full = False
+async def test_send_request_waits_for_initialized_and_routes_the_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    sent: list[bytes] = []
 
     async def send(frame: bytes) -> None:
-        sent.append(frame)
-
-    def send_nowait(frame: Any) -> None:
-        if full:
-            raise trio.WouldBlock
         sent.append(frame)
 
     answers: list[Any] = []
     server = build()
     async with (
         server.running() as runtime,
-        open_session(server, runtime, send, send_nowait=send_nowait) as session,
+        open_session(server, runtime, send) as session,
+        trio.open_nursery() as nursery,
     ):
 
-        def ask(rid: str) -> None:
-            session.send_request_nowait("ping", {}, request_id=rid, on_response=answers.append)
+        async def ask(rid: str) -> None:
+            await session.send_request("ping", {}, request_id=rid, on_response=answers.append)
 
-        with pytest.raises(trio.WouldBlock):
-            ask("early")  # not initialized yet: the waiting path waits for that
-        await session.feed_message(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": LEGACY, "capabilities": {}},
-            }
-        )
-        await session.feed_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        sent.clear()
-        ask("r1")
-        assert [pydantic_core.from_json(f)["id"] for f in sent] == ["r1"]  # encoded bytes
-        full = True
-        with pytest.raises(trio.WouldBlock):
-            ask("r2")
-        assert len(sent) == 1  # nothing sent, nothing pending
-        await session.feed_message({"jsonrpc": "2.0", "id": "r2", "result": {}})
-        await session.feed_message({"jsonrpc": "2.0", "id": "r1", "result": {"ok": 1}})
+        nursery.start_soon(ask, "r1")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sent == []  # not initialized yet: the request waits
+        initialize = {"protocolVersion": LEGACY, "capabilities": {}}
+        await session.feed(jsonrpc.encode_request(1, "initialize", initialize))
+        await session.feed(jsonrpc.encode_notification("notifications/initialized"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [pydantic_core.from_json(f).get("id") for f in sent] == [1, "r1"]
+        await session.feed(jsonrpc.encode_response("unknown", {}))  # ignored
+        await session.feed(jsonrpc.encode_response("r1", {"ok": 1}))
+        await session.feed(jsonrpc.encode_response("r1", {"ok": 2}))  # a duplicate: ignored
         assert answers == [{"ok": 1}]
         session.close()
         with pytest.raises(PeerGone):
-            ask("r3")
-
-    async with server.running() as runtime, open_session(server, runtime, send) as plain:
-        plain.phase = "ready"
-        with pytest.raises(trio.WouldBlock):  # a transport without send_nowait
-            plain.send_request_nowait("ping", {}, request_id="x", on_response=answers.append)
+            await ask("r2")
 
 
 async def test_the_readme_server_through_the_memory_client(
