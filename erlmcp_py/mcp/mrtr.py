@@ -62,10 +62,10 @@ is the answer built (from the state after that wait) and returned to the caller,
 So on the request's channel every notification precedes the response, and none follows it.
 
 Yield detection: a round ends once a request has been recorded and then
-``settle_checkpoints`` consecutive scheduler checkpoints of the attached request pass without a
-new one (at most ten times that many in all). Elicitations a tool starts together are recorded within those checkpoints and go out
-in one ``InputRequiredResult``; one that misses the batch is asked in the next round (correct,
-just one more round trip).
+``settle_checkpoints`` consecutive checkpoints of the attached request pass without a new one
+(at most ten times that many in all). Elicitations a tool starts together are recorded within
+those checkpoints and go out in one ``InputRequiredResult``; one that misses the batch is
+asked in the next round (correct, just one more round trip).
 
 Single node: continuations live in this process's memory and state tokens name them, so a
 retry must reach the process that issued the state (sticky routing on HTTP), and a restart

@@ -84,10 +84,7 @@ class CallToolParams(_Params):
     @property
     def progress_token(self) -> str | int | None:
         """``_meta.progressToken`` when the client asked for progress."""
-        meta = self.meta
-        if not meta:  # nearly every call: no dict built to look in
-            return None
-        token = meta.get("progressToken")
+        token = (self.meta or {}).get("progressToken")
         return token if type(token) in (str, int) else None
 
 
