@@ -159,8 +159,7 @@ def configure_logging(
         ),
         # One write per line (print() writes the line and its newline separately).
         logger_factory=structlog.WriteLoggerFactory(_robust(stream or sys.stderr)),
-        # Loggers are bound once, not on every event (a bind per event is most of a
-        # filtered-out log call's cost on the elicitation hot path).
+        # Loggers are bound once, not on every event.
         cache_logger_on_first_use=True,
     )
 

@@ -3,7 +3,7 @@
 Not a general-purpose client: it speaks raw JSON-RPC, answers server requests through one
 handler, records notifications, and lets a script send anything (including garbage). A
 coroutine-function handler runs in a task of its own per request; a plain function is answered
-inline by the reader (no task).
+by the reader task (no task of its own).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class ServerRequest:
 
 Handler = Callable[[ServerRequest], Awaitable[Mapping[str, Any] | None] | Mapping[str, Any] | None]
 """Answers a server request: a result object, or ``None`` to leave it unanswered. A plain
-function is called inline by the reader; a coroutine function runs in a task of its own."""
+function is called by the reader task; a coroutine function runs in a task of its own."""
 
 
 class _Slot:
