@@ -36,6 +36,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -66,14 +67,8 @@ from erlmcp_py.mcp.params import (
     parse_params,
 )
 from erlmcp_py.mcp.stateless import SessionStateless, open_for_session
-from erlmcp_py.mcp.stopwatch import ToolClock
-from erlmcp_py.mcp.tools import (
-    ToolArgumentsError,
-    ToolSpec,
-    budget_exceeded,
-    call_tool_fn,
-    text_result,
-)
+from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
+from erlmcp_py.mcp.tools import ToolSpec
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 
 if TYPE_CHECKING:
@@ -432,7 +427,9 @@ class ServerSession:
         if handler is None:  # resources/*, prompts/*, completion/complete
             call = _Call()
             self._calls[req.id] = call
-            self._nursery.start_soon(self._run_feature, req, call)
+            self._nursery.start_soon(
+                self._run_call, req.id, call, partial(self._feature_answer, req)
+            )
             return
         await handler(self, req)
 
@@ -472,29 +469,37 @@ class ServerSession:
         self.subscriptions.discard(features.subscribable(self._server, req))
         await self._respond(req.id, {})
 
-    async def _run_feature(self, req: Request, call: _Call) -> None:
+    async def _run_call(
+        self, id: RequestId, call: _Call, answer: Callable[[], Awaitable[bytes]]
+    ) -> None:
+        """Run one request's task (``tools/call``, ``resources/read``…): write its answer,
+        nothing when the client cancelled it or is gone, or the shutdown error when
+        :meth:`stop_calls` cancelled it."""
         frame: bytes | None = None
         try:
             with call.scope:
-                try:
-                    result = await features.answer(self._server, req)
-                    frame = jsonrpc.encode_response(req.id, result)
-                except JsonRpcError as exc:
-                    frame = exc.with_id(req.id).encode()
-                except jsonrpc.EncodeError:
-                    self._log.warning("result_unencodable", method=req.method[:80])
-                    error = jsonrpc.internal_error("Result could not be encoded", None, req.id)
-                    frame = error.encode()
+                frame = await answer()
             if call.scope.cancelled_caught:
-                self._log.info("request_cancelled", method=req.method[:80])
-                if call.cancelled_by_client or self.phase == CLOSED or not self._stopping:
+                if call.cancelled_by_client or self.phase == CLOSED:
+                    self._log.info("request_cancelled", id=str(id)[:80])
                     return
-                frame = self._shutting_down(req.id)
+                self._log.info("request_stopped", id=str(id)[:80])
+                frame = self._shutting_down(id)
         finally:
-            self._calls.pop(req.id, None)
+            self._calls.pop(id, None)
         if frame is not None:
             with suppress(PeerGone):
                 await self._write(frame)
+
+    async def _feature_answer(self, req: Request) -> bytes:
+        try:
+            result = await features.answer(self._server, req)
+            return jsonrpc.encode_response(req.id, result)
+        except JsonRpcError as exc:
+            return exc.with_id(req.id).encode()
+        except jsonrpc.EncodeError:
+            self._log.warning("result_unencodable", method=req.method[:80])
+            return jsonrpc.internal_error("Result could not be encoded", None, req.id).encode()
 
     async def _logging_set_level(self, req: Request) -> None:
         params = parse_params(SetLevelParams, req.params, req.id)
@@ -515,7 +520,9 @@ class ServerSession:
             )
         call = _Call()
         self._calls[id] = call
-        self._nursery.start_soon(self._run_tool, id, spec, params, call)
+        self._nursery.start_soon(
+            self._run_call, id, call, partial(self._tool_answer, id, spec, params)
+        )
 
     def _on_notification(self, note: Notification) -> None:
         method = note.method
@@ -541,52 +548,26 @@ class ServerSession:
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    async def _run_tool(
-        self, id: RequestId, spec: ToolSpec, params: CallToolParams, call: _Call
-    ) -> None:
-        result: Mapping[str, Any] | None = None
-        error: JsonRpcError | None = None
+    async def _tool_answer(self, id: RequestId, spec: ToolSpec, params: CallToolParams) -> bytes:
+        def context(clock: ToolClock) -> Context:
+            return Context(
+                server=self._server,
+                peer=RequestPeer(self, id),
+                runtime=self._runtime,
+                tenant=self.tenant,
+                request_id=id,
+                tool_name=spec.name,
+                clock=clock,
+                progress_token=params.progress_token,
+            )
+
         try:
-            with call.scope:
-                clock = ToolClock(call.scope, spec.timeout)
-                try:
-                    try:
-                        kwargs = spec.bind(params.arguments)
-                    except ToolArgumentsError as exc:
-                        result = text_result(str(exc), is_error=True)
-                    else:
-                        if spec.context_param is not None:
-                            kwargs[spec.context_param] = Context(
-                                server=self._server,
-                                peer=RequestPeer(self, id),
-                                runtime=self._runtime,
-                                tenant=self.tenant,
-                                request_id=id,
-                                tool_name=spec.name,
-                                clock=clock,
-                                progress_token=params.progress_token,
-                            )
-                        result = await call_tool_fn(spec, kwargs, self._log)
-                except UrlElicitationRequired as exc:
-                    error = exc.to_jsonrpc().with_id(id)
-                except JsonRpcError as exc:
-                    error = exc.with_id(id)
-            if call.scope.cancelled_caught:
-                if call.cancelled_by_client or self.phase == CLOSED:
-                    self._log.info("tool_cancelled", tool=spec.name)
-                    return  # the client asked for no answer (or cannot get one)
-                if self._stopping:
-                    self._log.info("tool_stopped", tool=spec.name)
-                    with suppress(PeerGone):
-                        await self._write(self._shutting_down(id))
-                    return
-                result = budget_exceeded(spec)
-        finally:
-            self._calls.pop(id, None)
-        if error is not None:
-            await self._respond_error(error)
-        elif result is not None:
-            await self._respond(id, result)
+            result = await run_tool(spec, params.arguments, context, self._log)
+        except UrlElicitationRequired as exc:
+            return exc.to_jsonrpc().with_id(id).encode()
+        except JsonRpcError as exc:
+            return exc.with_id(id).encode()
+        return jsonrpc.encode_response(id, result)
 
 
 _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]] = {
