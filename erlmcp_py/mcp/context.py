@@ -328,13 +328,11 @@ class Context:
         request = ElicitationRequest(
             message=message, mode="form", requested_schema=schema, validator=validator
         )
-        # _ask's body, here: one coroutine fewer per elicitation.
-        with self.clock.pause():
-            outcome: Outcome = await self.runtime.ask(request, peer=peer, tenant=self.tenant)
+        outcome = await self._ask(request)
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
-        if type(content) is not dict and not isinstance(content, Mapping):
+        if not isinstance(content, Mapping):
             return outcome
         return Accepted(form_type.from_valid(content))
 
@@ -345,8 +343,8 @@ class Context:
         return handle
 
     async def _ask(self, request: ElicitationRequest) -> Outcome:
-        """Create and wait in one runtime call (``Runtime.ask``: no owner-watcher task while
-        this tool waits); the tool clock is paused while the human is asked."""
+        """Create and wait in one runtime call (``Runtime.ask``); the tool clock is paused
+        while the human is asked."""
         with self.clock.pause():
             outcome: Outcome = await self.runtime.ask(request, peer=self._peer, tenant=self.tenant)
         return outcome

@@ -193,12 +193,10 @@ def parse_params(model: type[M], params: Params | None, id: RequestId | None = N
     """
     if params is None:
         params = {}
-    if type(params) is not dict and not isinstance(params, Mapping):
+    if not isinstance(params, Mapping):
         raise invalid_params("Invalid params: params must be an object", None, id)
     try:
-        # model_validate() minus its keyword handling: this runs on every request.
-        params_model: M = model.__pydantic_validator__.validate_python(params)
-        return params_model
+        return model.model_validate(params)
     except ValidationError as exc:
         problems = [
             {"path": _where(err["loc"]), "problem": err["msg"]}
