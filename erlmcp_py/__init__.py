@@ -26,6 +26,7 @@ The public API, in groups (``docs/architecture.md``, "Public API", gives the rea
   full or the actor is gone.
 """
 
+import erlmcp_py.logging  # noqa: F401  (the library's log lines go to stderr unless configured)
 from erlmcp_py.actors.api import (
     ElicitationHandle as ElicitationHandle,
     ElicitationInfo as ElicitationInfo,

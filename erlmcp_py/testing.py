@@ -6,7 +6,7 @@ or disconnect. It stands in for a session, below the protocol.
 
 ``open_memory_client(server, handler=...)`` is a whole in-memory client/server pair: a
 :class:`MemoryClient` (``initialize``, ``list_tools``, ``call_tool``, an elicitation handler,
-``notifications``; both protocol eras) talking JSON-RPC message objects to a real session of
+``notifications``; both protocol eras) sending JSON-RPC frames to a real session of
 ``server`` (see :mod:`erlmcp_py.transports.memory`).
 """
 

@@ -1,5 +1,4 @@
-"""``parse_request_meta`` reads plain dicts and other mappings alike (its ``dict`` fast paths),
-and ``RequestMeta`` (``fast_init``) keeps its dataclass semantics."""
+"""``mcp/meta.py``: the 2026-07-28 per-request metadata and which requests are modern."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from typing import Any
 import pytest
 
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
-from erlmcp_py.mcp.meta import RequestMeta, parse_request_meta
+from erlmcp_py.mcp.meta import PROTOCOL_VERSION, RequestMeta, is_modern_request, parse_request_meta
 
 V = "2026-07-28"
 
@@ -55,7 +54,7 @@ def test_capabilities_that_are_not_an_object_are_refused(caps: Any) -> None:
         parse_request_meta(Request(1, "tools/call", {"_meta": meta(caps, {})}))
 
 
-def test_request_meta_keeps_its_dataclass_semantics() -> None:
+def test_request_meta_is_a_frozen_value() -> None:
     first = parse_request_meta(Request(1, "tools/call", {"_meta": meta({}, "not a mapping")}))
     assert first.client_info == {}
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -64,3 +63,24 @@ def test_request_meta_keeps_its_dataclass_semantics() -> None:
     assert other.client_info == {}
     assert other.client_info is not RequestMeta(V, first.capabilities).client_info
     assert dataclasses.replace(first, client_info={}) == first
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "modern"),
+    [
+        ("server/discover", None, True),
+        ("tools/call", None, False),
+        ("tools/call", {"name": "t"}, False),
+        ("tools/call", {"_meta": None}, False),
+        ("tools/call", {"_meta": {"other": 1}}, False),
+        ("tools/call", {"_meta": [PROTOCOL_VERSION]}, False),
+        ("tools/call", ["x"], False),
+        ("tools/call", {"_meta": {PROTOCOL_VERSION: None}}, True),
+        ("tools/call", {"_meta": MappingProxyType({PROTOCOL_VERSION: 1})}, True),
+        ("tools/call", MappingProxyType({"_meta": {PROTOCOL_VERSION: 1}}), True),
+    ],
+)
+def test_a_request_is_modern_when_its_meta_names_the_protocol_version(
+    method: str, params: Any, modern: bool
+) -> None:
+    assert is_modern_request(Request(1, method, params)) is modern

@@ -3,6 +3,7 @@ against the real runtime on trio's autojump clock."""
 
 from __future__ import annotations
 
+import contextvars
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
@@ -26,6 +28,9 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 ERAS = pytest.mark.parametrize("version", [LEGACY, MODERN])
+
+#: A context variable the client task sets; the server side must not see the caller's value.
+WHO: contextvars.ContextVar[str] = contextvars.ContextVar("memory_test_who", default="nobody")
 
 
 class Person(BaseModel):
@@ -58,6 +63,15 @@ def build() -> Server:
     async def chatty(ctx: Context) -> str:
         await ctx.log("warning", "careful")
         return "done"
+
+    @server.tool()
+    async def whoami() -> str:
+        return WHO.get()
+
+    @server.resource("test://held")
+    async def held() -> str:
+        await trio.sleep_forever()
+        return "never"
 
     return server
 
@@ -117,7 +131,7 @@ async def test_async_handler_runs_in_its_own_task(
 async def test_tools_and_tool_errors(version: str, autojump_clock: trio.testing.MockClock) -> None:
     async with open_memory_client(build(), handler=accept, protocol_version=version) as client:
         names = {tool["name"] for tool in await client.list_tools()}
-        assert names == {"ask", "add", "fail", "chatty"}
+        assert names == {"ask", "add", "fail", "chatty", "whoami"}
         assert text(await client.call_tool("add", {"a": 40, "b": 2})) == "42"
         failed = await client.call_tool("fail")
         assert failed["isError"] is True
@@ -166,7 +180,8 @@ async def test_bad_messages_get_the_wire_errors(autojump_clock: trio.testing.Moc
     async with open_memory_client(build(), handler=accept) as client:
         batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
         assert (await bad(client, batch))["data"] == {"detail": "batches are not supported"}
-        assert (await bad(client, "ping"))["code"] == -32600
+        assert (await bad(client, b'"ping"'))["code"] == -32600
+        assert (await bad(client, b"not json"))["code"] == -32700
         null_id = {"jsonrpc": "2.0", "id": None, "method": "ping"}
         assert (await bad(client, null_id))["code"] == -32600
         float_id = {"jsonrpc": "2.0", "id": 1.5, "method": "ping"}
@@ -262,12 +277,10 @@ async def test_shares_a_running_runtime(autojump_clock: trio.testing.MockClock) 
         assert server.sessions == set()
 
 
-async def test_full_channel_falls_back_to_waiting_sends(
+async def test_a_full_server_to_client_channel_makes_writers_wait(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    # buffer=0: an elicitation/create sent while the client's reader is busy finds the channel
-    # full (send_request_nowait raises WouldBlock; about half of them here) and goes by the
-    # awaited path; every call still completes.
+    # buffer=0: every frame to the client waits for its reader; concurrent calls all complete.
     async with open_memory_client(build(), handler=accept, buffer=0) as client:
         results: list[str] = []
 
@@ -280,57 +293,40 @@ async def test_full_channel_falls_back_to_waiting_sends(
         assert results == ["hello Ada (36)"] * 20
 
 
-async def test_send_request_nowait(autojump_clock: trio.testing.MockClock) -> None:
-    sent: list[Any] = []
-    full = False
+async def test_send_request_waits_for_initialized_and_routes_the_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    sent: list[bytes] = []
 
     async def send(frame: bytes) -> None:
-        sent.append(frame)
-
-    def send_nowait(frame: Any) -> None:
-        if full:
-            raise trio.WouldBlock
         sent.append(frame)
 
     answers: list[Any] = []
     server = build()
     async with (
         server.running() as runtime,
-        open_session(server, runtime, send, send_nowait=send_nowait) as session,
+        open_session(server, runtime, send) as session,
+        trio.open_nursery() as nursery,
     ):
 
-        def ask(rid: str) -> None:
-            session.send_request_nowait("ping", {}, request_id=rid, on_response=answers.append)
+        async def ask(rid: str) -> None:
+            await session.send_request("ping", {}, request_id=rid, on_response=answers.append)
 
-        with pytest.raises(trio.WouldBlock):
-            ask("early")  # not initialized yet: the waiting path waits for that
-        await session.feed_message(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": LEGACY, "capabilities": {}},
-            }
-        )
-        await session.feed_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        sent.clear()
-        ask("r1")
-        assert [pydantic_core.from_json(f)["id"] for f in sent] == ["r1"]  # encoded bytes
-        full = True
-        with pytest.raises(trio.WouldBlock):
-            ask("r2")
-        assert len(sent) == 1  # nothing sent, nothing pending
-        await session.feed_message({"jsonrpc": "2.0", "id": "r2", "result": {}})
-        await session.feed_message({"jsonrpc": "2.0", "id": "r1", "result": {"ok": 1}})
+        nursery.start_soon(ask, "r1")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sent == []  # not initialized yet: the request waits
+        initialize = {"protocolVersion": LEGACY, "capabilities": {}}
+        await session.feed(jsonrpc.encode_request(1, "initialize", initialize))
+        await session.feed(jsonrpc.encode_notification("notifications/initialized"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [pydantic_core.from_json(f).get("id") for f in sent] == [1, "r1"]
+        await session.feed(jsonrpc.encode_response("unknown", {}))  # ignored
+        await session.feed(jsonrpc.encode_response("r1", {"ok": 1}))
+        await session.feed(jsonrpc.encode_response("r1", {"ok": 2}))  # a duplicate: ignored
         assert answers == [{"ok": 1}]
         session.close()
         with pytest.raises(PeerGone):
-            ask("r3")
-
-    async with server.running() as runtime, open_session(server, runtime, send) as plain:
-        plain.phase = "ready"
-        with pytest.raises(trio.WouldBlock):  # a transport without send_nowait
-            plain.send_request_nowait("ping", {}, request_id="x", on_response=answers.append)
+            await ask("r2")
 
 
 async def test_the_readme_server_through_the_memory_client(
@@ -347,3 +343,131 @@ async def test_the_readme_server_through_the_memory_client(
     async with open_memory_client(namespace["server"], handler=ship_it) as client:
         result = await client.call_tool("ship", {"order_id": "7"})
         assert text(result) == "shipping to 1 Main St"
+
+
+def request(id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return jsonrpc.request_object(id, method, params)
+
+
+async def unmatched_ids(client: MemoryClient, count: int) -> list[Any]:
+    """Wait until ``count`` responses nobody waited for arrived; their ids, in arrival order."""
+    with trio.fail_after(10):
+        await client.wait_for(lambda: len(client.unmatched) >= count)
+    return [response["id"] for response in client.unmatched]
+
+
+async def test_frames_are_served_in_the_order_they_were_sent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(build(), handler=accept) as client:
+        pings = [f"p{n}" for n in range(5)]
+        for rid in pings:
+            await client.send(request(rid, "ping"))
+        await client.send(request("t", "tools/call", {"name": "add", "arguments": {"a": 1}}))
+        assert await unmatched_ids(client, 6) == [*pings, "t"]
+        assert text(client.unmatched[-1]["result"]) == "2"
+
+
+async def test_a_notification_does_not_overtake_the_request_sent_before_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The cancellation reaches the server after the read it names, so it cancels that read.
+    async with open_memory_client(build(), handler=accept) as client:
+        await client.send(request("r", "resources/read", {"uri": "test://held"}))
+        await client.notify("notifications/cancelled", {"requestId": "r"})
+        await client.ping()
+        await trio.testing.wait_all_tasks_blocked()
+        assert client.unmatched == []  # the read was cancelled: no answer
+        assert text(await client.call_tool("add", {"a": 2})) == "3"
+
+
+async def test_concurrent_calls_with_elicitations_each_get_one_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(build(), handler=accept) as client:
+        results: list[str] = []
+
+        async def call() -> None:
+            results.append(text(await client.call_tool("ask")))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(call)
+                nursery.start_soon(client.ping)
+        assert results == ["hello Ada (36)"] * 4
+        assert len(client.server_requests) == 4
+        assert client.unmatched == []
+
+
+async def test_a_plain_handler_error_surfaces_from_the_client_block(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def broken(request: ServerRequest) -> dict[str, Any]:
+        raise ValueError("the handler has a bug")
+
+    server = build()
+    async with server.running() as runtime:
+        with pytest.raises(ExceptionGroup) as caught:
+            async with open_memory_client(server, handler=broken) as client:
+                await client.call_tool("ask")
+        assert caught.group_contains(ValueError, match="the handler has a bug")
+        assert [r.method for r in client.server_requests] == ["elicitation/create"]
+        await trio.testing.wait_all_tasks_blocked()
+        (info,) = await runtime.list_elicitations(tenant=client.session.tenant)
+    # the request was sent; its elicitation ends when the session closes and cancels the tool
+    assert info.sent_at is not None
+    assert info.status == "abandoned"
+
+
+async def test_the_tool_does_not_see_the_calling_tasks_context_variables(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen_by_handler: list[str] = []
+
+    def answer(request: ServerRequest) -> dict[str, Any]:
+        seen_by_handler.append(WHO.get())
+        return accept(request)
+
+    async with open_memory_client(build(), handler=answer) as client:
+        token = WHO.set("the client task")
+        try:
+            assert text(await client.call_tool("whoami")) == "nobody"
+            assert text(await client.call_tool("ask")) == "hello Ada (36)"
+            assert WHO.get() == "the client task"
+        finally:
+            WHO.reset(token)
+    assert seen_by_handler == ["nobody"]  # the handler runs in the client's reader task
+
+
+async def test_a_value_set_before_the_pair_opened_is_inherited(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    token = WHO.set("set before opening")
+    try:
+        async with open_memory_client(build(), handler=accept) as client:
+            assert text(await client.call_tool("whoami")) == "set before opening"
+    finally:
+        WHO.reset(token)
+
+
+@ERAS
+async def test_an_async_handler_answers_server_requests(
+    version: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    tasks: dict[str, trio.lowlevel.Task] = {}
+
+    async def answer(request: ServerRequest) -> dict[str, Any]:
+        tasks["handler"] = trio.lowlevel.current_task()
+        await trio.lowlevel.checkpoint()
+        return accept(request)
+
+    async with open_memory_client(build(), handler=answer, protocol_version=version) as client:
+        tasks["caller"] = trio.lowlevel.current_task()
+        assert text(await client.call_tool("ask")) == "hello Ada (36)"
+        assert text(await client.call_tool("add", {"a": 41})) == "42"
+        assert [r.method for r in client.server_requests] == ["elicitation/create"]
+        assert client.unmatched == []
+        assert client.refused == []
+    # a session-era request is answered from a task of its own; 2026-07-28 input requests
+    # are answered by the caller's call_tool, which retries the call
+    assert (tasks["handler"] is not tasks["caller"]) == (version == LEGACY)

@@ -1,8 +1,7 @@
-"""``ToolClock``: the clock is its own pause context manager (no object per pause).
+"""``ToolClock``: a tool's own time budget, paused while a human is asked.
 
-Pins what ``pause()`` blocks do: they nest and overlap (a count), the budget left is kept
-while paused and restored when the last block ends, and without a budget nothing but the
-count changes.
+``pause()`` blocks nest and overlap (a count), the budget left is kept while paused and
+restored when the last block ends, and without a budget nothing but the count changes.
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ async def test_nested_pauses_keep_the_budget_until_the_last_one_ends(
         start = trio.current_time()
         assert scope.deadline == start + 10.0
         await trio.sleep(3)
-        outer = clock.pause()
-        with outer:
+        with clock.pause():
             assert clock.paused
             assert scope.deadline == math.inf
             with clock.pause():
@@ -64,10 +62,17 @@ async def test_without_a_budget_only_the_count_changes() -> None:
         await trio.lowlevel.checkpoint()
         clock = ToolClock(scope, None)
         assert scope.deadline == math.inf
-        with clock.pause():
-            with clock.pause():
-                assert clock.paused
+        with clock.pause(), clock.pause():
             assert clock.paused
             assert clock.remaining() == math.inf
         assert not clock.paused
         assert scope.deadline == math.inf
+
+
+async def test_the_budget_runs_out_when_nobody_is_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.CancelScope() as scope:
+        ToolClock(scope, 2.0)
+        await trio.sleep(5)
+    assert scope.cancelled_caught
