@@ -1,4 +1,5 @@
-"""The ``erlmcp-py`` command: ``serve`` the example server, or run the ``demo``.
+"""The ``erlmcp-py`` command: ``serve`` the example server, run the ``demo``, or ``connect``
+to any MCP server from the terminal.
 
 Theory of operation of ``serve``'s graceful stop
 -------------------------------------------------
@@ -184,6 +185,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="deadline the demo server uses (the timeout scene waits this long)",
     )
+    from erlmcp_py.connect import add_arguments
+
+    add_arguments(sub.add_parser("connect", help="try any MCP server by hand, in the terminal"))
     return parser
 
 
@@ -375,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "connect":
+        from erlmcp_py.connect import run
+
+        return run(args)
     from erlmcp_py.demo import run_demo
 
     return run_demo(elicitation_timeout=args.elicitation_timeout)
