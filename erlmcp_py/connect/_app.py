@@ -203,6 +203,10 @@ class ConnectApp:
                     return
             text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
             self.io.notice(self.t("server_log", level=params.get("level", "info"), text=text))
+        elif method == "notifications/cancelled":
+            if self._current is not None:  # the wire has cancelled the question on screen
+                self.io.interrupted()
+                self.io.say(self.t("closed_by_server"))
         elif method == "notifications/elicitation/complete":
             if params.get("elicitationId") in self._pages:
                 self._pages.discard(params["elicitationId"])

@@ -207,6 +207,10 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     },
     # -- notifications -------------------------------------------------------------------------
     "Closing in {seconds}s": {_EN: "Closing in {seconds}s", _PT: "Fechando em {seconds}s"},
+    "closed_by_server": {
+        _EN: "The server closed the question.",
+        _PT: "O servidor encerrou a pergunta.",
+    },
     "server_log": {_EN: "[{level}] {text}", _PT: "[{level}] {text}"},
     "progress": {_EN: "progress {progress}{total}", _PT: "progresso {progress}{total}"},
     "server_request_unsupported": {

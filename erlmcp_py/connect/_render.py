@@ -278,7 +278,7 @@ def _hints(f: FormField, t: Texts) -> list[str]:
 
 def _default_text(f: FormField, value: Any, t: Texts) -> str:
     if f.kind is FieldKind.BOOLEAN:
-        return sorted(t.words("yes_letters" if value else "no_letters"), key=len)[0]
+        return t("yes_letters" if value else "no_letters").split(",")[0]
     if f.kind in _SINGLE or f.kind in _MULTI:
         numbers = {v: str(i) for i, (v, _) in enumerate(f.options, 1)}
         chosen = value if isinstance(value, list) else [value]

@@ -6,7 +6,8 @@ A wire sends one JSON-RPC request and returns its response frame (:meth:`Wire.re
 notifications (:meth:`Wire.notify`), and meanwhile hands what the server says on its own to two
 callbacks: a server *request* (``elicitation/create``, ``ping``…) to the ``on_request``
 coroutine, whose result (or :class:`RpcError`) is sent back as the response, each in a task of
-the wire's nursery; a *notification* to ``on_notification``.
+the wire's nursery; a *notification* to ``on_notification``. A ``notifications/cancelled``
+naming a request being answered cancels that ``on_request`` task first (nothing is sent back).
 
 :class:`StdioWire` runs the server command in a session of its own (so the terminal's Ctrl-C
 reaches the client only) and speaks newline-delimited JSON on its stdin/stdout; one reader task
@@ -118,6 +119,29 @@ async def _answer(on_request: OnRequest, frame: Mapping[str, Any]) -> dict[str, 
 
 
 @dataclass(eq=False)
+class _Serving:
+    """The server requests being answered, by id, so that ``notifications/cancelled`` can stop
+    one (its prompt closes and nothing is sent back, as the specification asks)."""
+
+    scopes: dict[Any, trio.CancelScope] = field(default_factory=dict)
+
+    async def answer(self, on_request: OnRequest, frame: Mapping[str, Any]) -> dict[str, Any] | None:
+        key = json.dumps(frame["id"])
+        with trio.CancelScope() as scope:
+            self.scopes[key] = scope
+            try:
+                return await _answer(on_request, frame)
+            finally:
+                self.scopes.pop(key, None)
+        return None
+
+    def cancelled(self, params: Mapping[str, Any]) -> None:
+        scope = self.scopes.get(json.dumps(params.get("requestId")))
+        if scope is not None:
+            scope.cancel()
+
+
+@dataclass(eq=False)
 class _Waiter:
     arrived: trio.Event = field(default_factory=trio.Event)
     frame: Mapping[str, Any] | None = None
@@ -139,6 +163,7 @@ class StdioWire:
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _waiting: dict[Any, _Waiter] = field(default_factory=dict)
     _lock: trio.Lock = field(default_factory=trio.Lock)
+    _serving: _Serving = field(default_factory=_Serving)
     _closed: bool = False
 
     async def _send(self, message: Mapping[str, Any]) -> None:
@@ -176,8 +201,10 @@ class StdioWire:
         """See :class:`Wire` (stdio has no header to carry it)."""
 
     async def _serve(self, frame: Mapping[str, Any]) -> None:
-        with suppress(ConnectionLost):
-            await self._send(await _answer(self.on_request, frame))
+        response = await self._serving.answer(self.on_request, frame)
+        if response is not None:
+            with suppress(ConnectionLost):
+                await self._send(response)
 
     def _route(self, frame: Any) -> None:
         if not isinstance(frame, Mapping):
@@ -186,7 +213,10 @@ class StdioWire:
             self.nursery.start_soon(self._serve, frame)
         elif "method" in frame:
             params = frame.get("params")
-            self.on_notification(str(frame["method"]), params if isinstance(params, Mapping) else {})
+            params = params if isinstance(params, Mapping) else {}
+            if frame["method"] == "notifications/cancelled":
+                self._serving.cancelled(params)
+            self.on_notification(str(frame["method"]), params)
         else:
             waiter = self._waiting.get(frame.get("id"))
             if waiter is not None:
@@ -312,6 +342,7 @@ class HttpWire:
     protocol: str | None = None
     timeout: float = 30.0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _serving: _Serving = field(default_factory=_Serving)
 
     def set_protocol(self, version: str) -> None:
         """See :class:`Wire`."""
@@ -436,14 +467,19 @@ class HttpWire:
             self.nursery.start_soon(self._serve, frame)
         elif "method" in frame:
             params = frame.get("params")
-            self.on_notification(str(frame["method"]), params if isinstance(params, Mapping) else {})
+            params = params if isinstance(params, Mapping) else {}
+            if frame["method"] == "notifications/cancelled":
+                self._serving.cancelled(params)
+            self.on_notification(str(frame["method"]), params)
         elif frame.get("id") == waiting_for:
             return frame
         return None
 
     async def _serve(self, frame: Mapping[str, Any]) -> None:
-        with suppress(ConnectionLost):
-            await self._post(await _answer(self.on_request, frame))
+        response = await self._serving.answer(self.on_request, frame)
+        if response is not None:
+            with suppress(ConnectionLost):
+                await self._post(response)
 
     async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """See :class:`Wire`."""
