@@ -386,7 +386,9 @@ async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator
         ) as wire:
             yield wire
         return
-    stderr_file = open(args.server_stderr, "ab") if args.server_stderr else None  # noqa: SIM115
+    stderr_file = None
+    if args.server_stderr:
+        stderr_file = await trio.to_thread.run_sync(open, args.server_stderr, "ab")
     try:
         async with open_stdio_wire(
             args.target,
@@ -407,7 +409,9 @@ async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
             client = McpClient(wire, args.protocol, app.on_request)
             await client.open()
             transport = "HTTP" if _is_url(args.target) else "stdio"
-            io.say(t("connected", server=client.server, protocol=client.protocol, transport=transport))
+            io.say(
+                t("connected", server=client.server, protocol=client.protocol, transport=transport)
+            )
             if args.call is None:
                 return await _repl(client, app)
             tools = await client.list_tools()

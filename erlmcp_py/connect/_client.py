@@ -75,7 +75,11 @@ class McpClient:
             self.wire.set_protocol(MODERN)
             result = await self.wire.request("server/discover", self._params({}))
             meta = result.get("_meta")
-            info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, Mapping) else None
+            info = (
+                meta.get("io.modelcontextprotocol/serverInfo")
+                if isinstance(meta, Mapping)
+                else None
+            )
         else:
             result = await self.wire.request(
                 "initialize",

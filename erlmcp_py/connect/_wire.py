@@ -125,7 +125,9 @@ class _Serving:
 
     scopes: dict[Any, trio.CancelScope] = field(default_factory=dict)
 
-    async def answer(self, on_request: OnRequest, frame: Mapping[str, Any]) -> dict[str, Any] | None:
+    async def answer(
+        self, on_request: OnRequest, frame: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         key = json.dumps(frame["id"])
         with trio.CancelScope() as scope:
             self.scopes[key] = scope
@@ -406,7 +408,7 @@ class HttpWire:
                 while True:
                     event = conn.next_event()
                     if event is h11.NEED_DATA:
-                        conn.receive_data(await stream.receive_some(_READ))
+                        conn.receive_data(bytes(await stream.receive_some(_READ)))
                         continue
                     if isinstance(event, h11.Response):
                         break
@@ -422,7 +424,7 @@ class HttpWire:
                     try:
                         ev = conn.next_event()
                         if ev is h11.NEED_DATA:
-                            conn.receive_data(await stream.receive_some(_READ))
+                            conn.receive_data(bytes(await stream.receive_some(_READ)))
                             continue
                     except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
                         raise ConnectionLost(f"{self.url}: {exc}") from None
