@@ -132,8 +132,6 @@ async def test_a_call_with_an_elicitation_answered_at_once_takes_no_reader_step(
             assert text(result) == "hello Ada (36)"
     assert steps.of(".serve") == 0, steps.by_task  # the server's reader task took nothing
     assert steps.of("._reader") == 0, steps.by_task  # nor the client's
-    # today: the tool twice, the elicitation's child, the caller
-    assert sum(steps.by_task.values()) <= 5, steps.by_task
     assert not any(name.endswith("._reader") for name in handled_in)
 
 
