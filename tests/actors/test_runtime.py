@@ -6,7 +6,7 @@ All under trio's autojump clock: deadlines of 300 s pass in microseconds.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 import pytest
@@ -879,3 +879,74 @@ async def test_live_counts_the_records_that_have_not_ended(
         _check(actor)
         assert actor.live == 0
         assert len(actor.records) == len(actor.retention) <= max_records
+
+
+# -- asking with a type, from a peer that is not an MCP client ---------------------------------
+
+
+class Region(pydantic.BaseModel):
+    region: Literal["eu", "us"]
+    replicas: int = 1
+
+
+async def test_ask_with_a_type_returns_an_instance_of_it(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"region": "eu"}})
+    outcome = await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE)
+    assert outcome == Accepted(Region(region="eu", replicas=1))
+    schema = peer.requests[0].params["requestedSchema"]
+    assert schema["properties"]["region"]["enum"] == ["eu", "us"]
+    failed = await rt.ask("Replicate?", bool, peer=peer, tenant=ALICE)  # a region is no bool
+    assert isinstance(failed, Failed)
+    assert failed.reason == "validation"
+    peer.auto = lambda r: {"action": "decline"}
+    assert await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE) == Declined()
+
+
+async def test_ask_needs_a_type_with_a_message_and_none_with_a_request(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    with pytest.raises(TypeError):
+        await rt.ask("Pick a region", peer=peer, tenant=ALICE)
+    with pytest.raises(TypeError):
+        await rt.ask(form(), Region, peer=peer, tenant=ALICE)
+    assert peer.requests == []
+
+
+class PlainPeer:
+    """A peer of an application that does not speak MCP: no protocol version at all."""
+
+    peer_id = "plain"
+
+    def __init__(self) -> None:
+        self.inner = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"region": "us"}})
+
+    def supports(self, mode: str) -> bool:
+        return mode == "form"
+
+    async def send_request(self, method: str, params: Any, **kwargs: Any) -> None:
+        await self.inner.send_request(method, params, **kwargs)
+
+    def forget_request(self, request_id: str) -> None:
+        self.inner.forget_request(request_id)
+
+    async def send_notification(self, method: str, params: Any) -> None:
+        await self.inner.send_notification(method, params)
+
+
+async def test_a_peer_without_a_protocol_version_gets_the_newest_schema_subset(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = PlainPeer()
+    outcome = await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE)  # type: ignore[arg-type]
+    assert outcome == Accepted(Region(region="us"))
+    with_default = {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}
+    # A string default exists only in the newer subsets: taken from a peer without a version,
+    # refused for a 2025-06-18 client.
+    handle = await rt.create_elicitation(form(schema=with_default), peer=peer, tenant=ALICE)  # type: ignore[arg-type]
+    assert handle.id
+    old_client = MemoryPeer(protocol_version="2025-06-18")
+    with pytest.raises(SchemaNotAllowed):
+        await rt.create_elicitation(form(schema=with_default), peer=old_client, tenant=ALICE)
