@@ -36,7 +36,7 @@ from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, FrozenDict, check_requested_schema
+from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
@@ -71,7 +71,6 @@ class Runtime:
         self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
         self._metrics = Metrics()
         self._registry = Registry()
-        self._checked: set[tuple[str, str]] = set()
         self.supervisor = Supervisor(
             [
                 ChildSpec(
@@ -97,20 +96,6 @@ class Runtime:
             max_seconds=config.restart_period_s,
             name="erlmcp",
         )
-
-    def _check_schema(self, schema: Mapping[str, Any], version: str) -> None:
-        """``check_requested_schema``, remembered for frozen schemas (the ones built from
-        types and forms, reused on every call) so the hot path does not walk them again."""
-        if type(schema) is FrozenDict:
-            key = (schema.digest, version)
-            if key in self._checked:
-                return
-            check_requested_schema(schema, version)
-            if len(self._checked) >= 4096:
-                self._checked.clear()
-            self._checked.add(key)
-        else:
-            check_requested_schema(schema, version)
 
     async def _call(self, msg: Any) -> Any:
         """Call the elicitation actor through its mailbox under the call timeout, riding
@@ -158,7 +143,7 @@ class Runtime:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
         if request.mode == "form":
             assert request.requested_schema is not None
-            self._check_schema(request.requested_schema, _version_of(peer))
+            check_requested_schema(request.requested_schema, _version_of(peer))
         else:
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)

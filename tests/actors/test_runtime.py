@@ -280,7 +280,7 @@ async def test_other_tenant_id_is_indistinguishable_from_unknown(
         assert str(foreign.value) == str(unknown.value)
     assert await rt.list_elicitations(tenant=BOB) == []
     assert [i.id for i in await rt.list_elicitations(tenant=ALICE)] == [handle.id]
-    await peer.wait_request()  # (the calls above may all have run inline, before the send)
+    await peer.wait_request()  # (the calls above may all have run before the send)
     assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "active"
 
 
