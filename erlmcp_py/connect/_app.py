@@ -402,12 +402,24 @@ async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator
             stderr_file.close()
 
 
+_FAILURES = (ConnectionLost, OSError, ValueError, RpcError)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception a chain of single-member nursery groups carries."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
     io, t = app.io, app.t
+    connected = False
     try:
         async with _open_wire(args, app) as wire:
             client = McpClient(wire, args.protocol, app.on_request)
             await client.open()
+            connected = True
             transport = "HTTP" if _is_url(args.target) else "stdio"
             io.say(
                 t("connected", server=client.server, protocol=client.protocol, transport=transport)
@@ -416,11 +428,14 @@ async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
                 return await _repl(client, app)
             tools = await client.list_tools()
             return 0 if await _call(client, app, tools, args.call) else 1
-    except ConnectionLost as exc:
-        io.say(t("connection_lost") if str(exc) == "" else t("connect_failed", reason=exc))
-        return 1
-    except (OSError, ValueError, RpcError) as exc:
-        io.say(t("connect_failed", reason=exc))
+    except (*_FAILURES, BaseExceptionGroup) as raised:
+        exc = _leaf(raised)
+        if not isinstance(exc, _FAILURES):
+            raise
+        if connected and isinstance(exc, ConnectionLost):
+            io.say(t("connection_lost"))
+        else:
+            io.say(t("connect_failed", reason=str(exc) or t("server_exited")))
         return 1
 
 

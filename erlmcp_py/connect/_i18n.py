@@ -104,6 +104,7 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "Could not connect: {reason}",
         _PT: "Não foi possível conectar: {reason}",
     },
+    "server_exited": {_EN: "the server has exited", _PT: "o servidor encerrou"},
     "bye": {_EN: "Bye.", _PT: "Até mais."},
     "interrupt_exits": {
         _EN: "(Ctrl-C again leaves.)",

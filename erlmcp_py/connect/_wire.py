@@ -68,7 +68,8 @@ class RpcError(Exception):
 
 
 class ConnectionLost(Exception):
-    """The server went away (end of output, or an HTTP failure) before it answered."""
+    """The server went away before it answered: its output ended (no message), or an HTTP
+    exchange failed (the message says how)."""
 
 
 class Wire(Protocol):
@@ -180,7 +181,7 @@ class StdioWire:
     async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """See :class:`Wire`."""
         if self._closed:
-            raise ConnectionLost("the server has exited")
+            raise ConnectionLost  # the server has exited
         rid = next(self._ids)
         waiter = self._waiting[rid] = _Waiter()
         try:
@@ -189,7 +190,7 @@ class StdioWire:
         finally:
             self._waiting.pop(rid, None)
         if waiter.frame is None:
-            raise ConnectionLost("the server has exited")
+            raise ConnectionLost  # the server has exited
         return _result(waiter.frame)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:

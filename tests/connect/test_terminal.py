@@ -256,3 +256,15 @@ def test_a_form_asked_with_no_input_left_is_cancelled() -> None:
     done = _run("--protocol", "2026-07-28", "--call", "demo_confirm", *stdio())
     assert done.returncode == 0
     assert "confirm: action=cancel (by client)" in done.stdout
+
+
+def test_a_server_that_cannot_be_reached_is_reported_in_the_users_language() -> None:
+    gone = _run("--", "sh", "-c", "exit 0", lang="pt_BR.UTF-8")
+    assert gone.returncode == 1
+    assert gone.stdout == "Não foi possível conectar: o servidor encerrou\n"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    refused = _run(f"http://127.0.0.1:{port}/mcp")
+    assert refused.returncode == 1
+    assert refused.stdout.startswith(f"Could not connect: http://127.0.0.1:{port}/mcp: ")
