@@ -154,8 +154,15 @@ class ConnectApp:
         self.io.notice(self.t("server_request_unsupported", method=method))
         raise RpcError(-32601, "Method not found")
 
-    async def elicit(self, params: Mapping[str, Any]) -> Answer:
-        """Show one elicitation (form or URL mode) and return the user's answer."""
+    async def elicit(self, params: Mapping[str, Any], *, follow: bool = True) -> Answer:
+        """Show one elicitation (form or URL mode) and return the user's answer.
+
+        Args:
+            params: The ``elicitation/create`` params.
+            follow: After a URL-mode ``accept``, say that the client waits for the page and
+                announce its ``notifications/elicitation/complete``; ``False`` for the pages
+                of a ``-32042`` error, whose call has already ended.
+        """
         message = str(params.get("message", ""))
         async with self._lock:
             with trio.CancelScope() as scope:
@@ -165,10 +172,9 @@ class ConnectApp:
                         answer = await ask_url(
                             self.io, self.t, message, str(params.get("url", "")), self.open_page
                         )
-                        if answer.action == "accept" and isinstance(
-                            params.get("elicitationId"), str
-                        ):
-                            self._pages.add(params["elicitationId"])
+                        page = params.get("elicitationId")
+                        if follow and answer.action == "accept" and isinstance(page, str):
+                            self._pages.add(page)
                             self.io.say(self.t("url_waiting"))
                     else:
                         schema = params.get("requestedSchema")
@@ -291,7 +297,7 @@ async def _call(
             io.say(t("url_required"))
             for page in exc.data.get("elicitations") or ():
                 if isinstance(page, Mapping):
-                    await app.elicit({**page, "mode": "url"})
+                    await app.elicit({**page, "mode": "url"}, follow=False)
         io.say(t("rpc_error", code=exc.code, message=exc.message))
         return False
     return not _show_result(io, t, result)
@@ -343,7 +349,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``erlmcp-py connect``."""
     parser.add_argument(
         "target",
-        nargs="+",
+        nargs="*",
         metavar="URL | -- CMD ARGS",
         help="a Streamable HTTP endpoint (http[s]://host/mcp), or after -- the command "
         "that starts a stdio server",
@@ -462,5 +468,10 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``erlmcp-py connect`` with parsed options; the exit status."""
+    """Run ``erlmcp-py connect`` with parsed options; the exit status (2: no server named)."""
+    if not args.target and args.call and _is_url(args.call[-1:]):
+        args.target = [args.call.pop()]  # ``--call TOOL k=v URL``: the URL ends the call
+    if not args.target or (args.call is not None and not args.call):
+        print("erlmcp-py connect: name a server: URL, or -- CMD ARGS", file=sys.stderr)
+        return 2
     return trio.run(_main, args)

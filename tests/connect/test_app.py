@@ -93,3 +93,20 @@ async def test_lines_are_read_whole_and_the_end_of_input_is_sent_once() -> None:
     await read_lines(send, read_fd)
     os.close(read_fd)
     assert [line async for line in receive] == ["um", "dois", "três", None]
+
+
+async def test_an_accepted_page_is_followed_until_the_server_says_it_is_done() -> None:
+    screen, send, out = app()
+    page = {
+        "mode": "url",
+        "message": "Sign in",
+        "url": "https://x.example/a",
+        "elicitationId": "p1",
+    }
+    await send.send("2")
+    assert await screen.on_request("elicitation/create", page) == {"action": "accept"}
+    assert out.getvalue().endswith("Waiting for the page to finish (Ctrl-C leaves).\n")
+    screen.on_notification("notifications/elicitation/complete", {"elicitationId": "other"})
+    screen.on_notification("notifications/elicitation/complete", {"elicitationId": "p1"})
+    screen.on_notification("notifications/elicitation/complete", {"elicitationId": "p1"})
+    assert out.getvalue().count("The page is done.") == 1

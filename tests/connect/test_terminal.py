@@ -268,3 +268,14 @@ def test_a_server_that_cannot_be_reached_is_reported_in_the_users_language() -> 
     refused = _run(f"http://127.0.0.1:{port}/mcp")
     assert refused.returncode == 1
     assert refused.stdout.startswith(f"Could not connect: http://127.0.0.1:{port}/mcp: ")
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_call_takes_the_url_after_its_arguments(protocol: str, http_url: str) -> None:
+    done = _run("--protocol", protocol, "--call", "test_elicitation", "message=Hi", http_url)
+    assert done.returncode == 0
+    assert f"(protocol {protocol}, HTTP)" in done.stdout
+    assert "User response: action=cancel (by client)" in done.stdout  # no input left: cancel
+    nothing = _run("--call", "test_simple_text")
+    assert nothing.returncode == 2
+    assert "name a server" in nothing.stderr
