@@ -49,7 +49,8 @@ the transport's :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` answers it a
 ``application/json``. JSON-RPC errors carry their HTTP status
 (:func:`~erlmcp_py.transports.http_checks.http_status_for`: ``-32602`` — a refused
 ``requestState`` included, with ``data.reason`` —, ``-32021``, ``-32022``, ``-32020``: 400;
-``-32601``: 404). A ``tools/call`` (first call or retry) is given a notification sink: the
+``-32601``: 404, which is also the answer to a modern ``initialize``, ``ping`` or any other
+method 2026-07-28 removed). A ``tools/call`` (first call or retry) is given a notification sink: the
 tool's progress and log notifications for that request (see :mod:`~erlmcp_py.mcp.mrtr`) switch
 its answer to an SSE stream at the first one, as a session-era ``tools/call`` POST (same
 events, no ids), and its response (``input_required``, ``complete`` or an error) is the last
@@ -560,11 +561,12 @@ class HttpTransport:
                 await self._send_simple(send, 202)
                 return
             raise _HttpError(400, exc.message, code=exc.code, id=exc.id, data=exc.data) from None
+        if isinstance(message, Request) and self._is_modern(scope, message):
+            # first: a 2026-07-28 ``initialize`` is a removed method (-32601, HTTP 404)
+            await self._modern(scope, message, receive, send)
+            return
         if isinstance(message, Request) and message.method == "initialize":
             await self._initialize(scope, message, send)
-            return
-        if isinstance(message, Request) and self._is_modern(scope, message):
-            await self._modern(scope, message, receive, send)
             return
         if not isinstance(message, Request) and self._modern_without_session(scope):
             # 2026-07-28 defines no client notifications over HTTP (a closed stream is the
