@@ -294,7 +294,7 @@ class Context:
             return wire, compile_validator(wire), None
         return self._prepare(schema_for(form))
 
-    async def elicit(self, message: str, form: FormLike) -> Outcome:
+    async def elicit(self, message: str, form: FormLike, *, key: str | None = None) -> Outcome:
         """Ask the user to fill in a form and wait for the one outcome.
 
         Args:
@@ -303,6 +303,9 @@ class Context:
                 such as ``bool`` or ``Literal[...]``), a :class:`FormType`, a seed-000 form
                 definition (``FormDefinition``, ``CompiledForm`` or its dict), or a raw
                 ``requestedSchema`` dict written for 2025-11-25.
+            key: On 2026-07-28, the key of this request in the ``InputRequiredResult``'s
+                ``inputRequests`` (default: a generated one, e.g. ``elicitation-1``); a
+                re-prompt keeps it. Ignored in a session, where requests have JSON-RPC ids.
 
         Returns:
             ``Accepted(content)`` (for a type: an instance of it, or the bare value;
@@ -318,6 +321,12 @@ class Context:
         peer = self._peer
         if not peer.supports("form"):
             return Unsupported("form")
+        if key is not None:
+            if not isinstance(key, str) or not key:
+                raise TypeError("key must be a non-empty str")
+            with_key = getattr(peer, "with_key", None)  # MrtrPeer (2026-07-28) only
+            if with_key is not None:
+                peer = with_key(key)
         try:
             schema, validator, form_type = self._prepare(form)
         except SchemaNotAllowed as exc:
