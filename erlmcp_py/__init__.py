@@ -26,6 +26,7 @@ The public API, in groups (``docs/architecture.md``, "Public API", gives the rea
   full or the actor is gone.
 """
 
+import erlmcp_py.logging  # noqa: F401  (the library's log lines go to stderr unless configured)
 from erlmcp_py.actors.api import (
     ElicitationHandle as ElicitationHandle,
     ElicitationInfo as ElicitationInfo,
@@ -33,7 +34,7 @@ from erlmcp_py.actors.api import (
     RuntimeConfig as RuntimeConfig,
 )
 from erlmcp_py.actors.peer import Peer as Peer, PeerError as PeerError, PeerGone as PeerGone
-from erlmcp_py.actors.tree import Runtime as Runtime, open_runtime as open_runtime
+from erlmcp_py.actors.runtime import Runtime as Runtime, open_runtime as open_runtime
 from erlmcp_py.actors.urlcheck import check_url as check_url
 from erlmcp_py.core.errors import (
     AlreadyTerminal as AlreadyTerminal,

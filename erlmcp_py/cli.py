@@ -23,7 +23,7 @@ SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
 
 All of it is bounded by ``--shutdown-timeout``: past it, the ``shutdown`` line says
 ``clean: false`` and the process exits at once with status 1. A second signal during the
-stop exits at once (status 128 + signal). End of input on stdio ends the server as before
+stop exits at once (status 128 + signal). End of input on stdio ends the server
 (status 0).
 """
 
@@ -46,7 +46,7 @@ from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
-    from erlmcp_py.actors.tree import Runtime
+    from erlmcp_py.actors.runtime import Runtime
     from erlmcp_py.mcp.server import Server
     from erlmcp_py.transports.http import Listening
 

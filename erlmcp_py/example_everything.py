@@ -1,4 +1,4 @@
-"""The rest of the conformance suite's "everything server" contract (spec reference §3.4).
+"""The rest of the conformance suite's "everything server" contract.
 
 :func:`add_everything_tools` registers, on a :class:`~erlmcp_py.mcp.server.Server`, what the
 official conformance suite calls besides the elicitation tools and those ``example_server``

@@ -3,8 +3,8 @@
 It exposes the tools the official conformance suite calls, with the exact names and schemas it
 checks (``test_elicitation``, ``test_elicitation_sep1034_defaults``,
 ``test_elicitation_sep1330_enums`` and a few of the everything-server tools), a demo tool for
-each kind of elicitation (a multi-field form, each seed-004 helper, a URL-mode sign-in and its
-completion, the ``-32042`` error), and ``test_elicitation_url``; with
+each kind of elicitation (a multi-field form, each of the mcp-bash-style helpers, a URL-mode
+sign-in and its completion, the ``-32042`` error), and ``test_elicitation_url``; with
 :mod:`~erlmcp_py.example_everything` and :mod:`~erlmcp_py.example_conformance`, every tool,
 resource and prompt the conformance suite calls by name that this server can serve.
 """
@@ -51,7 +51,7 @@ __all__ = ["SIGN_IN_URL", "build_server", "describe"]
 #: Where the URL-mode demo sends the user (a loopback page: needs ``--dev``).
 SIGN_IN_URL = "http://127.0.0.1:8765/sign-in"
 
-# -- conformance schemas (spec reference §3.3, exact) -------------------------------------------
+# -- conformance schemas (exactly as the conformance suite checks them) ------------------------
 
 CONTACT_SCHEMA = object_schema(
     {

@@ -1,5 +1,12 @@
 """structlog setup: logs to stderr (never stdout, which belongs to MCP on stdio), as JSON or for
-a console, with sensitive values redacted."""
+a console, with sensitive values redacted.
+
+The library never writes a log line to stdout unless the application configures structlog to.
+Importing ``erlmcp_py`` leaves a structlog configuration the application made alone; when there
+is none yet, it keeps structlog's default processors but sends their output to ``sys.stderr``
+(unconfigured structlog would print to stdout, the MCP stream of a stdio server). An
+application's own ``structlog.configure`` (or :func:`configure_logging`) replaces that default.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from typing import Any, Final, Literal
 import pydantic_core
 import structlog
 
-__all__ = ["REDACTED", "SENSITIVE_KEYS", "configure_logging", "redact"]
+__all__ = ["REDACTED", "SENSITIVE_KEYS", "configure_logging", "redact", "stderr_by_default"]
 
 REDACTED: Final = "[redacted]"
 
@@ -152,7 +159,24 @@ def configure_logging(
         ),
         # One write per line (print() writes the line and its newline separately).
         logger_factory=structlog.WriteLoggerFactory(_robust(stream or sys.stderr)),
-        # Loggers are bound once, not on every event (a bind per event is most of a
-        # filtered-out log call's cost on the elicitation hot path).
+        # Loggers are bound once, not on every event.
         cache_logger_on_first_use=True,
     )
+
+
+def _stderr_logger(*_args: Any) -> Any:
+    """structlog logger factory: one line per write to the current ``sys.stderr``."""
+    return structlog.WriteLogger(_robust(sys.stderr))
+
+
+def stderr_by_default() -> None:
+    """Send structlog's output to stderr when nobody has configured structlog.
+
+    Does nothing once structlog is configured (by the application, or by this function).
+    Called when ``erlmcp_py`` is imported.
+    """
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=_stderr_logger)
+
+
+stderr_by_default()

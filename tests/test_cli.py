@@ -13,7 +13,7 @@ def test_serve_rate_option_sets_the_per_client_rate() -> None:
     assert config.rate == 600
     assert config.to_policy().rate.capacity == 600
     assert (config.form_deadline_s, config.warn_before_s) == (20, 5)
-    assert runtime_config(None, False).rate == 10  # the DESIGN.md §5 default
+    assert runtime_config(None, False).rate == 10  # the policy default (docs/architecture.md)
 
 
 @pytest.mark.parametrize("bad", ["0", "-3", "1.5", "lots"])

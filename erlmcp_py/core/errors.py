@@ -1,4 +1,4 @@
-"""Errors that say what happened (DESIGN.md §4).
+"""Errors that say what happened.
 
 Pure value types: no trio, no I/O. Every error carries the facts a caller needs to act on it
 (``retry_after``, ``path`` and ``keyword``, ``reason``) as attributes, not only in its text.
@@ -74,7 +74,7 @@ class ResultTooLarge(ErlmcpError):
 
 
 class FormDefinitionError(ErlmcpError, ValueError):
-    """A form definition (seed-000 language) is invalid.
+    """A form definition (the form definition language) is invalid.
 
     ``problems`` lists ``(location, message)`` pairs; a location is a dotted path into the
     definition (``fields.2.validation.minLength``), or ``""`` for the form as a whole.

@@ -66,9 +66,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import attrgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from erlmcp_py.core.outcomes import (
     Accepted,
@@ -117,7 +116,7 @@ __all__ = [
 
 
 class Status(StrEnum):
-    """Where an elicitation is in its life (DESIGN.md §4)."""
+    """Where an elicitation is in its life (the vocabulary of ``docs/architecture.md``)."""
 
     PENDING = "pending"
     """Registered; the request may not have reached the transport yet."""
@@ -144,13 +143,7 @@ AnswerAction: TypeAlias = Literal["accept", "decline", "cancel"]
 ACTIONS: Final[frozenset[str]] = frozenset({"accept", "decline", "cancel"})
 
 
-_isfinite = math.isfinite
-_NO_ERRORS: Final[tuple[()]] = ()
-
-
 def _check_now(owner: str, now: float) -> None:
-    if type(now) is float and math.isfinite(now):
-        return  # the shell's clock, every event: the common case first
     if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
         raise ValueError(f"{owner}.now must be a finite number of seconds, got {now!r}")
 
@@ -215,8 +208,6 @@ class Validated:
     content: Any = None
 
     def __post_init__(self) -> None:
-        if self.ok is True and self.errors is _NO_ERRORS:
-            return  # a validator's ok verdict (its errors are the empty tuple): nothing to check
         if not isinstance(self.ok, bool):
             raise TypeError(f"Validated.ok must be a bool, got {self.ok!r}")
         if not isinstance(self.errors, tuple):
@@ -469,7 +460,6 @@ EFFECT_TYPES: Final[tuple[type[Effect], ...]] = (
 )
 
 
-_FIRST_REQUEST: Final = SendRequest(attempt=1)
 """start()'s request: one immutable value shared by every elicitation."""
 
 
@@ -536,24 +526,20 @@ class Elicitation:
         "_sent_at",
         "_started",
         "_status",
-        "_terminal",
         "_validating",
         "_warn_at",
         "_warned",
     )
 
     def __init__(self, policy: LifecyclePolicy, now: float, *, mode: Mode = "form") -> None:
-        if type(now) is not float or not _isfinite(now):  # the shell's clock passes at once
-            _check_now("Elicitation", now)
-            now = float(now)
+        _check_now("Elicitation", now)
+        now = float(now)
         self._policy = policy
         self._mode: Mode = mode
         self._created_at = now
-        self._deadline = deadline = now + policy.deadline_for(mode)
-        warn_before = policy.warn_before_s  # _warning_time(), inline: once per elicitation
-        self._warn_at = None if warn_before == 0 else deadline - warn_before
+        self._deadline = now + policy.deadline_for(mode)
+        self._warn_at = self._warning_time()
         self._status = Status.PENDING
-        self._terminal = False
         self._started = False
         self._outstanding = False
         self._validating = False
@@ -578,10 +564,10 @@ class Elicitation:
         if self._started:
             raise RuntimeError("Elicitation.start() called twice")
         self._started = True
-        if self._terminal:
+        if self._status in TERMINAL:
             return []
         self._outstanding = True
-        return [SetDeadline(self._deadline, self._warn_at), _FIRST_REQUEST]
+        return [SetDeadline(self._deadline, self._warn_at), SendRequest(attempt=1)]
 
     def handle(self, event: Event) -> list[Effect]:
         """Apply one event.
@@ -603,51 +589,35 @@ class Elicitation:
             return []  # terminal statuses are absorbing
         return row.handler(self, event)
 
-    if TYPE_CHECKING:  # what type checkers see; at run time, the readers in the else branch
+    @property
+    def status(self) -> Status:
+        """The current status."""
+        return self._status
 
-        @property
-        def status(self) -> Status:
-            """The current status."""
+    @property
+    def created_at(self) -> float:
+        """When the elicitation was created."""
+        return self._created_at
 
-        @property
-        def created_at(self) -> float:
-            """When the elicitation was created."""
+    @property
+    def sent_at(self) -> float | None:
+        """When the first request reached the transport (``None`` if it has not)."""
+        return self._sent_at
 
-        @property
-        def sent_at(self) -> float | None:
-            """When the first request reached the transport (``None`` if it has not)."""
+    @property
+    def deadline(self) -> float:
+        """The current deadline (moves forward only, by granted extensions)."""
+        return self._deadline
 
-        @property
-        def deadline(self) -> float:
-            """The current deadline (moves forward only, by granted extensions)."""
+    @property
+    def warn_at(self) -> float | None:
+        """When the warning for the current deadline is due (``None``: warnings disabled)."""
+        return self._warn_at
 
-        @property
-        def warn_at(self) -> float | None:
-            """When the warning for the current deadline is due (``None``: warnings disabled)."""
-
-        @property
-        def is_terminal(self) -> bool:
-            """Whether the elicitation has ended."""
-
-    else:
-        # Read-only properties that the shell reads several times per event: their getter is
-        # operator.attrgetter, C code, so a read runs no Python frame. Each reads the slot
-        # that the machine keeps current.
-        status = property(attrgetter("_status"), doc="The current status.")
-        created_at = property(attrgetter("_created_at"), doc="When the elicitation was created.")
-        sent_at = property(
-            attrgetter("_sent_at"),
-            doc="When the first request reached the transport (``None`` if it has not).",
-        )
-        deadline = property(
-            attrgetter("_deadline"),
-            doc="The current deadline (moves forward only, by granted extensions).",
-        )
-        warn_at = property(
-            attrgetter("_warn_at"),
-            doc="When the warning for the current deadline is due (``None``: warnings disabled).",
-        )
-        is_terminal = property(attrgetter("_terminal"), doc="Whether the elicitation has ended.")
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the elicitation has ended."""
+        return self._status in TERMINAL
 
     @property
     def mode(self) -> Mode:
@@ -702,7 +672,6 @@ class Elicitation:
 
     def _resolve(self, status: Status, outcome: Outcome, *, notice: bool) -> list[Effect]:
         self._status = status
-        self._terminal = True  # every terminal status is entered here, and only here
         self._outcome = outcome
         self._outstanding = False
         self._validating = False

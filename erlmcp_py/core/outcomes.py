@@ -1,6 +1,6 @@
 """The one outcome every elicitation waiter gets, and the tenant scope of every call.
 
-Frozen, slotted value types (DESIGN.md §3.6, §4). A waiter receives exactly one of
+Frozen, slotted value types. A waiter receives exactly one of
 ``Accepted | Declined | Cancelled | TimedOut | Unsupported | Failed``.
 """
 

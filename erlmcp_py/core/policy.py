@@ -1,12 +1,11 @@
-"""Server-owned policy values (DESIGN.md §5): deadlines, rates, caps, sizes, retention.
+"""Server-owned policy values: deadlines, rates, caps, sizes, retention.
 
 Every limit here belongs to the server. A peer can ask for less (a shorter extension, a
 smaller answer) but never for more: the cores clamp every peer-supplied number to these
 values. All policies are frozen, slotted dataclasses that validate themselves on
 construction, so a bad configuration fails at start-up with a clear ``ValueError`` (a value
 out of range: zero, negative, NaN, infinite, inconsistent) or ``TypeError`` (not a number at
-all, or a bool) instead of crashing an actor later (erlmcp's ``send_after`` badarg,
-runtime-patterns.md §1.3).
+all, or a bool) instead of crashing an actor later (as erlmcp's ``send_after`` does with a badarg).
 
 Durations are float seconds on the monotonic clock the shell uses; sizes are bytes.
 """
@@ -177,7 +176,7 @@ class RetentionPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """The whole runtime policy, with the DESIGN.md §5 defaults.
+    """The whole runtime policy, with the policy defaults of ``docs/architecture.md``.
 
     Attributes:
         lifecycle: Deadlines, warnings, extensions, re-prompts.

@@ -5,7 +5,7 @@ Theory of operation
 
 :meth:`RateLimiter.try_acquire` decides whether ``client`` may open one more elicitation at
 ``now``. Three limits apply, checked in this order, and a refusal changes nothing (no token
-is spent when a cap refuses: erlmcp bumped its counter before rejecting):
+is spent when a cap refuses; erlmcp spends one in that case):
 
 1. the client's pending cap: its elicitations that are still pending or active;
 2. the optional global pending cap, over all clients;
@@ -14,7 +14,7 @@ is spent when a cap refuses: erlmcp bumped its counter before rejecting):
 
 Pending counts go up on admission and down on :meth:`RateLimiter.release`, which the shell
 calls once when an admitted elicitation reaches a terminal status. Terminal elicitations
-never count (erlmcp counted them forever, runtime-patterns.md §1.3), and a release with
+never count (erlmcp counts them forever), and a release with
 nothing pending is a no-op, so counts never underflow.
 
 Exactness: time is converted to integer nanoseconds and a bucket's level is kept in
@@ -56,8 +56,6 @@ Limit: TypeAlias = Literal["rate", "client_pending", "global_pending"]
 
 
 def _to_ns(now: float) -> int:
-    if type(now) is float and math.isfinite(now):
-        return round(now * _NS_PER_S)  # the shell's clock: the common case first
     if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
         raise ValueError(f"now must be a finite number of seconds, got {now!r}")
     return round(now * _NS_PER_S)
@@ -93,7 +91,7 @@ class Refused:
     cap: int | None = None
 
     def to_error(self) -> RateLimited | TooManyElicitations:
-        """Return the error the runtime API raises for this refusal (DESIGN.md §4)."""
+        """Return the error the runtime API raises for this refusal."""
         if self.limit == "rate":
             return RateLimited(self.retry_after if self.retry_after is not None else 0.0)
         scope = "client" if self.limit == "client_pending" else "global"
@@ -140,7 +138,7 @@ class RateLimiter:
     """Per-client token buckets and pending caps, fed ``now``.
 
     Args:
-        policy: Rate, capacity and caps; defaults to DESIGN.md §5.
+        policy: Rate, capacity and caps; defaults to the policy defaults.
     """
 
     __slots__ = (
@@ -150,13 +148,9 @@ class RateLimiter:
         "_checks_since_prune",
         "_clock_ns",
         "_counts",
-        "_global_cap",
-        "_max_pending",
         "_pending",
         "_pending_total",
         "_policy",
-        "_prune_every",
-        "_rate",
         "_window_ns",
     )
 
@@ -164,10 +158,6 @@ class RateLimiter:
         self._policy = policy if policy is not None else RatePolicy()
         self._window_ns = round(self._policy.window_s * _NS_PER_S)
         self._capacity_level = self._policy.capacity * self._window_ns
-        self._rate = self._policy.rate
-        self._max_pending = self._policy.max_pending_per_client
-        self._global_cap = self._policy.max_pending_global
-        self._prune_every = self._policy.prune_every
         self._buckets: dict[Hashable, _Bucket] = {}
         self._pending: dict[Hashable, int] = {}
         self._pending_total = 0
@@ -202,56 +192,40 @@ class RateLimiter:
         Raises:
             ValueError: ``now`` is not finite.
         """
-        # One pass, with the policy's numbers copied into slots (a policy is frozen) and the
-        # clock and the bucket's refill done in place: this runs once per elicitation.
+        policy = self._policy
         now_ns = _to_ns(now)
-        clock = self._clock_ns
-        if clock is None or now_ns > clock:
-            self._clock_ns = clock = now_ns
-        checks = self._checks_since_prune + 1
-        if checks >= self._prune_every and checks >= len(self._buckets):
-            self._prune_at(clock)  # resets the count
-        else:
-            self._checks_since_prune = checks
+        clock = self._advance(now_ns)
+        self._checks_since_prune += 1
+        if self._checks_since_prune >= max(policy.prune_every, len(self._buckets)):
+            self._prune_at(clock)
 
         pending = self._pending.get(client, 0)
-        if pending >= self._max_pending:
-            return self._refuse(Refused("client_pending", cap=self._max_pending))
-        global_cap = self._global_cap
+        if pending >= policy.max_pending_per_client:
+            return self._refuse(Refused("client_pending", cap=policy.max_pending_per_client))
+        global_cap = policy.max_pending_global
         if global_cap is not None and self._pending_total >= global_cap:
             return self._refuse(Refused("global_pending", cap=global_cap))
 
-        window_ns = self._window_ns
         bucket = self._buckets.get(client)
         if bucket is None:
-            level = self._capacity_level
+            bucket = _Bucket(self._capacity_level, clock)
         else:
-            level = bucket.level
-            elapsed = clock - bucket.updated_ns
-            if elapsed > 0:  # as _level_at
-                level = min(self._capacity_level, level + elapsed * self._rate)
-        if level < window_ns:
-            if bucket is not None:
-                self._refill(bucket, clock)
-            missing = window_ns - level  # token-ns short of one token
-            wait_ns = -(-missing // self._rate)  # ceil
+            self._refill(bucket, clock)
+        window_ns = self._window_ns
+        if bucket.level < window_ns:
+            missing = window_ns - bucket.level  # token-ns short of one token
+            wait_ns = -(-missing // policy.rate)  # ceil
             wait_ns += clock - now_ns  # the caller's clock may lag the limiter's
             # round up to the next whole microsecond, so now + retry_after is never short
             retry_after = (wait_ns // 1000 + 1) / 1_000_000
             return self._refuse(Refused("rate", retry_after=retry_after))
 
-        level -= window_ns
-        if bucket is None:
-            self._buckets[client] = _Bucket(level, clock)
-        else:
-            # the clock never runs behind a bucket's update time (both come from _clock_ns)
-            bucket.level = level
-            bucket.updated_ns = clock
-        pending += 1
-        self._pending[client] = pending
+        bucket.level -= window_ns
+        self._buckets[client] = bucket
+        self._pending[client] = pending + 1
         self._pending_total += 1
         self._admitted += 1
-        return Admitted(pending, level / window_ns)
+        return Admitted(pending + 1, bucket.level / window_ns)
 
     def release(self, client: Hashable) -> bool:
         """Count one of ``client``'s elicitations as ended.
@@ -334,7 +308,7 @@ class RateLimiter:
         elapsed = clock - bucket.updated_ns
         if elapsed <= 0:
             return bucket.level
-        return min(self._capacity_level, bucket.level + elapsed * self._rate)
+        return min(self._capacity_level, bucket.level + elapsed * self._policy.rate)
 
     def _refill(self, bucket: _Bucket, clock: int) -> None:
         if clock > bucket.updated_ns:

@@ -4,22 +4,16 @@ Theory of operation
 -------------------
 
 When an elicitation reaches a terminal status, the registry keeps its record for a while so
-``get_elicitation_status`` still answers, then forgets it (erlmcp kept them forever,
-runtime-patterns.md §1.3). :class:`Retention` only tracks *which* ids to forget and when;
-the registry owns the records and deletes the ids it is handed back.
+``get_elicitation_status`` still answers, then forgets it (erlmcp keeps them forever).
+:class:`Retention` only tracks *which* ids to forget and when; the registry owns the records
+and deletes the ids it is handed back.
 
-Two bounds, whichever comes first (DESIGN.md §5): at most ``max_records`` ids, and none
-older than ``max_age_s``. Ids are kept in an ``OrderedDict`` (a linked list, so popping the
-front is O(1), unlike a plain dict), id -> time it became terminal. Times are clamped to the
-highest ``now`` seen, so the map is always sorted by time, oldest first, and both bounds are
-enforced by popping from the front: O(1) per add, O(1) amortised per evicted id. A ``now``
-that goes backwards counts as no time passing.
-
-Most adds evict nothing, so the age bound is checked first against ``_oldest_at``, a lower
-bound of the oldest retained time: ``clock - _oldest_at < max_age`` implies the same for
-every retained id (float subtraction is monotonic), so the front need not be looked at. It
-stays a lower bound whatever happens: removals only leave younger ids, and adds append
-times no lower than any seen (the clamp). A scan of the front makes it exact again.
+Two bounds, whichever comes first (the policy defaults: 10 000 records or 15 minutes): at
+most ``max_records`` ids, and none older than ``max_age_s``. Ids are kept in an
+``OrderedDict`` (a linked list, so popping the front is O(1), unlike a plain dict), id -> time
+it became terminal. Times are clamped to the highest ``now`` seen, so the map is always sorted
+by time, oldest first, and both bounds are enforced by popping from the front: O(1) per add,
+O(1) amortised per evicted id. A ``now`` that goes backwards counts as no time passing.
 """
 
 from __future__ import annotations
@@ -36,12 +30,7 @@ __all__ = ["Retention"]
 K = TypeVar("K", bound=Hashable)
 
 
-_isfinite = math.isfinite
-
-
 def _check_now(now: float) -> float:
-    if type(now) is float and _isfinite(now):
-        return now  # the shell's clock: the common case first
     if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
         raise ValueError(f"now must be a finite number of seconds, got {now!r}")
     return float(now)
@@ -54,15 +43,12 @@ class Retention(Generic[K]):
         policy: ``max_records`` and ``max_age_s``; defaults to 10 000 records / 900 s.
     """
 
-    __slots__ = ("_clock", "_entries", "_max_age", "_max_records", "_oldest_at", "_policy")
+    __slots__ = ("_clock", "_entries", "_policy")
 
     def __init__(self, policy: RetentionPolicy | None = None) -> None:
         self._policy = policy if policy is not None else RetentionPolicy()
-        self._max_age = self._policy.max_age_s  # the policy is frozen: read once
-        self._max_records = self._policy.max_records
         self._entries: OrderedDict[K, float] = OrderedDict()
         self._clock = -math.inf  # the highest now seen
-        self._oldest_at = -math.inf  # a lower bound of every retained time (see the top)
 
     @property
     def policy(self) -> RetentionPolicy:
@@ -84,21 +70,12 @@ class Retention(Generic[K]):
         Raises:
             ValueError: ``now`` is not finite.
         """
-        if type(now) is not float or not _isfinite(now):
-            now = _check_now(now)
-        clock = self._clock
-        if now > clock:
-            self._clock = clock = now
-        entries = self._entries
-        if key in entries:
-            del entries[key]
-        if clock - self._oldest_at < self._max_age:
-            evicted: list[K] = []  # nothing retained is that old (see the top)
-        else:
-            evicted = self._evict_aged(clock)
-        entries[key] = clock
-        while len(entries) > self._max_records:
-            oldest, _ = entries.popitem(last=False)
+        clock = self._advance(now)
+        self._entries.pop(key, None)
+        evicted = self._evict_aged(clock)
+        self._entries[key] = clock
+        while len(self._entries) > self._policy.max_records:
+            oldest, _ = self._entries.popitem(last=False)
             evicted.append(oldest)
         return evicted
 
@@ -131,7 +108,7 @@ class Retention(Generic[K]):
         The shell can sleep until then and call :meth:`evict`.
         """
         for terminal_at in self._entries.values():
-            return terminal_at + self._max_age
+            return terminal_at + self._policy.max_age_s
         return None
 
     def __contains__(self, key: object) -> bool:
@@ -160,15 +137,10 @@ class Retention(Generic[K]):
 
     def _evict_aged(self, clock: float) -> list[K]:
         evicted: list[K] = []
-        max_age = self._max_age
-        entries = self._entries
-        while entries:
-            oldest, terminal_at = next(iter(entries.items()))
-            if clock - terminal_at < max_age:
-                self._oldest_at = terminal_at  # exact again
+        while self._entries:
+            oldest, terminal_at = next(iter(self._entries.items()))
+            if clock - terminal_at < self._policy.max_age_s:
                 break
-            entries.popitem(last=False)
+            self._entries.popitem(last=False)
             evicted.append(oldest)
-        else:
-            self._oldest_at = clock  # empty: whatever comes is clamped to at least this
         return evicted

@@ -60,6 +60,7 @@ from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
 from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.wording import json_pointer
 
 __all__ = [
     "FORMATS",
@@ -95,7 +96,7 @@ V_2026_07_28: Final = "2026-07-28"
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = (V_2025_06_18, V_2025_11_25, V_2026_07_28)
 #: The newest version; schemas are written (and cached) in its dialect.
 LATEST_VERSION: Final = V_2026_07_28
-#: Size policy for a requestedSchema, measured on its compact UTF-8 JSON encoding (DESIGN §5).
+#: Size policy for a requestedSchema (a policy default), measured on its compact UTF-8 JSON.
 MAX_SCHEMA_BYTES: Final = 64 * 1024
 
 
@@ -439,7 +440,7 @@ _NEW_IN_2025_11_25: Final = frozenset({FieldKind.TITLED_SINGLE_SELECT, *_MULTI})
 
 
 def _pointer(path: str, token: str | int) -> str:
-    return f"{path}/{str(token).replace('~', '~0').replace('/', '~1')}"
+    return path + json_pointer(token)
 
 
 def _check_version(version: str) -> None:

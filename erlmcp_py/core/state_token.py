@@ -81,6 +81,7 @@ from erlmcp_py.core.errors import (
     StateTokenUnknownKey,
     StateTokenWrongPrincipal,
 )
+from erlmcp_py.core.schema import canonical_json
 
 __all__ = [
     "DEFAULT_MAX_SKEW_S",
@@ -241,20 +242,10 @@ class KeyRing:
 # Request digest
 
 
-_PLAIN: Final = frozenset({str, int, bool, type(None)})  # normalized as they are
-
-
 def _normalize(value: Any) -> Any:
     # JSON does not tell 1 from 1.0 (JavaScript cannot even write 1.0): digest them alike.
-    kind = type(value)
-    if kind in _PLAIN:  # the common leaves, without the ABC checks below
-        return value
-    if kind is dict:
-        return {k: _normalize(v) for k, v in value.items()}
-    if kind is float:
-        if value.is_integer():
-            return int(value)
-        return value
+    if type(value) is float:
+        return int(value) if value.is_integer() else value
     if isinstance(value, Mapping):
         return {k: _normalize(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -262,17 +253,9 @@ def _normalize(value: Any) -> Any:
     return value
 
 
-# Built once: ``json.dumps`` with these options builds an encoder per call (same output).
-_CANONICAL: Final = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
 _DIGEST: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
 )
-
-
-def _canonical_json(value: Any) -> bytes:
-    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def _digest_json(value: Any) -> bytes:
@@ -381,7 +364,7 @@ def seal(
     kid = keyring.current_kid
     keys = keyring._keys(kid)
     assert keys is not None
-    body = _canonical_json(payload)
+    body = canonical_json(payload).encode()
     kid_bytes = kid.encode("ascii")
     raw_len = 2 + len(kid_bytes) + _TIMES.size + _TAG_LEN + 2 * _BIND_LEN + len(body)
     if _token_chars(raw_len) > max_chars:

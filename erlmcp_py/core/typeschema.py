@@ -67,6 +67,7 @@ from erlmcp_py.core.validation import (
     compile_validator,
     summarize,
 )
+from erlmcp_py.core.wording import json_pointer
 
 __all__ = ["FormType", "Format", "Titles", "schema_for"]
 
@@ -445,7 +446,6 @@ class FormType(Generic[T]):
     __slots__ = (
         "_build",
         "_by_version",
-        "_direct_keys",
         "_specs",
         "schema",
         "type",
@@ -460,8 +460,6 @@ class FormType(Generic[T]):
         specs: tuple[_Spec, ...],
         build: Callable[[dict[str, Any]], Any],
         wrapped: bool,
-        *,
-        direct: bool = False,
     ) -> None:
         self.type = tp
         self.schema = schema
@@ -470,9 +468,6 @@ class FormType(Generic[T]):
         self._specs = specs
         self._build = build
         self._by_version: dict[str, FrozenDict] = {}
-        # ``direct``: a pydantic model whose fields have their wire names and whose validated
-        # values need no conversion; an answer with every field goes to it as it is.
-        self._direct_keys = frozenset(spec.wire for spec in specs) if direct else None
 
     def __repr__(self) -> str:
         return f"<FormType {_name_of(self.type)} fields={list(self.validator.field_names)}>"
@@ -520,19 +515,10 @@ class FormType(Generic[T]):
             InvalidAnswer: the type's own validators (e.g. pydantic ``field_validator``)
                 refused the answer.
         """
-        direct = self._direct_keys
-        if direct is not None and type(content) is dict and content.keys() == direct:
-            # What the loop below would build: the same keys and values (an integer field's
-            # validated value is an int already), in form order (the validator's), copied.
-            built: T = self._build(dict(content))
-            return built
         values: dict[str, Any] = {}
         for spec in self._specs:
-            wire = spec.wire
-            if wire in content:
-                convert = spec.convert
-                value = content[wire]
-                values[spec.attr] = value if convert is _identity else convert(value)
+            if spec.wire in content:
+                values[spec.attr] = spec.convert(content[spec.wire])
             elif spec.missing == _MISSING_NONE:
                 values[spec.attr] = None
         result: T = self._build(values)
@@ -550,7 +536,7 @@ def _invalid_from_pydantic(exc: pydantic.ValidationError) -> InvalidAnswer:
                 field=field,
                 constraint="model",
                 expected=e["type"],
-                path="".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in loc),
+                path=json_pointer(*loc),
                 message=f"{field or 'The answer'}: {e['msg']}.",
             )
         )
@@ -640,22 +626,8 @@ def _render(tp: Any) -> FormType[Any]:
             f"{where}: a form needs at least one field (MCP clients cannot render an empty form)"
         )
     schema: FrozenDict = freeze(object_schema(props, required))
-    direct = (
-        record
-        and issubclass(tp, pydantic.BaseModel)
-        and all(spec.wire == spec.attr and _as_validated(spec, props[spec.wire]) for spec in specs)
-    )
     build = _builder(tp, record, specs)
-    return FormType(tp, schema, tuple(specs), build, wrapped=not record, direct=direct)
-
-
-def _as_validated(spec: _Spec, prop: Mapping[str, Any]) -> bool:
-    """Whether ``spec``'s converter returns every validated value unchanged: an ``integer``
-    field's validated value is an ``int`` (the validator turns an integral float into one; a
-    default is used as it is, so it must be an ``int`` too), and ``int()`` of it is a no-op."""
-    if spec.convert is _identity:
-        return True
-    return spec.convert is _to_int and type(prop.get("default", 0)) is int
+    return FormType(tp, schema, tuple(specs), build, wrapped=not record)
 
 
 def _builder(tp: Any, record: bool, specs: list[_Spec]) -> Callable[[dict[str, Any]], Any]:
@@ -670,8 +642,7 @@ def _builder(tp: Any, record: bool, specs: list[_Spec]) -> Callable[[dict[str, A
         def build_model(values: dict[str, Any]) -> Any:
             data = {wire_of[k]: v for k, v in values.items()} if renamed else values
             try:
-                # model_validate() minus its keyword handling: this runs on every answer.
-                return model.__pydantic_validator__.validate_python(data)
+                return model.model_validate(data)
             except pydantic.ValidationError as exc:
                 raise _invalid_from_pydantic(exc) from None
 

@@ -1,4 +1,4 @@
-"""URL safety decisions for URL-mode elicitation (DESIGN.md §5) — pure: no trio, no sockets, no DNS.
+"""URL safety decisions for URL-mode elicitation — pure: no trio, no sockets, no DNS.
 
 Theory of operation
 -------------------

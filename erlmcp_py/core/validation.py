@@ -20,22 +20,14 @@ Validating an answer walks the form's fields in order:
   returned as ``3``. NaN and the infinities are refused (JSON has no such numbers);
 * missing optional fields get their ``default``; the completed answer is returned.
 
-Two paths judge a value, with the same verdict:
-
-1. A compiled predicate per field (type, length, bounds, option set, item count, no repeated
-   choice, format via the same :data:`~erlmcp_py.core.schema.FORMATS` predicates). It runs
-   first and only ever *accepts*: a valid answer costs a few microseconds.
-2. A value the predicate refuses goes to the field's jsonschema Draft 2020-12 validator,
-   which decides and explains: a value is refused only when jsonschema reports an error, and
-   every :class:`AnswerError` is built from jsonschema's errors. The ``type`` keyword is
-   checked natively in front of it (jsonschema's semantics; dispatching it through jsonschema
-   costs more than all other keywords together). A titled single-select (``oneOf`` of
-   ``{const, title}``) is checked as the equivalent ``enum`` of its consts (reported as
-   ``oneOf``); a multi-select as an array (``minItems``/``maxItems``, ``uniqueItems``) and
-   then item by item (reported as ``enum``/``anyOf`` at ``/field/i``).
-
-``tests/core/test_validation.py`` checks by property test that path 1, path 2 and one
-jsonschema run over the whole answer (``additionalProperties: false``) always agree.
+Each present value is judged by its field's jsonschema Draft 2020-12 validator, and every
+:class:`AnswerError` is built from jsonschema's errors. The ``type`` keyword is checked natively
+in front of it, with jsonschema's semantics for decoded JSON. A titled single-select (``oneOf``
+of ``{const, title}``) is checked as the equivalent ``enum`` of its consts (reported as
+``oneOf``); a multi-select as an array (``minItems``/``maxItems``, ``uniqueItems``) and then
+item by item (reported as ``enum``/``anyOf`` at ``/field/i``). A property test checks that
+this always agrees with one jsonschema run over the whole answer
+(``additionalProperties: false``), except that NaN and the infinities are refused.
 
 Errors are :class:`AnswerError` values: field, constraint keyword, what was expected, a JSON
 pointer, a message -- and about the value only its JSON type, its length or its item count.
@@ -68,6 +60,17 @@ from erlmcp_py.core.schema import (
     schema_digest,
     thaw,
 )
+from erlmcp_py.core.wording import (
+    FORMAT_WORDS,
+    TYPE_WORDS,
+    choice_message,
+    json_pointer,
+    json_type,
+    keyword_message,
+    list_options,
+    plural,
+    value_facts,
+)
 
 __all__ = [
     "AnswerError",
@@ -78,25 +81,28 @@ __all__ = [
     "cache_clear",
     "cache_info",
     "compile_validator",
+    "format_checker",
     "json_type",
+    "not_an_object",
     "summarize",
     "validate_answer",
 ]
 
-#: At most this many options are listed in an error message.
-MAX_LISTED_OPTIONS: Final = 10
 
+def format_checker(formats: Mapping[str, Callable[[str], bool]] = FORMATS) -> Any:
+    """A jsonschema ``FormatChecker`` that knows exactly ``formats`` (by default the four MCP
+    formats of :data:`~erlmcp_py.core.schema.FORMATS`).
 
-def _format_checker() -> Any:
-    """A jsonschema FormatChecker that knows exactly the four MCP formats."""
+    As JSON Schema says, a format applies to strings only: any other value passes it (the
+    ``type`` keyword decides about it).
+    """
     checker = FormatChecker(formats=())
-    for name, check in FORMATS.items():
-        # JSON Schema: a format applies to strings only; other types pass (``type`` decides).
+    for name, check in formats.items():
         checker.checks(name)(lambda v, check=check: not isinstance(v, str) or check(v))
     return checker
 
 
-_FORMAT_CHECKER: Final = _format_checker()
+_FORMAT_CHECKER: Final = format_checker()
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,106 +176,9 @@ class CacheInfo:
     currsize: int
 
 
-def json_type(value: object) -> str:
-    """Name the JSON type of a decoded JSON value (``"integer"`` for ints, ``"number"`` for
-    floats, ``"boolean"`` for bools; ``"unsupported"`` for anything JSON cannot carry)."""
-    t = type(value)
-    if t is str:
-        return "string"
-    if t is bool:
-        return "boolean"
-    if t is int:
-        return "integer"
-    if t is float:
-        return "number"
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, str):
-        return "string"
-    return "unsupported"
-
-
 # --------------------------------------------------------------------------------------------
 # Messages
 # --------------------------------------------------------------------------------------------
-
-_TYPE_WORDS: Final = {
-    "string": "text",
-    "number": "a number",
-    "integer": "a whole number",
-    "boolean": "true or false",
-    "array": "a list of choices",
-    "object": "an object of fields",
-}
-_FORMAT_WORDS: Final = {
-    "email": "a valid email address",
-    "uri": "an absolute URI with a scheme (e.g. https://example.com/)",
-    "date": "a date as YYYY-MM-DD",
-    "date-time": "a date and time in RFC 3339 form (e.g. 2025-01-31T09:30:00Z)",
-    # formats of seed-000 form fields (core.forms_messages uses these words too)
-    "uuid": "a UUID",
-    "hostname": "a host name",
-    "ipv4": "an IPv4 address",
-    "ipv6": "an IPv6 address",
-}
-
-
-def _num(v: object) -> str:
-    if type(v) is float and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
-def _list_options(options: tuple[tuple[str, str | None], ...]) -> str:
-    shown = [f"{t} ({v})" if t is not None else v for v, t in options[:MAX_LISTED_OPTIONS]]
-    more = len(options) - MAX_LISTED_OPTIONS
-    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def keyword_message(
-    keyword: str, expected: Any, length: int | None, items: int | None
-) -> str | None:
-    """The wording of a failed length, bound or item-count keyword (shared by every validator,
-    so each words it the same); ``None`` for any other keyword."""
-    if keyword == "minLength":
-        return f"must be at least {_plural(expected, 'character')} long (got {length})"
-    if keyword == "maxLength":
-        return f"must be at most {_plural(expected, 'character')} long (got {length})"
-    if keyword == "minimum":
-        return f"must be at least {_num(expected)}"
-    if keyword == "maximum":
-        return f"must be at most {_num(expected)}"
-    if keyword == "exclusiveMinimum":
-        return f"must be greater than {_num(expected)}"
-    if keyword == "exclusiveMaximum":
-        return f"must be less than {_num(expected)}"
-    if keyword == "multipleOf":
-        return f"must be a multiple of {_num(expected)}"
-    if keyword == "minItems":
-        return f"needs at least {_plural(expected, 'choice')} (got {items})"
-    if keyword == "maxItems":
-        return f"allows at most {_plural(expected, 'choice')} (got {items})"
-    if keyword == "uniqueItems":
-        return "must not repeat a choice"
-    return None
-
-
-def value_facts(value: object) -> tuple[str, int | None, int | None]:
-    """The only facts an error may state about a value: JSON type, length, item count."""
-    jt = json_type(value)
-    if jt == "string":
-        return jt, len(value), None  # type: ignore[arg-type]
-    if jt == "array":
-        return jt, None, len(value)  # type: ignore[arg-type]
-    return jt, None, None
 
 
 def not_an_object(content: object) -> ValidationResult:
@@ -299,18 +208,13 @@ def summarize(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
     """
     if not errors:
         return "The answer is valid."
-    head = f"The answer was not accepted ({_plural(len(errors), 'problem')}):"
+    head = f"The answer was not accepted ({plural(len(errors), 'problem')}):"
     return "\n".join([head, *(f"- {e.message}" for e in errors)])
 
 
 # --------------------------------------------------------------------------------------------
 # Compiled validators
 # --------------------------------------------------------------------------------------------
-
-
-def json_pointer(*tokens: str | int) -> str:
-    """An RFC 6901 JSON pointer to ``tokens`` (``~`` and ``/`` escaped)."""
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
 def _is_string(v: object) -> bool:
@@ -352,78 +256,13 @@ class _Field:
     name: str
     kind: FieldKind
     json_type: str
-    is_type: Any  # Callable[[object], bool]
+    is_type: Callable[[object], bool]
     required: bool
     has_default: bool
     default: Any
     value_validator: Any  # Draft202012Validator | None: the field's keywords other than type
     item_validator: Any  # Draft202012Validator | None: a multi-select's item enum
     options: tuple[tuple[str, str | None], ...]
-    accepts: Callable[[Any], bool]  # the fast path: same verdict, no explanation
-
-
-def _fast_check(prop: Mapping[str, Any], kind: FieldKind) -> Callable[[Any], bool]:
-    """A predicate with the verdict of the field's JSON Schema, for the common valid case.
-
-    It only ever *accepts* quickly: a value it refuses is re-checked (and explained) by the
-    field's jsonschema validator. ``test_validation.py`` checks both verdicts agree.
-    """
-    if kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT):
-        options = frozenset(v for v, _ in enum_options(prop))
-        lo, hi = prop.get("minItems", 0), prop.get("maxItems")
-
-        def multi(v: Any) -> bool:
-            if not isinstance(v, list) or len(v) < lo or (hi is not None and len(v) > hi):
-                return False
-            seen: set[str] = set()
-            for item in v:
-                if not isinstance(item, str) or item not in options or item in seen:
-                    return False
-                seen.add(item)
-            return True
-
-        return multi
-    if kind in (
-        FieldKind.SINGLE_SELECT,
-        FieldKind.LEGACY_SINGLE_SELECT,
-        FieldKind.TITLED_SINGLE_SELECT,
-    ):
-        choices = frozenset(v for v, _ in enum_options(prop))
-        return lambda v: isinstance(v, str) and v in choices
-    if kind is FieldKind.BOOLEAN:
-        return _is_boolean
-    if kind is FieldKind.STRING:
-        min_len, max_len = prop.get("minLength", 0), prop.get("maxLength")
-        fmt = FORMATS.get(prop.get("format", ""))
-        if not min_len and max_len is None and fmt is None:
-            return _is_string  # no keyword besides type: the common free-text field
-
-        def string(v: Any) -> bool:
-            if not isinstance(v, str):
-                return False
-            n = len(v)
-            if n < min_len or (max_len is not None and n > max_len):
-                return False
-            return fmt is None or fmt(v)
-
-        return string
-    # An absent bound is an infinite one: int/float comparisons with an infinity are exact.
-    low: float = prop.get("minimum", -math.inf)
-    high: float = prop.get("maximum", math.inf)
-    if kind is FieldKind.INTEGER:
-
-        def integer(v: Any) -> bool:
-            t = type(v)
-            # is_integer() is False for NaN and the infinities
-            return (t is int or (t is float and v.is_integer())) and low <= v <= high
-
-        return integer
-
-    def number(v: Any) -> bool:
-        t = type(v)
-        return (t is int or (t is float and math.isfinite(v))) and low <= v <= high
-
-    return number
 
 
 def _constraints(prop: Mapping[str, Any], kind: FieldKind) -> tuple[dict[str, Any], Any]:
@@ -464,10 +303,7 @@ class CompiledValidator:
     """
 
     __slots__ = (
-        "_by_name",
         "_fields",
-        "_full",
-        "_plan",
         "digest",
         "field_names",
         "required",
@@ -501,18 +337,9 @@ class CompiledValidator:
                     value_validator=_jsonschema(value_keywords),
                     item_validator=_jsonschema(item_keywords),
                     options=enum_options(prop) if kind.value.endswith("select") else (),
-                    accepts=_fast_check(prop, kind),
                 )
             )
         self._fields: tuple[_Field, ...] = tuple(fields)
-        # What validate() reads per field, unpacked in one step: name, the fast predicate,
-        # how an accepted value is stored (None: as is), the field.
-        self._plan: tuple[
-            tuple[str, Callable[[Any], bool], Callable[[Any], Any] | None, _Field], ...
-        ]
-        self._plan = tuple((f.name, f.accepts, _store_as(f), f) for f in fields)
-        self._full = _full_answer_check(self._fields)
-        self._by_name = {f.name: f for f in fields}
         self.field_names: tuple[str, ...] = tuple(f.name for f in fields)
         self.required: frozenset[str] = required
 
@@ -521,23 +348,17 @@ class CompiledValidator:
 
     def validate(self, content: object) -> ValidationResult:
         """Validate an answer's ``content``; see :func:`validate_answer`."""
-        out = self._full(content)
-        if out is not None:
-            return ValidationResult(True, out, ())
-        return self._validate(content)
-
-    def _validate(self, content: object) -> ValidationResult:
-        """The general path: any answer, with every error explained."""
-        if type(content) is not dict and not isinstance(content, Mapping):
+        if not isinstance(content, Mapping):
             return not_an_object(content)
         errors: list[AnswerError] = []
         out: dict[str, Any] = {}
         missing = 0
-        for name, accepts, store_as, f in self._plan:
+        for f in self._fields:
+            name = f.name
             if name in content:
                 value = content[name]
-                if accepts(value) or _check_value(f, value, errors):
-                    out[name] = value if store_as is None else store_as(value)
+                if _check_value(f, value, errors):
+                    out[name] = _stored(f, value)
                 continue
             missing += 1
             if f.required:
@@ -552,7 +373,7 @@ class CompiledValidator:
                 )
             elif f.has_default:
                 out[name] = thaw(f.default)
-        extra = len(content) - (len(self._plan) - missing)  # keys that are not fields
+        extra = len(content) - (len(self._fields) - missing)  # keys that are not fields
         if extra:
             errors.append(
                 AnswerError(
@@ -561,7 +382,7 @@ class CompiledValidator:
                     expected=self.field_names,
                     path="",
                     message=(
-                        f"The answer has {_plural(extra, 'field')} that the form does not have "
+                        f"The answer has {plural(extra, 'field')} that the form does not have "
                         f"(its fields: {', '.join(self.field_names)})."
                     ),
                     actual_type="object",
@@ -573,80 +394,14 @@ class CompiledValidator:
         return ValidationResult(True, out, ())
 
 
-def _full_answer_check(fields: tuple[_Field, ...]) -> Callable[[object], dict[str, Any] | None]:
-    """The common answer's path, generated per form: a plain dict with every field of the form
-    and nothing else, each value accepted by its field's predicate. It returns what
-    :meth:`CompiledValidator._validate` would (the values in form order, stored as that does),
-    or ``None`` (anything else: the general path decides).
-
-    An ``integer`` value is taken here only when it is an ``int`` (an integral float is left to
-    the general path, which stores it as an ``int``); ``boolean`` and bare ``string`` fields
-    get their predicate's one test inline; other fields call their predicate. Field names and
-    bounds are passed to the generated code as values, never written into its source.
-    ``tests/core/test_perf_core_validation.py`` checks both paths agree.
-    """
-    env: dict[str, Any] = {"_dict": dict, "_str": str}
-    fetch: list[str] = []
-    tests: list[str] = []
-    items: list[str] = []
-    for i, f in enumerate(fields):
-        v = f"v{i}"
-        env[f"k{i}"] = f.name
-        fetch.append(f"        {v} = content[k{i}]")
-        if f.accepts is _is_boolean:
-            tests.append(f"type({v}) is bool")
-        elif f.accepts is _is_string:
-            tests.append(f"isinstance({v}, _str)")
-        elif f.kind is FieldKind.INTEGER:
-            test = f"type({v}) is int"
-            prop = f.value_validator.schema if f.value_validator is not None else {}
-            if "minimum" in prop:
-                env[f"lo{i}"] = prop["minimum"]
-                test += f" and lo{i} <= {v}"
-            if "maximum" in prop:
-                env[f"hi{i}"] = prop["maximum"]
-                test += f" and {v} <= hi{i}"
-            tests.append(f"({test})")
-        else:
-            env[f"a{i}"] = f.accepts
-            tests.append(f"a{i}({v})")
-        store_as = _store_as(f)
-        if store_as is not None and f.kind is not FieldKind.INTEGER:
-            env[f"s{i}"] = store_as
-            items.append(f"k{i}: s{i}({v})")
-        else:
-            items.append(f"k{i}: {v}")
-    source = "\n".join(
-        [
-            "def full(content):",
-            f"    if type(content) is not _dict or len(content) != {len(fields)}:",
-            "        return None",
-            "    try:",
-            *fetch,
-            "    except KeyError:",
-            "        return None",
-            f"    if {' and '.join(tests) or 'True'}:",
-            f"        return {{{', '.join(items)}}}",
-            "    return None",
-        ]
-    )
-    exec(source, env)
-    full: Callable[[object], dict[str, Any] | None] = env["full"]
-    return full
-
-
-def _integral(value: Any) -> Any:
-    """An accepted ``integer`` value as stored: an integral float becomes an ``int``."""
-    return int(value) if type(value) is float else value
-
-
-def _store_as(f: _Field) -> Callable[[Any], Any] | None:
-    """How an accepted value of ``f`` is stored (``None``: as it is)."""
-    if f.kind is FieldKind.INTEGER:
-        return _integral
+def _stored(f: _Field, value: Any) -> Any:
+    """An accepted value of ``f`` as the completed answer holds it: an integral float of an
+    ``integer`` field becomes an ``int``; a multi-select's list is copied."""
+    if f.kind is FieldKind.INTEGER and type(value) is float:
+        return int(value)
     if f.item_validator is not None:
-        return list  # a multi-select: a copy, as a list
-    return None
+        return list(value)
+    return value
 
 
 def _check_value(f: _Field, value: Any, errors: list[AnswerError]) -> bool:
@@ -698,22 +453,21 @@ def _convert(
     item: bool,
 ) -> AnswerError:
     jt, length, items = value_facts(value)
-    what = f"{f.name} item {where[1]}" if item else f.name
     exp: str | int | float | bool | tuple[str, ...] = expected
-    if keyword == "type":
-        msg = f"must be {_TYPE_WORDS.get(expected, expected)}"
-        if f.kind in (FieldKind.MULTI_SELECT, FieldKind.TITLED_MULTI_SELECT) and item:
-            msg = "must be one of the choices (as text)"
-        msg += f" (got {jt})"
+    if keyword == "type" and item:
+        msg = choice_message(int(where[1]), "type", jt)
+    elif keyword == "type":
+        msg = f"must be {TYPE_WORDS.get(expected, expected)} (got {jt})"
     elif keyword == "enum":
         exp = tuple(v for v, _ in f.options)
-        msg = f"must be one of: {_list_options(f.options)}"
+        shown = list_options(f.options)
+        msg = choice_message(int(where[1]), "enum", shown) if item else f"must be one of: {shown}"
         if f.kind is FieldKind.TITLED_SINGLE_SELECT:
             keyword = "oneOf"
         elif f.kind is FieldKind.TITLED_MULTI_SELECT:
             keyword = "anyOf"
     elif keyword == "format":
-        msg = f"must be {_FORMAT_WORDS.get(expected, expected)}"
+        msg = f"must be {FORMAT_WORDS.get(expected, expected)}"
     else:
         common = keyword_message(keyword, expected, length, items)
         if common is not None:
@@ -726,7 +480,7 @@ def _convert(
         constraint=keyword,
         expected=exp,
         path=json_pointer(*where),
-        message=f"{what}: {msg}.",
+        message=f"{f.name}: {msg}.",
         actual_type=jt,
         actual_length=length,
         actual_items=items,
@@ -761,7 +515,7 @@ class ValidatorCache:
             SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
         """
         try:
-            key = schema.digest if type(schema) is FrozenDict else schema_digest(schema)
+            key = schema_digest(schema)
         except (TypeError, ValueError):  # not JSON (NaN, a set, ...): say where, as a check does
             check_requested_schema(schema, LATEST_VERSION)
             raise

@@ -3,7 +3,7 @@
 Not a general-purpose client: it speaks raw JSON-RPC, answers server requests through one
 handler, records notifications, and lets a script send anything (including garbage). A
 coroutine-function handler runs in a task of its own per request; a plain function is answered
-inline by the reader (no task).
+by the reader task (no task of its own).
 """
 
 from __future__ import annotations
@@ -46,37 +46,21 @@ class ServerRequest:
 
 Handler = Callable[[ServerRequest], Awaitable[Mapping[str, Any] | None] | Mapping[str, Any] | None]
 """Answers a server request: a result object, or ``None`` to leave it unanswered. A plain
-function is called inline by the reader; a coroutine function runs in a task of its own."""
+function is called by the reader task; a coroutine function runs in a task of its own."""
 
 
 class _Slot:
-    """Where the response to one request lands; the requester parks on it if it must."""
+    """Where the response to one request lands."""
 
-    __slots__ = ("response", "task")
+    __slots__ = ("arrived", "response")
 
     def __init__(self) -> None:
-        self.response: dict[str, Any] | None = None
-        self.task: trio.lowlevel.Task | None = None
-
-    async def wait(self, forget: Callable[[], None]) -> dict[str, Any]:
-        if self.response is None:
-            self.task = trio.lowlevel.current_task()
-
-            def abort(_: Any) -> trio.lowlevel.Abort:
-                self.task = None
-                forget()
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
-        response = self.response
-        assert response is not None
-        return response
+        self.arrived = trio.Event()
+        self.response: dict[str, Any] = {}
 
     def deliver(self, response: dict[str, Any]) -> None:
         self.response = response
-        task, self.task = self.task, None
-        if task is not None:
-            trio.lowlevel.reschedule(task)
+        self.arrived.set()
 
 
 @dataclass
@@ -98,15 +82,8 @@ class StdioClient:
     async def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (add the newline yourself)."""
         assert self.process.stdin is not None
-        lock = self._lock
-        if lock.locked():
-            await lock.acquire()
-        else:
-            lock.acquire_nowait()  # send_all is the checkpoint
-        try:
+        async with self._lock:
             await self.process.stdin.send_all(data)
-        finally:
-            lock.release()
 
     async def send(self, message: Mapping[str, Any]) -> None:
         """Write one JSON-RPC message."""
@@ -136,23 +113,25 @@ class StdioClient:
     ) -> dict[str, Any]:
         """Send a request; return the whole response frame (result or error)."""
         rid = self.next_id() if id is None else id
-        slot = _Slot()
-        self._waiting[rid] = slot
+        slot = self._waiting[rid] = _Slot()
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = dict(params)
         try:
             await self.send(message)
-        except BaseException:
-            self._waiting.pop(rid, None)
-            raise
-        return await slot.wait(lambda: self._forget(rid, slot))
+            await slot.arrived.wait()
+        finally:
+            self._forget(rid, slot)
+        return slot.response
 
     async def expect_response(self, id: Any) -> dict[str, Any]:
         """Wait for the response to ``id`` (for requests written with :meth:`send`)."""
-        slot = _Slot()
-        self._waiting[id] = slot
-        return await slot.wait(lambda: self._forget(id, slot))
+        slot = self._waiting[id] = _Slot()
+        try:
+            await slot.arrived.wait()
+        finally:
+            self._forget(id, slot)
+        return slot.response
 
     def _forget(self, id: Any, slot: _Slot) -> None:
         if self._waiting.get(id) is slot:
@@ -241,9 +220,8 @@ class StdioClient:
             waiter = self._waiting.pop(frame.get("id"), None)
             if waiter is not None:
                 waiter.deliver(frame)
-        if self._event.statistics().tasks_waiting:
-            self._event.set()
-            self._event = trio.Event()
+        self._event.set()
+        self._event = trio.Event()
 
     async def _handle(self, request: ServerRequest) -> None:
         assert self.handler is not None

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``await ctx.elicit(message, form)`` turns ``form`` into a wire ``requestedSchema`` for the
 session's protocol version (a Python type through :func:`~erlmcp_py.core.typeschema.schema_for`,
-cached per type and version; a seed-000 form definition through
+cached per type and version; a form of the form definition language through
 :func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked and
 down-levelled), checks the client's declared capability (no capability → ``Unsupported`` and
 nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
@@ -61,7 +61,8 @@ Options = Sequence[str] | Mapping[str, str] | Sequence[tuple[str, str]]
 
 @dataclass(frozen=True, slots=True)
 class _FormValidator:
-    """Adapts a compiled seed-000 form to the runtime's ``validate(content)`` protocol."""
+    """Adapts a compiled form (the form definition language) to the runtime's
+    ``validate(content)`` protocol."""
 
     compiled: CompiledForm
 
@@ -83,7 +84,7 @@ def _titled(options: Options) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in options:
         if isinstance(item, str):
-            value, _, title = item.partition(":")  # seed 004: "val1:Label 1"
+            value, _, title = item.partition(":")  # the mcp-bash-style "val1:Label 1"
             out[value] = title or value
         else:
             value, title = item
@@ -300,8 +301,8 @@ class Context:
         Args:
             message: What to ask, shown to the user.
             form: A Python type (pydantic model, dataclass, TypedDict, or a bare field type
-                such as ``bool`` or ``Literal[...]``), a :class:`FormType`, a seed-000 form
-                definition (``FormDefinition``, ``CompiledForm`` or its dict), or a raw
+                such as ``bool`` or ``Literal[...]``), a :class:`FormType`, a form definition
+                language form (``FormDefinition``, ``CompiledForm`` or its dict), or a raw
                 ``requestedSchema`` dict written for 2025-11-25.
             key: On 2026-07-28, the key of this request in the ``InputRequiredResult``'s
                 ``inputRequests`` (default: a generated one, e.g. ``elicitation-1``); a
@@ -336,13 +337,11 @@ class Context:
         request = ElicitationRequest(
             message=message, mode="form", requested_schema=schema, validator=validator
         )
-        # _ask's body, here: one coroutine fewer per elicitation.
-        with self.clock.pause():
-            outcome: Outcome = await self.runtime.ask(request, peer=peer, tenant=self.tenant)
+        outcome = await self._ask(request, peer)
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
-        if type(content) is not dict and not isinstance(content, Mapping):
+        if not isinstance(content, Mapping):
             return outcome
         return Accepted(form_type.from_valid(content))
 
@@ -352,11 +351,13 @@ class Context:
         )
         return handle
 
-    async def _ask(self, request: ElicitationRequest) -> Outcome:
-        """Create and wait in one runtime call (``Runtime.ask``: no owner-watcher task while
-        this tool waits); the tool clock is paused while the human is asked."""
+    async def _ask(self, request: ElicitationRequest, peer: Peer | None = None) -> Outcome:
+        """Create and wait in one runtime call (``Runtime.ask``) through ``peer`` (default:
+        this call's); the tool clock is paused while the human is asked."""
         with self.clock.pause():
-            outcome: Outcome = await self.runtime.ask(request, peer=self._peer, tenant=self.tenant)
+            outcome: Outcome = await self.runtime.ask(
+                request, peer=self._peer if peer is None else peer, tenant=self.tenant
+            )
         return outcome
 
     async def _wait(self, handle: ElicitationHandle) -> Outcome:
@@ -394,7 +395,7 @@ class Context:
 
         Args:
             message: What to ask.
-            options: ``{value: title}``, ``[(value, title)]`` or seed-004 ``"value:Title"``
+            options: ``{value: title}``, ``[(value, title)]`` or mcp-bash-style ``"value:Title"``
                 strings.
         """
         return await self._elicit_field(message, "choice", enum_field(_titled(options)))

@@ -6,16 +6,17 @@ Every inbound frame (one stdio line, one HTTP POST body, one SSE ``data``) goes 
 :func:`parse`, which either returns one of four frozen value types or raises
 :class:`JsonRpcError` carrying the JSON-RPC code to answer with:
 
-1. size: a frame over ``max_bytes`` (DESIGN §5: 4 MiB) is refused *before* any decoding with
-   :class:`FrameTooLarge` (``-32600``, ``data.reason == "frame_too_large"``).
+1. size: a frame over ``max_bytes`` (4 MiB by default: the policy defaults in
+   ``docs/architecture.md``) is refused *before* any decoding with :class:`FrameTooLarge`
+   (``-32600``, ``data.reason == "frame_too_large"``).
 2. syntax: the bytes are decoded by pydantic-core's Rust JSON parser (strict UTF-8; no
    ``NaN``/``Infinity`` literals; no lone surrogates, raw or escaped; no control characters in
    strings; nesting depth ≤ 200; integers ≤ 4300 digits) → ``-32700`` on any failure. A number
    literal that overflows a double (``1e400``) decodes to ``±inf`` exactly as JavaScript's
    ``JSON.parse`` does; finding one would cost a scan of every frame, and such a value can
    never be echoed back (the encoders refuse non-finite floats).
-3. shape: hand-written checks of the envelope (cheaper than a pydantic union validator on this
-   hot path and able to say *which* code applies) → ``-32600``. MCP rules on top of JSON-RPC:
+3. shape: hand-written checks of the envelope (:func:`validate_message`, able to say *which*
+   code applies) → ``-32600``. MCP rules on top of JSON-RPC:
    no batches, request ids are ``str`` or ``int`` (never ``null``, ``bool`` or ``float``), a
    result is an object. Unknown top-level members are ignored (robustness), but a frame mixing
    ``method`` with ``result``/``error``, or ``result`` with ``error``, is refused.
@@ -100,7 +101,7 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 
-#: Default frame size limit (DESIGN §5: JSON-RPC frame 4 MiB), measured in UTF-8 bytes.
+#: Default frame size limit (the policy defaults, docs/architecture.md), in UTF-8 bytes.
 MAX_FRAME_BYTES: Final = 4 * 1024 * 1024
 
 RequestId: TypeAlias = str | int
@@ -393,61 +394,6 @@ def validate_message(obj: object) -> Message:
     Raises:
         JsonRpcError: ``-32600`` when ``obj`` is not a valid single JSON-RPC 2.0 message.
     """
-    kind = _fast_kind(obj)
-    if kind != _OTHER:  # the two shapes of nearly every message, checked by _fast_kind
-        fields: dict[str, Any] = obj  # type: ignore[assignment]
-        if kind == _REQUEST:
-            return Request(fields["id"], fields["method"], fields["params"])
-        return Response(fields["id"], fields["result"])
-    return _validate_any(obj)
-
-
-_REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
-#: The exact types of a valid id (``bool`` is an ``int`` subclass, not an id).
-_ID_TYPES: Final = frozenset({str, int})
-_RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
-
-#: What :func:`_fast_kind` says.
-_OTHER: Final = 0
-_REQUEST: Final = 1
-_RESULT: Final = 2
-
-
-def _fast_kind(obj: object) -> int:
-    """The fast paths of :func:`validate_message`, also for callers that read the members from
-    ``obj`` itself (the in-memory pair: a value type built only to be unpacked at once is an
-    object per message for nothing). With these exact key sets, no result/error can sit
-    beside a method and vice versa.
-
-    Returns:
-        ``_REQUEST``: ``validate_message(obj)`` is ``Request(obj["id"], obj["method"],
-        obj["params"])``. ``_RESULT``: it is ``Response(obj["id"], obj["result"])``.
-        ``_OTHER``: anything else, valid or not: ask :func:`validate_message`.
-    """
-    if type(obj) is dict:
-        # The general path's checks for these shapes (tests/mcp pins that they agree).
-        keys = obj.keys()
-        if keys == _REQUEST_KEYS:
-            params = obj["params"]
-            if (
-                obj["jsonrpc"] == JSONRPC_VERSION
-                and type(obj["id"]) in _ID_TYPES
-                and type(obj["method"]) is str
-                and (type(params) is dict or type(params) is list)
-            ):
-                return _REQUEST
-        elif (
-            keys == _RESULT_KEYS
-            and obj["jsonrpc"] == JSONRPC_VERSION
-            and type(obj["id"]) in _ID_TYPES
-            and type(obj["result"]) is dict
-        ):
-            return _RESULT
-    return _OTHER
-
-
-def _validate_any(obj: object) -> Message:
-    """:func:`validate_message` without its fast paths: every shape, every specific error."""
     if type(obj) is not dict:
         if type(obj) is list:
             raise invalid_request("batches are not supported")

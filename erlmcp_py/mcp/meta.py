@@ -86,27 +86,18 @@ class RequestMeta:
 
 
 def _meta_of(params: object) -> Mapping[str, Any] | None:
-    if type(params) is not dict and (params is None or not isinstance(params, Mapping)):
+    if not isinstance(params, Mapping):
         return None
     meta = params.get("_meta")
-    if meta is None:
-        return None
-    return meta if type(meta) is dict or isinstance(meta, Mapping) else None
+    return meta if isinstance(meta, Mapping) else None
 
 
 def is_modern_request(request: Request) -> bool:
     """Whether ``request`` belongs to the stateless era (see the module docstring)."""
     if request.method == _DISCOVER:
         return True
-    params = request.params
-    if type(params) is dict:  # a decoded object: _meta_of() minus its ABC checks
-        meta = params.get("_meta")
-        if meta is None:
-            return False  # a session-era request, nearly always
-        if type(meta) is dict:
-            return PROTOCOL_VERSION in meta
-    found = _meta_of(params)
-    return found is not None and PROTOCOL_VERSION in found
+    meta = _meta_of(request.params)
+    return meta is not None and PROTOCOL_VERSION in meta
 
 
 def unsupported_version(requested: object, id: RequestId | None = None) -> JsonRpcError:
@@ -145,8 +136,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     """
     id = request.id
     params = request.params
-    # ``type(...) is dict`` first: the decoder's dicts skip the ABC check.
-    if params is not None and type(params) is not dict and not isinstance(params, Mapping):
+    if params is not None and not isinstance(params, Mapping):
         raise invalid_params("Invalid params: params must be an object", None, id)
     meta = _meta_of(params)
     if meta is None:
@@ -165,7 +155,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     if version not in MODERN_VERSIONS:
         raise unsupported_version(version, id)
     caps = meta.get(CLIENT_CAPABILITIES)
-    if type(caps) is not dict and not isinstance(caps, Mapping):
+    if not isinstance(caps, Mapping):
         raise invalid_params(
             f"Invalid params: _meta.{CLIENT_CAPABILITIES} must be an object",
             {"missing": [CLIENT_CAPABILITIES]},
@@ -177,7 +167,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     return RequestMeta(
         protocol_version=version,
         capabilities=ClientCapabilities.parse(caps, version),
-        client_info=dict(info) if type(info) is dict or isinstance(info, Mapping) else {},
+        client_info=dict(info) if isinstance(info, Mapping) else {},
         log_level=level if isinstance(level, str) else None,
         progress_token=token if type(token) in (str, int) else None,
     )

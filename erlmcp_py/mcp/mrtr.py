@@ -61,18 +61,11 @@ ran out) the sink is detached, then the sink calls already under way are awaited
 is the answer built (from the state after that wait) and returned to the caller, which sends it.
 So on the request's channel every notification precedes the response, and none follows it.
 
-Yield detection: the first recorded request ends the round once no further request appeared
-for ``settle_checkpoints`` scheduler passes, so elicitations a tool starts concurrently are
-usually asked together; one that misses the batch is asked in the next round (correct, just
-one more round trip). The settle also ends early once the whole run is idle but for the
-settling tasks: the latest scheduler pass (seen by :class:`_IdleWatch`, a trio instrument
-while anybody settles) found only settling tasks runnable, and no request appeared since the
-pass before it. Every task that ran before that pass has then made its requests (they are
-recorded) and woke nobody, so no task of the process can ask anything before an outside event
-(I/O, a timer, another thread) wakes one; the settle never waited for those (they land in it
-by chance): the remaining passes would only burn CPU. The same holds for the turn in which the
-attached request wakes up because a request was recorded: counted as a settler from that
-touch on, it decides the round at once when the pass in between found only settlers.
+Yield detection: a round ends once a request has been recorded and then
+``settle_checkpoints`` consecutive checkpoints of the attached request pass without a new one
+(at most ten times that many in all). Elicitations a tool starts together are recorded within
+those checkpoints and go out in one ``InputRequiredResult``; one that misses the batch is
+asked in the next round (correct, just one more round trip).
 
 Single node: continuations live in this process's memory and state tokens name them, so a
 retry must reach the process that issued the state (sticky routing on HTTP), and a restart
@@ -196,7 +189,6 @@ class _Continuation:
         "sending",
         "sink",
         "version",
-        "watch",
     )
 
     def __init__(self, principal: str, digest: str) -> None:
@@ -221,16 +213,9 @@ class _Continuation:
         self.progress_token: str | int | None = None
         self.sending = 0  # sink calls under way
         self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
-        # Set while the attached request waits for a change: the wake-up counts it as a settler.
-        self.watch: _IdleWatch | None = None
 
     def touch(self) -> None:
         self.version += 1
-        watch = self.watch
-        if watch is not None:
-            # The waiter becomes runnable right here (set() below), so the watch may count it.
-            self.watch = None
-            watch.settlers += 1
         self.changed.set()
         self.changed = trio.Event()
 
@@ -306,22 +291,7 @@ class MrtrPeer:
     ) -> None:
         """Record the request for the next ``InputRequiredResult``, under ``key`` if given
         (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``)."""
-        self.send_request_nowait(
-            method, params, request_id=request_id, on_response=on_response, key=key
-        )
         await trio.lowlevel.checkpoint()
-
-    def send_request_nowait(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-        key: str | None = None,
-    ) -> None:
-        """Record the request for the next ``InputRequiredResult`` (never blocks: recording is
-        all there is to send; the runtime's child then needs no cancel scope nor extra turn)."""
         cont = self._cont
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
@@ -382,73 +352,6 @@ class MrtrPeer:
         )
 
 
-class _IdleWatch(trio.abc.Instrument):
-    """Per trio run, while some task settles: whether only settling tasks are runnable.
-
-    Between two scheduler batches (``before_io_wait``) every settling task is parked in its
-    checkpoint, hence runnable; so a run queue as long as the number of settlers holds the
-    settlers alone: ``idle`` tells whether the latest pass found that (a settler entering or
-    leaving clears it, as it may start other work). ``passes`` counts the passes seen.
-    Installed when a settle begins, and removed after ``_UNUSED_PASSES`` passes without
-    settlers (installing costs more than a few idle passes); an instrument that is gone, or
-    was removed by trio, only means no early settle.
-    """
-
-    def __init__(self) -> None:
-        self.settlers = 0
-        self.passes = 0
-        self.idle = False
-        self.unused = 0
-        self.installed = False
-
-    def before_io_wait(self, timeout: float) -> None:
-        self.passes += 1
-        if not self.settlers:
-            self.idle = False
-            self.unused += 1
-            if self.unused >= _UNUSED_PASSES:
-                self.installed = False
-                trio.lowlevel.remove_instrument(self)
-        else:
-            self.idle = trio.lowlevel.current_statistics().tasks_runnable == self.settlers
-
-    def idle_since(self, mark: int) -> bool:
-        """The latest pass, later than pass ``mark``, found only settlers runnable."""
-        return self.idle and self.passes > mark
-
-    def install(self) -> int:
-        """Make sure the watch is installed (and stays so a while); the current pass."""
-        if not self.installed:
-            trio.lowlevel.add_instrument(self)
-            self.installed = True
-        self.unused = 0
-        return self.passes
-
-    def enter(self) -> None:
-        self.install()
-        self.settlers += 1
-        self.idle = False
-
-    def exit(self) -> None:
-        self.settlers -= 1
-        self.idle = False
-
-
-#: Scheduler passes without a settling task after which :class:`_IdleWatch` is removed.
-_UNUSED_PASSES: Final = 64
-
-_IDLE_WATCH: Final[trio.lowlevel.RunVar[_IdleWatch]] = trio.lowlevel.RunVar("mrtr_idle_watch")
-
-
-def _idle_watch() -> _IdleWatch:
-    try:
-        return _IDLE_WATCH.get()
-    except LookupError:
-        watch = _IdleWatch()
-        _IDLE_WATCH.set(watch)
-        return watch
-
-
 class ContinuationRegistry:
     """The bounded in-memory registry of stateless tool calls and their sealed states.
 
@@ -462,8 +365,8 @@ class ContinuationRegistry:
         max_continuations: Live continuations at most; further calls are refused.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
-        settle_checkpoints: Scheduler passes without a new request that end a round (fewer
-            when the run is idle but for settling tasks: see the module docstring).
+        settle_checkpoints: Checkpoints without a new request that end a round (see the
+            module docstring).
     """
 
     def __init__(
@@ -687,47 +590,24 @@ class ContinuationRegistry:
                 cont.life.deadline = cont.expires_at
 
     async def _until_yield(self, cont: _Continuation) -> None:
-        watch = _idle_watch()
-        idle = False  # woken by a change, and the pass before found only settlers runnable
+        """Wait until the tool finished, or asked and the round settled."""
         while not (cont.done or cont.final is not None):
             if cont.outstanding:
-                if not idle:
-                    await self._settle(cont)
+                await self._settle(cont)
                 if cont.outstanding or cont.done or cont.final is not None:
                     return
-            # Counted as a settler from the touch that wakes us to our next turn: if the pass
-            # in between found only settlers, what the change started has settled already.
-            mark = watch.install()
-            cont.watch = watch
-            try:
-                await cont.changed.wait()
-            finally:
-                idle = False
-                if cont.watch is None:  # a touch woke us, and counted us
-                    idle = watch.idle_since(mark)
-                    watch.exit()
-                cont.watch = None
+            await cont.changed.wait()
 
     async def _settle(self, cont: _Continuation) -> None:
-        """Let the scheduler run until no new request appeared for ``settle_checkpoints``
-        passes, or the run is idle but for settlers (see the module docstring)."""
-        watch = _idle_watch()
-        watch.enter()
-        try:
-            quiet = 0
-            mark = watch.passes  # idle passes count from the latest request seen
-            for _ in range(self.settle_checkpoints * 10):
-                before = cont.version
-                await trio.lowlevel.checkpoint()
-                if cont.version == before:
-                    quiet += 1
-                else:
-                    quiet = 0
-                    mark = watch.passes
-                if quiet >= self.settle_checkpoints or cont.done or watch.idle_since(mark):
-                    break
-        finally:
-            watch.exit()
+        """Pass checkpoints until ``settle_checkpoints`` in a row saw no new request, the tool
+        ended, or ten times that many passed (a tool that keeps asking is answered anyway)."""
+        quiet = 0
+        for _ in range(self.settle_checkpoints * 10):
+            before = cont.version
+            await trio.lowlevel.checkpoint()
+            quiet = quiet + 1 if cont.version == before else 0
+            if quiet >= self.settle_checkpoints or cont.done:
+                return
 
     def _input_required(self, cont: _Continuation) -> dict[str, Any]:
         now = trio.current_time()

@@ -84,10 +84,7 @@ class CallToolParams(_Params):
     @property
     def progress_token(self) -> str | int | None:
         """``_meta.progressToken`` when the client asked for progress."""
-        meta = self.meta
-        if not meta:  # nearly every call: no dict built to look in
-            return None
-        token = meta.get("progressToken")
+        token = (self.meta or {}).get("progressToken")
         return token if type(token) in (str, int) else None
 
 
@@ -196,12 +193,10 @@ def parse_params(model: type[M], params: Params | None, id: RequestId | None = N
     """
     if params is None:
         params = {}
-    if type(params) is not dict and not isinstance(params, Mapping):
+    if not isinstance(params, Mapping):
         raise invalid_params("Invalid params: params must be an object", None, id)
     try:
-        # model_validate() minus its keyword handling: this runs on every request.
-        params_model: M = model.__pydantic_validator__.validate_python(params)
-        return params_model
+        return model.model_validate(params)
     except ValidationError as exc:
         problems = [
             {"path": _where(err["loc"]), "problem": err["msg"]}

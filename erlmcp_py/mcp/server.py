@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.actors.tree import Runtime, open_runtime
+from erlmcp_py.actors.runtime import Runtime, open_runtime
 from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
@@ -60,11 +60,16 @@ class Server:
         version: ``serverInfo.version``.
         title: Optional ``serverInfo.title``.
         instructions: Optional ``instructions`` in the initialize result.
-        runtime_config: Policy of the elicitation runtime opened by ``serve_*`` helpers.
+        runtime_config: Policy of the elicitation runtime opened by ``serve_*`` helpers: a
+            :class:`RuntimeConfig`, or a mapping of its fields (as ``open_runtime`` takes).
         url_policy: Policy for URL-mode URLs (``https`` to public hosts by default).
         url_resolver: Resolver used by the URL check (tests inject one).
         tenant: Maps a session to its tenant scope; default: user ``local``, one
             conversation per connection.
+
+    Raises:
+        pydantic.ValidationError: ``runtime_config`` is a mapping that is not a valid
+            :class:`RuntimeConfig` (the error names the field).
     """
 
     def __init__(
@@ -74,7 +79,7 @@ class Server:
         *,
         title: str | None = None,
         instructions: str | None = None,
-        runtime_config: RuntimeConfig | None = None,
+        runtime_config: RuntimeConfig | Mapping[str, Any] | None = None,
         url_policy: UrlPolicy | None = None,
         url_resolver: Resolver | None = None,
         tenant: Callable[[ServerSession], Tenant] | None = None,
@@ -83,7 +88,9 @@ class Server:
         self.version = version
         self.title = title
         self.instructions = instructions
-        self.runtime_config = runtime_config or RuntimeConfig.model_validate({})
+        if not isinstance(runtime_config, RuntimeConfig):
+            runtime_config = RuntimeConfig.model_validate(dict(runtime_config or {}))
+        self.runtime_config = runtime_config
         self.url_policy = url_policy or UrlPolicy(
             allow_http_loopback_dev=self.runtime_config.url_dev
         )

@@ -36,6 +36,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -46,8 +47,6 @@ from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import (
-    _OTHER,
-    _RESULT,
     ErrorResponse,
     JsonRpcError,
     Notification,
@@ -55,7 +54,6 @@ from erlmcp_py.mcp.jsonrpc import (
     Request,
     RequestId,
     Response,
-    _fast_kind,
 )
 from erlmcp_py.mcp.meta import is_modern_request
 from erlmcp_py.mcp.params import (
@@ -69,14 +67,8 @@ from erlmcp_py.mcp.params import (
     parse_params,
 )
 from erlmcp_py.mcp.stateless import SessionStateless, open_for_session
-from erlmcp_py.mcp.stopwatch import ToolClock
-from erlmcp_py.mcp.tools import (
-    ToolArgumentsError,
-    ToolSpec,
-    budget_exceeded,
-    call_tool_fn,
-    text_result,
-)
+from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
+from erlmcp_py.mcp.tools import ToolSpec
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 
 if TYPE_CHECKING:
@@ -88,10 +80,6 @@ __all__ = ["RELATED_REQUEST", "RequestPeer", "ServerSession", "open_session"]
 log = structlog.get_logger("erlmcp.session")
 
 Send = Callable[[bytes], Awaitable[None]]
-SendMessage = Callable[[dict[str, Any]], Awaitable[None]]
-Frame = bytes | dict[str, Any]
-SendNowait = Callable[[Frame], None]
-"""Hands one frame to the transport now, or raises ``trio.WouldBlock`` (nothing sent)."""
 
 #: The client request the frame being written relates to, as a transport's ``send`` sees it:
 #: set by :class:`RequestPeer` while it writes (the runtime's elicitation tasks) and inherited
@@ -145,16 +133,10 @@ class ServerSession:
         *,
         peer_id: str | None = None,
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
-        send_message: SendMessage | None = None,
-        send_yields: bool = False,
-        send_nowait: SendNowait | None = None,
     ) -> None:
         self._server = server
-        self._send_yields = send_yields
-        self._send_nowait = send_nowait
         self._runtime = runtime
         self._send = send
-        self._send_message = send_message
         self._nursery = nursery
         self._peer_id = peer_id or f"session-{next(_session_numbers)}-{secrets.token_hex(4)}"
         self.max_frame_bytes = max_frame_bytes
@@ -220,44 +202,10 @@ class ServerSession:
             self._pending.pop(request_id, None)
             raise
 
-    def send_request_nowait(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-    ) -> None:
-        """Send a server→client request now, without waiting (the runtime's fast path).
-
-        Raises:
-            trio.WouldBlock: nothing was sent — the transport cannot take a frame without
-                waiting (or offers no ``send_nowait``), another frame is being written, or the
-                client has not sent ``notifications/initialized`` yet; use
-                :meth:`send_request`.
-            PeerGone: the session is closed; nothing was sent.
-        """
-        send = self._send_nowait
-        if self.phase != READY or send is None or self._write_lock.locked():
-            if self.phase == CLOSED:
-                raise PeerGone("session closed")
-            raise trio.WouldBlock
-        frame = self._request_frame(request_id, method, params)
-        # Registered before the send, as in send_request: an answer can never find no one.
-        self._pending[request_id] = on_response
-        try:
-            send(frame)
-        except _TRANSPORT_ERRORS as exc:
-            self._pending.pop(request_id, None)
-            raise self._transport_lost(exc) from exc
-        except BaseException:  # trio.WouldBlock: the transport's queue is full; nothing sent
-            self._pending.pop(request_id, None)
-            raise
-
-    def _request_frame(self, request_id: str, method: str, params: Mapping[str, Any]) -> Frame:
+    def _request_frame(self, request_id: str, method: str, params: Mapping[str, Any]) -> bytes:
         if request_id in self._pending:
             raise ValueError(f"request id {request_id!r} is already pending")
-        return self._frame(jsonrpc.request_object(request_id, method, dict(params)))
+        return jsonrpc.encode_request(request_id, method, dict(params))
 
     def forget_request(self, request_id: str) -> None:
         """Stop waiting for ``request_id``; a later answer is ignored."""
@@ -271,7 +219,7 @@ class ServerSession:
         """
         if method == "notifications/message" and not self._level_enabled(params.get("level")):
             return
-        await self._write(self._frame(jsonrpc.notification_object(method, dict(params))))
+        await self._write(jsonrpc.encode_notification(method, dict(params)))
 
     async def send_raw(self, frame: bytes) -> None:
         """Write an already encoded frame (e.g. a transport-level refusal).
@@ -326,58 +274,22 @@ class ServerSession:
         if self.phase == CLOSED:
             raise PeerGone("session closed")
 
-    def _frame(self, message: dict[str, Any]) -> Frame:
-        """Encode a message object for the transport: bytes, or the object itself when the
-        transport carries messages (``send_message``, the in-memory pair).
+    async def _write(self, frame: bytes) -> None:
+        """Write one frame; frames go out one at a time, in the order their writers took the
+        write lock.
 
         Raises:
-            EncodeError: bytes were wanted and ``message`` is not strict JSON.
+            PeerGone: the session is closed, or the transport failed (the session closes).
         """
-        if self._send_message is not None:
-            return message
-        return jsonrpc.dumps(message)
-
-    async def _write(self, frame: Frame) -> None:
         if self.phase == CLOSED:
             raise PeerGone("session closed")
-        lock = self._write_lock
-        is_bytes = type(frame) is bytes
-        if not is_bytes and not lock.locked():
-            # A message frame (the in-memory pair) while nobody writes: hand it over now.
-            # Nothing can interleave with a synchronous send, so the lock has nothing to
-            # order; this path passes no schedule point, as the locked one does not for
-            # messages (lock taken at once, a send that waits only when the channel is full).
-            send_nowait = self._send_nowait
-            if send_nowait is not None:
-                try:
-                    send_nowait(frame)
-                    return
-                except trio.WouldBlock:
-                    pass  # the channel is full: nothing was sent; wait below, as always
-                except _TRANSPORT_ERRORS as exc:
-                    raise self._transport_lost(exc) from exc
-        # One frame at a time on the stream. When nobody holds the lock, take it without a
-        # trip through the scheduler if the transport's send is a checkpoint itself (stdio's
-        # send_all: ``send_yields``) or carries messages (the in-memory pair). Otherwise keep
-        # the lock's checkpoint: Streamable HTTP's send never yields, and the order of frames
-        # on a POST's stream relies on it.
-        if lock.locked() or (is_bytes and not self._send_yields):
-            await lock.acquire()
-        else:
-            lock.acquire_nowait()
-        try:
+        async with self._write_lock:
             if self.phase == CLOSED:
                 raise PeerGone("session closed")
             try:
-                if is_bytes:
-                    await self._send(frame)  # type: ignore[arg-type]
-                else:
-                    assert self._send_message is not None
-                    await self._send_message(frame)  # type: ignore[arg-type]
+                await self._send(frame)
             except _TRANSPORT_ERRORS as exc:
                 raise self._transport_lost(exc) from exc
-        finally:
-            lock.release()
 
     def _transport_lost(self, exc: BaseException) -> PeerGone:
         """A write failed: the session is closed; the error to raise to the writer."""
@@ -386,14 +298,12 @@ class ServerSession:
         return PeerGone("transport closed")
 
     async def _respond(self, id: RequestId, result: Mapping[str, Any]) -> None:
-        try:  # noqa: SIM105 (not suppress(): a context manager object per tool call)
-            await self._write(self._frame(jsonrpc.response_object(id, result)))
-        except PeerGone:
-            pass
+        with suppress(PeerGone):
+            await self._write(jsonrpc.encode_response(id, result))
 
     async def _respond_error(self, error: JsonRpcError) -> None:
         with suppress(PeerGone):
-            await self._write(self._frame(error.to_object()))
+            await self._write(error.encode())
 
     def stop_calls(self) -> int:
         """Cancel every request in progress; each is answered with a JSON-RPC internal error
@@ -408,10 +318,8 @@ class ServerSession:
             call.scope.cancel()
         return len(self._calls)
 
-    def _shutting_down(self, id: RequestId) -> Frame:
-        return self._frame(
-            jsonrpc.internal_error("The server is shutting down", None, id).to_object()
-        )
+    def _shutting_down(self, id: RequestId) -> bytes:
+        return jsonrpc.internal_error("The server is shutting down", None, id).encode()
 
     def _mark_closed(self) -> None:
         if self.phase == CLOSED:
@@ -448,82 +356,6 @@ class ServerSession:
             await self._refuse(exc)
             return
         await self.dispatch(message)
-
-    async def feed_message(self, obj: object) -> None:
-        """Handle one inbound message that is already a JSON value (in-memory transports).
-
-        The same boundary as :meth:`feed` after decoding: :func:`~erlmcp_py.mcp.jsonrpc.
-        validate_message` checks the envelope, and a refused message is answered exactly as a
-        refused frame. There is no byte size to limit: no bytes exist.
-        """
-        if self.phase == CLOSED:
-            return
-        try:
-            message = jsonrpc.validate_message(obj)
-        except JsonRpcError as exc:
-            await self._refuse(exc)
-            return
-        await self.dispatch(message)
-
-    def feed_message_nowait(self, obj: object) -> bool:
-        """Handle one inbound message object now, if that needs no waiting.
-
-        The in-memory pair's fast path: a response, a notification or a ``tools/call``
-        (which only starts its task; a 2026-07-28 one once this connection's stateless
-        endpoint is open) is handled here, in the caller's turn, exactly as
-        :meth:`feed_message` would handle it. Anything else — a message that must be answered
-        (errors, ``ping``, lists, a duplicate id…) — is left alone.
-
-        Returns:
-            ``True``: handled (or dropped: the session is closed). ``False``: nothing was done;
-            hand the message to :meth:`feed_message`.
-        """
-        if self.phase == CLOSED:
-            return True
-        # The two common shapes are read straight from the object, exactly as the general
-        # path handles their values: no Request or Response built only to be unpacked here.
-        kind = _fast_kind(obj)
-        if kind == _OTHER:
-            try:
-                message = jsonrpc.validate_message(obj)
-            except JsonRpcError:
-                return False  # the refusal is an answer to write
-            if isinstance(message, Notification):
-                self._notification(message)
-                return True
-            if not isinstance(message, Request):
-                self._response(message)
-                return True
-            if message.method != "tools/call":
-                return False
-        else:
-            fields: dict[str, Any] = obj  # type: ignore[assignment]  # checked: a message
-            if kind == _RESULT:
-                self._deliver(fields["id"], fields["result"])  # what _response() does
-                return True
-            if fields["method"] != "tools/call":
-                return False
-            params = fields["params"]
-            # is_modern_request()'s own first test: no _meta at all is the session era.
-            if type(params) is dict and params.get("_meta") is None:
-                return self._start_tool_nowait(fields["id"], params)
-            message = Request(fields["id"], "tools/call", params)  # validate_message's value
-        if is_modern_request(message):  # 2026-07-28: once its endpoint is open
-            stateless = self._stateless
-            return stateless is not None and stateless.start_call(message)
-        return self._start_tool_nowait(message.id, message.params)
-
-    def _start_tool_nowait(self, id: RequestId, params: Params | None) -> bool:
-        """:meth:`feed_message_nowait` for a session-era ``tools/call``: start its task, or
-        ``False`` when it must be answered instead (not initialized, a duplicate id, bad
-        params, an unknown tool)."""
-        if self.phase == NEW or id in self._calls:
-            return False
-        try:
-            self._start_tool(id, params)
-        except JsonRpcError:
-            return False  # bad params or unknown tool: an error answer to write
-        return True
 
     async def _refuse(self, exc: JsonRpcError) -> None:
         if exc.response_id is not None:
@@ -595,7 +427,9 @@ class ServerSession:
         if handler is None:  # resources/*, prompts/*, completion/complete
             call = _Call()
             self._calls[req.id] = call
-            self._nursery.start_soon(self._run_feature, req, call)
+            self._nursery.start_soon(
+                self._run_call, req.id, call, partial(self._feature_answer, req)
+            )
             return
         await handler(self, req)
 
@@ -635,29 +469,37 @@ class ServerSession:
         self.subscriptions.discard(features.subscribable(self._server, req))
         await self._respond(req.id, {})
 
-    async def _run_feature(self, req: Request, call: _Call) -> None:
-        frame: Frame | None = None
+    async def _run_call(
+        self, id: RequestId, call: _Call, answer: Callable[[], Awaitable[bytes]]
+    ) -> None:
+        """Run one request's task (``tools/call``, ``resources/read``…): write its answer,
+        nothing when the client cancelled it or is gone, or the shutdown error when
+        :meth:`stop_calls` cancelled it."""
+        frame: bytes | None = None
         try:
             with call.scope:
-                try:
-                    result = await features.answer(self._server, req)
-                    frame = self._frame(jsonrpc.response_object(req.id, result))
-                except JsonRpcError as exc:
-                    frame = self._frame(exc.with_id(req.id).to_object())
-                except jsonrpc.EncodeError:
-                    self._log.warning("result_unencodable", method=req.method[:80])
-                    error = jsonrpc.internal_error("Result could not be encoded", None, req.id)
-                    frame = self._frame(error.to_object())
+                frame = await answer()
             if call.scope.cancelled_caught:
-                self._log.info("request_cancelled", method=req.method[:80])
-                if call.cancelled_by_client or self.phase == CLOSED or not self._stopping:
+                if call.cancelled_by_client or self.phase == CLOSED:
+                    self._log.info("request_cancelled", id=str(id)[:80])
                     return
-                frame = self._shutting_down(req.id)
+                self._log.info("request_stopped", id=str(id)[:80])
+                frame = self._shutting_down(id)
         finally:
-            self._calls.pop(req.id, None)
+            self._calls.pop(id, None)
         if frame is not None:
             with suppress(PeerGone):
                 await self._write(frame)
+
+    async def _feature_answer(self, req: Request) -> bytes:
+        try:
+            result = await features.answer(self._server, req)
+            return jsonrpc.encode_response(req.id, result)
+        except JsonRpcError as exc:
+            return exc.with_id(req.id).encode()
+        except jsonrpc.EncodeError:
+            self._log.warning("result_unencodable", method=req.method[:80])
+            return jsonrpc.internal_error("Result could not be encoded", None, req.id).encode()
 
     async def _logging_set_level(self, req: Request) -> None:
         params = parse_params(SetLevelParams, req.params, req.id)
@@ -678,7 +520,9 @@ class ServerSession:
             )
         call = _Call()
         self._calls[id] = call
-        self._nursery.start_soon(self._run_tool, id, spec, params, call, name=_TOOL_TASK)
+        self._nursery.start_soon(
+            self._run_call, id, call, partial(self._tool_answer, id, spec, params)
+        )
 
     def _on_notification(self, note: Notification) -> None:
         method = note.method
@@ -704,56 +548,27 @@ class ServerSession:
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    async def _run_tool(
-        self, id: RequestId, spec: ToolSpec, params: CallToolParams, call: _Call
-    ) -> None:
-        result: Mapping[str, Any] | None = None
-        error: JsonRpcError | None = None
+    async def _tool_answer(self, id: RequestId, spec: ToolSpec, params: CallToolParams) -> bytes:
+        def context(clock: ToolClock) -> Context:
+            return Context(
+                server=self._server,
+                peer=RequestPeer(self, id),
+                runtime=self._runtime,
+                tenant=self.tenant,
+                request_id=id,
+                tool_name=spec.name,
+                clock=clock,
+                progress_token=params.progress_token,
+            )
+
         try:
-            with call.scope:
-                clock = ToolClock(call.scope, spec.timeout)
-                try:
-                    try:
-                        kwargs = spec.bind(params.arguments)
-                    except ToolArgumentsError as exc:
-                        result = text_result(str(exc), is_error=True)
-                    else:
-                        if spec.context_param is not None:
-                            kwargs[spec.context_param] = Context(
-                                server=self._server,
-                                peer=RequestPeer(self, id),
-                                runtime=self._runtime,
-                                tenant=self.tenant,
-                                request_id=id,
-                                tool_name=spec.name,
-                                clock=clock,
-                                progress_token=params.progress_token,
-                            )
-                        result = await call_tool_fn(spec, kwargs, self._log)
-                except UrlElicitationRequired as exc:
-                    error = exc.to_jsonrpc().with_id(id)
-                except JsonRpcError as exc:
-                    error = exc.with_id(id)
-            if call.scope.cancelled_caught:
-                if call.cancelled_by_client or self.phase == CLOSED:
-                    self._log.info("tool_cancelled", tool=spec.name)
-                    return  # the client asked for no answer (or cannot get one)
-                if self._stopping:
-                    self._log.info("tool_stopped", tool=spec.name)
-                    with suppress(PeerGone):
-                        await self._write(self._shutting_down(id))
-                    return
-                result = budget_exceeded(spec)
-        finally:
-            self._calls.pop(id, None)
-        if error is not None:
-            await self._respond_error(error)
-        elif result is not None:
-            await self._respond(id, result)
+            result = await run_tool(spec, params.arguments, context, self._log)
+        except UrlElicitationRequired as exc:
+            return exc.to_jsonrpc().with_id(id).encode()
+        except JsonRpcError as exc:
+            return exc.with_id(id).encode()
+        return jsonrpc.encode_response(id, result)
 
-
-#: The name of every tool task (trio would otherwise format one per spawn).
-_TOOL_TASK: Final = f"{__name__}.ServerSession._run_tool"
 
 _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]] = {
     "tools/list": ServerSession._tools_list,
@@ -808,23 +623,6 @@ class RequestPeer:
         finally:
             RELATED_REQUEST.reset(token)
 
-    def send_request_nowait(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-    ) -> None:
-        """See :meth:`ServerSession.send_request_nowait`."""
-        token = RELATED_REQUEST.set(self.related_request_id)
-        try:
-            self.session.send_request_nowait(
-                method, params, request_id=request_id, on_response=on_response
-            )
-        finally:
-            RELATED_REQUEST.reset(token)
-
     def forget_request(self, request_id: str) -> None:
         """See :meth:`ServerSession.forget_request`."""
         self.session.forget_request(request_id)
@@ -846,9 +644,6 @@ async def open_session(
     *,
     peer_id: str | None = None,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
-    send_message: SendMessage | None = None,
-    send_yields: bool = False,
-    send_nowait: SendNowait | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -858,16 +653,6 @@ async def open_session(
         send: Writes one frame to the client (the transport adds framing).
         peer_id: Connection id; default: a fresh random one.
         max_frame_bytes: Inbound frame limit.
-        send_message: For a transport that carries message objects instead of bytes (the
-            in-memory pair): the session's own messages go to it unencoded; ``send`` still
-            gets the frames other layers encode themselves (2026-07-28 answers, refusals).
-        send_yields: ``send`` always passes a schedule point (as a trio stream's
-            ``send_all`` does), so the session adds none of its own before writing.
-        send_nowait: Hands a frame (bytes, or a message object with ``send_message``) to
-            the transport without waiting, or raises ``trio.WouldBlock``; lets the runtime
-            send ``elicitation/create`` in its own turn (``send_request_nowait``). With
-            ``send_message`` it only ever gets message objects, and the session's own
-            messages go through it too while nobody holds the write lock.
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -877,9 +662,6 @@ async def open_session(
             nursery,
             peer_id=peer_id,
             max_frame_bytes=max_frame_bytes,
-            send_message=send_message,
-            send_yields=send_yields,
-            send_nowait=send_nowait,
         )
         server.sessions.add(session)
         try:

@@ -60,14 +60,8 @@ from erlmcp_py.mcp.meta import (
 from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
-from erlmcp_py.mcp.stopwatch import ToolClock
-from erlmcp_py.mcp.tools import (
-    ToolArgumentsError,
-    ToolSpec,
-    budget_exceeded,
-    call_tool_fn,
-    text_result,
-)
+from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
+from erlmcp_py.mcp.tools import ToolSpec, text_result
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
@@ -273,28 +267,8 @@ class StatelessEndpoint:
         tenant: Tenant,
         peer: MrtrPeer,
     ) -> Mapping[str, Any]:
-        scope = trio.CancelScope()
-        with scope:
-            clock = ToolClock(scope, spec.timeout)
-            return await self._invoke(spec, params, meta, request_id, tenant, peer, clock)
-        return budget_exceeded(spec)  # only the tool clock cancels this scope
-
-    async def _invoke(
-        self,
-        spec: ToolSpec,
-        params: CallToolParams,
-        meta: RequestMeta,
-        request_id: RequestId,
-        tenant: Tenant,
-        peer: MrtrPeer,
-        clock: ToolClock,
-    ) -> Mapping[str, Any]:
-        try:
-            kwargs = spec.bind(params.arguments)
-        except ToolArgumentsError as exc:
-            return text_result(str(exc), is_error=True)
-        if spec.context_param is not None:
-            kwargs[spec.context_param] = Context(
+        def context(clock: ToolClock) -> Context:
+            return Context(
                 server=self.server,
                 peer=cast(Any, peer),  # duck-types RequestPeer (peer_id, supports, session)
                 runtime=self.runtime,
@@ -304,8 +278,9 @@ class StatelessEndpoint:
                 clock=clock,
                 progress_token=meta.progress_token,
             )
+
         try:
-            return await call_tool_fn(spec, kwargs, log)
+            return await run_tool(spec, params.arguments, context, log)
         except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
             urls = ", ".join(e["url"] for e in exc.elicitations)
             return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)

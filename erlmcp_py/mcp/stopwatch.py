@@ -3,16 +3,27 @@
 A tool call may have a timeout for *its own* work. Time spent waiting on an elicitation is the
 user's, not the tool's, so :class:`ToolClock` stops the clock while at least one elicitation of
 the call is pending, and restarts it with the budget that was left when the last one ends.
+:func:`run_tool` runs one tool call under its budget, for both protocol eras.
 """
 
 from __future__ import annotations
 
 import math
-from types import TracebackType
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import trio
 
-__all__ = ["ToolClock"]
+from erlmcp_py.mcp.tools import (
+    ToolArgumentsError,
+    ToolSpec,
+    budget_exceeded,
+    call_tool_fn,
+    text_result,
+)
+
+__all__ = ["ToolClock", "run_tool"]
 
 
 class ToolClock:
@@ -46,26 +57,50 @@ class ToolClock:
             return self._remaining
         return max(0.0, self.scope.deadline - trio.current_time())
 
-    def pause(self) -> ToolClock:
-        """Stop the clock for the duration of the block (nests; concurrent blocks count).
-
-        The clock is its own context manager (``with clock.pause():``): the pause is a count,
-        so nothing needs an object per block (this runs on every elicitation).
-        """
-        return self
-
-    def __enter__(self) -> None:
+    @contextmanager
+    def pause(self) -> Iterator[None]:
+        """Stop the clock for the duration of the block (nests; concurrent blocks count)."""
         if self.budget is not None and self._paused == 0:
             self._remaining = max(0.0, self.scope.deadline - trio.current_time())
             self.scope.deadline = math.inf
         self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+            if self.budget is not None and self._paused == 0:
+                self.scope.deadline = trio.current_time() + self._remaining
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._paused -= 1
-        if self.budget is not None and self._paused == 0:
-            self.scope.deadline = trio.current_time() + self._remaining
+
+async def run_tool(
+    spec: ToolSpec,
+    arguments: dict[str, Any] | None,
+    context: Callable[[ToolClock], object],
+    log: Any,
+) -> dict[str, Any]:
+    """Run one tool call under its own time budget; its ``CallToolResult``.
+
+    Bad arguments, the tool's own exception and a budget that runs out are ``isError``
+    results.
+
+    Args:
+        spec: The tool.
+        arguments: The call's ``arguments``.
+        context: Builds the ``Context`` injected into the tool (when it takes one) from the
+            call's clock.
+        log: Where tool errors are logged.
+
+    Raises:
+        JsonRpcError, UrlElicitationRequired: from the tool, for the caller to answer as its
+            protocol era says.
+    """
+    with trio.CancelScope() as budget:
+        clock = ToolClock(budget, spec.timeout)
+        try:
+            kwargs = spec.bind(arguments)
+        except ToolArgumentsError as exc:
+            return text_result(str(exc), is_error=True)
+        if spec.context_param is not None:
+            kwargs[spec.context_param] = context(clock)
+        return await call_tool_fn(spec, kwargs, log)
+    return budget_exceeded(spec)  # only the clock cancels this scope

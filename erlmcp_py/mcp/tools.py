@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -79,9 +78,9 @@ class ToolSpec:
         Raises:
             ToolArgumentsError: naming each bad argument and why (never its value).
         """
-        if not self.arguments_model.__pydantic_fields__:
-            return {}  # no parameters, nothing to check: the model ignores unknown arguments
         names = self.argument_names
+        if not names:
+            return {}  # no parameters, nothing to check: the model ignores unknown arguments
         try:
             model = self.arguments_model.model_validate(dict(arguments or {}))
         except ValidationError as exc:
@@ -96,17 +95,8 @@ class ToolSpec:
 
     @property
     def argument_names(self) -> tuple[str, ...]:
-        """The tool's parameters, without the injected ``Context`` (computed once)."""
-        names: tuple[str, ...] | None = _ARGUMENT_NAMES.get(self.arguments_model)
-        if names is None:
-            names = tuple(self.arguments_model.model_fields)
-            _ARGUMENT_NAMES[self.arguments_model] = names
-        return names
-
-
-_ARGUMENT_NAMES: weakref.WeakKeyDictionary[type[BaseModel], tuple[str, ...]] = (
-    weakref.WeakKeyDictionary()
-)
+        """The tool's parameters, without the injected ``Context``."""
+        return tuple(self.arguments_model.model_fields)
 
 
 def _is_context(annotation: Any, context_type: type) -> bool:

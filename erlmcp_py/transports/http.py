@@ -102,7 +102,7 @@ from erlmcp_py.transports.http_checks import (
     http_status_for,
 )
 
-__all__ = ["HttpConfig", "HttpTransport", "Listening", "run_http_cli", "serve_http"]
+__all__ = ["HttpConfig", "HttpTransport", "Listening", "serve_http"]
 
 log = structlog.get_logger("erlmcp.http")
 
@@ -258,11 +258,6 @@ class _HttpSession:
 
     async def write(self, frame: bytes) -> None:
         """The session's ``send``: route one frame to exactly one channel (never blocks)."""
-        self.route(frame)
-
-    def route(self, frame: bytes | dict[str, Any]) -> None:
-        """Route one frame to exactly one channel, now (the session's ``send_nowait``)."""
-        assert type(frame) is bytes  # this transport carries bytes (no send_message)
         is_response, id = _classify(frame)
         if is_response:
             stream = self.posts.pop(id, None) if id is not None else None
@@ -313,7 +308,6 @@ class _HttpSession:
                 transport.runtime,
                 self.write,
                 max_frame_bytes=transport.config.max_frame_bytes,
-                send_nowait=self.route,
             ) as session:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)
@@ -926,27 +920,3 @@ async def _serve_hypercorn(
 
 def _with_host(config: HttpConfig, host: str) -> HttpConfig:
     return replace(config, allowed_hosts=(*config.allowed_hosts, host))
-
-
-def run_http_cli(host: str, port: int, runtime_config: Any, server: Server | None = None) -> int:
-    """``erlmcp-py serve --transport http``: serve a server until interrupted.
-
-    Args:
-        host: Address to bind.
-        port: TCP port.
-        runtime_config: The runtime policy built from the command's options.
-        server: The server (``--server``); default: the example server built with
-            ``runtime_config``.
-
-    Returns:
-        The process exit status.
-    """
-    if server is None:
-        from erlmcp_py.example_server import build_server
-
-        server = build_server(runtime_config)
-    try:
-        trio.run(lambda: serve_http(server, host=host, port=port))
-    except KeyboardInterrupt:
-        return 130
-    return 0

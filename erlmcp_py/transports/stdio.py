@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import structlog
 import trio
 
-from erlmcp_py.logging import configure_logging
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
@@ -111,7 +110,6 @@ async def serve_stream(
         write,
         peer_id=peer_id,
         max_frame_bytes=max_frame_bytes,
-        send_yields=True,  # send_all is a checkpoint
     ) as session:
         try:
             async for chunk in receive:
@@ -148,8 +146,9 @@ async def serve_stdio(
     Opens the server's elicitation runtime unless it is already running. When serving the
     process's real stdout (fd 1), stdout belongs to MCP for the duration: frames go to a
     private duplicate of it, while fd 1 and ``sys.stdout`` point at stderr, so a stray
-    ``print`` or an unconfigured logger cannot corrupt the stream; structlog is sent to
-    stderr unless the application configured it.
+    ``print`` or a logger writing to stdout cannot corrupt the stream (the library's own log
+    lines go to stderr unless the application configures otherwise: see
+    :mod:`erlmcp_py.logging`).
 
     Args:
         server: The server.
@@ -157,8 +156,6 @@ async def serve_stdio(
         stdout_fd: File descriptor to write frames to (nothing else is written there).
         max_frame_bytes: Longest accepted frame.
     """
-    if not structlog.is_configured():
-        configure_logging("console")
     claim_stdout = stdout_fd == 1
     saved_stdout = sys.stdout
     if claim_stdout:

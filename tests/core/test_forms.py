@@ -1,4 +1,4 @@
-"""The seed-000 form language: definitions, compilation, URL-mode detection, answer validation."""
+"""The form definition language: definitions, compilation, URL-mode detection, answer validation."""
 
 from __future__ import annotations
 
@@ -63,9 +63,9 @@ def problems(definition: object) -> list[tuple[str, str]]:
     return list(info.value.problems)
 
 
-# --- the seed's own examples ------------------------------------------------------------------
+# --- example forms of the language ----------------------------------------------------------
 
-SEED_API_KEY_FORM: dict[str, Any] = {
+API_KEY_FORM: dict[str, Any] = {
     "id": "api_key_form",
     "title": "API Key Configuration",
     "description": "Please provide your API credentials",
@@ -99,8 +99,8 @@ SEED_API_KEY_FORM: dict[str, Any] = {
 }
 
 
-def test_seed_api_key_form_needs_url_mode() -> None:
-    c = compile_form(SEED_API_KEY_FORM, V)
+def test_api_key_form_needs_url_mode() -> None:
+    c = compile_form(API_KEY_FORM, V)
     assert c.mode == "url"
     assert c.requested_schema is None
     assert c.url_mode_fields == ("api_key",)
@@ -116,7 +116,7 @@ def test_seed_api_key_form_needs_url_mode() -> None:
 
 
 def test_json_text_and_model_inputs() -> None:
-    text = json.dumps(SEED_API_KEY_FORM)
+    text = json.dumps(API_KEY_FORM)
     model = load_form(text)
     assert isinstance(model, FormDefinition)
     assert load_form(model) is model
@@ -347,7 +347,7 @@ def test_select_untitled_and_titled() -> None:
         "label": "Region",
         "options": [
             {"value": "us-east-1", "title": "US East"},
-            {"value": "eu-west-1", "label": "Europe"},  # seed's "options with labels"
+            {"value": "eu-west-1", "label": "Europe"},  # options with labels
             "ap-south-1",
         ],
     }

@@ -1,5 +1,6 @@
-"""ECMA-262 translation of a form field's ``pattern`` (core.forms_pattern): ranges next to class
-escapes, ECMA-only syntax, and Python-only syntax refused at definition time."""
+"""ECMA-262 translation of a form field's ``pattern``: ranges next to class escapes, ECMA-only
+syntax, ECMA semantics of ``\\s``, ``\\d`` and ``\\w``, and Python-only syntax refused at
+definition time."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from erlmcp_py.core.errors import FormDefinitionError
 from erlmcp_py.core.forms import CompiledForm, compile_form, validate_form_answer
-from erlmcp_py.core.forms_pattern import ecma_pattern, translate
+from erlmcp_py.core.forms._pattern import ecma_pattern, translate
 
 V = "2025-11-25"
 
@@ -212,3 +213,86 @@ def test_ecma_syntax_python_rejects_works_in_forms(
         assert pattern_ok(pattern, value), value
     for value in rejects:
         assert not pattern_ok(pattern, value), value
+
+
+@pytest.mark.parametrize(
+    "ws",
+    [
+        " ",
+        "\t",
+        "\n",
+        "\v",
+        "\f",
+        "\r",
+        "\u00a0",
+        "\ufeff",
+        "\u2028",
+        "\u2029",
+        "\u3000",
+        "\u1680",
+        "\u2003",
+        "\u202f",
+    ],
+)
+def test_pattern_backslash_s_is_ecma_whitespace(ws: str) -> None:
+    assert pattern_ok(r"^a\sb$", f"a{ws}b")
+    assert pattern_ok(r"^a[\s]b$", f"a{ws}b")
+    assert pattern_ok(r"^a[x\s]b$", f"a{ws}b")
+    assert not pattern_ok(r"^a\Sb$", f"a{ws}b")
+    assert not pattern_ok(r"^a[\S]b$", f"a{ws}b")
+
+
+@pytest.mark.parametrize("not_ws", ["x", "\u200b", "\u0085", "\u180e", "٣"])
+def test_pattern_backslash_s_rejects_non_ecma_whitespace(not_ws: str) -> None:
+    # U+200B (zero width space), U+0085 (NEL) and U+180E are not WhiteSpace/LineTerminator in
+    # ECMA-262 (Python's str.isspace() says U+0085 is)
+    assert not pattern_ok(r"^a\sb$", f"a{not_ws}b")
+    assert pattern_ok(r"^a\Sb$", f"a{not_ws}b")
+    assert pattern_ok(r"^a[^\s]b$", f"a{not_ws}b")
+
+
+def test_pattern_digit_and_word_stay_ascii() -> None:
+    assert pattern_ok(r"^\d$", "7")
+    assert not pattern_ok(r"^\d$", "٣")
+    assert pattern_ok(r"^\D$", "٣")
+    assert not pattern_ok(r"^[\d]$", "٣")
+    assert pattern_ok(r"^\w+$", "abc_9")
+    assert not pattern_ok(r"^\w$", "é")
+    assert pattern_ok(r"^\W$", "é")
+    assert pattern_ok(r"^a\b", "a é")
+    assert pattern_ok(r"^a\b", "aé")  # é is not a word character: a boundary
+    assert not pattern_ok(r"^a\B", "aé")
+    # escapes that are not classes pass through, in and out of a class
+    assert pattern_ok(r"^\\s$", "\\s")
+    assert pattern_ok(r"^[\]\s]+$", "] ]")
+    assert pattern_ok(r"^x$", "x")
+    assert not pattern_ok(r"^x$", "x\n")  # ECMA $: the very end only
+
+
+def test_pattern_is_compiled_once() -> None:
+    ecma_pattern.cache_clear()
+    c = compiled("^q+$")
+    misses = ecma_pattern.cache_info().misses
+    for _ in range(3):
+        assert validate_form_answer(c, {"t": "qq"}).ok
+    info = ecma_pattern.cache_info()
+    assert info.misses == misses == 1  # compiled when the definition was checked, then reused
+    assert info.hits >= 3
+
+
+def test_ecma_whitespace_is_ecma262_whitespace_and_line_terminators() -> None:
+    import sys
+    import unicodedata
+
+    from erlmcp_py.core.forms._pattern import ECMA_WHITESPACE
+
+    zs = {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"}
+    assert zs | {0x09, 0x0B, 0x0C, 0xFEFF} | {0x0A, 0x0D, 0x2028, 0x2029} == ECMA_WHITESPACE
+
+
+def test_pattern_negated_whitespace_in_classes() -> None:
+    assert pattern_ok(r"^[^\s]+$", "ab\u200b")
+    assert not pattern_ok(r"^[^\s]+$", "a\u00a0b")
+    assert pattern_ok(r"^[^\S]+$", " \u3000\ufeff")
+    assert not pattern_ok(r"^[^\S]+$", " x")
+    assert pattern_ok(r"^[\S\s]{3}$", "a\u00a0\U0001f600")

@@ -343,6 +343,27 @@ def test_event_validation() -> None:
         Elicitation(POLICY, 0.0, mode="inline")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("bad", [float("-inf"), True, None, "1.0", 1 + 0j])
+def test_elicitation_refuses_a_now_that_is_not_a_finite_number(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"Elicitation\.now must be a finite number"):
+        Elicitation(POLICY, bad)
+
+
+def test_integer_now_is_stored_as_float_seconds() -> None:
+    e = Elicitation(LifecyclePolicy(form_deadline_s=300.0, warn_before_s=60.0), 7)
+    assert type(e.created_at) is float
+    assert e.created_at == 7.0
+    assert e.deadline == 307.0
+    assert e.warn_at == 247.0
+
+
+def test_readers_are_read_only() -> None:
+    e = Elicitation(POLICY, 0.0)
+    for name in ("status", "created_at", "sent_at", "deadline", "warn_at", "is_terminal"):
+        with pytest.raises(AttributeError):
+            setattr(e, name, None)
+
+
 def test_validated_errors_are_stored_as_a_tuple() -> None:
     v = Validated(False, ["a", "b"])  # type: ignore[arg-type]
     assert v.errors == ("a", "b")

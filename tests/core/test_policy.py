@@ -1,4 +1,4 @@
-"""Policy defaults (DESIGN.md §5) and construction-time validation."""
+"""Policy defaults and construction-time validation."""
 
 from __future__ import annotations
 

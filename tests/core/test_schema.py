@@ -52,7 +52,7 @@ def rejected(schema: Any, version: str) -> SchemaNotAllowed:
 
 
 # --------------------------------------------------------------------------------------------
-# Conformance scenarios (reference/mcp-elicitation-spec.md §3.3)
+# Conformance scenarios (the MCP conformance suite's elicitation scenarios)
 # --------------------------------------------------------------------------------------------
 
 TOOLS_CALL_ELICITATION = {

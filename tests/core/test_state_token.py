@@ -167,9 +167,8 @@ def test_other_request() -> None:
 
 
 def test_issued_in_the_future_is_refused() -> None:
-    """Finding: a token carried only its expiry, so one sealed on a clock ahead of the
-    verifier's (another node, or this one before its clock stepped back) was accepted and
-    lived longer than its ttl. Now it is refused beyond the allowed skew."""
+    """A token sealed on a clock ahead of the verifier's (another node, or this one after its
+    clock stepped back) would live longer than its ttl: it is refused beyond the allowed skew."""
     token = _seal(now=1000.0, ttl=600.0)
     skew = DEFAULT_MAX_SKEW_S
     assert skew == 60.0
@@ -196,8 +195,8 @@ def test_open_refuses_bad_max_skew(skew: float) -> None:
 
 
 def test_open_fails_closed_on_non_finite_now() -> None:
-    """Finding: ``now=-inf`` (a broken clock) accepted every unexpired token; an int beyond a
-    double raised OverflowError from seal instead of ValueError."""
+    """A non-finite ``now`` (a broken clock) opens nothing, and an int beyond a double is a
+    ``ValueError`` from seal."""
     token = _seal()
     for now in (-math.inf, math.inf, math.nan, 10**400, -(10**400)):
         assert _reason(token, now=now) == "expired", now
@@ -264,7 +263,7 @@ def test_malformed_non_string() -> None:
 
 def test_malformed_structure() -> None:
     raw = _raw(_seal())
-    for version in (0, 1, 3, 255):  # 1: the old layout, without an issue time
+    for version in (0, 1, 3, 255):  # 1: the layout without an issue time
         assert _reason(_text(bytes((version,)) + raw[1:])) == "malformed"
     assert _reason(_text(raw[:1] + b"\x00" + raw[2:])) == "malformed"  # empty key id
     assert _reason(_text(raw[:1] + b"\xff" + raw[2:])) == "malformed"  # key id too long
@@ -486,10 +485,9 @@ def test_request_digest_refuses_non_json() -> None:
 
 
 def test_request_digest_is_total_on_decoded_json() -> None:
-    """Finding: request params are attacker-controlled, and the JSON boundary decodes a number
-    literal that overflows a double (``1e400``) to inf. The digest used to raise ValueError on
-    it (and on NaN and lone surrogates), which escaped ContinuationRegistry.start/resume and
-    tore the client's session down."""
+    """Request params are attacker-controlled, and the JSON boundary decodes a number literal
+    that overflows a double (``1e400``) to inf: the digest is defined for it, for NaN and for
+    lone surrogates, so ContinuationRegistry.start/resume never raise on them."""
     weird: list[Any] = [math.inf, -math.inf, math.nan, "\ud800", "\udfff", "\ud83d\ude00"]
     digests = [request_digest("tools/call", {"arguments": {"x": v}}) for v in weird]
     # Each digests, and distinctly: from each other and from look-alike strings and numbers.

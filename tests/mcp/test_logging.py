@@ -1,14 +1,20 @@
-"""erlmcp_py.logging: JSON lines on the given stream, sensitive values redacted at any depth."""
+"""erlmcp_py.logging: JSON lines on the given stream, sensitive values redacted at any depth,
+and nothing on stdout unless the application configures it."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import structlog
 
-from erlmcp_py.logging import REDACTED, configure_logging, redact
+from erlmcp_py.logging import REDACTED, configure_logging, redact, stderr_by_default
 
 
 def test_redact_replaces_sensitive_values_at_any_depth() -> None:
@@ -32,6 +38,7 @@ def test_configure_logging_writes_json_to_the_stream() -> None:
         structlog.get_logger("t").debug("hidden")
     finally:
         structlog.reset_defaults()
+        stderr_by_default()
     (line,) = stream.getvalue().splitlines()
     record = json.loads(line)
     assert record["event"] == "hello"
@@ -67,6 +74,7 @@ def test_every_line_is_one_strict_json_object_whatever_the_values() -> None:
             log.exception("failed")
     finally:
         structlog.reset_defaults()
+        stderr_by_default()
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3
     first = json.loads(lines[0], parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
@@ -102,3 +110,54 @@ def test_log_stream_waits_instead_of_raising_on_a_full_nonblocking_fd() -> None:
     reader.join(timeout=10)
     os.close(read_fd)
     assert len(received) == 1001 * 1000
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+UNCONFIGURED = textwrap.dedent(
+    """
+    import trio
+    from erlmcp_py import ElicitationRequest, Tenant, open_runtime
+    from erlmcp_py.testing import MemoryPeer
+
+    async def main():
+        peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "Ada"}})
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        request = ElicitationRequest("Your name?", requested_schema=schema)
+        async with open_runtime() as runtime:
+            handle = await runtime.create_elicitation(
+                request, peer=peer, tenant=Tenant("u", "w", "c")
+            )
+            outcome = await handle.outcome()
+        assert type(outcome).__name__ == "Accepted", outcome
+
+    trio.run(main)
+    """
+)
+
+
+def test_an_unconfigured_library_writes_no_log_line_to_stdout() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", UNCONFIGURED],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "outcome" in done.stderr  # the runtime's lines went to stderr
+
+
+def test_the_default_leaves_an_application_configuration_alone() -> None:
+    stream = io.StringIO()
+    configure_logging("json", "info", stream=stream)
+    try:
+        stderr_by_default()  # configured already: nothing changes
+        structlog.get_logger("t").info("mine")
+    finally:
+        structlog.reset_defaults()
+        stderr_by_default()
+    assert json.loads(stream.getvalue())["event"] == "mine"

@@ -20,11 +20,13 @@ import trio
 import trio.testing
 from pydantic import BaseModel
 
-from erlmcp_py.actors.tree import open_runtime
+from erlmcp_py.actors.runtime import open_runtime
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut
 from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.mrtr import open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
+from erlmcp_py.mcp.versions import ClientCapabilities
 from tests.conftest import count_tasks
 
 V = "2026-07-28"
@@ -877,3 +879,60 @@ async def test_registry_options_are_checked_up_front(options: dict[str, Any]) ->
     async with trio.open_nursery() as nursery:
         with pytest.raises(ValueError, match="state_ttl must be positive and finite"):
             ContinuationRegistry(nursery, **options)
+
+
+# -- how a round settles ----------------------------------------------------------------------
+
+
+def _record(peer: Any, message: str) -> Any:
+    """What the runtime does to ask: ``send_request`` on the call's peer."""
+
+    def ignore(_: Any) -> None:
+        pass
+
+    return peer.send_request(
+        "elicitation/create",
+        {"message": message, "requestedSchema": {"type": "object"}},
+        request_id=message,
+        on_response=ignore,
+    )
+
+
+def _tool_asking_twice(gap: int) -> Any:
+    async def run(peer: Any) -> Mapping[str, Any]:
+        await _record(peer, "first?")
+        for _ in range(gap):
+            await trio.lowlevel.checkpoint()
+        await _record(peer, "second?")
+        await trio.sleep_forever()
+        raise AssertionError
+
+    return run
+
+
+async def _first_round(registry: Any, gap: int) -> list[str]:
+    result = await registry.start(
+        principal="alice",
+        method="tools/call",
+        params={"name": "t", "arguments": {}},
+        capabilities=ClientCapabilities(frozenset({"form"})),
+        protocol_version=V,
+        client_id="c1",
+        run=_tool_asking_twice(gap),
+    )
+    assert result["resultType"] == "input_required"
+    return sorted(r["params"]["message"] for r in result["inputRequests"].values())
+
+
+async def test_requests_within_the_settle_checkpoints_share_a_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_continuations(settle_checkpoints=10) as registry:
+        assert await _first_round(registry, gap=5) == ["first?", "second?"]
+
+
+async def test_a_request_after_the_settle_checkpoints_waits_for_the_next_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_continuations(settle_checkpoints=10) as registry:
+        assert await _first_round(registry, gap=40) == ["first?"]

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import pydantic_core
 import pytest
+import structlog.testing
 import trio
 import trio.testing
 from pydantic import BaseModel
 
+from erlmcp_py.actors.peer import PeerError, PeerGone
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
 from erlmcp_py.example_server import build_server
+from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import ServerSession, open_session
 from tests.mcp.harness import connect
 
 # -- lifecycle -----------------------------------------------------------------------------------
@@ -400,3 +407,108 @@ async def test_conformance_schemas_are_exact(autojump_clock: trio.testing.MockCl
 
 def test_timed_out_is_distinct() -> None:
     assert TimedOut() != Unsupported()
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+class _Transport:
+    """Records the frames a session writes; ``gate`` holds a write, ``broken`` fails it."""
+
+    def __init__(self) -> None:
+        self.out: list[dict[str, Any]] = []
+        self.broken = False
+        self.gate: trio.Event | None = None
+
+    async def send(self, frame: bytes) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.broken:
+            raise trio.BrokenResourceError
+        self.out.append(pydantic_core.from_json(frame))
+
+
+@asynccontextmanager
+async def _ready_session() -> AsyncIterator[tuple[ServerSession, _Transport]]:
+    transport = _Transport()
+    server = Server("write-test", "1.0.0")
+    with trio.fail_after(5):
+        async with (
+            server.running() as runtime,
+            open_session(server, runtime, transport.send) as session,
+        ):
+            init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+            await session.feed(jsonrpc.encode_request(0, "initialize", init))
+            await session.feed(jsonrpc.encode_notification("notifications/initialized"))
+            transport.out.clear()
+            yield session, transport
+
+
+async def test_a_write_while_another_is_under_way_waits_its_turn() -> None:
+    async with _ready_session() as (session, transport), trio.open_nursery() as nursery:
+        transport.gate = trio.Event()
+        nursery.start_soon(session.send_notification, "first", {})
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(session.send_notification, "second", {})
+        await trio.testing.wait_all_tasks_blocked()
+        assert transport.out == []  # the second did not overtake the parked first
+        transport.gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [m["method"] for m in transport.out] == ["first", "second"]
+
+
+async def test_a_broken_transport_closes_the_session() -> None:
+    async with _ready_session() as (session, transport):
+        transport.broken = True
+        with structlog.testing.capture_logs() as events, pytest.raises(PeerGone):
+            await session.send_notification("notifications/tools/list_changed", {})
+        assert session.closed
+        failed = [e for e in events if e["event"] == "transport_write_failed"]
+        assert [e["error"] for e in failed] == ["BrokenResourceError"]
+        with pytest.raises(PeerGone):
+            await session.send_notification("notifications/tools/list_changed", {})
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+async def test_responses_go_to_their_callbacks_once() -> None:
+    answers: list[Any] = []
+    async with _ready_session() as (session, transport):
+        for rid in ("s1", "s2", "s3"):
+            await session.send_request(
+                "elicitation/create", {"message": "?"}, request_id=rid, on_response=answers.append
+            )
+        assert [m["id"] for m in transport.out] == ["s1", "s2", "s3"]
+        await session.feed(jsonrpc.encode_response("s1", {"x": 1}))
+        await session.feed(jsonrpc.encode_error("s2", -1, "no", 7))
+        assert answers == [{"x": 1}, PeerError(-1, "no", 7)]
+        # unknown, duplicate, or an error without id: ignored
+        await session.feed(jsonrpc.encode_response("s1", {}))
+        await session.feed(jsonrpc.encode_response("zz", {}))
+        await session.feed(jsonrpc.encode_error(None, -1, "x"))
+        session.forget_request("s3")
+        await session.feed(jsonrpc.encode_response("s3", {}))  # forgotten: ignored
+        assert len(answers) == 2
+        assert [m["id"] for m in transport.out] == ["s1", "s2", "s3"]  # nothing answered
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        jsonrpc.encode_request(3, "tools/call", {"name": "nope"}),
+        jsonrpc.encode_request(4, "ping"),
+        jsonrpc.encode_notification("notifications/initialized"),
+        jsonrpc.encode_response("s1", {}),
+        b"not json",
+        b'[{"jsonrpc": "2.0", "id": 5, "method": "ping"}]',
+    ],
+    ids=["tools/call", "ping", "notification", "response", "garbage", "batch"],
+)
+async def test_every_frame_is_dropped_once_the_session_is_closed(frame: bytes) -> None:
+    async with _ready_session() as (session, transport):
+        session.close()
+        await session.feed(frame)
+        await trio.testing.wait_all_tasks_blocked()
+        assert transport.out == []
+        assert session.phase == "closed"

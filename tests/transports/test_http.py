@@ -563,3 +563,22 @@ async def test_example_server_sampling_and_content_tools() -> None:
             "test_audio_content": "audio",
             "test_embedded_resource": "resource",
         }
+
+
+def test_serve_http_is_public_and_serves_the_server_it_is_given() -> None:
+    import ast
+    import inspect
+
+    import erlmcp_py
+    import erlmcp_py.transports.http as http
+
+    assert erlmcp_py.serve_http is serve_http
+    assert "serve_http" in erlmcp_py.__all__
+    assert next(iter(inspect.signature(serve_http).parameters)) == "server"
+    # the CLI, not the transport, picks the example server
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(inspect.getsource(http)))
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert "erlmcp_py.example_server" not in imported

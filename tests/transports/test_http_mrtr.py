@@ -471,7 +471,7 @@ async def test_a_2025_client_on_the_same_endpoint_is_unaffected() -> None:
         assert tools.status_code == 200
         assert tools.headers["mcp-session-id"] == session["mcp-session-id"]
         assert len(tools.json()["result"]["tools"]) == 2
-        # without a session, a 2025 request is still refused as before
+        # without a session, a 2025 request is refused
         bare = await c.http.post(c.url, content=json.dumps(listed).encode(), headers=legacy)
         assert bare.status_code == 400
         assert listening.transport.session_count == 1

@@ -291,7 +291,7 @@ async def test_serve_refuses_a_bad_server_name() -> None:
         assert f"--server {spec}: ".encode() in done.stderr
 
 
-async def test_plain_function_handler_is_answered_inline() -> None:
+async def test_plain_function_handler_is_answered_by_the_reader() -> None:
     seen: list[str] = []
 
     def contact(request: ServerRequest) -> dict[str, Any]:  # not a coroutine function

@@ -1,0 +1,315 @@
+"""The supervision tree and the runtime API on top of it.
+
+    root Supervisor (rest_for_one, 5 restarts / 10 s)
+    ├── RateLimiterActor   permanent
+    ├── ValidatorActor     permanent
+    └── ElicitationActor   permanent — one child task per elicitation
+
+Actors find each other through a small registry (Erlang's registered names): each actor
+registers its ref in ``init``. rest_for_one guarantees that when the rate limiter or the
+validator restarts, the elicitation actor restarts after it and picks up the fresh refs.
+
+Every runtime API call is one message to the elicitation actor's mailbox (``Runtime._call``);
+:meth:`Runtime.ask` is :meth:`Runtime.create_elicitation` followed by ``handle.outcome()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from erlmcp_py.actors.api import (
+    ElicitationHandle,
+    ElicitationInfo,
+    ElicitationRequest,
+    RuntimeConfig,
+)
+from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors.metrics import Metrics
+from erlmcp_py.actors.peer import Peer
+from erlmcp_py.actors.ratelimiter import RateLimiterActor
+from erlmcp_py.actors.record import CancelIt, CompleteIt, Create, ExtendIt, GetStatus, ListAll
+from erlmcp_py.actors.urlcheck import Resolver, check_url
+from erlmcp_py.actors.validator import ValidatorActor
+from erlmcp_py.core.errors import RequestTooLarge
+from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
+from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.typeschema import FormType, schema_for
+from erlmcp_py.core.urlpolicy import UrlPolicy
+from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
+
+__all__ = ["Runtime", "open_runtime"]
+
+
+class Registry(dict[str, ActorRef]):
+    """Registered names -> current actor refs; ``changed`` fires on every registration."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = trio.Event()
+
+    def __setitem__(self, name: str, ref: ActorRef) -> None:
+        super().__setitem__(name, ref)
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+class Runtime:
+    """The elicitation runtime's API. Get one from :func:`open_runtime`.
+
+    Every call takes the caller's tenant; another tenant's elicitation id behaves exactly
+    like an unknown id (``ElicitationNotFound``).
+    """
+
+    def __init__(self, config: RuntimeConfig, resolver: Resolver | None = None) -> None:
+        self.config = config
+        self.resolver = resolver
+        self.policy = config.to_policy()
+        self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
+        self._metrics = Metrics()
+        self._registry = Registry()
+        self.supervisor = Supervisor(
+            [
+                ChildSpec(
+                    "ratelimiter",
+                    actor_starter(lambda: RateLimiterActor(self.policy.rate, self._registry)),
+                ),
+                ChildSpec("validator", actor_starter(lambda: ValidatorActor(self._registry))),
+                ChildSpec(
+                    "elicitation",
+                    actor_starter(
+                        lambda: ElicitationActor(
+                            self.policy,
+                            self._registry,
+                            self._metrics,
+                            self.url_policy,
+                            self.resolver,
+                        )
+                    ),
+                ),
+            ],
+            strategy="rest_for_one",
+            max_restarts=config.max_restarts,
+            max_seconds=config.restart_period_s,
+            name="erlmcp",
+        )
+
+    async def _call(self, msg: Any) -> Any:
+        """Call the elicitation actor through its mailbox under the call timeout, riding
+        out a restart of it (the new incarnation registers within the timeout)."""
+        deadline = trio.current_time() + self.config.call_timeout_s
+        while True:
+            ref = self._registry["elicitation"]
+            try:
+                return await ref.call(msg, timeout=max(deadline - trio.current_time(), 0.001))
+            except ActorGone:
+                with trio.move_on_at(deadline):
+                    while self._registry["elicitation"] is ref:
+                        await self._registry.changed.wait()
+                if self._registry["elicitation"] is ref:
+                    raise
+
+    async def create_elicitation(
+        self,
+        request: ElicitationRequest,
+        *,
+        peer: Peer,
+        tenant: Tenant,
+        owner: trio.lowlevel.Task | None = None,
+        client_id: str | None = None,
+    ) -> ElicitationHandle:
+        """Ask ``peer``'s user; return a handle whose ``outcome()`` yields exactly once.
+
+        Args:
+            request: what to ask.
+            peer: the client to ask.
+            tenant: the caller's scope.
+            owner: the task whose exit abandons the elicitation; default: the caller.
+            client_id: rate-limit key; default ``peer.peer_id``.
+
+        Raises:
+            RequestTooLarge: the message exceeds the size policy.
+            SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
+            UnsafeURLError: URL mode with a refused URL.
+            RateLimited, TooManyElicitations: the client's limits.
+            Busy, ActorGone, CallTimeout: the runtime cannot take the request now.
+        """
+        sizes = self.policy.sizes
+        message_size = len(request.message.encode())
+        if message_size > sizes.message_bytes:
+            raise RequestTooLarge("message", message_size, sizes.message_bytes)
+        if request.mode == "form":
+            assert request.requested_schema is not None
+            check_requested_schema(request.requested_schema, _version_of(peer))
+        else:
+            assert request.url is not None
+            url = await check_url(request.url, self.url_policy, resolver=self.resolver)
+            if url != request.url:
+                request = ElicitationRequest(
+                    request.message, "url", url=url, validator=request.validator
+                )
+        if not peer.supports(request.mode):
+            # Never a fake decline: the peer cannot be asked at all.
+            self._metrics.on_unsupported(request.mode)
+            await trio.lowlevel.checkpoint()
+            return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
+        message = Create(
+            request,
+            peer,
+            tenant,
+            owner if owner is not None else trio.lowlevel.current_task(),
+            client_id if client_id is not None else peer.peer_id,
+        )
+        handle: ElicitationHandle = await self._call(message)
+        return handle
+
+    async def ask(
+        self,
+        request: ElicitationRequest | str,
+        form: type[Any] | FormType[Any] | None = None,
+        *,
+        peer: Peer,
+        tenant: Tenant,
+        client_id: str | None = None,
+    ) -> Outcome:
+        """Ask and wait: :meth:`create_elicitation`, then ``await handle.outcome()``.
+
+        The caller owns the elicitation (its exit abandons it).
+
+        Args:
+            request: an :class:`ElicitationRequest`, or the message text when ``form`` is
+                given.
+            form: a Python type (pydantic model, dataclass, TypedDict, or a bare field type
+                such as ``bool`` or ``Literal[...]``) or a :class:`FormType`; the
+                requestedSchema is built for the peer's protocol version and the answer is
+                validated against it.
+            peer: the client to ask.
+            tenant: the caller's scope.
+            client_id: rate-limit key; default ``peer.peer_id``.
+
+        Returns:
+            ``Accepted(content)`` — with ``form``, an instance of the type (or the bare
+            value); otherwise the validated dict — | ``Declined`` | ``Cancelled`` |
+            ``TimedOut`` | ``Unsupported`` | ``Failed(reason)``.
+
+        Raises:
+            TypeError: ``form`` cannot be a form, or is missing for a message text.
+            as :meth:`create_elicitation`.
+        """
+        form_type: FormType[Any] | None = None
+        if isinstance(request, ElicitationRequest):
+            if form is not None:
+                raise TypeError("pass form only with a message text, not with a request")
+        else:
+            if form is None:
+                raise TypeError("ask(message, form): a message text needs a form type")
+            form_type = form if isinstance(form, FormType) else schema_for(form)
+            request = ElicitationRequest(
+                request,
+                "form",
+                requested_schema=form_type.requested_schema(_version_of(peer)),
+                validator=form_type,
+            )
+        handle = await self.create_elicitation(
+            request, peer=peer, tenant=tenant, client_id=client_id
+        )
+        outcome = await handle.outcome()
+        if form_type is not None and isinstance(outcome, Accepted):
+            content = outcome.content
+            if isinstance(content, Mapping):
+                return Accepted(form_type.from_valid(content))
+        return outcome
+
+    async def get_elicitation_status(
+        self, elicitation_id: str, *, tenant: Tenant
+    ) -> ElicitationInfo:
+        """Status of one elicitation (terminal ones stay visible for the retention period).
+
+        Raises:
+            ElicitationNotFound: unknown, evicted, or another tenant's.
+        """
+        info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+        return info
+
+    async def list_elicitations(self, *, tenant: Tenant) -> list[ElicitationInfo]:
+        """Every retained elicitation of ``tenant``."""
+        rows: list[ElicitationInfo] = await self._call(ListAll(tenant))
+        return rows
+
+    async def cancel_elicitation(self, elicitation_id: str, *, tenant: Tenant) -> ElicitationInfo:
+        """Cancel (outcome ``Cancelled(by="server")``; the client is told to drop it).
+
+        Raises:
+            ElicitationNotFound, AlreadyTerminal.
+        """
+        info: ElicitationInfo = await self._call(CancelIt(elicitation_id, tenant))
+        return info
+
+    async def complete_elicitation(
+        self, elicitation_id: str, content: Mapping[str, Any] | None, *, tenant: Tenant
+    ) -> ElicitationInfo:
+        """Complete from the application side (URL mode: the out-of-band flow finished).
+
+        The content is validated like a client answer. A URL-mode completion sends
+        ``notifications/elicitation/complete`` to the initiating client.
+
+        Raises:
+            ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer.
+        """
+        info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
+        return info
+
+    async def extend_timeout(
+        self, elicitation_id: str, *, tenant: Tenant, seconds: float | None = None
+    ) -> ElicitationInfo:
+        """Move the deadline (bounded by policy: at most ``max_extensions`` times ``extension_s``).
+
+        Raises:
+            ElicitationNotFound, AlreadyTerminal, ExtensionDenied.
+        """
+        info: ElicitationInfo = await self._call(ExtendIt(elicitation_id, tenant, seconds))
+        return info
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters per outcome and mode, the pending gauge, the human-latency histogram."""
+        return self._metrics.snapshot()
+
+    def actor(self, name: str) -> ActorRef:
+        """The current ref of ``ratelimiter``, ``validator`` or ``elicitation`` (for ops/tests)."""
+        return self._registry[name]
+
+
+def _version_of(peer: Peer) -> str:
+    """The peer's protocol version; a peer without one (not an MCP client) gets the newest
+    requestedSchema subset."""
+    version: str | None = getattr(peer, "protocol_version", None)
+    return version or LATEST_VERSION
+
+
+@asynccontextmanager
+async def open_runtime(
+    config: RuntimeConfig | Mapping[str, Any] | None = None,
+    *,
+    resolver: Resolver | None = None,
+) -> AsyncIterator[Runtime]:
+    """Start the supervision tree; stop it (in reverse order) when the block exits.
+
+    Args:
+        config: a :class:`RuntimeConfig`, a mapping of its fields, or ``None`` for defaults.
+        resolver: host-name resolver for URL checks (default: the system's, via trio).
+
+    Raises:
+        pydantic.ValidationError: the configuration is invalid (raised before anything starts).
+    """
+    if not isinstance(config, RuntimeConfig):
+        config = RuntimeConfig.model_validate(dict(config or {}))
+    runtime = Runtime(config, resolver)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.supervisor.run)
+        try:
+            yield runtime
+        finally:
+            runtime.supervisor.request_stop()

@@ -1,0 +1,86 @@
+"""``mcp/meta.py``: the 2026-07-28 per-request metadata and which requests are modern."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
+from erlmcp_py.mcp.meta import PROTOCOL_VERSION, RequestMeta, is_modern_request, parse_request_meta
+
+V = "2026-07-28"
+
+
+def meta(caps: Any, info: Any) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": info,
+        "progressToken": 7,
+    }
+
+
+def test_dicts_and_other_mappings_read_alike() -> None:
+    caps = {"elicitation": {"form": {}}}
+    info = {"name": "c", "version": "1"}
+    plain = parse_request_meta(Request(1, "tools/call", {"_meta": meta(caps, info)}))
+    proxied = parse_request_meta(
+        Request(
+            1,
+            "tools/call",
+            MappingProxyType({"_meta": meta(MappingProxyType(caps), MappingProxyType(info))}),
+        )
+    )
+    assert plain == proxied
+    assert plain.capabilities.supports("form")
+    assert plain.client_info == info
+    assert type(plain.client_info) is dict
+    assert plain.progress_token == 7
+    assert plain.log_level is None
+
+
+@pytest.mark.parametrize("params", [["x"], "x"])
+def test_params_that_are_not_an_object_are_refused(params: Any) -> None:
+    with pytest.raises(JsonRpcError):
+        parse_request_meta(Request(1, "tools/call", params))
+
+
+@pytest.mark.parametrize("caps", [None, ["form"], "form"])
+def test_capabilities_that_are_not_an_object_are_refused(caps: Any) -> None:
+    with pytest.raises(JsonRpcError):
+        parse_request_meta(Request(1, "tools/call", {"_meta": meta(caps, {})}))
+
+
+def test_request_meta_is_a_frozen_value() -> None:
+    first = parse_request_meta(Request(1, "tools/call", {"_meta": meta({}, "not a mapping")}))
+    assert first.client_info == {}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.log_level = "info"  # type: ignore[misc]
+    other = RequestMeta(protocol_version=V, capabilities=first.capabilities)
+    assert other.client_info == {}
+    assert other.client_info is not RequestMeta(V, first.capabilities).client_info
+    assert dataclasses.replace(first, client_info={}) == first
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "modern"),
+    [
+        ("server/discover", None, True),
+        ("tools/call", None, False),
+        ("tools/call", {"name": "t"}, False),
+        ("tools/call", {"_meta": None}, False),
+        ("tools/call", {"_meta": {"other": 1}}, False),
+        ("tools/call", {"_meta": [PROTOCOL_VERSION]}, False),
+        ("tools/call", ["x"], False),
+        ("tools/call", {"_meta": {PROTOCOL_VERSION: None}}, True),
+        ("tools/call", {"_meta": MappingProxyType({PROTOCOL_VERSION: 1})}, True),
+        ("tools/call", MappingProxyType({"_meta": {PROTOCOL_VERSION: 1}}), True),
+    ],
+)
+def test_a_request_is_modern_when_its_meta_names_the_protocol_version(
+    method: str, params: Any, modern: bool
+) -> None:
+    assert is_modern_request(Request(1, method, params)) is modern
