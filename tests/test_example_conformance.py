@@ -1,6 +1,7 @@
 """The example server's 2026-07-28 conformance tools, driven over real Streamable HTTP on
 127.0.0.1 the way the official conformance suite drives them: one POST per round, the retry
-carrying ``inputResponses`` and the ``requestState`` of the round it answers."""
+carrying ``inputResponses`` and the ``requestState`` of the round it answers; and the same
+tools in a 2025-11-25 session, where they send their requests to the client."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typing import Any
 
 import httpx2
 import trio
+import trio.testing
 
 from erlmcp_py.example_server import build_server
 from erlmcp_py.transports.http import Listening, serve_http
+from tests.mcp.harness import connect
 
 TIMEOUT = 10  # seconds: bound of every wait in this file
 VERSION = "2026-07-28"
@@ -276,3 +279,18 @@ async def test_logging_tool_logs_only_to_a_request_that_names_a_level() -> None:
         ]
         assert logged == ["info", "warning"]
         assert text_of(events[-1]["result"]) == "Logged three messages"
+
+
+async def test_in_a_2025_session_the_same_tools_send_requests(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connect(build_server()) as wire:
+        await wire.initialize({"elicitation": {}, "sampling": {}, "roots": {}})
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "test_input_required_result_elicitation")
+            asked = await wire.server_request(0)
+            assert asked["method"] == "elicitation/create"
+            assert asked["params"]["message"] == "What is your name?"
+            await wire.answer(asked["id"], accept({"name": "Alice"}))
+            done = await wire.response(rid)
+        assert text_of({"resultType": "complete", **done["result"]}) == "Hello, Alice!"
