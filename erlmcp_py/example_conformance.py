@@ -105,10 +105,13 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
     async def name() -> str:
         return _text(await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name"), "name")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask, "name", name)
-        nursery.start_soon(ask, "greeting", lambda: _sample(ctx, "Generate a greeting", 50))
-        nursery.start_soon(ask, "roots", roots)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "name", name)
+            nursery.start_soon(ask, "greeting", lambda: _sample(ctx, "Generate a greeting", 50))
+            nursery.start_soon(ask, "roots", roots)
+    except ExceptionGroup as group:  # e.g. RateLimited: say what happened, not "a group"
+        raise ToolError("; ".join(str(e) for e in group.exceptions)) from None
     return f"name={answers['name']}; greeting={answers['greeting']}; roots={answers['roots']}"
 
 

@@ -16,6 +16,7 @@ import httpx2
 import trio
 import trio.testing
 
+from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.example_server import build_server
 from erlmcp_py.transports.http import Listening, serve_http
 from tests.mcp.harness import connect
@@ -100,8 +101,8 @@ class Suite:
 
 
 @asynccontextmanager
-async def suite() -> AsyncIterator[Suite]:
-    server = build_server()
+async def suite(config: RuntimeConfig | None = None) -> AsyncIterator[Suite]:
+    server = build_server(config)
     async with server.running(), trio.open_nursery() as nursery:
         listening: Listening = await nursery.start(
             partial(serve_http, server, host="127.0.0.1", port=0)
@@ -184,6 +185,16 @@ async def test_multiple_inputs_are_asked_in_one_round() -> None:
             responses={key: answers[method] for key, method in asked.items()},
         )
         assert text_of(done) == "name=Alice; greeting=Hello there!; roots=file:///test/root"
+
+
+async def test_a_refused_elicitation_among_several_inputs_is_reported_by_name() -> None:
+    async with suite(RuntimeConfig(rate=1)) as s:
+        await s.call("test_input_required_result_elicitation")  # the only token
+        refused = await s.call("test_input_required_result_multiple_inputs")
+        assert refused["resultType"] == "complete"
+        assert refused["isError"] is True
+        assert "rate" in refused["content"][0]["text"].lower()
+        assert "group" not in refused["content"][0]["text"].lower()
 
 
 async def test_request_state_multi_round_and_tampered_state() -> None:
