@@ -155,6 +155,7 @@ APPLICATION = (
     "erlmcp_py.cli",
     "erlmcp_py.connect",
     "erlmcp_py.demo",
+    "erlmcp_py.example_conformance",
     "erlmcp_py.example_everything",
     "erlmcp_py.example_server",
     "erlmcp_py.testing",
