@@ -8,11 +8,15 @@ read left behind at exit holds no lock) and sends whole lines into a channel; th
 channel, so a prompt can be cancelled without losing a line typed later.
 
 Elicitations are shown one at a time (a lock). SIGINT is received as a signal, never as
-``KeyboardInterrupt``: while an elicitation is on screen, Ctrl-C cancels that prompt and the
-elicitation is answered ``cancel``; anywhere else (the REPL prompt, a tool still running) it
-leaves the client with status 130. Server notifications are printed as they arrive, on a line of
-their own above the open prompt, which is then shown again: the deadline warning (``Closing in
-{seconds}s``), log messages, progress, and the end of a URL-mode page.
+``KeyboardInterrupt``, and stops the innermost thing running: while an elicitation is on
+screen, Ctrl-C cancels that prompt and the elicitation is answered ``cancel``; while a tool call
+runs (waiting for a URL-mode page, or a slow tool), it stops the call (the wire tells the
+server: ``notifications/cancelled`` on stdio, the POST closed on HTTP) and the REPL prompt comes
+back; at the REPL prompt it leaves the client with status 130.
+
+Server notifications are printed as they arrive, on a line of their own above the open prompt,
+which is then shown again: the deadline warning (``Closing in {seconds}s``), log messages,
+progress, and the end of a URL-mode page.
 """
 
 from __future__ import annotations
@@ -137,6 +141,7 @@ class ConnectApp:
     open_page: Callable[[str], object] = webbrowser.open
     _lock: trio.Lock = field(default_factory=trio.Lock)
     _current: trio.CancelScope | None = None
+    _call: trio.CancelScope | None = None
     _pages: set[str] = field(default_factory=set)
 
     async def on_request(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -190,12 +195,28 @@ class ConnectApp:
             return answer
 
     def interrupt(self) -> bool:
-        """Ctrl-C: cancel the elicitation on screen; ``False`` when there is none."""
+        """Ctrl-C: cancel the elicitation on screen, else stop the running call; ``False``
+        when there is neither (the client leaves)."""
         self.io.interrupted()
-        if self._current is None:
+        scope = self._current if self._current is not None else self._call
+        if scope is None:
             return False
-        self._current.cancel()
+        scope.cancel()
         return True
+
+    async def call_tool(
+        self, client: McpClient, name: str, arguments: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """``client.call_tool`` that Ctrl-C can stop; ``None`` when it was stopped."""
+        with trio.CancelScope() as scope:
+            self._call = scope
+            try:
+                return await client.call_tool(name, arguments)
+            finally:
+                self._call = None
+        self.io.say(self.t("call_stopped"))
+        self.io.say(self.t("interrupt_exits"))
+        return None
 
     def on_notification(self, method: str, params: Mapping[str, Any]) -> None:
         """Print what a notification tells the user."""
@@ -291,7 +312,7 @@ async def _call(
             io.say(line)
         return False
     try:
-        result = await client.call_tool(name, arguments)
+        result = await app.call_tool(client, name, arguments)
     except RpcError as exc:
         if exc.code == URL_ELICITATION_REQUIRED and isinstance(exc.data, Mapping):
             io.say(t("url_required"))
@@ -300,7 +321,7 @@ async def _call(
                     await app.elicit({**page, "mode": "url"}, follow=False)
         io.say(t("rpc_error", code=exc.code, message=exc.message))
         return False
-    return not _show_result(io, t, result)
+    return result is not None and not _show_result(io, t, result)
 
 
 async def _repl(client: McpClient, app: ConnectApp) -> int:

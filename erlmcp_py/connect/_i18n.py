@@ -40,8 +40,8 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
             "else text)\n"
             "  help                       this help\n"
             "  quit                       leave\n"
-            "While a form is open: Enter takes the default, Ctrl-C cancels the form; "
-            "Ctrl-C at the prompt leaves."
+            "Enter takes a field's default. Ctrl-C cancels the open form, else stops the "
+            "running call; at the prompt it leaves."
         ),
         _PT: (
             "Comandos:\n"
@@ -50,8 +50,8 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
             "possível, senão texto)\n"
             "  help                       esta ajuda\n"
             "  quit                       sair\n"
-            "Com um formulário aberto: Enter usa o padrão, Ctrl-C cancela o formulário; "
-            "Ctrl-C no prompt sai."
+            "Enter usa o padrão do campo. Ctrl-C cancela o formulário aberto, senão "
+            "interrompe a chamada em curso; no prompt, sai."
         ),
     },
     "prompt": {_EN: "mcp> ", _PT: "mcp> "},
@@ -105,6 +105,7 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _PT: "Não foi possível conectar: {reason}",
     },
     "server_exited": {_EN: "the server has exited", _PT: "o servidor encerrou"},
+    "call_stopped": {_EN: "Call stopped.", _PT: "Chamada interrompida."},
     "bye": {_EN: "Bye.", _PT: "Até mais."},
     "interrupt_exits": {
         _EN: "(Ctrl-C again leaves.)",
@@ -198,8 +199,8 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     },
     "err_url_choice": {_EN: "Answer 1, 2, 3 or 4.", _PT: "Responda 1, 2, 3 ou 4."},
     "url_waiting": {
-        _EN: "Waiting for the page to finish (Ctrl-C leaves).",
-        _PT: "Aguardando a página terminar (Ctrl-C sai).",
+        _EN: "Waiting for the page to finish (Ctrl-C stops the call).",
+        _PT: "Aguardando a página terminar (Ctrl-C interrompe a chamada).",
     },
     "url_done": {_EN: "The page is done.", _PT: "A página terminou."},
     "url_required": {

@@ -11,7 +11,9 @@ naming a request being answered cancels that ``on_request`` task first (nothing 
 
 :class:`StdioWire` runs the server command in a session of its own (so the terminal's Ctrl-C
 reaches the client only) and speaks newline-delimited JSON on its stdin/stdout; one reader task
-routes every frame. End of output fails every waiting request with :class:`ConnectionLost`.
+routes every frame. End of output fails every waiting request with :class:`ConnectionLost`; a
+request whose caller is cancelled is withdrawn with ``notifications/cancelled``. (On HTTP,
+cancelling a request closes its POST, which is how Streamable HTTP withdraws it.)
 
 :class:`HttpWire` POSTs each message on a connection of its own (HTTP/1.1 with ``h11``, TLS for
 ``https``). The answer is ``application/json`` (one frame) or ``text/event-stream``, whose
@@ -187,6 +189,11 @@ class StdioWire:
         try:
             await self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
             await waiter.arrived.wait()
+        except trio.Cancelled:
+            # Stopped here (Ctrl-C, or the client leaving): tell the server, briefly.
+            with trio.CancelScope(shield=True), trio.move_on_after(1), suppress(ConnectionLost):
+                await self.notify("notifications/cancelled", {"requestId": rid})
+            raise
         finally:
             self._waiting.pop(rid, None)
         if waiter.frame is None:

@@ -105,7 +105,7 @@ async def test_an_accepted_page_is_followed_until_the_server_says_it_is_done() -
     }
     await send.send("2")
     assert await screen.on_request("elicitation/create", page) == {"action": "accept"}
-    assert out.getvalue().endswith("Waiting for the page to finish (Ctrl-C leaves).\n")
+    assert out.getvalue().endswith("Waiting for the page to finish (Ctrl-C stops the call).\n")
     screen.on_notification("notifications/elicitation/complete", {"elicitationId": "other"})
     screen.on_notification("notifications/elicitation/complete", {"elicitationId": "p1"})
     screen.on_notification("notifications/elicitation/complete", {"elicitationId": "p1"})

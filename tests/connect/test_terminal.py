@@ -69,13 +69,14 @@ def leave(child: pexpect.spawn) -> int | None:
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    """The example server over Streamable HTTP on a free loopback port."""
+    """The example server over Streamable HTTP on a free loopback port (``--dev``: its
+    URL-mode demo page is on loopback)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = pexpect.spawn(
         PY,
-        ["-m", "erlmcp_py.cli", "serve", "--transport", "http", "--port", str(port)],
+        ["-m", "erlmcp_py.cli", "serve", "--transport", "http", "--port", str(port), "--dev"],
         env=_env(),
         cwd=str(ROOT),
         encoding="utf-8",
@@ -221,6 +222,33 @@ def test_url_mode_shows_the_page_and_opens_the_browser_only_on_yes(protocol: str
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+@pytest.mark.parametrize(
+    ("transport", "protocol"),
+    [("stdio", ERAS[0]), ("stdio", ERAS[1]), ("http", ERAS[0]), ("http", ERAS[1])],
+)
+def test_ctrl_c_stops_a_call_waiting_for_a_page_and_the_prompt_comes_back(
+    transport: str, protocol: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("http_url") if transport == "http" else ""
+    target = [url] if transport == "http" else stdio("--dev")
+    child = connect(target, protocol)
+    child.expect_exact("mcp> ")
+    child.sendline("call demo_url_sign_in")
+    child.expect_exact("[2] I will open it myself")
+    child.sendline("2")
+    child.expect_exact("Waiting for the page to finish (Ctrl-C stops the call).")
+    child.sendintr()
+    child.expect_exact("Call stopped.")
+    child.expect_exact("mcp> ")
+    child.sendline("call test_simple_text")
+    child.expect_exact("This is a simple text response for testing.")
+    child.expect_exact("mcp> ")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
 
 
 def _run(*args: str, lang: str = "C.UTF-8") -> subprocess.CompletedProcess[str]:
