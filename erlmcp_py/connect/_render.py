@@ -127,12 +127,15 @@ class FormField:
 
 
 def form_field(name: str, prop: Mapping[str, Any], required: bool) -> FormField:
-    """Classify property ``name`` of a requestedSchema for asking."""
+    """Classify property ``name`` of a requestedSchema for asking (a property outside the
+    MCP subset, even one that is not an object, is asked as JSON or text)."""
+    if not isinstance(prop, Mapping):
+        prop = {}
     try:
         kind: FieldKind | None = field_kind(prop)
-    except SchemaNotAllowed:
-        kind = None
-    options = enum_options(prop) if kind is not None and kind in _SINGLE | _MULTI else ()
+        options = enum_options(prop) if kind in _SINGLE | _MULTI else ()
+    except (SchemaNotAllowed, ValueError):
+        kind, options = None, ()
     return FormField(name, prop, required, kind, options)
 
 
@@ -388,7 +391,8 @@ async def ask_form(io: Prompter, t: Texts, message: str, schema: Mapping[str, An
     """
     properties = schema.get("properties")
     props: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
-    required = set(schema.get("required") or ())
+    listed = schema.get("required")
+    required = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
     fields = [form_field(name, prop, name in required) for name, prop in props.items()]
     io.say(t("server_asks"))
     for line in message.splitlines() or [""]:

@@ -299,6 +299,12 @@ async def test_a_field_outside_the_mcp_subset_is_asked_as_json_or_text() -> None
     assert await ask_form(io, EN, "?", schema) == Answer("accept", {"x": {"a": 1}})
 
 
+async def test_a_malformed_schema_is_still_asked_field_by_field() -> None:
+    schema = {"properties": {"a": "string", "b": {"enum": "xy"}}, "required": "a"}
+    io = Lines(["text", "7", "1"])
+    assert await ask_form(io, EN, "?", schema) == Answer("accept", {"a": "text", "b": 7})
+
+
 # -- URL mode -----------------------------------------------------------------------------------
 
 
