@@ -387,7 +387,10 @@ class HttpWire:
         stream: trio.abc.Stream = await trio.open_tcp_stream(parts.hostname or "", port)
         if secure:
             stream = trio.SSLStream(
-                stream, ssl.create_default_context(), server_hostname=parts.hostname
+                stream,
+                ssl.create_default_context(),
+                server_hostname=parts.hostname,
+                https_compatible=True,  # HTTP servers may close without a TLS close_notify
             )
         return stream
 
