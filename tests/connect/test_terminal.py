@@ -70,13 +70,25 @@ def leave(child: pexpect.spawn) -> int | None:
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     """The example server over Streamable HTTP on a free loopback port (``--dev``: its
-    URL-mode demo page is on loopback)."""
+    URL-mode demo page is on loopback; ``--rate``: every test client shares one address, so
+    one rate-limit bucket)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = pexpect.spawn(
         PY,
-        ["-m", "erlmcp_py.cli", "serve", "--transport", "http", "--port", str(port), "--dev"],
+        [
+            "-m",
+            "erlmcp_py.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--dev",
+            "--rate",
+            "1000",
+        ],
         env=_env(),
         cwd=str(ROOT),
         encoding="utf-8",
