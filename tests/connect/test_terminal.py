@@ -276,10 +276,12 @@ def _run(*args: str, lang: str = "C.UTF-8") -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_call_from_a_script_prints_the_result_and_exits_by_its_outcome() -> None:
-    done = _run("--call", "test_simple_text", *stdio())
+def test_call_from_a_script_prints_the_result_and_exits_by_its_outcome(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    done = _run("--server-stderr", str(log), "--call", "test_simple_text", *stdio())
     assert done.returncode == 0
     assert "This is a simple text response for testing." in done.stdout
+    assert '"event":"initialize"' in log.read_text()  # the server's stderr, kept on request
     failed = _run("--call", "test_error_handling", *stdio())
     assert failed.returncode == 1
     assert "Tool error:" in failed.stdout
