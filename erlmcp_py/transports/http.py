@@ -34,7 +34,11 @@ session may be open at once.
 
 *Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
 on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
-over ``max_frame_bytes`` gets 413; malformed JSON-RPC gets 400 with the JSON-RPC error;
+over ``max_frame_bytes`` gets 413 and one slower than ``body_min_rate`` after
+``body_grace_s`` gets 408, both closing the connection
+(:func:`~erlmcp_py.transports._limits.read_body`); an idle connection, or one whose request
+head is not complete, is closed after ``keep_alive_s``; malformed JSON-RPC gets 400 with the
+JSON-RPC error;
 ``MCP-Protocol-Version`` is checked after ``initialize``
 (:func:`~erlmcp_py.transports.http_checks.check_protocol_version_header`, 400).
 
@@ -76,7 +80,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -88,10 +92,20 @@ from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
 from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
-from erlmcp_py.mcp.mrtr import ContinuationRegistry, open_continuations
+from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import StatelessEndpoint, state_ttl_for
+from erlmcp_py.transports._limits import (
+    DEFAULT_BODY_BYTES,
+    BodyPolicy,
+    BodyTooLarge,
+    BodyTooSlow,
+    PrincipalCounter,
+    PrincipalLimits,
+    read_body,
+)
+from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
 from erlmcp_py.transports.http_checks import (
     HEADER_MISMATCH,
     HostPolicy,
@@ -100,8 +114,9 @@ from erlmcp_py.transports.http_checks import (
     check_protocol_version_header,
     http_status_for,
 )
+from erlmcp_py.transports.principal import principal_for_address
 
-__all__ = ["HttpConfig", "HttpTransport", "Listening", "serve_http"]
+__all__ = ["HttpConfig", "HttpTransport", "Listening", "PrincipalLimits", "serve_http"]
 
 log = structlog.get_logger("erlmcp.http")
 
@@ -125,9 +140,18 @@ class HttpConfig:
         path: The MCP endpoint.
         allowed_hosts: Host names accepted besides the loopback ones (DNS-rebinding guard).
         allowed_origins: Exact origins accepted besides those on an allowed host.
-        max_frame_bytes: Largest POST body.
-        max_sessions: Open sessions at most; ``initialize`` beyond it gets 503.
+        max_frame_bytes: Largest POST body (413 beyond it). 1 MiB by default: a JSON parse
+            holds the event loop for its whole length (see
+            :data:`~erlmcp_py.transports._limits.DEFAULT_BODY_BYTES`).
+        max_sessions: Open sessions at most, over all principals: the last resort behind
+            ``limits.sessions``; ``initialize`` beyond it gets 503 with ``Retry-After``.
         idle_timeout: Seconds a session without an open stream lives on.
+        keep_alive_s: Seconds an idle connection stays open, and the longest a request
+            head may take to arrive.
+        body_grace_s: Seconds a request body may take beyond what ``body_min_rate`` allows.
+        body_min_rate: Bytes per second a request body must keep up (408 and close, else).
+        limits: Caps per principal; past one, 429 with ``Retry-After``.
+        retry_after_s: The ``Retry-After`` of a 429 or 503.
         stream_queue: Frames buffered per stream before a slow client's stream is ended.
         backlog: Frames kept for a GET stream that is not connected yet.
         principal_header: Request header naming the principal of 2026-07-28 requests (their
@@ -142,9 +166,14 @@ class HttpConfig:
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES
+    max_frame_bytes: int = DEFAULT_BODY_BYTES
     max_sessions: int = 1024
-    idle_timeout: float = 1800.0
+    idle_timeout: float = 300.0
+    keep_alive_s: float = 5.0
+    body_grace_s: float = 10.0
+    body_min_rate: int = 32 * 1024
+    limits: PrincipalLimits = field(default_factory=PrincipalLimits)
+    retry_after_s: int = 5
     stream_queue: int = 256
     backlog: int = 256
     principal_header: str | None = None
@@ -237,9 +266,10 @@ def _classify(frame: bytes) -> tuple[bool, RequestId | None]:
 class _HttpSession:
     """A :class:`ServerSession` and the HTTP streams its frames go to."""
 
-    def __init__(self, transport: HttpTransport, session_id: str) -> None:
+    def __init__(self, transport: HttpTransport, session_id: str, principal: str) -> None:
         self.id = session_id
         self.transport = transport
+        self.principal = principal
         self.session: ServerSession | None = None
         self.posts: dict[RequestId, _Stream] = {}
         self.get_stream: _Stream | None = None
@@ -323,8 +353,15 @@ class _HttpSession:
                         self.touch()
         finally:
             self.close()
-            transport._sessions.pop(self.id, None)
+            if transport._sessions.pop(self.id, None) is not None:
+                transport._session_shares.release(self.principal)
             self.log.info("session_ended")
+
+
+def _resumes(message: Request) -> bool:
+    """Whether a request continues a suspended 2026-07-28 call (carries ``requestState``)."""
+    params = message.params
+    return isinstance(params, Mapping) and "requestState" in params
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -374,6 +411,52 @@ class HttpTransport:
         self._sessions: dict[str, _HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         self._stateless: StatelessEndpoint | None = None
+        limits = self.config.limits
+        self._session_shares = PrincipalCounter(limits.sessions)
+        self._request_shares = PrincipalCounter(limits.requests)
+        self._body = BodyPolicy(
+            self.config.max_frame_bytes, self.config.body_grace_s, self.config.body_min_rate
+        )
+        self._draining = False
+        self._refusals: Counter[str] = Counter()
+        self._metrics = metrics_registry(self)
+
+    @property
+    def draining(self) -> bool:
+        """True once :meth:`drain` was called: new sessions and calls are refused (503)."""
+        return self._draining
+
+    def drain(self) -> None:
+        """Refuse new sessions and new calls (503 with ``Retry-After``; ``/readyz`` 503).
+
+        Requests under way, answers to the server's own requests, notifications and the
+        retries of suspended 2026-07-28 calls still pass, so running calls can finish.
+        """
+        self._draining = True
+
+    @property
+    def refusals(self) -> Mapping[str, int]:
+        """Requests refused by the transport's limits, by reason."""
+        return self._refusals
+
+    @property
+    def suspended_calls(self) -> int:
+        """2026-07-28 tool calls alive in the continuation registry."""
+        registry = self.continuations
+        return len(registry) if registry is not None else 0
+
+    @property
+    def calls_in_progress(self) -> int:
+        """Calls still running: session requests awaiting their answer, and 2026-07-28
+        calls alive in the continuation registry (answered results awaiting a late retry
+        included)."""
+        posts = sum(len(s.posts) for s in self._sessions.values())
+        return posts + self.suspended_calls
+
+    def _refuse(self, reason: str, status: int, message: str, **fields: Any) -> _HttpError:
+        self._refusals[reason] += 1
+        retry = str(self.config.retry_after_s).encode()
+        return _HttpError(status, message, headers=[(b"retry-after", retry)], **fields)
 
     @property
     def session_count(self) -> int:
@@ -409,6 +492,7 @@ class HttpTransport:
         config = getattr(self.runtime, "config", None)
         if "state_ttl" not in options and config is not None:
             options["state_ttl"] = state_ttl_for(config)
+        options.setdefault("max_per_principal", self.config.limits.suspended)
         async with open_continuations(**options) as registry:
             task_status.started(StatelessEndpoint(self.server, self.runtime, registry))
             await trio.sleep_forever()
@@ -424,8 +508,9 @@ class HttpTransport:
         """The principal a 2026-07-28 request's ``requestState`` is bound to.
 
         ``header:<value>`` from :attr:`HttpConfig.principal_header` when configured and present
-        (at most 256 visible characters), else ``addr:<client IP>``; see the module docstring
-        for the trust assumptions and limits.
+        (at most 256 visible characters), else the client's address
+        (:func:`~erlmcp_py.transports.principal.principal_for_address`: IPv6 grouped by /64);
+        see the module docstring for the trust assumptions and limits.
         """
         name = self.config.principal_header
         if name:
@@ -434,7 +519,7 @@ class HttpTransport:
                 return f"header:{value}"
         client = scope.get("client")
         host = client[0] if client else None
-        return f"addr:{host}" if isinstance(host, str) and host else "addr:unknown"
+        return principal_for_address(host if isinstance(host, str) else None)
 
     # -- ASGI ---------------------------------------------------------------------------------
 
@@ -446,10 +531,34 @@ class HttpTransport:
             return
         if kind != "http":
             return
+        if scope.get("path") in OPS_PATHS and scope.get("path") != self.config.path:
+            await self._ops(scope, send)
+            return
+        principal = self.principal_of(scope)
+        if not self._request_shares.acquire(principal):
+            exc = self._refuse(
+                "principal_requests", 429, "Too Many Requests: too many requests in flight"
+            )
+            await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
+            return
         try:
             await self._http(scope, receive, send)
         except _HttpError as exc:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
+        finally:
+            self._request_shares.release(principal)
+
+    async def _ops(self, scope: Scope, send: Send) -> None:
+        """``/healthz``, ``/readyz``, ``/metrics`` (GET only; the Host check applies)."""
+        reason = self.policy.check_host(_header(scope, b"host"))
+        if reason is not None:
+            await self._send_simple(send, 403, f"Forbidden: {reason}\n".encode(), "text/plain")
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            await self._send_simple(send, 405, b"", None, [(b"allow", b"GET")])
+            return
+        answer = answer_ops(self, str(scope.get("path")), self._metrics)
+        await self._send_simple(send, answer.status, answer.body, answer.content_type)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -514,22 +623,24 @@ class HttpTransport:
         return hs
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
-        limit = self.config.max_frame_bytes
-        length = _header(scope, b"content-length")
-        if length is not None and length.strip().isdigit() and int(length) > limit:
-            too_large = jsonrpc.FrameTooLarge(int(length), limit)
-            raise _HttpError(413, too_large.message, code=too_large.code, data=too_large.data)
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body += message.get("body", b"")
-            if len(body) > limit:
-                too_large = jsonrpc.FrameTooLarge(len(body), limit)
-                raise _HttpError(413, too_large.message, code=too_large.code, data=too_large.data)
-            if not message.get("more_body", False):
-                return bytes(body)
+        """The POST body within the size cap and the minimum rate; refused: the answer
+        closes the connection (the rest of the body is never read)."""
+        length = (_header(scope, b"content-length") or "").strip()
+        close = [(b"connection", b"close")]
+        try:
+            return await read_body(receive, int(length) if length.isdigit() else None, self._body)
+        except BodyTooLarge as exc:
+            self._refusals["body_too_large"] += 1
+            too_large = jsonrpc.FrameTooLarge(exc.size, exc.limit)
+            message = f"Payload Too Large: the body exceeds the limit of {exc.limit} bytes"
+            raise _HttpError(
+                413, message, code=too_large.code, data=too_large.data, headers=close
+            ) from None
+        except BodyTooSlow:
+            self._refusals["body_too_slow"] += 1
+            raise _HttpError(
+                408, "Request Timeout: the body came too slowly", headers=close
+            ) from None
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         accept = _header(scope, b"accept")
@@ -557,6 +668,10 @@ class HttpTransport:
         if isinstance(message, Request) and message.method == "initialize":
             await self._initialize(scope, message, send)
             return
+        if self._draining and isinstance(message, Request) and not _resumes(message):
+            raise self._refuse(
+                "draining", 503, "Service Unavailable: the server is stopping", id=message.id
+            )
         if isinstance(message, Request) and self._is_modern(scope, message):
             await self._modern(scope, message, receive, send)
             return
@@ -674,16 +789,21 @@ class HttpTransport:
             except jsonrpc.EncodeError:
                 log.warning("result_unencodable", method=message.method[:80])
                 error = jsonrpc.internal_error("Result could not be encoded", None, message.id)
+        extra: list[tuple[bytes, bytes]] = []
         if error is not None:
             body = error.encode()
             status = http_status_for(error.code)
+            if isinstance(error.data, Mapping) and error.data.get("reason") == PRINCIPAL_BUSY:
+                self._refusals["principal_suspended"] += 1
+                status = 429
+                extra.append((b"retry-after", str(self.config.retry_after_s).encode()))
         else:
             status = 200
         if streaming:  # the status went out with the first notification: the answer is an event
             await _send_event(send, body)
             await _end_stream(send)
             return
-        await self._send_simple(send, status, body, JSON)
+        await self._send_simple(send, status, body, JSON, extra)
 
     async def _initialize(self, scope: Scope, message: Request, send: Send) -> None:
         if _header(scope, b"mcp-session-id") is not None:
@@ -695,10 +815,18 @@ class HttpTransport:
             )
         if self._nursery is None:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
+        if self._draining:
+            raise self._refuse("draining", 503, "Service Unavailable: the server is stopping")
+        principal = self.principal_of(scope)
+        if self._session_shares.held(principal) >= self._session_shares.cap:
+            raise self._refuse(
+                "principal_sessions", 429, "Too Many Requests: too many sessions for this client"
+            )
         if len(self._sessions) >= self.config.max_sessions:
-            raise _HttpError(503, "Service Unavailable: too many sessions")
+            raise self._refuse("sessions", 503, "Service Unavailable: too many sessions")
         session_id = secrets.token_urlsafe(32)
-        hs = _HttpSession(self, session_id)
+        hs = _HttpSession(self, session_id, principal)
+        self._session_shares.acquire(principal)
         self._sessions[session_id] = hs
         await self._nursery.start(hs.run)
         assert hs.session is not None
@@ -874,7 +1002,7 @@ async def serve_http(
     ipv6 = ":" in host and not host.startswith("[")
     hconfig.bind = [f"[{host}]:{port}" if ipv6 else f"{host}:{port}"]
     hconfig.graceful_timeout = 1.0
-    hconfig.keep_alive_timeout = 75.0
+    hconfig.keep_alive_timeout = config.keep_alive_s
 
     async def run(runtime: Any) -> None:
         transport = HttpTransport(server, runtime, config)

@@ -1,0 +1,252 @@
+"""Connection hygiene of the HTTP transport, over real sockets on 127.0.0.1.
+
+Idle and half-sent connections are closed within the keep-alive time (so their file
+descriptors come back), a body that trickles is cut off, a body over the cap is answered 413
+without stalling anyone else, and a principal's share of sessions and in-flight requests is
+its own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx2
+import pytest
+import trio
+
+from erlmcp_py.transports._limits import (
+    DEFAULT_BODY_BYTES,
+    BodyPolicy,
+    BodyTooLarge,
+    BodyTooSlow,
+    PrincipalCounter,
+    read_body,
+)
+from erlmcp_py.transports.http import HttpConfig, Listening
+from tests.transports.test_http import TIMEOUT, McpHttp, message, serving
+
+FDS = Path("/proc/self/fd")
+
+
+def port_of(listening: Listening) -> int:
+    return int(listening.url.rsplit(":", 1)[1].split("/", 1)[0])
+
+
+def open_fds() -> int:
+    return len(os.listdir(FDS))
+
+
+async def raw_connect(listening: Listening, local: str = "127.0.0.1") -> trio.SocketStream:
+    sock = trio.socket.socket()
+    await sock.bind((local, 0))
+    await sock.connect(("127.0.0.1", port_of(listening)))
+    return trio.SocketStream(sock)
+
+
+async def read_until_closed(stream: trio.SocketStream) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    out = bytearray()
+    while True:
+        try:
+            chunk = await stream.receive_some(65536)
+        except trio.BrokenResourceError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def post_head(length: int | None, *, chunked: bool = False) -> bytes:
+    lines = [
+        b"POST /mcp HTTP/1.1",
+        b"Host: 127.0.0.1",
+        b"Accept: application/json, text/event-stream",
+        b"Content-Type: application/json",
+    ]
+    if length is not None:
+        lines.append(b"Content-Length: %d" % length)
+    if chunked:
+        lines.append(b"Transfer-Encoding: chunked")
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+# -- the pieces --------------------------------------------------------------------------------
+
+
+def test_the_defaults_keep_idle_connections_short_and_bodies_small() -> None:
+    config = HttpConfig()
+    assert config.keep_alive_s <= 5
+    assert config.max_frame_bytes == DEFAULT_BODY_BYTES == 1 << 20
+    assert config.idle_timeout <= 600
+    assert config.body_min_rate > 0
+
+
+async def test_read_body_allows_a_client_at_the_minimum_rate(autojump_clock: object) -> None:
+    policy = BodyPolicy(max_bytes=10_000, grace_s=1.5, min_rate=100)
+    chunks = [b"x" * 100] * 20  # 100 bytes a second: exactly the minimum rate, for 20 s
+
+    async def receive() -> dict[str, object]:
+        await trio.sleep(1.0)
+        chunk = chunks.pop()
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    assert await read_body(receive, None, policy) == b"x" * 2000
+
+
+async def test_read_body_cuts_off_a_trickle_after_the_grace(autojump_clock: object) -> None:
+    policy = BodyPolicy(max_bytes=10_000, grace_s=2.0, min_rate=1000)
+
+    async def receive() -> dict[str, object]:
+        await trio.sleep(0.5)  # 1 byte every half second: far under the rate
+        return {"type": "http.request", "body": b"x", "more_body": True}
+
+    start = trio.current_time()
+    with pytest.raises(BodyTooSlow):
+        await read_body(receive, None, policy)
+    assert 2.0 <= trio.current_time() - start < 2.1
+
+
+async def test_read_body_refuses_a_declared_or_received_size_over_the_cap() -> None:
+    policy = BodyPolicy(max_bytes=10)
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"x" * 6, "more_body": True}
+
+    with pytest.raises(BodyTooLarge) as declared:
+        await read_body(receive, 11, policy)
+    assert (declared.value.size, declared.value.limit) == (11, 10)
+    with pytest.raises(BodyTooLarge) as received:
+        await read_body(receive, None, policy)
+    assert received.value.size == 12
+
+
+def test_principal_counter_caps_each_principal_on_its_own() -> None:
+    shares = PrincipalCounter(2)
+    assert shares.acquire("a")
+    assert shares.acquire("a")
+    assert not shares.acquire("a")
+    assert shares.acquire("b")
+    shares.release("a")
+    assert shares.held("a") == 1
+    assert shares.acquire("a")
+    shares.release("a")
+    shares.release("a")
+    shares.release("b")
+    assert shares.principals == 0
+    with pytest.raises(ValueError):
+        PrincipalCounter(0)
+
+
+# -- over real sockets -------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not FDS.is_dir(), reason="needs /proc/self/fd")
+async def test_connect_and_close_releases_file_descriptors_within_the_keep_alive() -> None:
+    config = HttpConfig(keep_alive_s=1.0)
+    async with serving(config=config) as listening:
+        with trio.fail_after(TIMEOUT):
+            await trio.testing.wait_all_tasks_blocked(0.05)
+            base = open_fds()
+            for i in range(300):
+                stream = await raw_connect(listening)
+                if i % 2:  # half of them leave a request head unfinished
+                    await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                await stream.aclose()
+            assert open_fds() >= base  # the server still holds some of them
+            start = trio.current_time()
+            while open_fds() > base + 2:
+                assert trio.current_time() - start < 3.0, (open_fds(), base)
+                await trio.sleep(0.05)
+
+
+async def test_a_request_head_that_trickles_is_closed_after_the_keep_alive() -> None:
+    config = HttpConfig(keep_alive_s=0.5)
+    async with serving(config=config) as listening:
+        with trio.fail_after(TIMEOUT):
+            stream = await raw_connect(listening)
+            start = trio.current_time()
+            closed = False
+            for byte in post_head(10):
+                try:
+                    await stream.send_all(bytes([byte]))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    closed = True
+                    break
+                with trio.move_on_after(0.2):
+                    if await stream.receive_some(100) == b"":
+                        closed = True
+                        break
+            assert closed
+            assert trio.current_time() - start < 3.0
+
+
+async def test_a_body_that_trickles_is_answered_408_and_closed() -> None:
+    config = HttpConfig(body_grace_s=0.5, body_min_rate=1024)
+    async with serving(config=config) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        with trio.fail_after(TIMEOUT):
+            stream = await raw_connect(listening)
+            await stream.send_all(post_head(100_000))
+            start = trio.current_time()
+            answer = b""
+            async with trio.open_nursery() as nursery:
+
+                async def trickle() -> None:
+                    for _ in range(200):
+                        try:
+                            await stream.send_all(b" ")
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            return
+                        await trio.sleep(0.05)
+
+                nursery.start_soon(trickle)
+                answer = await read_until_closed(stream)
+                nursery.cancel_scope.cancel()
+            took = trio.current_time() - start
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert b"connection: close" in answer.lower()
+            assert took < 3.0
+            # the server keeps serving others
+            other = McpHttp(http, listening.url)
+            await other.initialize()
+
+
+async def test_an_oversized_body_is_answered_413_while_another_client_is_served() -> None:
+    async with serving() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        with trio.fail_after(TIMEOUT):
+            other = McpHttp(http, listening.url)
+            await other.initialize()
+            # declared: refused before a byte of the body is read
+            declared = await http.post(
+                listening.url,
+                content=b"x" * (DEFAULT_BODY_BYTES + 1),
+                headers=other.headers(),
+            )
+            assert declared.status_code == 413
+            error = declared.json()["error"]
+            assert error["data"] == {"reason": "frame_too_large", "limit": DEFAULT_BODY_BYTES}
+            assert "Payload Too Large" in error["message"]
+            # chunked (no length): refused once the cap is crossed, the connection closed
+            stream = await raw_connect(listening)
+            await stream.send_all(post_head(None, chunked=True))
+            answers: list[int] = []
+
+            async def flood() -> None:
+                chunk = b"x" * 65536
+                for _ in range(4 * 16):  # 4 MiB, far over the cap
+                    try:
+                        await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        return
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(flood)
+                for i in range(20):  # served meanwhile
+                    ping = await other.post(message("ping", id=i))
+                    answers.append(ping.status_code)
+                refused = await read_until_closed(stream)
+                nursery.cancel_scope.cancel()
+            assert refused.startswith(b"HTTP/1.1 413"), refused[:200]
+            assert answers == [200] * 20
+            assert listening.transport.refusals["body_too_large"] == 2
