@@ -48,9 +48,9 @@ from erlmcp_py.logging import configure_logging
 if TYPE_CHECKING:
     from erlmcp_py.actors.tree import Runtime
     from erlmcp_py.mcp.server import Server
-    from erlmcp_py.transports.http import Listening
+    from erlmcp_py.transports.http import HttpConfig, Listening
 
-__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "load_server", "main", "runtime_config"]
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "http_config", "load_server", "main", "runtime_config"]
 
 #: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
 #: supervisor's own limit (systemd ``TimeoutStopSec``, supervisord ``stopwaitsecs``) above it.
@@ -82,6 +82,18 @@ def runtime_config(
             warn_before_s=min(60.0, elicitation_timeout / 4),
         )
     return RuntimeConfig.model_validate(fields)
+
+
+def http_config(args: argparse.Namespace) -> HttpConfig:
+    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares)."""
+    from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
+
+    limits = PrincipalLimits(
+        sessions=args.sessions_per_client,
+        requests=args.requests_per_client,
+        suspended=args.suspended_per_client,
+    )
+    return HttpConfig(idle_timeout=args.session_idle_timeout, limits=limits)
 
 
 def load_server(spec: str, config: RuntimeConfig) -> Server:
@@ -138,6 +150,8 @@ def _positive_int(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
+
     parser = argparse.ArgumentParser(prog="erlmcp-py", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the bundled example server")
@@ -174,6 +188,26 @@ def _parser() -> argparse.ArgumentParser:
         help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1 "
         f"(default: {DEFAULT_SHUTDOWN_TIMEOUT:g})",
     )
+    shares = PrincipalLimits()
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=_positive,
+        default=HttpConfig().idle_timeout,
+        metavar="SECONDS",
+        help="HTTP: end a session after this long without an open stream (default: %(default)g)",
+    )
+    for name, default, what in (
+        ("sessions", shares.sessions, "open sessions"),
+        ("requests", shares.requests, "HTTP requests in flight"),
+        ("suspended", shares.suspended, "suspended 2026-07-28 tool calls"),
+    ):
+        serve.add_argument(
+            f"--{name}-per-client",
+            type=_positive_int,
+            default=default,
+            metavar="N",
+            help=f"HTTP: {what} per client address (IPv6: per /64) (default: %(default)d)",
+        )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -326,6 +360,7 @@ async def _host_transport(
                     server,
                     host=args.host,
                     port=args.port,
+                    config=http_config(args),
                     shutdown_trigger=stop_accepting.wait,
                     task_status=task_status,
                 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from erlmcp_py.cli import _parser, runtime_config
+from erlmcp_py.cli import _parser, http_config, runtime_config
+from erlmcp_py.transports.http import PrincipalLimits
 
 
 def test_serve_rate_option_sets_the_per_client_rate() -> None:
@@ -57,3 +58,14 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     notices = [line for line in last.splitlines() if line.startswith("  <- notifications/")]
     assert [n.split()[1] for n in notices] == ["notifications/message", "notifications/cancelled"]
     assert '"reason": "elicitation timed out"' in notices[1]
+
+
+def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
+    defaults = http_config(_parser().parse_args(["serve"]))
+    assert defaults.idle_timeout == 300
+    assert defaults.limits == PrincipalLimits()
+    argv = ["serve", "--session-idle-timeout", "60", "--sessions-per-client", "4"]
+    argv += ["--requests-per-client", "8", "--suspended-per-client", "16"]
+    config = http_config(_parser().parse_args(argv))
+    assert config.idle_timeout == 60
+    assert config.limits == PrincipalLimits(sessions=4, requests=8, suspended=16)

@@ -73,7 +73,23 @@ trusted proxy or gateway that authenticates the client and overwrites the header
 send any value), else the client's IP address. A state sealed for one principal is refused
 (``wrong_principal``) for another. Limits: every client behind one address (all local clients
 on 127.0.0.1, a NAT, a proxy that does not set the header) shares one principal, one tenant and
-one rate-limit key, so address-only binding separates hosts, not users.
+one rate-limit key, so address-only binding separates hosts, not users. IPv6 addresses are
+grouped by /64 (:mod:`~erlmcp_py.transports.principal`).
+
+*Fair limits.* Each principal has its own share (:class:`PrincipalLimits`): open sessions,
+requests being served at once (a GET stream counts while open) and suspended 2026-07-28 calls
+in the continuation registry. Past its share a principal is answered 429 with
+``Retry-After``, while every other principal keeps its own. The global caps
+(``max_sessions``, the registry's ``max_continuations``) stay as the last resort, answered 503
+with ``Retry-After``.
+
+*Draining.* After :meth:`HttpTransport.drain`, ``initialize`` and every new request get 503
+with ``Retry-After`` (``/readyz`` too); answers to the server's requests, notifications,
+retries of suspended 2026-07-28 calls and requests already under way go on, so the calls
+that run can finish.
+
+*Operations.* ``GET /healthz``, ``/readyz`` and ``/metrics`` (Prometheus text) are answered
+beside the MCP endpoint (:mod:`~erlmcp_py.transports._ops`).
 """
 
 from __future__ import annotations
@@ -193,6 +209,13 @@ class Listening:
     url: str
     urls: tuple[str, ...]
     transport: HttpTransport
+
+
+#: ``data.reason`` of a continuation registry refusal -> (HTTP status, refusal counted).
+_REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
+    PRINCIPAL_BUSY: (429, "principal_suspended"),
+    "busy": (503, "suspended"),
+}
 
 
 class _HttpError(Exception):
@@ -793,9 +816,11 @@ class HttpTransport:
         if error is not None:
             body = error.encode()
             status = http_status_for(error.code)
-            if isinstance(error.data, Mapping) and error.data.get("reason") == PRINCIPAL_BUSY:
-                self._refusals["principal_suspended"] += 1
-                status = 429
+            reason = error.data.get("reason") if isinstance(error.data, Mapping) else None
+            # a full registry: one principal's share (429), or the whole of it (503)
+            if isinstance(reason, str) and reason in _REGISTRY_FULL:
+                status, counted = _REGISTRY_FULL[reason]
+                self._refusals[counted] += 1
                 extra.append((b"retry-after", str(self.config.retry_after_s).encode()))
         else:
             status = 200

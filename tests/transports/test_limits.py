@@ -9,6 +9,9 @@ its own.
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import httpx2
@@ -21,10 +24,14 @@ from erlmcp_py.transports._limits import (
     BodyTooLarge,
     BodyTooSlow,
     PrincipalCounter,
+    PrincipalLimits,
     read_body,
 )
 from erlmcp_py.transports.http import HttpConfig, Listening
-from tests.transports.test_http import TIMEOUT, McpHttp, message, serving
+from tests.transports import test_http_mrtr as mrtr
+from tests.transports.test_http import INIT, TIMEOUT, McpHttp, message, serving
+
+SSE = "text/event-stream"
 
 FDS = Path("/proc/self/fd")
 
@@ -250,3 +257,130 @@ async def test_an_oversized_body_is_answered_413_while_another_client_is_served(
             assert refused.startswith(b"HTTP/1.1 413"), refused[:200]
             assert answers == [200] * 20
             assert listening.transport.refusals["body_too_large"] == 2
+
+
+# -- fair limits per principal: loopback abuse -------------------------------------------------
+
+
+@asynccontextmanager
+async def from_address(local: str) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client whose connections leave from ``local`` (a 127/8 address)."""
+    transport = httpx2.AsyncHTTPTransport(local_address=local)
+    async with httpx2.AsyncClient(transport=transport, timeout=TIMEOUT) as http:
+        yield http
+
+
+async def flood_sessions(http: httpx2.AsyncClient, url: str, count: int) -> Counter[int]:
+    """``count`` initialize POSTs, 16 at a time; their statuses."""
+    statuses: Counter[int] = Counter()
+    body = message("initialize", INIT, id=0)
+    headers = McpHttp(http, url).headers()
+    limiter = trio.CapacityLimiter(16)
+
+    async def one() -> None:
+        async with limiter:
+            statuses[(await http.post(url, content=body, headers=headers)).status_code] += 1
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(count):
+            nursery.start_soon(one)
+    return statuses
+
+
+async def test_a_session_flood_from_one_address_does_not_lock_out_another() -> None:
+    config = HttpConfig()  # the defaults: 32 sessions per principal, 1024 in all
+    async with (
+        serving(config=config) as listening,
+        from_address("127.0.0.2") as flooder,
+        from_address("127.0.0.3") as other,
+    ):
+        with trio.fail_after(60):
+            flood = await flood_sessions(flooder, listening.url, 1100)
+            assert flood == {200: config.limits.sessions, 429: 1100 - config.limits.sessions}
+            refused = await McpHttp(flooder, listening.url).post(message("initialize", INIT, 0))
+            assert refused.status_code == 429
+            assert refused.headers["retry-after"] == str(config.retry_after_s)
+            peer = McpHttp(other, listening.url)
+            await peer.initialize()
+            assert (await peer.post(message("ping", id=1))).status_code == 200
+            assert listening.transport.session_count == config.limits.sessions + 1
+
+
+async def test_the_global_session_cap_is_a_503_with_retry_after() -> None:
+    config = HttpConfig(max_sessions=3)
+    async with serving(config=config) as listening, from_address("127.0.0.4") as http:
+        with trio.fail_after(TIMEOUT):
+            assert await flood_sessions(http, listening.url, 3) == {200: 3}
+            async with from_address("127.0.0.5") as other:
+                full = await McpHttp(other, listening.url).post(message("initialize", INIT, 0))
+            assert full.status_code == 503
+            assert full.headers["retry-after"] == str(config.retry_after_s)
+            assert listening.transport.refusals["sessions"] == 1
+
+
+async def test_in_flight_requests_are_capped_per_address() -> None:
+    config = HttpConfig(limits=PrincipalLimits(requests=3))
+    async with (
+        serving(config=config) as listening,
+        from_address("127.0.0.6") as hog,
+        from_address("127.0.0.7") as other,
+    ):
+        with trio.fail_after(TIMEOUT):
+            async with AsyncExitStack() as streams:
+                for _ in range(3):  # three open GET streams: the address's whole share
+                    hogger = McpHttp(hog, listening.url)
+                    await hogger.initialize()
+                    get = await streams.enter_async_context(
+                        hog.stream("GET", listening.url, headers=hogger.headers(accept=SSE))
+                    )
+                    assert get.status_code == 200
+                busy = await hogger.post(message("ping", id=1))
+                assert busy.status_code == 429
+                assert busy.headers["retry-after"] == str(config.retry_after_s)
+                peer = McpHttp(other, listening.url)
+                await peer.initialize()
+                assert (await peer.post(message("ping", id=1))).status_code == 200
+            assert (await hogger.post(message("ping", id=2))).status_code == 200
+
+
+async def test_a_flood_of_suspended_stateless_calls_does_not_lock_out_another_address() -> None:
+    config = HttpConfig(limits=PrincipalLimits(suspended=5))
+    generous = {"rate": 10_000, "max_pending_per_client": 10_000}
+    async with (
+        mrtr.serving(mrtr.Probe(), config=config, **generous) as listening,
+        from_address("127.0.0.8") as flooder,
+        from_address("127.0.0.9") as other,
+    ):
+        with trio.fail_after(30):
+            hog = mrtr.Modern(flooder, listening.url)
+            statuses: Counter[int] = Counter()
+            for _ in range(12):
+                answer = await hog.call()
+                statuses[answer.status_code] += 1
+                if answer.status_code == 429:
+                    assert answer.json()["error"]["data"]["reason"] == "principal_busy"
+                    assert answer.headers["retry-after"] == str(config.retry_after_s)
+            assert statuses == {200: 5, 429: 7}
+            peer = mrtr.Modern(other, listening.url)
+            first = mrtr.ok(await peer.call())
+            assert first["resultType"] == "input_required"
+            assert listening.transport.suspended_calls == 6
+            assert listening.transport.refusals["principal_suspended"] == 7
+
+
+async def test_a_full_continuation_registry_is_a_503_with_retry_after() -> None:
+    config = HttpConfig(continuations={"max_continuations": 2})
+    generous = {"rate": 10_000, "max_pending_per_client": 10_000}
+    async with (
+        mrtr.serving(mrtr.Probe(), config=config, **generous) as listening,
+        from_address("127.0.0.10") as one,
+        from_address("127.0.0.11") as two,
+    ):
+        with trio.fail_after(TIMEOUT):
+            assert mrtr.ok(await mrtr.Modern(one, listening.url).call())
+            assert mrtr.ok(await mrtr.Modern(two, listening.url).call())
+            full = await mrtr.Modern(two, listening.url).call()
+            assert full.status_code == 503
+            assert full.json()["error"]["data"] == {"reason": "busy"}
+            assert full.headers["retry-after"] == str(config.retry_after_s)
+            assert listening.transport.refusals["suspended"] == 1
