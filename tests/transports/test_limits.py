@@ -384,3 +384,18 @@ async def test_a_full_continuation_registry_is_a_503_with_retry_after() -> None:
             assert full.json()["error"]["data"] == {"reason": "busy"}
             assert full.headers["retry-after"] == str(config.retry_after_s)
             assert listening.transport.refusals["suspended"] == 1
+
+
+async def test_an_idle_session_expires_and_gives_its_share_back() -> None:
+    config = HttpConfig(idle_timeout=0.3, limits=PrincipalLimits(sessions=1))
+    async with serving(config=config) as listening, from_address("127.0.0.12") as http:
+        with trio.fail_after(TIMEOUT):
+            first = McpHttp(http, listening.url)
+            await first.initialize()
+            second = await McpHttp(http, listening.url).post(message("initialize", INIT, 0))
+            assert second.status_code == 429
+            while listening.transport.session_count:
+                await trio.sleep(0.05)
+            gone = await first.post(message("ping", id=1))
+            assert gone.status_code == 404  # the session expired
+            await McpHttp(http, listening.url).initialize()  # and its share came back
