@@ -8,6 +8,11 @@ transport, so that it can be stopped while the sessions still stand. On the firs
 SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
 ``KeyboardInterrupt``):
 
+0. HTTP drains: ``initialize`` and every new request are answered 503 with ``Retry-After``
+   and ``/readyz`` answers 503, while the calls already running go on: their elicitations
+   can still be answered, suspended 2026-07-28 calls retried, and tools finish. The drain
+   ends when no call is left, or when only the last part of ``--shutdown-timeout`` (a third
+   of it, at most 3 s) remains for the steps below.
 1. HTTP stops accepting connections (hypercorn's graceful shutdown; idle ones are closed).
 2. The elicitation runtime stops (its supervision tree, in reverse order): every pending
    elicitation ends ``failed: runtime_restarted`` — the tool waiting on it gets that outcome
@@ -48,7 +53,7 @@ from erlmcp_py.logging import configure_logging
 if TYPE_CHECKING:
     from erlmcp_py.actors.tree import Runtime
     from erlmcp_py.mcp.server import Server
-    from erlmcp_py.transports.http import HttpConfig, Listening
+    from erlmcp_py.transports.http import HttpConfig, HttpTransport, Listening
 
 __all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "http_config", "load_server", "main", "runtime_config"]
 
@@ -57,6 +62,7 @@ __all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "http_config", "load_server", "main", "ru
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _SETTLE_S = 1.0  # longest wait for the tools' last answers once the runtime has stopped
+_DRAIN_POLL_S = 0.05  # how often the drain looks whether calls are left
 
 log = structlog.get_logger("erlmcp.serve")
 
@@ -286,7 +292,11 @@ async def _serve_until_stopped(
             )
             nursery.start_soon(_exit_on_second_signal, signals)
             stopped_calls = 0
+            left_by_drain: int | None = None
             with trio.move_on_at(start + args.shutdown_timeout) as bounded:
+                if listening is not None:
+                    until = start + args.shutdown_timeout - _stop_reserve(args.shutdown_timeout)
+                    left_by_drain = await _drain(listening.transport, until)
                 stop_accepting.set()
                 stop_runtime.set()
                 await runtime_stopped.wait()
@@ -308,6 +318,7 @@ async def _serve_until_stopped(
                 clean=status == 0,
                 exit_status=status,
                 calls_stopped=stopped_calls,
+                calls_left_by_drain=left_by_drain,
                 elapsed_s=round(trio.current_time() - start, 3),
                 outcomes=runtime.metrics()["outcomes"],
             )
@@ -318,6 +329,29 @@ async def _serve_until_stopped(
             nursery.cancel_scope.cancel()
             return status
     raise AssertionError("unreachable")  # pragma: no cover - the nursery returns above
+
+
+def _stop_reserve(shutdown_timeout: float) -> float:
+    """The part of the shutdown timeout kept for ending what the drain left."""
+    return min(3.0, shutdown_timeout / 3)
+
+
+async def _drain(transport: HttpTransport, until: float) -> int:
+    """Refuse new sessions and calls; wait for the running calls to end, at most ``until``.
+
+    Returns:
+        The calls still running when the drain ends.
+    """
+    transport.drain()
+    log.info("drain_started", calls=transport.calls_in_progress)
+    with trio.move_on_at(until):
+        # The calls end in two owners (the sessions, the continuation registry), neither of
+        # which signals it: look at the count.
+        while transport.calls_in_progress:  # noqa: ASYNC110
+            await trio.sleep(_DRAIN_POLL_S)
+    left = transport.calls_in_progress
+    log.info("drain_ended", calls_left=left)
+    return left
 
 
 async def _settle() -> None:

@@ -400,11 +400,18 @@ class ContinuationRegistry:
         return len(self._entries)
 
     def snapshot(self) -> dict[str, Any]:
-        """Gauges and counters: ``live``, ``suspended``, and ``started``, ``rounds``,
-        ``completed``, ``expired``, ``refused.<reason>``…"""
+        """Gauges and counters: ``live``, ``unfinished`` (tools still running or suspended),
+        ``suspended``, and ``started``, ``rounds``, ``completed``, ``expired``,
+        ``refused.<reason>``…"""
         self._evict(trio.current_time())
-        suspended = sum(1 for c in self._entries.values() if not c.attached and not c.done)
-        return {"live": len(self._entries), "suspended": suspended, **self.counters}
+        unfinished = [c for c in self._entries.values() if not c.done]
+        suspended = sum(1 for c in unfinished if not c.attached)
+        return {
+            "live": len(self._entries),
+            "unfinished": len(unfinished),
+            "suspended": suspended,
+            **self.counters,
+        }
 
     def close(self) -> None:
         """Refuse new calls and end every continuation (their tools are cancelled)."""

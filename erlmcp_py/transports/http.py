@@ -470,11 +470,11 @@ class HttpTransport:
 
     @property
     def calls_in_progress(self) -> int:
-        """Calls still running: session requests awaiting their answer, and 2026-07-28
-        calls alive in the continuation registry (answered results awaiting a late retry
-        included)."""
+        """Calls not yet answered: session requests awaiting their answer, and 2026-07-28
+        tool calls running or suspended between rounds."""
         posts = sum(len(s.posts) for s in self._sessions.values())
-        return posts + self.suspended_calls
+        registry = self.continuations
+        return posts + (registry.snapshot()["unfinished"] if registry is not None else 0)
 
     def _refuse(self, reason: str, status: int, message: str, **fields: Any) -> _HttpError:
         self._refusals[reason] += 1

@@ -28,6 +28,7 @@ from erlmcp_py.transports._limits import (
     read_body,
 )
 from erlmcp_py.transports.http import HttpConfig, Listening
+from tests.deploy.support import poll
 from tests.transports import test_http_mrtr as mrtr
 from tests.transports.test_http import INIT, TIMEOUT, McpHttp, message, serving
 
@@ -394,8 +395,29 @@ async def test_an_idle_session_expires_and_gives_its_share_back() -> None:
             await first.initialize()
             second = await McpHttp(http, listening.url).post(message("initialize", INIT, 0))
             assert second.status_code == 429
-            while listening.transport.session_count:
-                await trio.sleep(0.05)
+            await poll(lambda: not listening.transport.session_count, "idle expiry", 5)
             gone = await first.post(message("ping", id=1))
             assert gone.status_code == 404  # the session expired
             await McpHttp(http, listening.url).initialize()  # and its share came back
+
+
+async def test_draining_refuses_new_calls_and_lets_suspended_ones_finish() -> None:
+    async with mrtr.serving(mrtr.Probe()) as listening, mrtr.modern(listening) as c:
+        with trio.fail_after(TIMEOUT):
+            first = mrtr.ok(await c.call())
+            key, _ = mrtr.only_request(first)
+            assert listening.transport.calls_in_progress == 1
+            listening.transport.drain()
+            new = await c.call()
+            assert new.status_code == 503
+            assert new.headers["retry-after"] == str(HttpConfig().retry_after_s)
+            legacy = await McpHttp(c.http, listening.url).post(message("initialize", INIT, 0))
+            assert legacy.status_code == 503
+            second = mrtr.ok(await c.call(first["requestState"], {key: mrtr.ACCEPT_ADA}))
+            key2, _ = mrtr.only_request(second)
+            confirm = {key2: {"action": "accept", "content": {"confirm": True}}}
+            final = mrtr.ok(await c.call(second["requestState"], confirm))
+            assert final["resultType"] == "complete"
+            await mrtr.settle()
+            assert listening.transport.calls_in_progress == 0
+            assert listening.transport.refusals["draining"] == 2
