@@ -1,28 +1,21 @@
 """One elicitation's whole life versus a raw trio memory-channel ping-pong, in the same run.
 
-A lifecycle is: ``runtime.ask`` — what ``Context.elicit`` calls — creates the elicitation (the
-elicitation actor asks the rate limiter, registers the record and starts the child task) and
-waits -> the child sends ``elicitation/create`` to a :class:`~erlmcp_py.testing.MemoryPeer`
-that answers at once with valid content -> the child asks the validator -> the outcome reaches
-the waiter -> the child releases the rate-limit slot. All three actors are on the path. One
-lifecycle at a time, like ``bench_actor``'s call round trip, so the ratio compares one
-lifecycle with one raw ping-pong round trip (goal: ``ratio`` >= 0.25).
+A lifecycle is: ``runtime.ask`` — what ``Context.elicit`` calls: ``create_elicitation`` and
+``await handle.outcome()`` — sends ``Create`` to the elicitation actor's mailbox, which asks
+the rate limiter through its mailbox, registers the record and starts the child task -> the
+child sends ``elicitation/create`` to a :class:`~erlmcp_py.testing.MemoryPeer` that answers at
+once with valid content -> the child asks the validator through its mailbox -> the outcome
+reaches the waiter -> the child casts the release of the rate-limit slot. Every message
+between the runtime and its three actors travels through a mailbox. One lifecycle at a time,
+like ``bench_actor``'s call round trip, so the ratio compares one lifecycle with one raw
+ping-pong round trip. The figure is reported, not a goal.
 
-Idle actors answer inline (``ActorRef.call_nowait``: the actor's own handler runs in the
-caller's turn, same state, same order, no task switch), and the MemoryPeer takes the request
-at once (``send_request_nowait``), as an in-memory transport with room in its queue does.
-
-Also reported (not goals): ``lifecycles_per_s_concurrent`` with 64 waiters in flight;
-``lifecycles_per_s_awaited_send`` with a peer whose every send is an awaited checkpoint (a
-transport that waits for the wire: the child then sends under its deadline cancel scope); and
-``lifecycles_per_s_two_calls`` with ``create_elicitation`` then ``await handle.outcome()``
-(the create is a schedule point of its own: one task step more).
+Also reported: ``lifecycles_per_s_concurrent`` with 64 waiters in flight.
 
 Human-readable lines first; the last line is one JSON object (keys: lifecycles_per_s,
-raw_calls_per_s, ratio, lifecycles_per_s_concurrent, ratio_concurrent,
-lifecycles_per_s_awaited_send, ratio_awaited_send, lifecycles_per_s_two_calls,
-ratio_two_calls, ratio_min, ratio_max, n, rounds).
-``--profile`` prints the top functions of one lifecycle run (cProfile) before the figures.
+raw_calls_per_s, ratio, ratio_min, ratio_max, lifecycles_per_s_concurrent,
+ratio_concurrent, n, rounds). ``--profile`` prints the top functions of one lifecycle run
+(cProfile) before the figures.
 
     python benchmarks/bench_lifecycle.py [--quick] [--profile]
 """
@@ -65,29 +58,22 @@ ANSWER: Mapping[str, Any] = {"action": "accept", "content": {"region": "eu", "n"
 CONFIG = RuntimeConfig.model_validate({"rate": 10**9, "max_pending_per_client": 10**9})
 
 
-def answering_peer(nowait: bool = True) -> MemoryPeer:
+def answering_peer() -> MemoryPeer:
     def auto(_sent: SentRequest) -> Mapping[str, Any]:
         return ANSWER
 
-    return MemoryPeer(peer_id="bench", auto=auto, nowait=nowait)
+    return MemoryPeer(peer_id="bench", auto=auto)
 
 
-async def lifecycles(
-    n: int, concurrency: int = 1, nowait: bool = True, two_calls: bool = False
-) -> float:
-    """``n`` full lifecycles, ``concurrency`` of them in flight at a time: ``runtime.ask``
-    (what ``Context.elicit`` calls), or ``create_elicitation`` + ``handle.outcome()``."""
+async def lifecycles(n: int, concurrency: int = 1) -> float:
+    """``n`` full lifecycles (``runtime.ask``), ``concurrency`` of them in flight at a time."""
     request = ElicitationRequest("Pick a region", requested_schema=SCHEMA)
     tenant = Tenant("bench", "ws", "conv")
     async with open_runtime(CONFIG) as runtime:
-        peer = answering_peer(nowait)
+        peer = answering_peer()
 
         async def one() -> None:
-            if two_calls:
-                handle = await runtime.create_elicitation(request, peer=peer, tenant=tenant)
-                outcome = await handle.outcome()
-            else:
-                outcome = await runtime.ask(request, peer=peer, tenant=tenant)
+            outcome = await runtime.ask(request, peer=peer, tenant=tenant)
             assert type(outcome) is Accepted, outcome
 
         await one()  # warm the validator cache
@@ -118,16 +104,14 @@ async def main(quick: bool) -> dict[str, Any]:
     figure); ``ratio_min``/``ratio_max`` show the spread."""
     n = 1_000 if quick else 4_000
     rounds = 9 if quick else 15
-    rates: dict[str, list[float]] = {"life": [], "raw": [], "conc": [], "awaited": [], "two": []}
-    ratios: dict[str, list[float]] = {"life": [], "conc": [], "awaited": [], "two": []}
+    rates: dict[str, list[float]] = {"life": [], "raw": [], "conc": []}
+    ratios: dict[str, list[float]] = {"life": [], "conc": []}
     for _ in range(rounds):
         before = await raw_ping_pong(n * 4)
         life = await lifecycles(n)
         conc = await lifecycles(n, concurrency=64)
-        awaited = await lifecycles(n, nowait=False)
-        two = await lifecycles(n, two_calls=True)
         raw = (before + await raw_ping_pong(n * 4)) / 2
-        measured = {"life": life, "conc": conc, "awaited": awaited, "two": two, "raw": raw}
+        measured = {"life": life, "conc": conc, "raw": raw}
         for key, rate in measured.items():
             rates[key].append(rate)
             if key != "raw":
@@ -144,10 +128,6 @@ async def main(quick: bool) -> dict[str, Any]:
         "ratio_max": round(max(ratios["life"]), 4),
         "lifecycles_per_s_concurrent": round(med["conc"]),
         "ratio_concurrent": round(ratio["conc"], 4),
-        "lifecycles_per_s_awaited_send": round(med["awaited"]),
-        "ratio_awaited_send": round(ratio["awaited"], 4),
-        "lifecycles_per_s_two_calls": round(med["two"]),
-        "ratio_two_calls": round(ratio["two"], 4),
     }
 
 
@@ -185,18 +165,10 @@ if __name__ == "__main__":
     print(
         f"elicitation lifecycle (create -> answer -> validate -> outcome): "
         f"{out['lifecycles_per_s']:,}/s vs raw ping-pong {out['raw_calls_per_s']:,}/s "
-        f"-> ratio {out['ratio']} (goal >= 0.25; rounds {out['ratio_min']}-{out['ratio_max']})"
+        f"-> ratio {out['ratio']} (rounds {out['ratio_min']}-{out['ratio_max']})"
     )
     print(
         f"64 lifecycles in flight: {out['lifecycles_per_s_concurrent']:,}/s "
         f"-> ratio {out['ratio_concurrent']}"
-    )
-    print(
-        f"peer whose sends are awaited: {out['lifecycles_per_s_awaited_send']:,}/s "
-        f"-> ratio {out['ratio_awaited_send']}"
-    )
-    print(
-        f"create_elicitation + handle.outcome() (two calls): "
-        f"{out['lifecycles_per_s_two_calls']:,}/s -> ratio {out['ratio_two_calls']}"
     )
     print(json.dumps(out))

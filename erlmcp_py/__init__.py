@@ -34,7 +34,7 @@ from erlmcp_py.actors.api import (
     RuntimeConfig as RuntimeConfig,
 )
 from erlmcp_py.actors.peer import Peer as Peer, PeerError as PeerError, PeerGone as PeerGone
-from erlmcp_py.actors.tree import Runtime as Runtime, open_runtime as open_runtime
+from erlmcp_py.actors.runtime import Runtime as Runtime, open_runtime as open_runtime
 from erlmcp_py.actors.urlcheck import check_url as check_url
 from erlmcp_py.core.errors import (
     AlreadyTerminal as AlreadyTerminal,

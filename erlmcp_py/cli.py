@@ -51,7 +51,7 @@ from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
-    from erlmcp_py.actors.tree import Runtime
+    from erlmcp_py.actors.runtime import Runtime
     from erlmcp_py.mcp.server import Server
     from erlmcp_py.transports.http import HttpConfig, HttpTransport, Listening
 

@@ -34,12 +34,7 @@ class SentRequest:
 
 @dataclass
 class MemoryPeer:
-    """A scriptable client. ``auto`` (if set) answers each request as it arrives.
-
-    ``nowait`` (default) offers ``send_request_nowait``, as an in-memory transport with room
-    in its queue does; ``nowait=False`` makes every send an awaited checkpoint, as a
-    transport that has to wait for the wire.
-    """
+    """A scriptable client. ``auto`` (if set) answers each request as it arrives."""
 
     peer_id: str = "memory-peer"
     modes: frozenset[str] = frozenset({"form", "url"})
@@ -49,7 +44,6 @@ class MemoryPeer:
     notifications: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     pending: dict[str, SentRequest] = field(default_factory=dict)
     gone: bool = False
-    nowait: bool = True
     _arrived: trio.Event | None = None  # made by a waiting wait_request
 
     def supports(self, mode: str) -> bool:
@@ -64,18 +58,6 @@ class MemoryPeer:
         on_response: Callable[[PeerResponse], None],
     ) -> None:
         await trio.lowlevel.checkpoint()
-        self._deliver(method, params, request_id, on_response)
-
-    def send_request_nowait(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-    ) -> None:
-        if not self.nowait:
-            raise trio.WouldBlock
         self._deliver(method, params, request_id, on_response)
 
     def _deliver(

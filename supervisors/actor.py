@@ -11,16 +11,10 @@ When the actor exits for any reason (crash, cancellation, shutdown, normal stop)
 call, every deferred reply it still owes and the call in flight with :class:`ActorGone`,
 and only then runs ``terminate(reason)`` shielded and time-bounded. So no caller hangs.
 
-Fast path. :meth:`ActorRef.call_nowait` runs a call *in the caller's task* when the actor
-is idle — parked on an empty mailbox, not stopping — and its synchronous
-``handle_call_nowait`` accepts the message. trio is single-threaded and the handler never
-awaits, so the actor's state is still touched by one handler at a time and in mailbox order,
-exactly as if the actor had taken the message next; what is saved is two task switches. An
-exception from the inline handler crashes the actor as it would from its own task (the
-caller gets :class:`ActorGone`). Otherwise ``call_nowait`` raises ``trio.WouldBlock`` and the
-caller uses :meth:`ActorRef.call`.
+Every message — call, cast or info — travels through the mailbox and is handled in the
+actor's own task, one at a time, in arrival order; no handler ever runs in a caller's task.
 
-Subclass hooks mirror OTP: ``init``, ``handle_call``, ``handle_call_nowait``, ``handle_cast``,
+Subclass hooks mirror OTP: ``init``, ``handle_call``, ``handle_cast``,
 ``handle_info``, ``terminate``. ``handle_call`` returns the reply, :data:`NOREPLY` to answer
 later from any task through ``reply_to.reply(...)`` (OTP's ``noreply`` + ``gen_server:reply``), or
 :class:`ErrorReply` to make the caller raise. An exception escaping a hook crashes the
@@ -32,7 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, NoReturn
+from typing import Any, ClassVar, Final
 
 import structlog
 import trio
@@ -142,10 +136,7 @@ class _Info:
         self.msg = msg
 
 
-_NOT_A_REPLY: Final = frozenset({ErrorReply, _NoReply})
-
 _STOP: Final = object()
-_CRASH: Final = object()  # wakes an idle actor whose inline handler raised: it dies with that
 
 _Envelope = _Call | _Cast | _Info | object
 
@@ -196,53 +187,6 @@ class ActorRef:
             raise Busy(self._shared.name) from None
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise ActorGone(self._shared.name, self._shared.exit_reason or "stopped") from None
-        actor = self._shared.actor
-        if actor is not None:
-            actor._queued += 1  # not idle until the loop has taken this one
-            actor._idle = False
-
-    def call_nowait(self, msg: Any) -> Any:
-        """Run the call now, in this task, if the actor is idle; never blocks.
-
-        The actor answers through its synchronous ``handle_call_nowait``. This is the same
-        call as :meth:`call` minus two task switches: it happens only when the actor has
-        nothing queued and nothing in flight, so it takes exactly the turn the mailbox would
-        have given it.
-
-        Raises:
-            trio.WouldBlock: the actor is busy, has mail queued, is stopping, or does not
-                answer ``msg`` synchronously — use :meth:`call`.
-            ActorGone: the actor has exited, or the handler raised (the actor crashes with
-                that exception, as it would in its own task).
-        """
-        actor = self._shared.actor
-        if actor is None or not actor._idle:
-            self._not_inline(actor)
-        actor._idle = None  # running inline: a nested call_nowait on this actor must not
-        try:
-            value = actor.handle_call_nowait(msg)
-        except trio.WouldBlock:
-            raise
-        except Exception as exc:
-            actor._crash_from_inline(exc)
-            raise ActorGone(self._shared.name, exc) from exc
-        finally:
-            if actor._idle is None:  # nothing queued, stopped or crashed meanwhile
-                actor._idle = True
-        if type(value) in _NOT_A_REPLY:  # one test for the two rare cases
-            if value is NOREPLY:
-                raise TypeError(f"{self._shared.name}: handle_call_nowait cannot return NOREPLY")
-            raise value.error
-        return value
-
-    def _not_inline(self, actor: Actor | None) -> NoReturn:
-        """Why :meth:`call_nowait` cannot run the call now: the error to raise."""
-        shared = self._shared
-        if actor is None:
-            raise ActorGone(shared.name, shared.exit_reason or "stopped")
-        if actor._inline_crash is not None:  # dying of an inline crash already
-            raise ActorGone(shared.name, actor._inline_crash)
-        raise trio.WouldBlock
 
     async def call(self, msg: Any, timeout: float | None = 5.0) -> Any:
         """Send ``msg`` to ``handle_call`` and wait for the reply.
@@ -258,6 +202,7 @@ class ActorRef:
             CallTimeout: no reply within ``timeout``; the actor is unharmed and its late
                 reply is dropped.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
         reply_to = ReplyTo()
         self._post(_Call(msg, reply_to))
         try:
@@ -334,14 +279,6 @@ class Actor:
     _stop_reason: object = None
     _send: trio.MemorySendChannel[Any] | None = None
     _in_flight: ReplyTo | None = None
-    _queued = 0  # envelopes posted through a ref and not yet taken by the loop
-    _idle: bool | None = False
-    """``True``: parked in the mailbox receive with nothing queued, not stopping, not
-    crashed — :meth:`ActorRef.call_nowait` may run a call inline. ``None`` while an inline
-    call runs. Whatever ends idleness (a post, ``stop``, an inline crash, the loop waking)
-    sets ``False``, which the inline call then leaves alone; so ``call_nowait`` tests one
-    attribute instead of four."""
-    _inline_crash: Exception | None = None
 
     async def init(self) -> None:
         """Prepare state; the actor is reported ready (and ``start`` returns) after this."""
@@ -349,15 +286,6 @@ class Actor:
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         """Answer a call: return the reply, :data:`NOREPLY` or an :class:`ErrorReply`."""
         raise NotImplementedError(f"{type(self).__name__} does not handle calls: {msg!r}")
-
-    def handle_call_nowait(self, msg: Any) -> Any:
-        """Answer a call synchronously for :meth:`ActorRef.call_nowait` (optional).
-
-        Return the reply or an :class:`ErrorReply`; raise ``trio.WouldBlock`` for a message
-        that needs ``handle_call`` (the default for every message). Must not await, so it
-        may only touch state that ``handle_call`` would touch synchronously too.
-        """
-        raise trio.WouldBlock
 
     async def handle_cast(self, msg: Any) -> None:
         """Handle a cast (no reply)."""
@@ -374,7 +302,6 @@ class Actor:
         """Stop after the current message with ``reason`` (callable from any task)."""
         if self._stop_reason is None:
             self._stop_reason = reason
-            self._idle = False
             if self._send is not None:
                 # Wake an idle loop; a full mailbox means the loop sees the flag soon anyway.
                 with contextlib.suppress(
@@ -421,16 +348,8 @@ class Actor:
                     started = True
                     log.debug("actor_started", actor=name)
                     while self._stop_reason is None:
-                        self._idle = not self._queued and self._inline_crash is None
-                        try:
-                            env = await recv.receive()
-                        finally:
-                            self._idle = False
-                        if env is _CRASH:
-                            assert self._inline_crash is not None
-                            raise self._inline_crash  # noqa: TRY301 -- the actor's own crash
+                        env = await recv.receive()
                         if env is not _STOP:
-                            self._queued -= 1
                             await self._dispatch(env)
                 except Exception as exc:
                     crash = exc  # re-raised below, not wrapped in the nursery's exception group
@@ -448,16 +367,6 @@ class Actor:
             if started:
                 await self._run_terminate(reason)
                 _log_exit(name, reason)
-
-    def _crash_from_inline(self, exc: Exception) -> None:
-        """An inline handler raised: the actor dies with ``exc`` as if it had raised it."""
-        self._inline_crash = exc
-        self._idle = False
-        if self._send is not None:
-            # The mailbox is empty (we were idle), so the sentinel fits; a closed one means
-            # the actor is already gone.
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                self._send.send_nowait(_CRASH)
 
     def _fail_waiters(self, recv: trio.MemoryReceiveChannel[Any], gone: ActorGone) -> None:
         # No checkpoint from here to recv.close(): no sender can slip a call in between.

@@ -24,7 +24,7 @@ from erlmcp_py.core.policy import (
 from erlmcp_py.core.validation import ValidationResult
 
 if TYPE_CHECKING:
-    from erlmcp_py.actors.elicitation import Record
+    from erlmcp_py.actors.record import Record
 
 __all__ = [
     "AnswerValidator",
@@ -156,7 +156,7 @@ class ElicitationHandle:
 
 
 class RuntimeConfig(BaseModel):
-    """Server-owned policy (DESIGN.md §5). A peer can never raise any of these limits."""
+    """Server-owned policy (the policy defaults). A peer can never raise any of these limits."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -1,13 +1,30 @@
 """The runtime's view of one connected client: the :class:`Peer` interface.
 
-The protocol layer (``erlmcp_py.mcp``) implements it for real sessions; tests use
-:class:`erlmcp_py.testing.MemoryPeer`. The runtime allocates the JSON-RPC id of every request it
-sends, so it can later send ``notifications/cancelled`` for it.
+The protocol layer (``erlmcp_py.mcp``) implements it for real MCP sessions; tests use
+:class:`erlmcp_py.testing.MemoryPeer`; an application that is not an MCP server implements it
+over its own connection (see ``docs/embedding.md``). The runtime allocates the id of every
+request it sends, so it can later send ``notifications/cancelled`` for it.
 
-A peer may also offer ``send_request_nowait`` (same arguments as :meth:`Peer.send_request`,
-synchronous; raises ``trio.WouldBlock`` when the transport cannot take the request without
-waiting). The elicitation child then sends in its own turn, without a cancel scope; when the
-method is missing or would block it awaits ``send_request`` under its deadline.
+The conversation, seen from a peer:
+
+1. ``send_request("elicitation/create", params, request_id=..., on_response=...)``. For a
+   form, ``params`` is ``{"message": str, "requestedSchema": {...}}``; for URL mode it is
+   ``{"mode": "url", "message": str, "url": str, "elicitationId": str}``. A re-prompt after
+   an invalid answer is a new request with a new id, whose message lists the errors.
+2. When the user answers, call ``on_response`` once with one of (:data:`PeerResponse`):
+
+   * the result mapping ``{"action": "accept", "content": {...}}`` — ``content`` holds the
+     form's field values by property name, as plain JSON values;
+   * ``{"action": "decline"}`` or ``{"action": "cancel"}`` (no ``content``);
+   * :class:`PeerError` — the client answered with an error (the elicitation fails with
+     reason ``"transport"``);
+   * a :class:`PeerGone` instance — the connection ended while the request was open.
+
+   Any other shape (no ``action``, an unknown action) fails the elicitation as an invalid
+   response. Answers after :meth:`Peer.forget_request` must be dropped by the peer.
+3. Notifications the peer may receive: ``notifications/cancelled`` (``{"requestId",
+   "reason"}``: stop showing that request), ``notifications/message`` (the expiry warning)
+   and ``notifications/elicitation/complete`` (URL mode).
 """
 
 from __future__ import annotations
@@ -16,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Peer", "PeerError", "PeerGone", "PeerResponse", "SendRequestNowait"]
+__all__ = ["Peer", "PeerError", "PeerGone", "PeerResponse"]
 
 
 class PeerGone(Exception):
@@ -25,7 +42,7 @@ class PeerGone(Exception):
 
 @dataclass(frozen=True, slots=True)
 class PeerError:
-    """The client answered our request with a JSON-RPC error."""
+    """The client answered our request with an error (a JSON-RPC error for MCP)."""
 
     code: int
     message: str
@@ -33,22 +50,9 @@ class PeerError:
 
 
 PeerResponse = Mapping[str, Any] | PeerError | PeerGone
-"""What ``on_response`` receives: the ``result`` object, the client's error, or ``PeerGone``
-if the session ended while the request was outstanding."""
-
-
-class SendRequestNowait(Protocol):
-    """The optional ``Peer.send_request_nowait``: hand the request over now or raise
-    ``trio.WouldBlock`` (nothing sent); ``PeerGone`` as for ``send_request``."""
-
-    def __call__(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-    ) -> None: ...
+"""What ``on_response`` receives: the result mapping ``{"action": "accept" | "decline" |
+"cancel", "content": {...}}``, the client's :class:`PeerError`, or a :class:`PeerGone` if the
+connection ended while the request was outstanding."""
 
 
 @runtime_checkable
@@ -61,12 +65,16 @@ class Peer(Protocol):
         ...
 
     @property
-    def protocol_version(self) -> str:
-        """The negotiated protocol version (decides which requestedSchema subset is allowed)."""
+    def protocol_version(self) -> str | None:
+        """The negotiated MCP protocol version, which decides the requestedSchema subset.
+
+        ``None`` — or no such attribute at all — for a peer that does not speak MCP: the
+        newest subset applies.
+        """
         ...
 
     def supports(self, mode: str) -> bool:
-        """Whether the client declared the elicitation capability for ``mode`` (form/url)."""
+        """Whether the client can answer elicitations of ``mode`` (``"form"``/``"url"``)."""
         ...
 
     async def send_request(
@@ -80,7 +88,7 @@ class Peer(Protocol):
         """Send a request; return once it is handed to the transport.
 
         ``on_response`` is called exactly once, synchronously, from a trio task, with the
-        response — unless :meth:`forget_request` was called first.
+        response (see :data:`PeerResponse`) — unless :meth:`forget_request` was called first.
 
         Raises:
             PeerGone: the client is gone; nothing was sent.

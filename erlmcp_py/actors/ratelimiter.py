@@ -1,6 +1,7 @@
 """RateLimiterActor: a thin shell owning one pure ``core.ratelimit.RateLimiter``.
 
-It reads trio's clock (the core never does) and answers three calls. Its state is soft: when
+It reads trio's clock (the core never does), answers the calls ``Acquire`` and
+``ResetPending`` and takes the casts ``Release`` and ``ReleaseMany``. Its state is soft: when
 it restarts, the elicitation actor restarts after it (rest_for_one) and every pending
 elicitation has already ended, so starting from empty buckets loses nothing that matters.
 """
@@ -27,14 +28,14 @@ class Acquire:
 
 @dataclass(frozen=True, slots=True)
 class Release:
-    """Release one pending slot of ``client`` (the inline path; see ``ReleaseMany``)."""
+    """Release one pending slot of ``client`` (a cast)."""
 
     client: Hashable
 
 
 @dataclass(frozen=True, slots=True)
 class ReleaseMany:
-    """Release ``count`` pending slots per client in one message (batched by the caller)."""
+    """Release ``count`` pending slots per client in one cast (batched by the caller)."""
 
     counts: Mapping[Any, int]
 
@@ -58,23 +59,21 @@ class RateLimiterActor(Actor):
         self._registry["ratelimiter"] = self.ref
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
-        return self.handle_call_nowait(msg)
-
-    def handle_call_nowait(self, msg: Any) -> Any:
-        # Every call is synchronous: an idle limiter answers in the caller's task.
         if type(msg) is Acquire:
             return self.limiter.try_acquire(msg.client, self.now())
-        if type(msg) is Release:
-            self.limiter.release(msg.client)
-            return None
-        if type(msg) is ReleaseMany:
-            for client, count in msg.counts.items():
-                for _ in range(count):
-                    self.limiter.release(client)
-            return None
         if type(msg) is ResetPending:
             self.limiter = RateLimiter(self._policy)
             return None
         if msg == "stats":
             return self.limiter.stats()
         raise TypeError(f"unknown rate limiter call {type(msg).__name__}")
+
+    async def handle_cast(self, msg: Any) -> None:
+        if type(msg) is Release:
+            self.limiter.release(msg.client)
+        elif type(msg) is ReleaseMany:
+            for client, count in msg.counts.items():
+                for _ in range(count):
+                    self.limiter.release(client)
+        else:
+            await super().handle_cast(msg)  # raises: an unknown cast crashes the actor

@@ -37,10 +37,6 @@ class ValidatorActor(Actor):
         self._registry["validator"] = self.ref
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> ValidationResult:
-        return self.handle_call_nowait(msg)
-
-    def handle_call_nowait(self, msg: Any) -> ValidationResult:
-        # Validation never awaits: an idle validator answers in the caller's task.
         if type(msg) is not Validate:
             raise TypeError(f"unknown validator call {type(msg).__name__}")
         if msg.validator is not None:

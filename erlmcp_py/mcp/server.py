@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.actors.tree import Runtime, open_runtime
+from erlmcp_py.actors.runtime import Runtime, open_runtime
 from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy

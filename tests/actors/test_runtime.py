@@ -1,12 +1,12 @@
-"""The elicitation runtime's guarantees (issue 3), each with a test that fails without it.
+"""The elicitation runtime's guarantees, each with a test that fails without it.
 
 All under trio's autojump clock: deadlines of 300 s pass in microseconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
 
 import pydantic
 import pytest
@@ -36,7 +36,9 @@ from erlmcp_py import (
     Unsupported,
     open_runtime,
 )
+from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import PeerError
+from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 
@@ -72,13 +74,10 @@ async def rt() -> AsyncIterator[Runtime]:
         yield runtime
 
 
-@pytest.mark.parametrize("nowait", [True, False], ids=["send_nowait", "send_awaited"])
 async def test_accept_returns_validated_content_with_defaults(
-    rt: Runtime, autojump_clock: trio.testing.MockClock, nowait: bool
+    rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = MemoryPeer(
-        auto=lambda r: {"action": "accept", "content": {"name": "Ada"}}, nowait=nowait
-    )
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "Ada"}})
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
     assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})  # idempotent
@@ -103,13 +102,10 @@ async def test_decline_and_cancel(
     assert peer.notifications == []  # the client ended it: nothing to cancel
 
 
-@pytest.mark.parametrize("nowait", [True, False], ids=["send_nowait", "send_awaited"])
 async def test_invalid_answer_is_reprompted_with_errors_then_fails(
-    rt: Runtime, autojump_clock: trio.testing.MockClock, nowait: bool
+    rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = MemoryPeer(
-        auto=lambda r: {"action": "accept", "content": {"name": "", "age": "36"}}, nowait=nowait
-    )
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"name": "", "age": "36"}})
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     outcome = await handle.outcome()
     assert isinstance(outcome, Failed)
@@ -134,11 +130,10 @@ async def test_reprompt_then_valid_answer_completes(
     assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).reprompts_used == 1
 
 
-@pytest.mark.parametrize("nowait", [True, False], ids=["send_nowait", "send_awaited"])
 async def test_timeout_warns_then_times_out_and_cancels_client_request(
-    rt: Runtime, autojump_clock: trio.testing.MockClock, nowait: bool
+    rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = MemoryPeer(nowait=nowait)  # never answers
+    peer = MemoryPeer()  # never answers
     start = trio.current_time()
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     assert await handle.outcome() == TimedOut()
@@ -167,7 +162,7 @@ class StuckPeer(MemoryPeer):
 async def test_a_send_stuck_in_the_transport_still_times_out_on_time(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = StuckPeer(nowait=False)
+    peer = StuckPeer()
     start = trio.current_time()
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     with trio.fail_after(1000):  # a lost deadline fails here instead of hanging the suite
@@ -177,7 +172,7 @@ async def test_a_send_stuck_in_the_transport_still_times_out_on_time(
     # The deadline cancelled the stuck send: the child is gone and holds nothing.
     assert rt.metrics()["pending"] == 0
     children = [t.name for t in rt.actor("elicitation")._shared.actor.nursery.child_tasks]
-    assert not [name for name in children if name.endswith("_child")], children
+    assert not [name for name in children if name.endswith(".child")], children
 
 
 async def test_extensions_are_bounded_and_rearm_the_warning(
@@ -285,7 +280,7 @@ async def test_other_tenant_id_is_indistinguishable_from_unknown(
         assert str(foreign.value) == str(unknown.value)
     assert await rt.list_elicitations(tenant=BOB) == []
     assert [i.id for i in await rt.list_elicitations(tenant=ALICE)] == [handle.id]
-    await peer.wait_request()  # (the calls above may all have run inline, before the send)
+    await peer.wait_request()  # (the calls above may all have run before the send)
     assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "active"
 
 
@@ -456,7 +451,7 @@ async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.M
 async def test_completion_racing_the_first_send(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = MemoryPeer(nowait=False)  # the send takes a turn: the completion overtakes it
+    peer = MemoryPeer()  # the send takes a turn: the completion may overtake it
     handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
     assert peer.requests == []
     info = await rt.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
@@ -638,17 +633,17 @@ async def test_url_fields_are_resolved_and_refused_when_any_address_is_private(
         assert "intranet" not in reprompt  # the refused value is never echoed
 
 
-# -- Runtime.ask: create + wait, the owner watched only once it stops waiting ------------------
+# -- Runtime.ask: create + wait, the caller owns the elicitation -----------------------------
 
 
 def hub_of(rt: Runtime) -> Any:
     return rt.actor("elicitation")._shared.actor.hub  # read-only inspection
 
 
-async def test_ask_waits_without_an_owner_watcher(
+async def test_ask_watches_its_waiting_owner(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
-    peer = MemoryPeer(nowait=False)
+    peer = MemoryPeer()
     watched_while_waiting: list[int] = []
 
     async def look() -> None:
@@ -660,7 +655,7 @@ async def test_ask_waits_without_an_owner_watcher(
         nursery.start_soon(look)
         outcome = await rt.ask(form(), peer=peer, tenant=ALICE)
     assert outcome == Accepted({"name": "Ada", "age": 30})
-    assert watched_while_waiting == [0]  # the waiting owner needed no watcher task
+    assert watched_while_waiting == [1]  # one shared watcher for the asking task
 
 
 async def test_ask_owner_cancelled_while_waiting_abandons_and_tells_client(
@@ -707,41 +702,6 @@ async def test_ask_owner_that_survives_its_cancellation_keeps_the_elicitation(
     assert info.status == "abandoned"
 
 
-def make_elicitation_actor_busy(patch: pytest.MonkeyPatch, rt: Runtime) -> None:
-    """From now on, ``rt``'s elicitation actor refuses inline calls (``call_nowait`` raises
-    ``trio.WouldBlock``, as when the actor is mid-message): callers go through its mailbox."""
-    ref = rt.actor("elicitation")
-    real = type(ref).call_nowait
-
-    def busy(self: Any, msg: Any) -> Any:
-        if self is ref:
-            raise trio.WouldBlock  # as when the actor is mid-message
-        return real(self, msg)
-
-    patch.setattr(type(ref), "call_nowait", busy)
-
-
-async def test_ask_through_a_busy_actor_watches_its_owner_from_the_start(
-    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    make_elicitation_actor_busy(monkeypatch, rt)
-    peer = MemoryPeer()
-    seen: list[bool] = []
-
-    async def tool() -> None:
-        seen.append(True)
-        await rt.ask(form(), peer=peer, tenant=ALICE)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(tool)
-        await peer.wait_request()
-        # The mailbox create could outlive a caller that stops waiting for its reply, so
-        # it is watched as create_elicitation's would be.
-        assert hub_of(rt).watched_tasks() == 1
-        nursery.cancel_scope.cancel()
-    assert seen == [True]
-
-
 async def test_runtime_stop_tells_the_client_before_it_wakes_the_waiter(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -767,3 +727,226 @@ async def test_runtime_stop_tells_the_client_before_it_wakes_the_waiter(
             {"requestId": request.id, "reason": "elicitation failed (runtime_restarted)"},
         )
     ]
+
+
+# -- ask is create_elicitation + outcome() -----------------------------------------------------
+
+Ask = Callable[[Runtime, ElicitationRequest, MemoryPeer], Awaitable[Outcome]]
+
+
+async def via_ask(rt: Runtime, request: ElicitationRequest, peer: MemoryPeer) -> Outcome:
+    return await rt.ask(request, peer=peer, tenant=ALICE)
+
+
+async def via_handle(rt: Runtime, request: ElicitationRequest, peer: MemoryPeer) -> Outcome:
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    return await handle.outcome()
+
+
+def answer(content: Any) -> Callable[[Any], Any]:
+    return lambda r: {"action": "accept", "content": content}
+
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "accept": {"auto": answer({"name": "Ada"})},
+    "decline": {"auto": lambda r: {"action": "decline"}},
+    "cancel": {"auto": lambda r: {"action": "cancel"}},
+    "invalid_then_failed": {"auto": answer({"name": ""})},
+    "peer_error": {"auto": lambda r: PeerError(-32000, "nope")},
+    "bad_action": {"auto": lambda r: {"action": "maybe"}},
+    "unsupported": {"auto": answer({"name": "Ada"}), "modes": frozenset({"url"})},
+    "timed_out": {"auto": None},
+    "peer_gone": {"auto": None, "gone": True},
+    "too_large": {"auto": answer({"name": "Ada"}), "message": "x" * 20_000},
+    "schema_not_allowed": {
+        "auto": answer({"name": "Ada"}),
+        "schema": {"type": "object", "properties": {"n": {"type": "object"}}},
+    },
+    "rate_limited": {"auto": answer({"name": "Ada"}), "rate": 1, "times": 2},
+    "too_many_pending": {"auto": None, "max_pending": 1, "times": 2, "concurrent": True},
+}
+
+
+async def observe(path: Ask, scenario: dict[str, Any]) -> tuple[Any, ...]:
+    config = {
+        "rate": scenario.get("rate", 1000),
+        "max_pending_per_client": scenario.get("max_pending", 100),
+    }
+    peer = MemoryPeer(auto=scenario["auto"])
+    if "modes" in scenario:
+        peer.modes = scenario["modes"]
+    peer.gone = scenario.get("gone", False)
+    request = form(scenario.get("message", "Who are you?"), scenario.get("schema"))
+    results: list[Any] = []
+
+    async def ask_all(rt: Runtime) -> None:
+        times = scenario.get("times", 1)
+        if scenario.get("concurrent"):
+            async with trio.open_nursery() as nursery:
+                for _ in range(times):
+                    nursery.start_soon(one, rt)
+                    await trio.testing.wait_all_tasks_blocked()
+                await trio.sleep(1000)  # the deadlines pass
+        else:
+            for _ in range(times):
+                await one(rt)
+
+    async def one(rt: Runtime) -> None:
+        try:
+            results.append(await path(rt, request, peer))
+        except Exception as exc:
+            results.append((type(exc).__name__, str(exc)))
+
+    with structlog.testing.capture_logs() as logs:
+        async with open_runtime(config) as rt:
+            await ask_all(rt)
+            await trio.testing.wait_all_tasks_blocked()
+            rows = await rt.list_elicitations(tenant=ALICE)
+            statuses = sorted((r.status, r.outcome, r.reprompts_used) for r in rows)
+            metrics = rt.metrics()
+    sent = [(r.method, r.params) for r in peer.requests]
+    # Ids are random: compare the notices' and log events' shapes.
+    notices = [(m, sorted(p)) for m, p in peer.notifications]
+    events = [(e["event"], sorted(e)) for e in logs if "elicitation_id" in e]
+    return results, statuses, metrics, sent, notices, events
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+async def test_ask_agrees_with_create_and_outcome(
+    autojump_clock: trio.testing.MockClock, name: str
+) -> None:
+    scenario = SCENARIOS[name]
+    assert await observe(via_ask, scenario) == await observe(via_handle, scenario)
+
+
+@pytest.mark.parametrize("modes", [frozenset({"form"}), frozenset({"url"})], ids=["form", "none"])
+async def test_ask_is_a_checkpoint_for_a_cancelled_caller_as_create_is(
+    autojump_clock: trio.testing.MockClock, modes: frozenset[str]
+) -> None:
+    seen: dict[str, Any] = {}
+    for label, path in (("ask", via_ask), ("handle", via_handle)):
+        peer = MemoryPeer(auto=answer({"name": "Ada"}), modes=modes)
+        async with open_runtime() as rt:
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await path(rt, form(), peer)
+            seen[label] = (
+                scope.cancelled_caught,
+                len(peer.requests),
+                await rt.list_elicitations(tenant=ALICE),
+                rt.metrics(),
+            )
+    assert seen["ask"] == seen["handle"]
+    assert seen["ask"][0]  # the cancelled caller was stopped at the checkpoint
+
+
+# -- the registry's live count -----------------------------------------------------------------
+
+
+def _check(actor: Any) -> None:
+    assert isinstance(actor, ElicitationActor)
+    assert actor.live == sum(r.outcome is None for r in actor.records.values())
+
+
+@pytest.mark.parametrize("max_records", [1, 3, 100])
+async def test_live_counts_the_records_that_have_not_ended(
+    autojump_clock: trio.testing.MockClock, max_records: int
+) -> None:
+    config = {"rate": 1000, "retention_max_records": max_records, "retention_max_age_s": 50.0}
+    async with open_runtime(config) as rt:
+        peer = MemoryPeer()
+        handles = []
+        for i in range(8):
+            handles.append(
+                await rt.create_elicitation(
+                    ElicitationRequest(f"q{i}", requested_schema=SCHEMA), peer=peer, tenant=ALICE
+                )
+            )
+            actor = rt.actor("elicitation")._shared.actor
+            _check(actor)
+        assert actor.live == 8
+        peer.answer(peer.requests[0].id, {"action": "accept", "content": {"name": "A"}})
+        peer.answer(peer.requests[1].id, {"action": "decline"})
+        await rt.cancel_elicitation(handles[2].id, tenant=ALICE)
+        await trio.testing.wait_all_tasks_blocked()
+        _check(actor)
+        assert actor.live == 5
+        await trio.sleep(60)  # the first endings age out of the retention (and the registry)
+        await rt.list_elicitations(tenant=ALICE)  # an API call evicts what has aged
+        _check(actor)
+        peer.answer(peer.requests[3].id, {"action": "cancel"})
+        await trio.sleep(400)  # the rest time out
+        _check(actor)
+        assert actor.live == 0
+        assert len(actor.records) == len(actor.retention) <= max_records
+
+
+# -- asking with a type, from a peer that is not an MCP client ---------------------------------
+
+
+class Region(pydantic.BaseModel):
+    region: Literal["eu", "us"]
+    replicas: int = 1
+
+
+async def test_ask_with_a_type_returns_an_instance_of_it(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"region": "eu"}})
+    outcome = await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE)
+    assert outcome == Accepted(Region(region="eu", replicas=1))
+    schema = peer.requests[0].params["requestedSchema"]
+    assert schema["properties"]["region"]["enum"] == ["eu", "us"]
+    failed = await rt.ask("Replicate?", bool, peer=peer, tenant=ALICE)  # a region is no bool
+    assert isinstance(failed, Failed)
+    assert failed.reason == "validation"
+    peer.auto = lambda r: {"action": "decline"}
+    assert await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE) == Declined()
+
+
+async def test_ask_needs_a_type_with_a_message_and_none_with_a_request(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    with pytest.raises(TypeError):
+        await rt.ask("Pick a region", peer=peer, tenant=ALICE)
+    with pytest.raises(TypeError):
+        await rt.ask(form(), Region, peer=peer, tenant=ALICE)
+    assert peer.requests == []
+
+
+class PlainPeer:
+    """A peer of an application that does not speak MCP: no protocol version at all."""
+
+    peer_id = "plain"
+
+    def __init__(self) -> None:
+        self.inner = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"region": "us"}})
+
+    def supports(self, mode: str) -> bool:
+        return mode == "form"
+
+    async def send_request(self, method: str, params: Any, **kwargs: Any) -> None:
+        await self.inner.send_request(method, params, **kwargs)
+
+    def forget_request(self, request_id: str) -> None:
+        self.inner.forget_request(request_id)
+
+    async def send_notification(self, method: str, params: Any) -> None:
+        await self.inner.send_notification(method, params)
+
+
+async def test_a_peer_without_a_protocol_version_gets_the_newest_schema_subset(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = PlainPeer()
+    outcome = await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE)  # type: ignore[arg-type]
+    assert outcome == Accepted(Region(region="us"))
+    with_default = {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}
+    # A string default exists only in the newer subsets: taken from a peer without a version,
+    # refused for a 2025-06-18 client.
+    handle = await rt.create_elicitation(form(schema=with_default), peer=peer, tenant=ALICE)  # type: ignore[arg-type]
+    assert handle.id
+    old_client = MemoryPeer(protocol_version="2025-06-18")
+    with pytest.raises(SchemaNotAllowed):
+        await rt.create_elicitation(form(schema=with_default), peer=old_client, tenant=ALICE)

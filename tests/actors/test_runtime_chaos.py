@@ -170,10 +170,7 @@ class Chaos:
     def new_peer(self, *, capable: bool = True) -> MemoryPeer:
         self.peer_seq += 1
         modes = frozenset({"form", "url"}) if capable else frozenset({"url"})
-        # Half the clients take requests at once (send_request_nowait), half make the
-        # child await the send under its deadline scope.
-        nowait = self.rng.random() < 0.5
-        peer = MemoryPeer(peer_id=f"peer{self.peer_seq}", modes=modes, nowait=nowait)
+        peer = MemoryPeer(peer_id=f"peer{self.peer_seq}", modes=modes)
         peer.auto = lambda sent, peer=peer: self.on_request(peer, sent)
         self.all_peers.append(peer)
         return peer
@@ -477,7 +474,7 @@ async def check_quiescent(chaos: Chaos) -> None:
     leftover = [
         t.name
         for t in actor.nursery.child_tasks
-        if not t.name.endswith(("_flush_releases", "Timers.run")) and t.name != idle_watcher
+        if not t.name.endswith("_flush_releases") and t.name != idle_watcher
     ]
     assert not leftover, f"a child task outlived its elicitation: {leftover}"
     for i, handle in chaos.handles.items():

@@ -11,7 +11,7 @@ import pydantic_core
 import trio
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.actors.tree import open_runtime
+from erlmcp_py.actors.runtime import open_runtime
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session

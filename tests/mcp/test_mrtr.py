@@ -20,7 +20,7 @@ import trio
 import trio.testing
 from pydantic import BaseModel
 
-from erlmcp_py.actors.tree import open_runtime
+from erlmcp_py.actors.runtime import open_runtime
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.mrtr import open_continuations

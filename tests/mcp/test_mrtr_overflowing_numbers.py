@@ -17,7 +17,7 @@ import pydantic_core
 import trio
 import trio.testing
 
-from erlmcp_py.actors.tree import open_runtime
+from erlmcp_py.actors.runtime import open_runtime
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session

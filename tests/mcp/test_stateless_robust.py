@@ -9,7 +9,7 @@ import pydantic_core
 import pytest
 import trio
 
-from erlmcp_py.actors.tree import open_runtime
+from erlmcp_py.actors.runtime import open_runtime
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
 from erlmcp_py.mcp.stateless import StatelessEndpoint

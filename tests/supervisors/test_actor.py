@@ -204,3 +204,50 @@ async def test_self_stop_with_reason() -> None:
         ref = await start_actor(nursery, Quitter())
         ref.cast("quit")
     assert ref.exit_reason == "done"
+
+
+class WhereAmI(Echo):
+    """Answers every call with the name of the task that ran the handler."""
+
+    async def handle_call(self, msg: Any, reply_to: Any) -> Any:
+        return trio.lowlevel.current_task().name
+
+
+async def test_every_call_is_handled_in_the_actors_own_task() -> None:
+    async with trio.open_nursery() as nursery:
+        ref = await start_actor(nursery, WhereAmI())
+        await trio.testing.wait_all_tasks_blocked()  # the actor is idle: still its own task
+        assert await ref.call("where?") == "actor:WhereAmI"
+        ref.request_stop()
+
+
+class CallLog(Echo):
+    """Logs every call it handles."""
+
+    async def handle_call(self, msg: Any, reply_to: Any) -> Any:
+        self.log.append(("call", msg))
+        return msg
+
+
+async def test_a_cancelled_caller_sends_nothing() -> None:
+    log: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        ref = await start_actor(nursery, CallLog(log))
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await ref.call("never delivered")
+        assert scope.cancelled_caught
+        assert await ref.call("sync") == "sync"
+        ref.request_stop()
+    assert log == ["init", ("call", "sync"), ("terminate", "shutdown")]
+
+
+async def test_a_stopped_actor_refuses_every_message() -> None:
+    async with trio.open_nursery() as nursery:
+        ref = await start_actor(nursery, Echo())
+        ref.request_stop()
+    for send in (ref.cast, ref.send):
+        with pytest.raises(ActorGone):
+            send("late")
+    with pytest.raises(ActorGone):
+        await ref.call("late")

@@ -1,7 +1,6 @@
 """Chaos: hundreds of concurrent callers with random timeouts while the actor randomly crashes
 and its supervisor restarts it. Every call must end in its reply or a typed error; none hangs.
-A third of the calls try the inline path (``call_nowait``) first: it must never run a handler
-while another one is in progress, and its crashes restart the actor like any other.
+The actor must never run a handler while another one is in progress.
 
 The seed is printed; set ERLMCP_CHAOS_SEED to replay one. ``--long`` runs a bigger storm.
 """
@@ -42,18 +41,8 @@ class ChaosActor(Actor):
     async def init(self) -> None:
         self.registry["chaos"] = self.ref
 
-    in_handler = False  # one handler at a time, inline or not
+    in_handler = False  # one handler at a time
     overlaps: list[Any] = []  # shared across incarnations, checked at the end
-
-    def handle_call_nowait(self, msg: Any) -> Any:
-        if self.in_handler:  # recorded, not raised: a raise would just look like a crash
-            self.overlaps.append(msg)
-        roll = self.rng.random()
-        if roll < self.crash_p:
-            raise RuntimeError("chaos crash (inline)")
-        if roll < 0.5:
-            raise trio.WouldBlock  # this one needs the actor's own task
-        return ("echo", msg)
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         if self.in_handler:
@@ -102,15 +91,8 @@ async def test_actor_chaos(autojump_clock: trio.testing.MockClock, long_run: boo
         for j in range(calls_each):
             msg = (i, j)
             timeout = rng.choice([None, 0.01, 0.1, 1.0, 10.0])
-            inline = rng.random() < 0.33
             try:
-                try:
-                    if not inline:
-                        raise trio.WouldBlock  # noqa: TRY301 -- straight to the mailbox
-                    reply = registry["chaos"].call_nowait(msg)
-                    outcomes["inline"] += 1
-                except trio.WouldBlock:
-                    reply = await registry["chaos"].call(msg, timeout=timeout)
+                reply = await registry["chaos"].call(msg, timeout=timeout)
             except Busy:
                 outcomes["busy"] += 1
             except ActorGone:
@@ -147,6 +129,5 @@ async def test_actor_chaos(autojump_clock: trio.testing.MockClock, long_run: boo
     assert outcomes["reply"] > 0
     assert outcomes["gone"] > 0  # the chaos really did kill callers' actors
     assert outcomes["timeout"] > 0
-    assert outcomes["inline"] > 0
     assert ChaosActor.overlaps == [], "handlers overlapped"
     assert count_tasks() == baseline

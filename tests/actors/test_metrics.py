@@ -1,7 +1,6 @@
-"""``Metrics.pending`` is derived from the counters (created minus the outcomes that are not
-``Unsupported``) instead of being a gauge updated on every create and end. This pins it to
-the gauge it replaced, for any sequence of metric calls: ``on_created`` minus
-``on_outcome`` calls, in the attribute and in ``snapshot()``.
+"""``Metrics.pending`` is derived from the counters: for any sequence of metric calls it is
+the ``on_created`` calls minus the ``on_outcome`` calls that are not ``Unsupported``, in the
+attribute and in ``snapshot()``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ calls = st.lists(
 @given(calls)
 def test_pending_is_created_minus_ended(steps: list[tuple[str, str, str]]) -> None:
     metrics = Metrics()
-    gauge = 0  # what the removed ``pending += 1`` / ``-= 1`` kept
+    gauge = 0  # an independent count of what is pending
     for call, mode, outcome in steps:
         if call == "created":
             metrics.on_created(mode)

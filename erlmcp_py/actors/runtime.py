@@ -1,4 +1,4 @@
-"""The supervision tree (DESIGN.md §2) and the runtime API on top of it.
+"""The supervision tree and the runtime API on top of it.
 
     root Supervisor (rest_for_one, 5 restarts / 10 s)
     ├── RateLimiterActor   permanent
@@ -8,6 +8,9 @@
 Actors find each other through a small registry (Erlang's registered names): each actor
 registers its ref in ``init``. rest_for_one guarantees that when the rate limiter or the
 validator restarts, the elicitation actor restarts after it and picks up the fresh refs.
+
+Every runtime API call is one message to the elicitation actor's mailbox (``Runtime._call``);
+:meth:`Runtime.ask` is :meth:`Runtime.create_elicitation` followed by ``handle.outcome()``.
 """
 
 from __future__ import annotations
@@ -24,24 +27,17 @@ from erlmcp_py.actors.api import (
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import (
-    CancelIt,
-    CompleteIt,
-    Create,
-    ElicitationActor,
-    ExtendIt,
-    GetStatus,
-    ListAll,
-    Record,
-)
+from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer
 from erlmcp_py.actors.ratelimiter import RateLimiterActor
+from erlmcp_py.actors.record import CancelIt, CompleteIt, Create, ExtendIt, GetStatus, ListAll
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
-from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import FrozenDict, check_requested_schema
+from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
+from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
 
@@ -75,7 +71,6 @@ class Runtime:
         self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
         self._metrics = Metrics()
         self._registry = Registry()
-        self._checked: set[tuple[str, str]] = set()
         self.supervisor = Supervisor(
             [
                 ChildSpec(
@@ -102,49 +97,15 @@ class Runtime:
             name="erlmcp",
         )
 
-    def _check_schema(self, schema: Mapping[str, Any], version: str) -> None:
-        """``check_requested_schema``, remembered for frozen schemas (the ones built from
-        types and forms, reused on every call) so the hot path does not walk them again."""
-        if type(schema) is FrozenDict:
-            key = (schema.digest, version)
-            if key in self._checked:
-                return
-            check_requested_schema(schema, version)
-            if len(self._checked) >= 4096:
-                self._checked.clear()
-            self._checked.add(key)
-        else:
-            check_requested_schema(schema, version)
-
-    async def _call(self, msg: Any, *, schedule_point: bool = True) -> Any:
-        """Call the elicitation actor, riding out one restart of it.
-
-        An idle actor answers inline (``call_nowait``: same turn, no task switch); a busy
-        one through its mailbox under the call timeout. ``schedule_point=False``: the caller
-        yields right after anyway, so an inline answer skips its own.
-        """
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            reply = self._registry["elicitation"].call_nowait(msg)
-        except (trio.WouldBlock, ActorGone):
-            return await self._call_mailbox(msg)  # busy, or restarting: wait for it
-        if not schedule_point:
-            return reply
-        # A schedule point, as every trio call is: a loop of creates must not starve the
-        # other tasks (the new child takes its first turn). Shielded: what was done is
-        # done, and the caller gets its reply.
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return reply
-
-    async def _call_mailbox(self, msg: Any) -> Any:
-        """:meth:`_call` through the mailbox, under the call timeout, riding out one restart."""
+    async def _call(self, msg: Any) -> Any:
+        """Call the elicitation actor through its mailbox under the call timeout, riding
+        out a restart of it (the new incarnation registers within the timeout)."""
         deadline = trio.current_time() + self.config.call_timeout_s
         while True:
             ref = self._registry["elicitation"]
             try:
                 return await ref.call(msg, timeout=max(deadline - trio.current_time(), 0.001))
             except ActorGone:
-                # Restarting: wait for the new incarnation to register, within our timeout.
                 with trio.move_on_at(deadline):
                     while self._registry["elicitation"] is ref:
                         await self._registry.changed.wait()
@@ -174,52 +135,15 @@ class Runtime:
             SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
+            Busy, ActorGone, CallTimeout: the runtime cannot take the request now.
         """
-        return await self._create(request, peer, tenant, owner, client_id)
-
-    def _check_size(self, request: ElicitationRequest) -> None:
         sizes = self.policy.sizes
         message_size = len(request.message.encode())
         if message_size > sizes.message_bytes:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
-
-    def _create_message(
-        self,
-        request: ElicitationRequest,
-        peer: Peer,
-        tenant: Tenant,
-        owner: trio.lowlevel.Task | None,
-        client_id: str | None,
-        watch_owner: bool,
-    ) -> Create | None:
-        """The actor's ``Create`` for a checked request; ``None`` (counted) when the peer
-        cannot be asked at all — never a fake decline."""
-        if not peer.supports(request.mode):
-            self._metrics.on_unsupported(request.mode)
-            return None
-        return Create(
-            request,
-            peer,
-            tenant,
-            owner if owner is not None else trio.lowlevel.current_task(),
-            client_id if client_id is not None else peer.peer_id,
-            watch_owner,
-        )
-
-    async def _create(
-        self,
-        request: ElicitationRequest,
-        peer: Peer,
-        tenant: Tenant,
-        owner: trio.lowlevel.Task | None,
-        client_id: str | None,
-        *,
-        ask: bool = False,
-    ) -> ElicitationHandle:
-        self._check_size(request)
         if request.mode == "form":
             assert request.requested_schema is not None
-            self._check_schema(request.requested_schema, peer.protocol_version)
+            check_requested_schema(request.requested_schema, _version_of(peer))
         else:
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)
@@ -227,70 +151,76 @@ class Runtime:
                 request = ElicitationRequest(
                     request.message, "url", url=url, validator=request.validator
                 )
-        msg = self._create_message(request, peer, tenant, owner, client_id, not ask)
-        if msg is None:
+        if not peer.supports(request.mode):
+            # Never a fake decline: the peer cannot be asked at all.
+            self._metrics.on_unsupported(request.mode)
+            await trio.lowlevel.checkpoint()
             return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
-        handle: ElicitationHandle = await self._call(
-            msg,
-            schedule_point=not ask,  # ask parks on the outcome right after: that is its yield
+        message = Create(
+            request,
+            peer,
+            tenant,
+            owner if owner is not None else trio.lowlevel.current_task(),
+            client_id if client_id is not None else peer.peer_id,
         )
+        handle: ElicitationHandle = await self._call(message)
         return handle
 
     async def ask(
         self,
-        request: ElicitationRequest,
+        request: ElicitationRequest | str,
+        form: type[Any] | FormType[Any] | None = None,
         *,
         peer: Peer,
         tenant: Tenant,
         client_id: str | None = None,
     ) -> Outcome:
-        """``create_elicitation`` and ``await handle.outcome()`` in one call; the caller owns it.
+        """Ask and wait: :meth:`create_elicitation`, then ``await handle.outcome()``.
 
-        For a caller that waits at once (``Context.elicit``). While it waits here it cannot
-        exit, so its exit is watched only if it stops waiting (cancelled: it may be on its
-        way out) — from then on exactly as ``create_elicitation`` watches it. That saves the
-        owner-watcher task of a one-question tool call.
+        The caller owns the elicitation (its exit abandons it).
+
+        Args:
+            request: an :class:`ElicitationRequest`, or the message text when ``form`` is
+                given.
+            form: a Python type (pydantic model, dataclass, TypedDict, or a bare field type
+                such as ``bool`` or ``Literal[...]``) or a :class:`FormType`; the
+                requestedSchema is built for the peer's protocol version and the answer is
+                validated against it.
+            peer: the client to ask.
+            tenant: the caller's scope.
+            client_id: rate-limit key; default ``peer.peer_id``.
+
+        Returns:
+            ``Accepted(content)`` — with ``form``, an instance of the type (or the bare
+            value); otherwise the validated dict — | ``Declined`` | ``Cancelled`` |
+            ``TimedOut`` | ``Unsupported`` | ``Failed(reason)``.
 
         Raises:
+            TypeError: ``form`` cannot be a form, or is missing for a message text.
             as :meth:`create_elicitation`.
         """
-        if request.mode != "form":  # URL checks await the resolver: the general path
-            handle = await self._create(request, peer, tenant, None, client_id, ask=True)
-            try:
-                return await handle.outcome()
-            except BaseException:
-                if handle._record is not None:
-                    handle._record.watch_owner()
-                raise
-        # A form: _create and _call written out, and the wait on the record itself (an
-        # inline create answers with the Record, not a handle): no coroutine, handle or
-        # outcome() layer per question — this is every Context.elicit.
-        self._check_size(request)
-        assert request.requested_schema is not None
-        self._check_schema(request.requested_schema, peer.protocol_version)
-        task = trio.lowlevel.current_task()  # the owner, and the waiter
-        msg = self._create_message(request, peer, tenant, task, client_id, False)
-        if msg is None:
-            await trio.lowlevel.checkpoint()
-            return Unsupported("form")
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            record: Record = self._registry["elicitation"].call_nowait(msg)
-        except (trio.WouldBlock, ActorGone):
-            record = (await self._call_mailbox(msg))._record  # watched from the start
-        try:
-            if record.outcome is None:
-                # Parked as the record's one asker (it made the record; no waiters list, no
-                # abort closure): the Resolve effect reschedules it.
-                record.asker = task
-                await trio.lowlevel.wait_task_rescheduled(record._abort_ask)
-            else:
-                await trio.lowlevel.checkpoint()
-        except BaseException:
-            record.watch_owner()  # see the docstring
-            raise
-        outcome = record.outcome
-        assert outcome is not None
+        form_type: FormType[Any] | None = None
+        if isinstance(request, ElicitationRequest):
+            if form is not None:
+                raise TypeError("pass form only with a message text, not with a request")
+        else:
+            if form is None:
+                raise TypeError("ask(message, form): a message text needs a form type")
+            form_type = form if isinstance(form, FormType) else schema_for(form)
+            request = ElicitationRequest(
+                request,
+                "form",
+                requested_schema=form_type.requested_schema(_version_of(peer)),
+                validator=form_type,
+            )
+        handle = await self.create_elicitation(
+            request, peer=peer, tenant=tenant, client_id=client_id
+        )
+        outcome = await handle.outcome()
+        if form_type is not None and isinstance(outcome, Accepted):
+            content = outcome.content
+            if isinstance(content, Mapping):
+                return Accepted(form_type.from_valid(content))
         return outcome
 
     async def get_elicitation_status(
@@ -350,6 +280,13 @@ class Runtime:
     def actor(self, name: str) -> ActorRef:
         """The current ref of ``ratelimiter``, ``validator`` or ``elicitation`` (for ops/tests)."""
         return self._registry[name]
+
+
+def _version_of(peer: Peer) -> str:
+    """The peer's protocol version; a peer without one (not an MCP client) gets the newest
+    requestedSchema subset."""
+    version: str | None = getattr(peer, "protocol_version", None)
+    return version or LATEST_VERSION
 
 
 @asynccontextmanager

@@ -1,0 +1,323 @@
+"""One elicitation's shell state (:class:`Record`) and the elicitation actor's messages.
+
+A :class:`Record` owns one pure ``core.lifecycle.Elicitation`` and the I/O-side facts the
+lifecycle does not model: the peer, the waiters, the JSON-RPC id of the outstanding request,
+the child task's cancel scope. :meth:`Record.feed` hands an event to the lifecycle and
+executes the effects that need no I/O at once (wake the waiters, move the deadline scope,
+answer an extension); the others (send a request, validate, warn, notify) are queued on
+``work`` for the record's child task, which is woken to perform them.
+
+The messages below are what :class:`~erlmcp_py.actors.runtime.Runtime` sends to the
+elicitation actor's mailbox; the actor answers each in its own task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from erlmcp_py.actors.api import ElicitationInfo, ElicitationRequest, Mode
+from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.core.lifecycle import (
+    Answer,
+    Effect,
+    Elicitation,
+    ExtensionGranted,
+    ExtensionRefused,
+    OwnerDown,
+    Resolve,
+    SendWarning,
+    SetDeadline,
+    TransportFailed,
+)
+from erlmcp_py.core.outcomes import Outcome, Tenant
+from supervisors import MonitorRef
+
+if TYPE_CHECKING:
+    from erlmcp_py.actors.elicitation import ElicitationActor
+
+__all__ = [
+    "CancelIt",
+    "CompleteIt",
+    "Create",
+    "ExtendIt",
+    "GetStatus",
+    "ListAll",
+    "NotifyComplete",
+    "Record",
+    "ResponseRoute",
+]
+
+_ACTIONS = ("accept", "decline", "cancel")  # compared by equality: any JSON value is safe
+
+
+# -- the elicitation actor's call protocol -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Register a new elicitation, start its child, reply with an ``ElicitationHandle``."""
+
+    request: ElicitationRequest
+    peer: Peer
+    tenant: Tenant
+    owner: trio.lowlevel.Task
+    client: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetStatus:
+    """Reply with the :class:`ElicitationInfo` of one elicitation."""
+
+    elicitation_id: str
+    tenant: Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class ListAll:
+    """Reply with every retained elicitation of ``tenant``."""
+
+    tenant: Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class CancelIt:
+    """Cancel one elicitation on the server's behalf."""
+
+    elicitation_id: str
+    tenant: Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendIt:
+    """Move one elicitation's deadline (``seconds=None``: the policy's extension)."""
+
+    elicitation_id: str
+    tenant: Tenant
+    seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteIt:
+    """Complete one elicitation from the application side with ``content``."""
+
+    elicitation_id: str
+    tenant: Tenant
+    content: Any
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyComplete:
+    """Shell effect: tell the initiating client a URL-mode elicitation completed."""
+
+
+# -- the record --------------------------------------------------------------------------------
+
+
+class ResponseRoute:
+    """What the peer calls with the answer to one attempt: the record and that attempt's id.
+
+    A two-slot object rather than a closure, because the peer holds one for every pending
+    elicitation.
+    """
+
+    __slots__ = ("record", "rid")
+
+    def __init__(self, record: Record, rid: str) -> None:
+        self.record = record
+        self.rid = rid
+
+    def __call__(self, response: PeerResponse) -> None:
+        self.record.on_response(self.rid, response)
+
+
+class Record:
+    """One elicitation: its lifecycle, its peer, its waiters. Fed by :meth:`feed`.
+
+    ``outcome`` is set by the :class:`Resolve` effect, which the lifecycle emits exactly
+    when it enters a terminal status.
+    """
+
+    __slots__ = (
+        "actor",
+        "client",
+        "consented",
+        "core",
+        "ended_at",
+        "id",
+        "mode",
+        "monitor",
+        "outcome",
+        "owner",
+        "owner_down",
+        "peer",
+        "performing",
+        "request",
+        "rid",
+        "scope",
+        "tenant",
+        "waiter",
+        "waiters",
+        "warned",
+        "work",
+    )
+
+    def __init__(
+        self,
+        actor: ElicitationActor,
+        elicitation_id: str,
+        request: ElicitationRequest,
+        peer: Peer,
+        tenant: Tenant,
+        client: str,
+        owner: trio.lowlevel.Task,
+        now: float,
+    ) -> None:
+        self.actor = actor
+        self.id = elicitation_id
+        self.mode: Mode = request.mode
+        self.request = request
+        self.peer = peer
+        self.tenant = tenant
+        self.client = client
+        self.owner = owner
+        self.core = Elicitation(actor.policy.lifecycle, now, mode=request.mode)
+        self.work: list[Effect | NotifyComplete] = []  # effects queued for the child
+        self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()
+        self.outcome: Outcome | None = None
+        self.waiter: trio.lowlevel.Task | None = None  # the child, while parked
+        self.scope: trio.CancelScope | None = None  # the child's deadline scope
+        self.rid: str | None = None  # JSON-RPC id of our outstanding elicitation/create
+        self.monitor: MonitorRef | None = None
+        self.owner_down = False  # the owner exited; the child feeds OwnerDown
+        self.performing = False  # the child is performing a live effect
+        self.consented = False
+        self.warned = False
+        self.ended_at: float | None = None
+
+    # -- feeding the lifecycle (synchronous: callable from any trio task) -------------------
+
+    def start(self) -> None:
+        """Start the lifecycle: the deadline runs and the first request is queued."""
+        self.apply(self.core.start())
+
+    def feed(self, event: Any) -> tuple[ExtensionGranted | ExtensionRefused, ...]:
+        """Hand ``event`` to the lifecycle and :meth:`apply` its effects."""
+        return self.apply(self.core.handle(event))
+
+    def apply(self, effects: list[Effect]) -> tuple[ExtensionGranted | ExtensionRefused, ...]:
+        """Execute or queue ``effects``, in order, then wake the child.
+
+        Returns:
+            The extension replies among the effects (only an ``Extend`` has any).
+        """
+        replies: tuple[ExtensionGranted | ExtensionRefused, ...] = ()
+        for effect in effects:
+            if isinstance(effect, Resolve):
+                self.outcome = effect.outcome
+                waiters, self.waiters = self.waiters, None
+                for task in waiters or ():
+                    trio.lowlevel.reschedule(task)
+                self.actor.on_resolved(self)
+            elif isinstance(effect, SetDeadline):
+                self.warned = False
+                self.move_scope()
+            elif isinstance(effect, ExtensionGranted | ExtensionRefused):
+                replies = (*replies, effect)
+            else:
+                if isinstance(effect, SendWarning):
+                    self.warned = True
+                self.work.append(effect)
+        self.wake()
+        return replies
+
+    def on_response(self, rid: str, response: PeerResponse) -> None:
+        """The peer's answer to our request ``rid`` (called once, synchronously)."""
+        if rid != self.rid or self.outcome is not None:
+            return  # an answer to an earlier attempt, or too late: ignored
+        if isinstance(response, PeerGone):
+            self.feed(TransportFailed("client gone"))
+            return
+        if isinstance(response, PeerError):
+            self.feed(TransportFailed(f"client error {response.code}: {response.message}"))
+            return
+        action = response.get("action") if isinstance(response, Mapping) else None
+        if action not in _ACTIONS:
+            self.feed(TransportFailed("invalid response: action must be accept|decline|cancel"))
+            return
+        actor = self.actor
+        # From the request reaching the client (or, if it answered before our send returned,
+        # from creation) to the human's answer.
+        sent_at = self.core.sent_at
+        asked_at = self.core.created_at if sent_at is None else sent_at
+        actor.metrics.on_answer_latency(actor.now() - asked_at)
+        if self.mode == "url" and action == "accept":
+            self.consented = True  # the user opened the page; the app completes it later
+            actor.event("consented", self)
+            return
+        actor.event("answered", self, action=action)
+        content = response.get("content") if action == "accept" else None
+        self.feed(Answer(action, content))
+
+    def on_owner_down(self, _task: trio.lowlevel.Task) -> None:
+        """The owner exited (the monitor hub's callback): signal the child, which feeds
+        ``OwnerDown`` itself."""
+        self.monitor = None
+        if self.outcome is None:
+            self.owner_down = True
+            if self.scope is not None:
+                self.scope.cancel()
+            self.wake()
+
+    def feed_owner_down(self) -> None:
+        """The child's half of :meth:`on_owner_down`."""
+        self.owner_down = False
+        self.feed(OwnerDown())
+
+    # -- the child's timer and sleep -----------------------------------------------------------
+
+    def next_timer(self) -> float:
+        """When the child must wake: the warning if it is still due, else the deadline."""
+        core = self.core
+        warn_at = core.warn_at
+        if warn_at is not None and not self.warned and warn_at < core.deadline:
+            return warn_at
+        return core.deadline
+
+    def move_scope(self) -> None:
+        """Set the child's scope deadline: while it performs a live effect only the deadline
+        may interrupt it (a warning waits for the effect); parked, the next timer wakes it."""
+        scope = self.scope
+        if scope is not None:
+            scope.deadline = self.core.deadline if self.performing else self.next_timer()
+
+    def wake(self) -> None:
+        """Reschedule the parked child (a no-op while it runs)."""
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    def abort_park(self, _: Any) -> trio.lowlevel.Abort:
+        self.waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def info(self) -> ElicitationInfo:
+        """This elicitation's status row."""
+        core = self.core
+        return ElicitationInfo(
+            id=self.id,
+            mode=self.mode,
+            status=core.status.value,
+            client=self.client,
+            created_at=core.created_at,
+            deadline=core.deadline,
+            sent_at=core.sent_at,
+            ended_at=self.ended_at,
+            extensions_used=core.extensions_used,
+            reprompts_used=core.reprompts_used,
+            outcome=None if self.outcome is None else type(self.outcome).__name__,
+        )
