@@ -39,7 +39,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, NoReturn
 
@@ -52,10 +52,19 @@ from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
     from erlmcp_py.actors.runtime import Runtime
+    from erlmcp_py.core.state_token import KeyRing
     from erlmcp_py.mcp.server import Server
     from erlmcp_py.transports.http import HttpConfig, HttpTransport, Listening
 
-__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "http_config", "load_server", "main", "runtime_config"]
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "STATE_KEYS_ENV",
+    "http_config",
+    "load_server",
+    "main",
+    "runtime_config",
+    "state_keyring",
+]
 
 #: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
 #: supervisor's own limit (systemd ``TimeoutStopSec``, supervisord ``stopwaitsecs``) above it.
@@ -65,6 +74,9 @@ _SETTLE_S = 1.0  # longest wait for the tools' last answers once the runtime has
 _DRAIN_POLL_S = 0.05  # how often the drain looks whether calls are left
 
 log = structlog.get_logger("erlmcp.serve")
+
+#: Environment variable holding the ``requestState`` key ring when ``--state-keys`` is not given.
+STATE_KEYS_ENV = "ERLMCP_STATE_KEYS"
 
 
 def runtime_config(
@@ -90,8 +102,9 @@ def runtime_config(
     return RuntimeConfig.model_validate(fields)
 
 
-def http_config(args: argparse.Namespace) -> HttpConfig:
-    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares)."""
+def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
+    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares) and
+    the ``requestState`` key ring (``None``: a fresh random key for this process)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
     limits = PrincipalLimits(
@@ -99,7 +112,35 @@ def http_config(args: argparse.Namespace) -> HttpConfig:
         requests=args.requests_per_client,
         suspended=args.suspended_per_client,
     )
-    return HttpConfig(idle_timeout=args.session_idle_timeout, limits=limits)
+    continuations = {"keyring": keyring} if keyring is not None else {}
+    return HttpConfig(
+        idle_timeout=args.session_idle_timeout, limits=limits, continuations=continuations
+    )
+
+
+def state_keyring(path: str | None, environ: Mapping[str, str]) -> KeyRing | None:
+    """The ``requestState`` key ring: from the file ``--state-keys`` names, else from the
+    environment variable :data:`STATE_KEYS_ENV`, else ``None``.
+
+    The format is :func:`~erlmcp_py.core.state_token.parse_keyring`'s: ``KID=KEY`` entries
+    (base64 of at least 32 random bytes), the first one sealing, the others still opening.
+    Every process that serves one endpoint (behind a load balancer) needs the same ring.
+
+    Raises:
+        ValueError: the file cannot be read, or the ring is invalid (the message never shows a
+            key).
+    """
+    from erlmcp_py.core.state_token import parse_keyring
+
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+        return parse_keyring(text)
+    value = environ.get(STATE_KEYS_ENV)
+    return parse_keyring(value) if value else None
 
 
 def load_server(spec: str, config: RuntimeConfig) -> Server:
@@ -214,6 +255,13 @@ def _parser() -> argparse.ArgumentParser:
             metavar="N",
             help=f"HTTP: {what} per client address (IPv6: per /64) (default: %(default)d)",
         )
+    serve.add_argument(
+        "--state-keys",
+        default=None,
+        metavar="FILE",
+        help="HTTP: the key ring sealing 2026-07-28 requestState, KID=KEY lines (first: current); "
+        f"default: ${STATE_KEYS_ENV}, else a random key per process",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -242,6 +290,11 @@ def _serve(args: argparse.Namespace) -> int:
 
         server = build_server(config)
     if args.transport == "http":
+        try:
+            args.keyring = state_keyring(args.state_keys, os.environ)
+        except ValueError as exc:
+            print(f"erlmcp-py serve: requestState keys: {exc}", file=sys.stderr)
+            return 2
         return _run(server, args, stdout_fd=None)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
@@ -394,7 +447,7 @@ async def _host_transport(
                     server,
                     host=args.host,
                     port=args.port,
-                    config=http_config(args),
+                    config=http_config(args, getattr(args, "keyring", None)),
                     shutdown_trigger=stop_accepting.wait,
                     task_status=task_status,
                 )

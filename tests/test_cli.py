@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
+import base64
+import os
+import subprocess
+from pathlib import Path
 
-from erlmcp_py.cli import _parser, http_config, runtime_config
+import httpx2
+import pytest
+import trio
+
+from erlmcp_py.cli import STATE_KEYS_ENV, _parser, http_config, main, runtime_config, state_keyring
+from erlmcp_py.core.state_token import TOKEN_VERSION
 from erlmcp_py.transports.http import PrincipalLimits
+from tests.deploy.support import free_port, serve_command
+from tests.transports.test_http_mrtr import META, Modern
 
 
 def test_serve_rate_option_sets_the_per_client_rate() -> None:
@@ -69,3 +79,62 @@ def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
     config = http_config(_parser().parse_args(argv))
     assert config.idle_timeout == 60
     assert config.limits == PrincipalLimits(sessions=4, requests=8, suspended=16)
+
+
+KEY_A = base64.b64encode(bytes(range(32))).decode()
+KEY_B = base64.b64encode(bytes(range(50, 82))).decode()
+
+
+def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> None:
+    keys = tmp_path / "state-keys"
+    keys.write_text(f"# the first key seals\nnew={KEY_A}\nold={KEY_B}\n")
+    from_file = state_keyring(str(keys), {STATE_KEYS_ENV: f"env={KEY_A}"})
+    assert from_file is not None
+    assert from_file.kids == ("new", "old")
+    from_env = state_keyring(None, {STATE_KEYS_ENV: f"env={KEY_A}"})
+    assert from_env is not None
+    assert from_env.kids == ("env",)
+    assert state_keyring(None, {}) is None
+    args = _parser().parse_args(["serve", "--state-keys", str(keys)])
+    assert http_config(args, from_file).continuations == {"keyring": from_file}
+
+
+def test_serve_refuses_unreadable_or_bad_state_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad"
+    bad.write_text(f"k1={KEY_A[:8]}\n")
+    for path in (bad, tmp_path / "missing"):
+        assert main(["serve", "--transport", "http", "--state-keys", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "requestState keys" in err
+        assert KEY_A[:8] not in err
+
+
+async def test_serve_seals_request_state_with_the_configured_key(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    command = serve_command("--transport", "http", "--port", str(port))
+    env = {**os.environ, STATE_KEYS_ENV: f"2026-02={KEY_A},2026-01={KEY_B}"}
+    with (tmp_path / "stderr").open("wb") as err, trio.fail_after(20):
+        process = await trio.lowlevel.open_process(
+            command, stdin=subprocess.DEVNULL, stderr=err, env=env
+        )
+        try:
+            async with httpx2.AsyncClient(timeout=5) as http:
+                modern = Modern(http, url)
+                params = {"name": "demo_confirm", "arguments": {}, "_meta": META}
+                with trio.move_on_after(15):
+                    while True:
+                        try:
+                            answer = await modern.post("tools/call", params)
+                            break
+                        except httpx2.TransportError:
+                            await trio.sleep(0.05)
+            state = answer.json()["result"]["requestState"]
+            raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4))
+            assert raw[0] == TOKEN_VERSION
+            assert raw[2 : 2 + raw[1]] == b"2026-02"
+        finally:
+            process.terminate()
+            await process.wait()
