@@ -19,7 +19,12 @@
 #   --startup-timeout S    seconds to wait for the URL's port to accept connections (default 30)
 #   --suite NAME           run a whole suite (active | all | pending) in one conformance run
 #                          instead of a scenario list
-#   --expected-failures F  YAML baseline (server: [scenario, ...]); passed to every run
+#   --requirements REV     run exactly the scenarios protocol revision REV requires (e.g.
+#                          2026-07-28, 2025-11-25), frozen in the suite's requirements/REV.yaml,
+#                          at that revision's wire version, in one conformance run; only the
+#                          scored scenarios decide the exit status (0.2.0 pre-releases on)
+#   --expected-failures F  YAML baseline (server: [scenario, ...]; from 0.2.0 on also
+#                          scenario:check-id for one check); passed to every run
 #   --output-dir DIR       where checks.json files go (default: a fresh dir under the cache)
 #   --verbose              conformance prints every check as JSON
 #   --list                 install if needed, list server scenarios, exit
@@ -28,7 +33,8 @@
 #
 # Environment:
 #   ERLMCP_CONFORMANCE_CACHE  cache folder (default: ${XDG_CACHE_HOME:-$HOME/.cache}/erlmcp-py/conformance)
-#   CONFORMANCE_VERSION       default 0.1.16 (the npm `latest` the project targets)
+#   CONFORMANCE_VERSION       default 0.1.16 (the npm `latest` the project targets); .ci/run
+#                             also runs a pinned pre-release for --requirements
 #   NODE_MAJOR                default 22
 #
 # Exit status: 0 when every run passed (or, with --expected-failures, only baselined scenarios
@@ -40,6 +46,8 @@
 #       tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums
 #   .ci/conformance.sh --url http://127.0.0.1:3917/mcp --suite active \
 #       --expected-failures .ci/conformance-expected-failures.yml
+#   CONFORMANCE_VERSION=0.2.0-alpha.12 .ci/conformance.sh --url http://127.0.0.1:3917/mcp \
+#       --requirements 2026-07-28 --expected-failures .ci/conformance-2026-07-28-expected-failures.yml
 set -euo pipefail
 
 ELICITATION=(tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums)
@@ -54,6 +62,7 @@ url="http://127.0.0.1:${PORT:-3917}/mcp"
 server_cmd=""
 startup_timeout=30
 suite=""
+requirements=""
 expected_failures=""
 output_dir=""
 verbose=""
@@ -69,6 +78,7 @@ while (($#)); do
         --server-cmd) server_cmd=${2:?--server-cmd needs a value}; shift 2 ;;
         --startup-timeout) startup_timeout=${2:?}; shift 2 ;;
         --suite) suite=${2:?--suite needs a value}; shift 2 ;;
+        --requirements) requirements=${2:?--requirements needs a value}; shift 2 ;;
         --expected-failures) expected_failures=$(realpath "${2:?}"); shift 2 ;;
         --output-dir) output_dir=${2:?}; shift 2 ;;
         --verbose) verbose=--verbose; shift ;;
@@ -141,7 +151,13 @@ esac
 
 # --- scenarios ---------------------------------------------------------------------------------
 
-if [[ -n "$suite" ]]; then
+if [[ -n "$requirements" ]]; then
+    [[ -z "$suite" && ${#scenarios[@]} == 0 ]] ||
+        die "give one of --requirements, --suite or scenarios"
+    # a set the pinned suite does not ship is an error, never an empty (passing) run
+    [[ -f "$SUITE_DIR/node_modules/@modelcontextprotocol/conformance/requirements/$requirements.yaml" ]] ||
+        die "conformance $CONFORMANCE_VERSION has no requirement set '$requirements'"
+elif [[ -n "$suite" ]]; then
     ((${#scenarios[@]} == 0)) || die "give either --suite or scenarios, not both"
 else
     ((${#scenarios[@]})) || scenarios=("${ELICITATION[@]}")
@@ -215,7 +231,10 @@ common=(--url "$url" -o "$output_dir")
 
 started=$SECONDS
 status=0
-if [[ -n "$suite" ]]; then
+if [[ -n "$requirements" ]]; then
+    "${conformance[@]}" server --requirements "$requirements" "${common[@]}" || status=$?
+    summary="requirements $requirements: exit $status"
+elif [[ -n "$suite" ]]; then
     "${conformance[@]}" server --suite "$suite" "${common[@]}" || status=$?
     summary="suite $suite: exit $status"
 else

@@ -4,7 +4,9 @@ It exposes the tools the official conformance suite calls, with the exact names 
 checks (``test_elicitation``, ``test_elicitation_sep1034_defaults``,
 ``test_elicitation_sep1330_enums`` and a few of the everything-server tools), a demo tool for
 each kind of elicitation (a multi-field form, each of the mcp-bash-style helpers, a URL-mode
-sign-in and its completion, the ``-32042`` error), and ``test_elicitation_url``.
+sign-in and its completion, the ``-32042`` error), and ``test_elicitation_url``; with
+:mod:`~erlmcp_py.example_everything` and :mod:`~erlmcp_py.example_conformance`, every tool,
+resource and prompt the conformance suite calls by name that this server can serve.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from erlmcp_py.core.schema import (
     string_field,
 )
 from erlmcp_py.core.typeschema import Format
+from erlmcp_py.example_conformance import add_conformance_tools
 from erlmcp_py.example_everything import add_everything_tools
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError, UrlElicitationRequired
@@ -308,4 +311,5 @@ def build_server(config: RuntimeConfig | None = None, *, sign_in_url: str = SIGN
         return f"budgeted: {describe(outcome)}; {ctx.clock.remaining():.1f} s of tool time left"
 
     add_everything_tools(server)  # the rest of the conformance everything-server contract
+    add_conformance_tools(server)  # the tools of the 2026-07-28 (MRTR, stateless) scenarios
     return server

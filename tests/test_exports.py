@@ -153,6 +153,7 @@ ALL_IMPORTS = [imp for path in _modules("supervisors", "erlmcp_py") for imp in _
 APPLICATION = (
     "erlmcp_py.cli",
     "erlmcp_py.demo",
+    "erlmcp_py.example_conformance",
     "erlmcp_py.example_everything",
     "erlmcp_py.example_server",
     "erlmcp_py.testing",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
@@ -295,7 +295,7 @@ class Context:
             return wire, compile_validator(wire), None
         return self._prepare(schema_for(form))
 
-    async def elicit(self, message: str, form: FormLike) -> Outcome:
+    async def elicit(self, message: str, form: FormLike, *, key: str | None = None) -> Outcome:
         """Ask the user to fill in a form and wait for the one outcome.
 
         Args:
@@ -304,6 +304,9 @@ class Context:
                 such as ``bool`` or ``Literal[...]``), a :class:`FormType`, a form definition
                 language form (``FormDefinition``, ``CompiledForm`` or its dict), or a raw
                 ``requestedSchema`` dict written for 2025-11-25.
+            key: On 2026-07-28, the key of this request in the ``InputRequiredResult``'s
+                ``inputRequests`` (default: a generated one, e.g. ``elicitation-1``); a
+                re-prompt keeps it. Ignored in a session, where requests have JSON-RPC ids.
 
         Returns:
             ``Accepted(content)`` (for a type: an instance of it, or the bare value;
@@ -319,6 +322,12 @@ class Context:
         peer = self._peer
         if not peer.supports("form"):
             return Unsupported("form")
+        if key is not None:
+            if not isinstance(key, str) or not key:
+                raise TypeError("key must be a non-empty str")
+            with_key = getattr(peer, "with_key", None)  # MrtrPeer (2026-07-28) only
+            if with_key is not None:
+                peer = with_key(key)
         try:
             schema, validator, form_type = self._prepare(form)
         except SchemaNotAllowed as exc:
@@ -328,7 +337,7 @@ class Context:
         request = ElicitationRequest(
             message=message, mode="form", requested_schema=schema, validator=validator
         )
-        outcome = await self._ask(request)
+        outcome = await self._ask(request, peer)
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
@@ -342,11 +351,13 @@ class Context:
         )
         return handle
 
-    async def _ask(self, request: ElicitationRequest) -> Outcome:
-        """Create and wait in one runtime call (``Runtime.ask``); the tool clock is paused
-        while the human is asked."""
+    async def _ask(self, request: ElicitationRequest, peer: Peer | None = None) -> Outcome:
+        """Create and wait in one runtime call (``Runtime.ask``) through ``peer`` (default:
+        this call's); the tool clock is paused while the human is asked."""
         with self.clock.pause():
-            outcome: Outcome = await self.runtime.ask(request, peer=self._peer, tenant=self.tenant)
+            outcome: Outcome = await self.runtime.ask(
+                request, peer=self._peer if peer is None else peer, tenant=self.tenant
+            )
         return outcome
 
     async def _wait(self, handle: ElicitationHandle) -> Outcome:

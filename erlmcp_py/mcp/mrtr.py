@@ -98,6 +98,7 @@ __all__ = [
     "DEFAULT_STATE_TTL_S",
     "PRINCIPAL_BUSY",
     "ContinuationRegistry",
+    "KeyedPeer",
     "MrtrPeer",
     "NotificationSink",
     "RequestStateRefused",
@@ -275,6 +276,15 @@ class MrtrPeer:
         """Whether the latest request declared elicitation in ``mode``."""
         return self.capabilities.supports(mode)
 
+    def with_key(self, key: str) -> KeyedPeer:
+        """This peer, recording its requests under ``key`` in ``inputRequests``.
+
+        A tool names its input requests this way (``ctx.elicit(..., key="user_name")``); a
+        re-prompt of the same elicitation keeps the key. While a request under ``key`` is
+        outstanding, another one gets ``<key>-<n>``.
+        """
+        return KeyedPeer(self, key)
+
     async def send_request(
         self,
         method: str,
@@ -282,14 +292,16 @@ class MrtrPeer:
         *,
         request_id: str,
         on_response: Callable[[PeerResponse], None],
+        key: str | None = None,
     ) -> None:
-        """Record the request for the next ``InputRequiredResult``."""
+        """Record the request for the next ``InputRequiredResult``, under ``key`` if given
+        (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``)."""
         await trio.lowlevel.checkpoint()
         cont = self._cont
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
-        key = f"{method.rpartition('/')[0] or 'input'}-{next(cont.keys)}"
+        key = _free_key(cont, key, method)
         cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response)
         cont.touch()
 
@@ -659,6 +671,63 @@ class ContinuationRegistry:
                 self._per_principal[cont.principal] = left
             else:
                 del self._per_principal[cont.principal]
+
+
+def _free_key(cont: _Continuation, key: str | None, method: str) -> str:
+    """``key`` when no outstanding request has it, else a fresh ``<prefix>-<n>``."""
+    if key is not None and key not in cont.outstanding:
+        return key
+    prefix = key if key is not None else (method.rpartition("/")[0] or "input")
+    while True:
+        candidate = f"{prefix}-{next(cont.keys)}"
+        if candidate not in cont.outstanding:
+            return candidate
+
+
+class KeyedPeer:
+    """An :class:`MrtrPeer` whose requests are recorded under one chosen ``inputRequests``
+    key (see :meth:`MrtrPeer.with_key`); everything else is the peer's own."""
+
+    __slots__ = ("_key", "_peer")
+
+    def __init__(self, peer: MrtrPeer, key: str) -> None:
+        self._peer = peer
+        self._key = key
+
+    @property
+    def peer_id(self) -> str:
+        """The peer's rate-limit key."""
+        return self._peer.peer_id
+
+    @property
+    def protocol_version(self) -> str:
+        """The peer's protocol version."""
+        return self._peer.protocol_version
+
+    def supports(self, mode: str) -> bool:
+        """Whether the latest request declared elicitation in ``mode``."""
+        return self._peer.supports(mode)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        request_id: str,
+        on_response: Callable[[PeerResponse], None],
+    ) -> None:
+        """Record the request under this peer's key."""
+        await self._peer.send_request(
+            method, params, request_id=request_id, on_response=on_response, key=self._key
+        )
+
+    def forget_request(self, request_id: str) -> None:
+        """See :meth:`MrtrPeer.forget_request`."""
+        self._peer.forget_request(request_id)
+
+    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
+        """See :meth:`MrtrPeer.send_notification`."""
+        await self._peer.send_notification(method, params)
 
 
 def _log_wanted(requested: str | None, level: object) -> bool:

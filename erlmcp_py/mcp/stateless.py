@@ -12,7 +12,8 @@ JSON-RPC error:
 * ``tools/list`` → the tools (a cacheable result: ``ttlMs``, ``cacheScope``);
 * ``resources/list``, ``resources/templates/list``, ``resources/read``, ``prompts/list``,
   ``prompts/get``, ``completion/complete`` → as in the session era (:mod:`features`; the lists
-  are cacheable too); ``resources/subscribe`` needs a connection and is not served here;
+  and ``resources/read`` are cacheable too), except that an unknown resource is ``-32602``
+  (with ``data.uri``); ``resources/subscribe`` needs a connection and is not served here;
 * ``tools/call`` → through the :class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: a call
   without ``requestState`` starts the tool; a retry with one resumes the suspended tool
   (``await ctx.elicit(...)`` returns the answer), so the result is either ``complete`` or an
@@ -39,7 +40,7 @@ sent before the response.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import structlog
 import trio
@@ -49,7 +50,7 @@ from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
-from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId
+from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, Request, RequestId
 from erlmcp_py.mcp.meta import (
     SERVER_INFO,
     SUPPORTED_VERSIONS,
@@ -58,6 +59,7 @@ from erlmcp_py.mcp.meta import (
 )
 from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
+from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
 from erlmcp_py.mcp.tools import ToolSpec, text_result
 
@@ -153,8 +155,8 @@ class StatelessEndpoint:
                 "cacheScope": "public",
             }
         elif method in features.METHODS:
-            result = {"resultType": "complete", **await features.answer(self.server, request)}
-            if method.endswith("/list"):
+            result = {"resultType": "complete", **await _feature_answer(self.server, request)}
+            if method in _CACHEABLE:
                 result.update(ttlMs=0, cacheScope="public")
         else:
             raise jsonrpc.method_not_found(method, request.id)
@@ -282,6 +284,24 @@ class StatelessEndpoint:
         except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
             urls = ", ".join(e["url"] for e in exc.elicitations)
             return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
+
+
+#: Results of 2026-07-28 that extend ``CacheableResult`` (besides ``tools/list`` and
+#: ``server/discover``): they carry ``ttlMs`` and ``cacheScope``.
+_CACHEABLE: Final = frozenset(
+    {"resources/list", "resources/templates/list", "resources/read", "prompts/list"}
+)
+
+
+async def _feature_answer(server: Server, request: Request) -> dict[str, Any]:
+    """:func:`features.answer`, with 2026-07-28's error for an unknown resource: ``-32602``
+    (``data.uri`` names it) where the session era answers ``-32002``."""
+    try:
+        return await features.answer(server, request)
+    except JsonRpcError as exc:
+        if exc.code != RESOURCE_NOT_FOUND:
+            raise
+        raise JsonRpcError(INVALID_PARAMS, exc.message, exc.data, exc.id) from None
 
 
 class SessionStateless:

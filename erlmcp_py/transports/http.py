@@ -43,28 +43,29 @@ JSON-RPC error;
 (:func:`~erlmcp_py.transports.http_checks.check_protocol_version_header`, 400).
 
 *2026-07-28 (stateless, MRTR).* A POSTed request that is modern
-(:func:`~erlmcp_py.mcp.meta.is_modern_request`: ``params._meta`` names the protocol version,
-or ``server/discover``; or any request without ``Mcp-Session-Id`` whose
-``MCP-Protocol-Version`` header names a modern version) needs no session: an
-``Mcp-Session-Id`` on it is ignored and none is minted. The same Host/Origin, Accept,
-Content-Type and size checks apply; then the request metadata headers must agree with the body
+(:func:`~erlmcp_py.mcp.meta.is_modern_request`: ``params._meta`` names the protocol version, or
+``server/discover``; or any request without ``Mcp-Session-Id`` whose ``MCP-Protocol-Version``
+header names a modern version) needs no session: an ``Mcp-Session-Id`` on it is ignored and none
+is minted. The same Host/Origin, Accept, Content-Type and size checks apply; then the request
+metadata headers must agree with the body
 (:func:`~erlmcp_py.transports.http_checks.check_modern_headers`, else 400 with ``-32020``), and
 the transport's :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` answers it as
 ``application/json``. JSON-RPC errors carry their HTTP status
 (:func:`~erlmcp_py.transports.http_checks.http_status_for`: ``-32602`` — a refused
 ``requestState`` included, with ``data.reason`` —, ``-32021``, ``-32022``, ``-32020``: 400;
-``-32601``: 404). A ``tools/call`` (first call or retry) is given a notification sink: the
-tool's progress and log notifications for that request (see :mod:`~erlmcp_py.mcp.mrtr`) switch
-its answer to an SSE stream at the first one, as a session-era ``tools/call`` POST (same
+``-32601``: 404, which is also the answer to a modern ``initialize``, ``ping`` or any other
+method 2026-07-28 removed). A ``tools/call`` (first call or retry) is given a notification sink:
+the tool's progress and log notifications for that request (see :mod:`~erlmcp_py.mcp.mrtr`)
+switch its answer to an SSE stream at the first one, as a session-era ``tools/call`` POST (same
 events, no ids), and its response (``input_required``, ``complete`` or an error) is the last
 event, after which the stream ends. A call that sends no notification is answered as
-``application/json`` as above. The one difference: once the stream has started, the status
-(200) is already sent, so an error response goes out as the last event under 200 instead of
-its 4xx. Notifications are queued without blocking the tool (bounded by ``stream_queue``); past
-that the client does not keep up and further ones are dropped and counted, as on a failing
-sink. Closing the POST cancels the request, and with it the tool call it was
-running or resuming. One continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`)
-lives as long as :meth:`HttpTransport.run`; its end cancels every suspended tool.
+``application/json`` as above. The one difference: once the stream has started, the status (200)
+is already sent, so an error response goes out as the last event under 200 instead of its 4xx.
+Notifications are queued without blocking the tool (bounded by ``stream_queue``); past that the
+client does not keep up and further ones are dropped and counted, as on a failing sink. Closing
+the POST cancels the request, and with it the tool call it was running or resuming. One
+continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as long as
+:meth:`HttpTransport.run`; its end cancels every suspended tool.
 
 *Principal.* There is no authentication layer yet. Sealed ``requestState`` tokens are bound to
 a principal derived per request (:meth:`HttpTransport.principal_of`): the value of
@@ -688,15 +689,16 @@ class HttpTransport:
                 await self._send_simple(send, 202)
                 return
             raise _HttpError(400, exc.message, code=exc.code, id=exc.id, data=exc.data) from None
-        if isinstance(message, Request) and message.method == "initialize":
-            await self._initialize(scope, message, send)
-            return
         if self._draining and isinstance(message, Request) and not _resumes(message):
             raise self._refuse(
                 "draining", 503, "Service Unavailable: the server is stopping", id=message.id
             )
         if isinstance(message, Request) and self._is_modern(scope, message):
+            # first: a 2026-07-28 ``initialize`` is a removed method (-32601, HTTP 404)
             await self._modern(scope, message, receive, send)
+            return
+        if isinstance(message, Request) and message.method == "initialize":
+            await self._initialize(scope, message, send)
             return
         if not isinstance(message, Request) and self._modern_without_session(scope):
             # 2026-07-28 defines no client notifications over HTTP (a closed stream is the
@@ -840,8 +842,6 @@ class HttpTransport:
             )
         if self._nursery is None:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
-        if self._draining:
-            raise self._refuse("draining", 503, "Service Unavailable: the server is stopping")
         principal = self.principal_of(scope)
         if self._session_shares.held(principal) >= self._session_shares.cap:
             raise self._refuse(

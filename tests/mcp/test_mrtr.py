@@ -331,6 +331,129 @@ async def test_concurrent_elicitations_of_one_call_share_a_round(
         assert final["content"][0]["text"] == "first=first?,second=second?"
 
 
+async def test_a_named_elicitation_keeps_its_key_across_reprompts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("keys", "1.0.0")
+
+    @server.tool()
+    async def named(ctx: Context) -> str:
+        outcome = await ctx.elicit("Who are you?", Person, key="who")
+        return outcome.content.name if isinstance(outcome, Accepted) else type(outcome).__name__
+
+    async with connect(server) as client:
+        first = (await client.call("named"))["result"]
+        assert only_request(first)[0] == "who"
+        bad = {"who": {"action": "accept", "content": {"name": "Ada", "age": "36"}}}
+        again = (await client.call("named", state=first["requestState"], responses=bad))["result"]
+        key, params = only_request(again)
+        assert key == "who"
+        assert "not accepted" in params["message"]
+        good = {"who": {"action": "accept", "content": {"name": "Ada", "age": 36}}}
+        done = (await client.call("named", state=again["requestState"], responses=good))["result"]
+        assert done["content"][0]["text"] == "Ada"
+
+
+async def test_two_requests_under_one_key_get_distinct_keys(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("keys", "1.0.0")
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        answers: list[str] = []
+
+        async def ask(message: str) -> None:
+            outcome = await ctx.elicit(message, str, key="q")
+            answers.append(outcome.content if isinstance(outcome, Accepted) else "-")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "one?")
+            nursery.start_soon(ask, "two?")
+        return ",".join(sorted(answers))
+
+    async with connect(server) as client:
+        first = (await client.call("twice"))["result"]
+        requests = first["inputRequests"]
+        assert len(requests) == 2
+        assert "q" in requests
+        (other,) = set(requests) - {"q"}
+        assert other.startswith("q-")
+        answers = {
+            key: {"action": "accept", "content": {"value": r["params"]["message"]}}
+            for key, r in requests.items()
+        }
+        done = (await client.call("twice", state=first["requestState"], responses=answers))[
+            "result"
+        ]
+        assert done["content"][0]["text"] == "one?,two?"
+
+
+async def test_an_empty_key_is_refused(autojump_clock: trio.testing.MockClock) -> None:
+    server = Server("keys", "1.0.0")
+
+    @server.tool()
+    async def empty(ctx: Context) -> str:
+        with pytest.raises(TypeError, match="key"):
+            await ctx.elicit("Who?", str, key="")
+        return "refused"
+
+    async with connect(server) as client:
+        assert (await client.call("empty"))["result"]["content"][0]["text"] == "refused"
+
+
+async def test_sampling_and_roots_requests_join_an_elicitation_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("inputs", "1.0.0")
+
+    @server.tool()
+    async def gather(ctx: Context) -> str:
+        got: dict[str, Any] = {}
+
+        async def elicit() -> None:
+            outcome = await ctx.elicit("Name?", str, key="name")
+            got["name"] = outcome.content if isinstance(outcome, Accepted) else None
+
+        async def sample() -> None:
+            got["llm"] = (await ctx.sample("Hi?", max_tokens=5))["content"]["text"]
+
+        async def roots() -> None:
+            got["roots"] = (await ctx.request("roots/list", {}))["roots"][0]["uri"]
+
+        async with trio.open_nursery() as nursery:
+            for fn in (elicit, sample, roots):
+                nursery.start_soon(fn)
+        return f"{got['name']}|{got['llm']}|{got['roots']}"
+
+    caps = {"elicitation": {}, "sampling": {}, "roots": {}}
+    async with connect(server) as client:
+        first = (await client.call("gather", caps=caps))["result"]
+        asked = {key: r["method"] for key, r in first["inputRequests"].items()}
+        assert sorted(asked.values()) == [
+            "elicitation/create",
+            "roots/list",
+            "sampling/createMessage",
+        ]
+        assert asked["name"] == "elicitation/create"
+        sampling = next(r for r in first["inputRequests"].values() if r["method"].startswith("s"))
+        assert sampling["params"]["maxTokens"] == 5
+        answers = {
+            "elicitation/create": {"action": "accept", "content": {"value": "Ada"}},
+            "sampling/createMessage": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "Hello"},
+                "model": "m",
+            },
+            "roots/list": {"roots": [{"uri": "file:///r"}]},
+        }
+        responses = {key: answers[method] for key, method in asked.items()}
+        done = await client.call(
+            "gather", state=first["requestState"], responses=responses, caps=caps
+        )
+        assert done["result"]["content"][0]["text"] == "Ada|Hello|file:///r"
+
+
 async def test_no_elicitation_capability_gives_unsupported_and_no_input_request(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -630,7 +630,8 @@ async def test_stateless_requests(autojump_clock: trio.testing.MockClock) -> Non
         read = (await modern("resources/read", uri="test://static-text"))["result"]
         assert read["contents"][0]["text"] == STATIC_TEXT
         assert read["resultType"] == "complete"
-        assert error_of(await modern("resources/read", uri="test://nope"))[0] == -32002
+        # 2026-07-28 answers an unknown resource with invalid params (-32002 in sessions)
+        assert error_of(await modern("resources/read", uri="test://nope"))[0] == -32602
         prompt = (await modern("prompts/get", name="test_simple_prompt"))["result"]
         assert prompt["messages"][0]["role"] == "user"
         ref = {"type": "ref/prompt", "name": "test_prompt_with_arguments"}

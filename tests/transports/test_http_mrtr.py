@@ -335,6 +335,12 @@ async def test_versions_headers_and_methods() -> None:
         no_meta = await c.post("tools/list", {})  # modern header, no _meta
         assert refused(no_meta, 400, -32602)["data"]["missing"]
         refused(await c.post("ping", {"_meta": META}), 404, -32601)  # no ping in 2026-07-28
+        # nor initialize: answered statelessly, no session is opened
+        initialize = await c.post("initialize", {**INIT, "_meta": META})
+        refused(initialize, 404, -32601)
+        assert "mcp-session-id" not in initialize.headers
+        for removed in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
+            refused(await c.post(removed, {"_meta": META}), 404, -32601)
         refused(await c.post("nope/nope", {"_meta": META}), 404, -32601)
         bad_params = await c.post("tools/call", {"name": 3, "_meta": META})
         refused(bad_params, 400, -32602)

@@ -1,0 +1,184 @@
+"""The tools the official conformance suite calls by name to exercise 2026-07-28 (MRTR and the
+stateless server), for the bundled example server.
+
+:func:`add_conformance_tools` registers, on a :class:`~erlmcp_py.mcp.server.Server`:
+
+* the ``input-required-result-*`` tools: each asks what its scenario expects through the
+  ordinary imperative API (``ctx.elicit``, ``ctx.sample``, ``ctx.request``), so on 2026-07-28
+  the call answers an ``InputRequiredResult`` and the retry with ``inputResponses`` resumes the
+  same suspended coroutine (see ``docs/mrtr.md``); in a 2025 session the same tools send the
+  requests to the client;
+* the diagnostic tools of the stateless-server scenario: ``test_missing_capability`` (needs
+  ``sampling``: without it, ``-32021`` naming it), ``test_streaming_elicitation`` (asks for
+  input: on 2026-07-28 the answer is an ``InputRequiredResult``, never a request on the stream)
+  and ``test_logging_tool`` (logs while it runs: nothing is sent to a request that named no
+  log level).
+
+Whatever already exists on the server is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+
+from erlmcp_py.core.outcomes import Accepted, Outcome
+from erlmcp_py.core.schema import boolean_field, object_schema, string_field
+from erlmcp_py.example_everything import SAMPLING_TIMEOUT
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.errors import ToolError
+from erlmcp_py.mcp.meta import missing_capability
+from erlmcp_py.mcp.server import Server
+
+__all__ = ["add_conformance_tools"]
+
+NAME_SCHEMA: Final = object_schema({"name": string_field()}, required=["name"])
+COLOR_SCHEMA: Final = object_schema({"color": string_field()}, required=["color"])
+OK_SCHEMA: Final = object_schema({"ok": boolean_field()}, required=["ok"])
+
+
+def _text(outcome: Outcome, field: str) -> str:
+    """The accepted answer's ``field``, or the outcome's name (``Declined``, ``TimedOut``…)."""
+    if isinstance(outcome, Accepted) and isinstance(outcome.content, dict):
+        return str(outcome.content.get(field))
+    return type(outcome).__name__
+
+
+def _sampled_text(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    text = content.get("text") if isinstance(content, dict) else None
+    return text if isinstance(text, str) else repr(content)
+
+
+def _root_uris(result: dict[str, Any]) -> list[str]:
+    roots = result.get("roots")
+    if not isinstance(roots, list):
+        return []
+    return [str(r.get("uri")) for r in roots if isinstance(r, dict)]
+
+
+async def _sample(ctx: Context, prompt: str, max_tokens: int) -> str:
+    result = await ctx.sample(prompt, max_tokens=max_tokens, timeout=SAMPLING_TIMEOUT)
+    return _sampled_text(result)
+
+
+async def _list_roots(ctx: Context) -> list[str]:
+    if not ctx.client_capabilities.roots:
+        raise ToolError("the client does not support roots")
+    return _root_uris(await ctx.request("roots/list", {}, timeout=SAMPLING_TIMEOUT))
+
+
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask the user's name (input request ``user_name``) and greet them."""
+    outcome = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {_text(outcome, 'name')}!"
+
+
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Ask the client's LLM a question (an input request ``sampling/createMessage``)."""
+    return f"LLM response: {await _sample(ctx, 'What is the capital of France?', 100)}"
+
+
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Ask the client for its roots (an input request ``roots/list``)."""
+    return f"Client roots: {', '.join(await _list_roots(ctx)) or 'none'}"
+
+
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Ask for a confirmation; the answer arrives with the sealed ``requestState``."""
+    outcome = await ctx.elicit("Please confirm", OK_SCHEMA, key="confirm")
+    return f"state-ok: the request state was verified; ok={_text(outcome, 'ok')}"
+
+
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Ask for an elicitation, a sampling and the roots at once: one round, three requests."""
+    answers: dict[str, str] = {}
+
+    async def ask(name: str, fn: Callable[[], Awaitable[str]]) -> None:
+        answers[name] = await fn()
+
+    async def roots() -> str:
+        return ", ".join(await _list_roots(ctx))
+
+    async def name() -> str:
+        return _text(await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name"), "name")
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "name", name)
+            nursery.start_soon(ask, "greeting", lambda: _sample(ctx, "Generate a greeting", 50))
+            nursery.start_soon(ask, "roots", roots)
+    except ExceptionGroup as group:  # e.g. RateLimited: say what happened, not "a group"
+        raise ToolError("; ".join(str(e) for e in group.exceptions)) from None
+    return f"name={answers['name']}; greeting={answers['greeting']}; roots={answers['roots']}"
+
+
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Ask the name, then the favourite colour: two rounds, each with its own state."""
+    name = await ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")
+    color = await ctx.elicit("Step 2: What is your favorite color?", COLOR_SCHEMA, key="step2")
+    return f"{_text(name, 'name')} likes {_text(color, 'color')}"
+
+
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Ask for a confirmation (the suite then retries with a tampered state: refused)."""
+    outcome = await ctx.elicit("Please confirm", OK_SCHEMA, key="confirm")
+    return f"Confirmed: {_text(outcome, 'ok')}"
+
+
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only through what this request declared: elicitation, sampling, or neither."""
+    if ctx.supports("form"):
+        outcome = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+        return f"Elicited: {_text(outcome, 'name')}"
+    if ctx.client_capabilities.sampling:
+        return f"Sampled: {await _sample(ctx, 'What is your name?', 50)}"
+    return "The client declared neither elicitation nor sampling: nothing was asked."
+
+
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs ``sampling``: a client that did not declare it gets ``-32021`` naming it."""
+    if not ctx.client_capabilities.sampling:
+        raise missing_capability({"sampling": {}})
+    return f"LLM response: {await _sample(ctx, 'Say hello', 20)}"
+
+
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Ask for input while the call's answer is open (2026-07-28: an InputRequiredResult)."""
+    outcome = await ctx.elicit("Continue?", OK_SCHEMA, key="continue")
+    return f"Continue: {_text(outcome, 'ok')}"
+
+
+async def test_logging_tool(ctx: Context) -> str:
+    """Log at several levels while running; sent only to a request that asked for logs."""
+    for level in ("debug", "info", "warning"):
+        await ctx.log(level, f"test_logging_tool: a {level} message")
+    return "Logged three messages"
+
+
+TOOLS: Final = (
+    test_input_required_result_elicitation,
+    test_input_required_result_sampling,
+    test_input_required_result_list_roots,
+    test_input_required_result_request_state,
+    test_input_required_result_multiple_inputs,
+    test_input_required_result_multi_round,
+    test_input_required_result_tampered_state,
+    test_input_required_result_capabilities,
+    test_missing_capability,
+    test_streaming_elicitation,
+    test_logging_tool,
+)
+
+
+def add_conformance_tools(server: Server) -> None:
+    """Register the conformance suite's 2026-07-28 tools ``server`` does not have yet.
+
+    Args:
+        server: The server to extend (usually the bundled example server).
+    """
+    for fn in TOOLS:
+        if fn.__name__ not in server.tools:
+            server.add_tool(fn)

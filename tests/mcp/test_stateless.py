@@ -1,0 +1,91 @@
+"""The 2026-07-28 answers of :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` to resources,
+prompts and completion requests: cache hints and error codes of that protocol version, next to
+the session era's answers to the same requests on the same server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio.testing
+
+from erlmcp_py.example_server import build_server
+from tests.mcp.harness import connect
+
+META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+}
+UNKNOWN = "test://no-such-resource"
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("resources/list", {}),
+        ("resources/templates/list", {}),
+        ("resources/read", {"uri": "test://static-text"}),
+        ("resources/read", {"uri": "test://static-binary"}),
+        ("resources/read", {"uri": "test://template/7/data"}),
+        ("prompts/list", {}),
+    ],
+)
+async def test_cacheable_results_carry_cache_hints(
+    autojump_clock: trio.testing.MockClock, method: str, params: dict[str, Any]
+) -> None:
+    async with connect(build_server()) as wire:
+        result = (await wire.request(method, {**params, "_meta": META}))["result"]
+        assert result["resultType"] == "complete"
+        assert result["ttlMs"] == 0
+        assert result["cacheScope"] == "public"
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("prompts/get", {"name": "test_simple_prompt"}),
+        (
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                "argument": {"name": "arg1", "value": ""},
+            },
+        ),
+    ],
+)
+async def test_results_that_are_not_cacheable_carry_no_cache_hints(
+    autojump_clock: trio.testing.MockClock, method: str, params: dict[str, Any]
+) -> None:
+    async with connect(build_server()) as wire:
+        result = (await wire.request(method, {**params, "_meta": META}))["result"]
+        assert result["resultType"] == "complete"
+        assert "ttlMs" not in result
+        assert "cacheScope" not in result
+
+
+async def test_unknown_resource_is_invalid_params_on_2026_and_not_found_on_2025(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connect(build_server()) as wire:
+        modern = (await wire.request("resources/read", {"uri": UNKNOWN, "_meta": META}))["error"]
+        assert modern["code"] == -32602
+        assert modern["data"] == {"uri": UNKNOWN}
+        assert modern["message"] == f"Resource not found: {UNKNOWN}"
+
+        await wire.initialize(version="2025-11-25")
+        legacy = (await wire.request("resources/read", {"uri": UNKNOWN}))["error"]
+        assert legacy["code"] == -32002
+        assert legacy["data"] == {"uri": UNKNOWN}
+
+
+async def test_initialize_with_2026_meta_is_a_removed_method(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connect(build_server()) as wire:
+        params = {"protocolVersion": "2026-07-28", "capabilities": {}, "_meta": META}
+        error = (await wire.request("initialize", params))["error"]
+        assert error["code"] == -32601
+        # nothing was initialized: a 2025-11-25 client can still open the session
+        opened = await wire.initialize(version="2025-11-25")
+        assert opened["result"]["protocolVersion"] == "2025-11-25"
