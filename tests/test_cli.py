@@ -11,7 +11,7 @@ import httpx2
 import pytest
 import trio
 
-from erlmcp_py.cli import STATE_KEYS_ENV, _parser, http_config, main, runtime_config, state_keyring
+from erlmcp_py.cli import STATE_KEYS_ENV, _parser, http_config, runtime_config, state_keyring
 from erlmcp_py.core.state_token import TOKEN_VERSION
 from erlmcp_py.transports.http import PrincipalLimits
 from tests.deploy.support import free_port, serve_command
@@ -99,16 +99,15 @@ def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> N
     assert http_config(args, from_file).continuations == {"keyring": from_file}
 
 
-def test_serve_refuses_unreadable_or_bad_state_keys(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_serve_refuses_unreadable_or_bad_state_keys(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.write_text(f"k1={KEY_A[:8]}\n")
     for path in (bad, tmp_path / "missing"):
-        assert main(["serve", "--transport", "http", "--state-keys", str(path)]) == 2
-        err = capsys.readouterr().err
-        assert "requestState keys" in err
-        assert KEY_A[:8] not in err
+        command = serve_command("--transport", "http", "--state-keys", str(path))
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        assert "requestState keys" in done.stderr
+        assert KEY_A[:8] not in done.stderr
 
 
 async def test_serve_seals_request_state_with_the_configured_key(tmp_path: Path) -> None:
