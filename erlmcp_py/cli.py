@@ -62,6 +62,7 @@ __all__ = [
     "http_config",
     "load_server",
     "main",
+    "parse_args",
     "runtime_config",
     "state_keyring",
 ]
@@ -196,12 +197,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentParser:
+    """The command line; ``defaults`` replace ``serve``'s own (from a configuration file)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
     parser = argparse.ArgumentParser(prog="erlmcp-py", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the bundled example server")
+    serve.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="read options from a TOML file (keys as the options, e.g. shutdown_timeout = 10); "
+        "ERLMCP_SERVE_<KEY> variables override it, options given here override both",
+    )
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -272,6 +281,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="deadline the demo server uses (the timeout scene waits this long)",
     )
+    check = sub.add_parser("check-config", help="check a serve configuration file and exit")
+    check.add_argument("file", metavar="FILE")
+    if defaults:
+        serve.set_defaults(**defaults)
     return parser
 
 
@@ -492,9 +505,54 @@ async def _exit_on_second_signal(signals: AsyncIterator[int]) -> NoReturn:
     raise AssertionError("the signal receiver never ends")  # pragma: no cover
 
 
+def parse_args(argv: list[str] | None, environ: Mapping[str, str]) -> argparse.Namespace:
+    """The command line, with ``serve --config FILE``'s options (and their ``ERLMCP_SERVE_*``
+    overrides from ``environ``) under the options given on the command line.
+
+    Raises:
+        ConfigError: the configuration file cannot be read or does not validate.
+        SystemExit: the command line is invalid (argparse's usage message, status 2).
+    """
+    from erlmcp_py.serve_config import load_serve_config
+
+    args = _parser().parse_args(argv)
+    if args.command == "serve" and args.config is not None:
+        options = load_serve_config(args.config, environ).options()
+        args = _parser(options).parse_args(argv)
+    return args
+
+
+def _check_config(path: str) -> int:
+    """``erlmcp-py check-config FILE``: 0 and the options when valid, else 2 and each problem."""
+    from erlmcp_py.serve_config import ConfigError, load_serve_config
+
+    try:
+        options = load_serve_config(path, os.environ).options()
+        if "state_keys" in options:
+            state_keyring(options["state_keys"], {})
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"{path}: {problem}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"{path}: state_keys: {exc}", file=sys.stderr)
+        return 2
+    for key, value in sorted(options.items()):
+        print(f"{key} = {value!r}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``erlmcp-py`` command."""
-    args = _parser().parse_args(argv)
+    from erlmcp_py.serve_config import ConfigError
+
+    try:
+        args = parse_args(argv, os.environ)
+    except ConfigError as exc:
+        print(f"erlmcp-py serve --config {exc}", file=sys.stderr)
+        return 2
+    if args.command == "check-config":
+        return _check_config(args.file)
     if args.command == "serve":
         return _serve(args)
     from erlmcp_py.demo import run_demo

@@ -11,7 +11,14 @@ import httpx2
 import pytest
 import trio
 
-from erlmcp_py.cli import STATE_KEYS_ENV, _parser, http_config, runtime_config, state_keyring
+from erlmcp_py.cli import (
+    STATE_KEYS_ENV,
+    _parser,
+    http_config,
+    parse_args,
+    runtime_config,
+    state_keyring,
+)
 from erlmcp_py.core.state_token import TOKEN_VERSION
 from erlmcp_py.transports.http import PrincipalLimits
 from tests.deploy.support import free_port, serve_command
@@ -137,3 +144,26 @@ async def test_serve_seals_request_state_with_the_configured_key(tmp_path: Path)
         finally:
             process.terminate()
             await process.wait()
+
+
+def test_serve_config_file_under_environment_under_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "serve.toml"
+    path.write_text('transport = "http"\nport = 8123\nrate = 5\nshutdown_timeout = 4\n')
+    argv = ["serve", "--config", str(path), "--rate", "7"]
+    args = parse_args(argv, {"ERLMCP_SERVE_PORT": "9000"})
+    assert (args.transport, args.port, args.rate, args.shutdown_timeout) == ("http", 9000, 7, 4.0)
+    assert args.host == "127.0.0.1"  # not in the file: the command's default
+
+
+def test_check_config_prints_the_options_or_names_each_bad_key(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text('transport = "http"\nport = 8123\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text("port = 70000\nstate_keys = 3\n")
+    command = [*serve_command()[:-1], "check-config"]
+    ok = subprocess.run([*command, str(good)], capture_output=True, text=True, check=False)
+    assert (ok.returncode, ok.stdout) == (0, "port = 8123\ntransport = 'http'\n")
+    refused = subprocess.run([*command, str(bad)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert f"{bad}: port: " in refused.stderr
+    assert f"{bad}: state_keys: " in refused.stderr
