@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from erlmcp_py.actors.runtime import Runtime
     from erlmcp_py.core.state_token import KeyRing
     from erlmcp_py.mcp.server import Server
+    from erlmcp_py.transports.auth import AuthConfig
     from erlmcp_py.transports.http import HttpConfig, HttpTransport, Listening
 
 __all__ = [
@@ -61,6 +62,8 @@ __all__ = [
     "STATE_KEYS_ENV",
     "http_config",
     "load_server",
+    "auth_config",
+    "is_loopback",
     "main",
     "parse_args",
     "runtime_config",
@@ -115,8 +118,53 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
     )
     continuations = {"keyring": keyring} if keyring is not None else {}
     return HttpConfig(
-        idle_timeout=args.session_idle_timeout, limits=limits, continuations=continuations
+        idle_timeout=args.session_idle_timeout,
+        limits=limits,
+        continuations=continuations,
+        auth=auth_config(args),
     )
+
+
+def auth_config(args: argparse.Namespace) -> AuthConfig | None:
+    """The bearer-token authentication ``serve``'s ``--auth-*`` options ask for, or ``None``.
+
+    Raises:
+        ValueError: some of ``--auth-issuer``, ``--auth-resource``, ``--auth-jwks-url`` are
+            given, not all three; or scopes without them.
+    """
+    from erlmcp_py.transports.auth import AuthConfig
+
+    given = {
+        "--auth-issuer": args.auth_issuer,
+        "--auth-resource": args.auth_resource,
+        "--auth-jwks-url": args.auth_jwks_url,
+    }
+    if not any(given.values()):
+        if args.auth_scope:
+            raise ValueError("--auth-scope needs --auth-issuer, --auth-resource, --auth-jwks-url")
+        return None
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise ValueError(f"authentication also needs {', '.join(missing)}")
+    return AuthConfig(
+        issuer=args.auth_issuer,
+        resource=args.auth_resource,
+        jwks_url=args.auth_jwks_url,
+        required_scopes=tuple(args.auth_scope or ()),
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a ``--host`` value) binds to loopback only."""
+    import ipaddress
+
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def state_keyring(path: str | None, environ: Mapping[str, str]) -> KeyRing | None:
@@ -271,6 +319,33 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         help="HTTP: the key ring sealing 2026-07-28 requestState, KID=KEY lines (first: current); "
         f"default: ${STATE_KEYS_ENV}, else a random key per process",
     )
+    serve.add_argument(
+        "--auth-issuer",
+        default=None,
+        metavar="URL",
+        help="HTTP: require bearer tokens from this OAuth issuer (the tokens' iss)",
+    )
+    serve.add_argument(
+        "--auth-resource",
+        default=None,
+        metavar="URL",
+        help="HTTP: this server's canonical URL, the audience tokens must name",
+    )
+    serve.add_argument(
+        "--auth-jwks-url", default=None, metavar="URL", help="HTTP: the issuer's signing keys"
+    )
+    serve.add_argument(
+        "--auth-scope",
+        action="append",
+        default=None,
+        metavar="SCOPE",
+        help="HTTP: a scope every token needs (repeat for several)",
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="HTTP: serve a non-loopback --host without authentication",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -307,6 +382,19 @@ def _serve(args: argparse.Namespace) -> int:
             args.keyring = state_keyring(args.state_keys, os.environ)
         except ValueError as exc:
             print(f"erlmcp-py serve: requestState keys: {exc}", file=sys.stderr)
+            return 2
+        try:
+            auth = auth_config(args)
+        except ValueError as exc:
+            print(f"erlmcp-py serve: {exc}", file=sys.stderr)
+            return 2
+        if auth is None and not is_loopback(args.host) and not args.insecure_no_auth:
+            print(
+                f"erlmcp-py serve: --host {args.host} is reachable from the network: configure "
+                "authentication (--auth-issuer, --auth-resource, --auth-jwks-url) or say "
+                "--insecure-no-auth",
+                file=sys.stderr,
+            )
             return 2
         return _run(server, args, stdout_fd=None)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.

@@ -68,6 +68,11 @@ class ServeConfig(BaseModel):
     requests_per_client: int | None = Field(None, gt=0)
     suspended_per_client: int | None = Field(None, gt=0)
     state_keys: str | None = Field(None, min_length=1)
+    auth_issuer: str | None = Field(None, min_length=1)
+    auth_resource: str | None = Field(None, min_length=1)
+    auth_jwks_url: str | None = Field(None, min_length=1)
+    auth_scope: list[str] | None = None
+    insecure_no_auth: bool | None = None
 
     @field_validator(
         "elicitation_timeout", "shutdown_timeout", "session_idle_timeout", mode="before"

@@ -14,7 +14,9 @@ import trio
 from erlmcp_py.cli import (
     STATE_KEYS_ENV,
     _parser,
+    auth_config,
     http_config,
+    is_loopback,
     parse_args,
     runtime_config,
     state_keyring,
@@ -167,3 +169,34 @@ def test_check_config_prints_the_options_or_names_each_bad_key(tmp_path: Path) -
     assert refused.returncode == 2
     assert f"{bad}: port: " in refused.stderr
     assert f"{bad}: state_keys: " in refused.stderr
+
+
+def test_auth_options_make_a_resource_server_config_only_when_complete() -> None:
+    assert auth_config(_parser().parse_args(["serve"])) is None
+    argv = ["serve", "--auth-issuer", "https://id.example", "--auth-resource"]
+    argv += ["https://mcp.example/mcp", "--auth-jwks-url", "https://id.example/jwks"]
+    config = auth_config(_parser().parse_args([*argv, "--auth-scope", "mcp"]))
+    assert config is not None
+    assert (config.issuer, config.resource, config.required_scopes) == (
+        "https://id.example",
+        "https://mcp.example/mcp",
+        ("mcp",),
+    )
+    with pytest.raises(ValueError, match="--auth-jwks-url"):
+        auth_config(_parser().parse_args(argv[:5]))
+    with pytest.raises(ValueError, match="--auth-scope needs"):
+        auth_config(_parser().parse_args(["serve", "--auth-scope", "mcp"]))
+
+
+def test_loopback_hosts() -> None:
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "192.0.2.1", "mcp.example.com"):
+        assert not is_loopback(host), host
+
+
+def test_serve_refuses_a_network_bind_without_auth() -> None:
+    command = serve_command("--transport", "http", "--host", "0.0.0.0", "--port", "1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--insecure-no-auth" in done.stderr

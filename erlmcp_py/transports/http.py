@@ -67,8 +67,14 @@ the POST cancels the request, and with it the tool call it was running or resumi
 continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as long as
 :meth:`HttpTransport.run`; its end cancels every suspended tool.
 
-*Principal.* There is no authentication layer yet. Sealed ``requestState`` tokens are bound to
-a principal derived per request (:meth:`HttpTransport.principal_of`): the value of
+*Authentication.* With :attr:`HttpConfig.auth` the transport is an OAuth 2.1 resource server
+(:mod:`~erlmcp_py.transports.auth`): every request to the endpoint needs a valid bearer token
+(else 401 with ``WWW-Authenticate``; missing scopes 403), the protected resource metadata is
+served under ``/.well-known/oauth-protected-resource``, and the token's subject is the
+principal: a session answers only the principal that opened it.
+
+*Principal.* Without authentication, sealed ``requestState`` tokens are bound to a principal
+derived per request (:meth:`HttpTransport.principal_of`): the value of
 :attr:`HttpConfig.principal_header` when that is configured and present (set it only behind a
 trusted proxy or gateway that authenticates the client and overwrites the header: a client can
 send any value), else the client's IP address. A state sealed for one principal is refused
@@ -123,6 +129,7 @@ from erlmcp_py.transports._limits import (
     read_body,
 )
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
+from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
 from erlmcp_py.transports.http_checks import (
     HEADER_MISMATCH,
     HostPolicy,
@@ -169,6 +176,8 @@ class HttpConfig:
         body_min_rate: Bytes per second a request body must keep up (408 and close, else).
         limits: Caps per principal; past one, 429 with ``Retry-After``.
         retry_after_s: The ``Retry-After`` of a 429 or 503.
+        auth: Bearer-token authentication (:mod:`~erlmcp_py.transports.auth`); ``None``: none,
+            the principal is the client's address.
         stream_queue: Frames buffered per stream before a slow client's stream is ended.
         backlog: Frames kept for a GET stream that is not connected yet.
         principal_header: Request header naming the principal of 2026-07-28 requests (their
@@ -191,6 +200,7 @@ class HttpConfig:
     body_min_rate: int = 32 * 1024
     limits: PrincipalLimits = field(default_factory=PrincipalLimits)
     retry_after_s: int = 5
+    auth: AuthConfig | None = None
     stream_queue: int = 256
     backlog: int = 256
     principal_header: str | None = None
@@ -211,6 +221,9 @@ class Listening:
     urls: tuple[str, ...]
     transport: HttpTransport
 
+
+#: Where a request's verified principal is kept in its ASGI scope.
+_PRINCIPAL: Final = "erlmcp.principal"
 
 #: ``data.reason`` of a continuation registry refusal -> (HTTP status, refusal counted).
 _REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
@@ -444,6 +457,9 @@ class HttpTransport:
         self._draining = False
         self._refusals: Counter[str] = Counter()
         self._metrics = metrics_registry(self)
+        auth = self.config.auth
+        self._verifier = BearerVerifier(auth) if auth is not None else None
+        self._metadata_paths = metadata_paths(auth) if auth is not None else frozenset()
 
     @property
     def draining(self) -> bool:
@@ -529,13 +545,17 @@ class HttpTransport:
             self._stateless.registry.close()
 
     def principal_of(self, scope: Scope) -> str:
-        """The principal a 2026-07-28 request's ``requestState`` is bound to.
+        """The principal of a request: it keys the fair limits and binds ``requestState``.
 
+        With :attr:`HttpConfig.auth`, the verified token's ``sub:<sub>@<issuer>``. Else
         ``header:<value>`` from :attr:`HttpConfig.principal_header` when configured and present
         (at most 256 visible characters), else the client's address
         (:func:`~erlmcp_py.transports.principal.principal_for_address`: IPv6 grouped by /64);
         see the module docstring for the trust assumptions and limits.
         """
+        verified = scope.get(_PRINCIPAL)
+        if isinstance(verified, str):
+            return verified
         name = self.config.principal_header
         if name:
             value = (_header(scope, name.strip().lower().encode("latin-1")) or "").strip()
@@ -558,6 +578,19 @@ class HttpTransport:
         if scope.get("path") in OPS_PATHS and scope.get("path") != self.config.path:
             await self._ops(scope, send)
             return
+        if scope.get("path") in self._metadata_paths:
+            await self._resource_metadata(scope, send)
+            return
+        if self._verifier is not None and scope.get("path") == self.config.path:
+            try:
+                subject = await self._verifier.verify(_header(scope, b"authorization"))
+            except AuthRefused as refused:
+                self._refusals[f"auth_{refused.status}"] += 1
+                body = jsonrpc.encode_error(None, SERVER_ERROR, refused.description)
+                headers = [(b"www-authenticate", refused.challenge.encode())]
+                await self._send_simple(send, refused.status, body, JSON, headers)
+                return
+            scope[_PRINCIPAL] = subject.principal
         principal = self.principal_of(scope)
         if not self._request_shares.acquire(principal):
             exc = self._refuse(
@@ -571,6 +604,15 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
         finally:
             self._request_shares.release(principal)
+
+    async def _resource_metadata(self, scope: Scope, send: Send) -> None:
+        """The protected resource metadata (RFC 9728), for clients to find the issuer."""
+        assert self.config.auth is not None
+        if scope.get("method") not in ("GET", "HEAD"):
+            await self._send_simple(send, 405, b"", None, [(b"allow", b"GET")])
+            return
+        body = json.dumps(self.config.auth.metadata()).encode()
+        await self._send_simple(send, 200, body, JSON, [(b"cache-control", b"max-age=300")])
 
     async def _ops(self, scope: Scope, send: Send) -> None:
         """``/healthz``, ``/readyz``, ``/metrics`` (GET only; the Host check applies)."""
@@ -637,6 +679,9 @@ class HttpTransport:
             raise _HttpError(400, "Bad Request: Mcp-Session-Id header is required")
         hs = self._sessions.get(session_id)
         if hs is None or hs.done.is_set() or hs.session is None:
+            raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
+        if self._verifier is not None and hs.principal != self.principal_of(scope):
+            # another subject's session: as unknown to this one as a made-up id
             raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
         reason = check_protocol_version_header(
             _header(scope, b"mcp-protocol-version"), hs.session.protocol_version
