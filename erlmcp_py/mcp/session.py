@@ -122,6 +122,7 @@ class ServerSession:
         phase: ``new``, ``initializing``, ``ready`` or ``closed``.
         log_level: Minimum level of ``notifications/message`` sent to the client.
         subscriptions: URIs the client subscribed to (``resources/subscribe``).
+        user: The authenticated user of the connection when its transport knows one.
     """
 
     def __init__(
@@ -133,8 +134,10 @@ class ServerSession:
         *,
         peer_id: str | None = None,
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+        user: str | None = None,
     ) -> None:
         self._server = server
+        self.user = user
         self._runtime = runtime
         self._send = send
         self._nursery = nursery
@@ -644,6 +647,7 @@ async def open_session(
     *,
     peer_id: str | None = None,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    user: str | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -653,6 +657,8 @@ async def open_session(
         send: Writes one frame to the client (the transport adds framing).
         peer_id: Connection id; default: a fresh random one.
         max_frame_bytes: Inbound frame limit.
+        user: The authenticated user of the connection, when the transport knows one (the
+            default tenant's ``user``).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -662,6 +668,7 @@ async def open_session(
             nursery,
             peer_id=peer_id,
             max_frame_bytes=max_frame_bytes,
+            user=user,
         )
         server.sessions.add(session)
         try:

@@ -374,6 +374,7 @@ class _HttpSession:
                 transport.runtime,
                 self.write,
                 max_frame_bytes=transport.config.max_frame_bytes,
+                user=self.principal if transport.config.auth is not None else None,
             ) as session:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)

@@ -23,7 +23,15 @@ from erlmcp_py.transports.auth import AuthConfig
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
 from tests.deploy.support import free_port
 from tests.transports import test_http_mrtr as mrtr
-from tests.transports.test_http import INIT, TIMEOUT, McpHttp, Probe, build_server, message
+from tests.transports.test_http import (
+    INIT,
+    TIMEOUT,
+    McpHttp,
+    Probe,
+    build_server,
+    call,
+    message,
+)
 
 
 @dataclass
@@ -265,3 +273,19 @@ async def test_the_official_mcp_client_sends_its_bearer_token() -> None:
             except Exception:  # the SDK's own error for a 401 (it has no token to send)
                 refused = True
             assert refused
+
+
+async def test_the_subject_is_the_user_of_its_sessions_elicitations() -> None:
+    probe = Probe()
+    async with issuer() as iss, protected(iss, server=build_server(probe)) as listening:
+        token = bearer(iss.token(listening.url, sub="carol"))
+        async with httpx2.AsyncClient(timeout=TIMEOUT, headers=token) as http:
+            client = McpHttp(http, listening.url)
+            await client.initialize()
+            with trio.fail_after(TIMEOUT):
+                async with client.stream(call(1, what="name")) as events:
+                    request = await events.next()
+                    assert request is not None
+                    await client.answer(request, {"action": "decline"})
+                    await events.rest()
+        assert [t.user for t in probe.tenants] == [f"sub:carol@{iss.url}"]
