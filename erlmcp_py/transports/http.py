@@ -85,7 +85,9 @@ grouped by /64 (:mod:`~erlmcp_py.transports.principal`).
 
 *Fair limits.* Each principal has its own share (:class:`PrincipalLimits`): open sessions,
 requests being served at once (a GET stream counts while open) and suspended 2026-07-28 calls
-in the continuation registry. Past its share a principal is answered 429 with
+in the continuation registry; the runtime's elicitation rate and pending cap are keyed by the
+principal too, over all its sessions (the session's ``client_key``). Past its share a
+principal is answered 429 with
 ``Retry-After``, while every other principal keeps its own. The global caps
 (``max_sessions``, the registry's ``max_continuations``) stay as the last resort, answered 503
 with ``Retry-After``.
@@ -375,6 +377,7 @@ class _HttpSession:
                 self.write,
                 max_frame_bytes=transport.config.max_frame_bytes,
                 user=self.principal if transport.config.auth is not None else None,
+                client_key=self.principal,
             ) as session:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)

@@ -30,7 +30,7 @@ from erlmcp_py.transports._limits import (
 from erlmcp_py.transports.http import HttpConfig, Listening
 from tests.deploy.support import poll
 from tests.transports import test_http_mrtr as mrtr
-from tests.transports.test_http import INIT, TIMEOUT, McpHttp, message, serving
+from tests.transports.test_http import INIT, TIMEOUT, McpHttp, call, message, serving
 
 SSE = "text/event-stream"
 
@@ -421,3 +421,32 @@ async def test_draining_refuses_new_calls_and_lets_suspended_ones_finish() -> No
             await mrtr.settle()
             assert listening.transport.calls_in_progress == 0
             assert listening.transport.refusals["draining"] == 2
+
+
+async def test_pending_elicitations_are_capped_per_address_across_sessions() -> None:
+    async with serving(max_pending_per_client=2) as listening, from_address("127.0.0.14") as other:
+        with trio.fail_after(TIMEOUT):
+            async with AsyncExitStack() as streams:
+                readers = []  # kept: a dropped reader closes its response (a disconnect)
+                for i in range(2):  # two sessions of one address, one question each
+                    http = await streams.enter_async_context(from_address("127.0.0.13"))
+                    session = McpHttp(http, listening.url)
+                    await session.initialize()
+                    readers.append(await streams.enter_async_context(session.stream(call(i))))
+                    asked = await readers[-1].next()
+                    assert asked is not None
+                    assert asked["method"] == "elicitation/create"
+                http = await streams.enter_async_context(from_address("127.0.0.13"))
+                third = McpHttp(http, listening.url)
+                await third.initialize()
+                async with third.stream(call(3)) as events:
+                    (refused,) = await events.rest()
+                assert refused["result"]["isError"] is True, refused
+                peer = McpHttp(other, listening.url)
+                await peer.initialize()
+                async with peer.stream(call(4)) as events:
+                    request = await events.next()
+                    assert request is not None
+                    assert request["method"] == "elicitation/create"
+                    await peer.answer(request, {"action": "decline"})
+                    await events.rest()
