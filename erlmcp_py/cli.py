@@ -130,7 +130,8 @@ def auth_config(args: argparse.Namespace) -> AuthConfig | None:
 
     Raises:
         ValueError: some of ``--auth-issuer``, ``--auth-resource``, ``--auth-jwks-url`` are
-            given, not all three; or scopes without them.
+            given, not all three; scopes without them; a ``--auth-tool-scope`` that is not
+            ``TOOL=SCOPE``.
     """
     from erlmcp_py.transports.auth import AuthConfig
 
@@ -140,17 +141,24 @@ def auth_config(args: argparse.Namespace) -> AuthConfig | None:
         "--auth-jwks-url": args.auth_jwks_url,
     }
     if not any(given.values()):
-        if args.auth_scope:
-            raise ValueError("--auth-scope needs --auth-issuer, --auth-resource, --auth-jwks-url")
+        if args.auth_scope or args.auth_tool_scope:
+            raise ValueError("scopes need --auth-issuer, --auth-resource, --auth-jwks-url")
         return None
     missing = [name for name, value in given.items() if not value]
     if missing:
         raise ValueError(f"authentication also needs {', '.join(missing)}")
+    tool_scopes: dict[str, tuple[str, ...]] = {}
+    for item in args.auth_tool_scope or ():
+        tool, sep, scope = item.partition("=")
+        if not (sep and tool and scope):
+            raise ValueError(f"--auth-tool-scope must be TOOL=SCOPE, got {item!r}")
+        tool_scopes[tool] = (*tool_scopes.get(tool, ()), scope)
     return AuthConfig(
         issuer=args.auth_issuer,
         resource=args.auth_resource,
         jwks_url=args.auth_jwks_url,
         required_scopes=tuple(args.auth_scope or ()),
+        tool_scopes=tool_scopes,
     )
 
 
@@ -340,6 +348,13 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         default=None,
         metavar="SCOPE",
         help="HTTP: a scope every token needs (repeat for several)",
+    )
+    serve.add_argument(
+        "--auth-tool-scope",
+        action="append",
+        default=None,
+        metavar="TOOL=SCOPE",
+        help="HTTP: a scope a token needs to call TOOL (repeat for several)",
     )
     serve.add_argument(
         "--insecure-no-auth",

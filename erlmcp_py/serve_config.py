@@ -72,6 +72,7 @@ class ServeConfig(BaseModel):
     auth_resource: str | None = Field(None, min_length=1)
     auth_jwks_url: str | None = Field(None, min_length=1)
     auth_scope: list[str] | None = None
+    auth_tool_scope: list[str] | None = None
     insecure_no_auth: bool | None = None
 
     @field_validator(

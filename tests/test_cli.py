@@ -175,17 +175,22 @@ def test_auth_options_make_a_resource_server_config_only_when_complete() -> None
     assert auth_config(_parser().parse_args(["serve"])) is None
     argv = ["serve", "--auth-issuer", "https://id.example", "--auth-resource"]
     argv += ["https://mcp.example/mcp", "--auth-jwks-url", "https://id.example/jwks"]
-    config = auth_config(_parser().parse_args([*argv, "--auth-scope", "mcp"]))
+    scopes = ["--auth-scope", "mcp", "--auth-tool-scope", "deploy=ops"]
+    scopes += ["--auth-tool-scope", "deploy=admin"]
+    config = auth_config(_parser().parse_args([*argv, *scopes]))
     assert config is not None
     assert (config.issuer, config.resource, config.required_scopes) == (
         "https://id.example",
         "https://mcp.example/mcp",
         ("mcp",),
     )
+    assert config.tool_scopes == {"deploy": ("ops", "admin")}
     with pytest.raises(ValueError, match="--auth-jwks-url"):
         auth_config(_parser().parse_args(argv[:5]))
-    with pytest.raises(ValueError, match="--auth-scope needs"):
+    with pytest.raises(ValueError, match="scopes need"):
         auth_config(_parser().parse_args(["serve", "--auth-scope", "mcp"]))
+    with pytest.raises(ValueError, match="TOOL=SCOPE"):
+        auth_config(_parser().parse_args([*argv, "--auth-tool-scope", "deploy"]))
 
 
 def test_loopback_hosts() -> None:

@@ -21,7 +21,8 @@ request to the MCP endpoint carries one as ``Authorization: Bearer <token>``.
   with a small leeway, ``iss`` equal to the issuer, ``aud`` naming this resource (RFC 8707:
   a token minted for another resource is refused), and a ``sub``. Only asymmetric
   algorithms are accepted.
-* **Scopes.** ``required_scopes`` must all be in the token's ``scope`` (or ``scp``); a token
+* **Scopes.** ``required_scopes`` must all be in the token's ``scope`` (or ``scp``), and a
+  ``tools/call`` of a tool listed in ``tool_scopes`` needs that tool's scopes too; a token
   without them is answered 403 with ``error="insufficient_scope"`` and the scopes needed.
 * **Principal.** The token's issuer and subject name the principal
   (``sub:<sub>@<issuer>``): it keys the fair limits, binds ``requestState`` and sessions
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
@@ -66,6 +67,8 @@ class AuthConfig:
             ``aud`` a token must name (RFC 8707) and the metadata's ``resource``.
         jwks_url: Where the issuer publishes its signing keys (JSON Web Key Set).
         required_scopes: Scopes every request needs (403 ``insufficient_scope`` otherwise).
+        tool_scopes: Scopes a ``tools/call`` of a tool needs, by tool name, on top of
+            ``required_scopes`` (403 ``insufficient_scope`` otherwise).
         scopes_supported: Scopes listed in the metadata (default: ``required_scopes``).
         leeway_s: Clock skew tolerated on ``exp`` and ``nbf``.
         jwks_cache_s: How long fetched keys are kept.
@@ -77,6 +80,7 @@ class AuthConfig:
     resource: str
     jwks_url: str
     required_scopes: tuple[str, ...] = ()
+    tool_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     scopes_supported: tuple[str, ...] = ()
     leeway_s: float = 30.0
     jwks_cache_s: float = 300.0
@@ -97,7 +101,8 @@ class AuthConfig:
             "authorization_servers": [self.issuer],
             "bearer_methods_supported": ["header"],
         }
-        scopes = self.scopes_supported or self.required_scopes
+        per_tool = [scope for scopes in self.tool_scopes.values() for scope in scopes]
+        scopes = self.scopes_supported or tuple(dict.fromkeys([*self.required_scopes, *per_tool]))
         if scopes:
             out["scopes_supported"] = list(scopes)
         return out
@@ -203,6 +208,18 @@ class BearerVerifier:
             )
             raise AuthRefused(403, challenge, "Forbidden: insufficient scope")
         return Subject(f"sub:{subject[:256]}@{self.config.issuer}", scopes)
+
+    def check_tool(self, subject: Subject, tool: str) -> None:
+        """Refuse a ``tools/call`` of ``tool`` whose scopes ``subject`` lacks.
+
+        Raises:
+            AuthRefused: 403 ``insufficient_scope``, naming the scopes the tool needs.
+        """
+        needed = self.config.tool_scopes.get(tool, ())
+        if any(s not in subject.scopes for s in needed):
+            scope = " ".join(dict.fromkeys([*self.config.required_scopes, *needed]))
+            challenge = self.challenge("insufficient_scope", scope=scope)
+            raise AuthRefused(403, challenge, "Forbidden: insufficient scope for this tool")
 
 
 def _scopes(claims: Mapping[str, Any]) -> frozenset[str]:

@@ -224,8 +224,9 @@ class Listening:
     transport: HttpTransport
 
 
-#: Where a request's verified principal is kept in its ASGI scope.
+#: Where a request's verified principal (and its token's subject) is kept in its ASGI scope.
 _PRINCIPAL: Final = "erlmcp.principal"
+_SUBJECT: Final = "erlmcp.subject"
 
 #: ``data.reason`` of a continuation registry refusal -> (HTTP status, refusal counted).
 _REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
@@ -595,6 +596,7 @@ class HttpTransport:
                 await self._send_simple(send, refused.status, body, JSON, headers)
                 return
             scope[_PRINCIPAL] = subject.principal
+            scope[_SUBJECT] = subject
         principal = self.principal_of(scope)
         if not self._request_shares.acquire(principal):
             exc = self._refuse(
@@ -608,6 +610,24 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
         finally:
             self._request_shares.release(principal)
+
+    def _check_tool_scopes(self, scope: Scope, message: Request) -> None:
+        """A ``tools/call`` of a tool with scopes of its own: 403 unless the token has them."""
+        assert self._verifier is not None
+        params = message.params
+        tool = params.get("name") if isinstance(params, Mapping) else None
+        if message.method != "tools/call" or not isinstance(tool, str):
+            return
+        try:
+            self._verifier.check_tool(scope[_SUBJECT], tool)
+        except AuthRefused as refused:
+            self._refusals["auth_403"] += 1
+            raise _HttpError(
+                refused.status,
+                refused.description,
+                id=message.id,
+                headers=[(b"www-authenticate", refused.challenge.encode())],
+            ) from None
 
     async def _resource_metadata(self, scope: Scope, send: Send) -> None:
         """The protected resource metadata (RFC 9728), for clients to find the issuer."""
@@ -738,6 +758,8 @@ class HttpTransport:
                 await self._send_simple(send, 202)
                 return
             raise _HttpError(400, exc.message, code=exc.code, id=exc.id, data=exc.data) from None
+        if self._verifier is not None and isinstance(message, Request):
+            self._check_tool_scopes(scope, message)
         if self._draining and isinstance(message, Request) and not _resumes(message):
             raise self._refuse(
                 "draining", 503, "Service Unavailable: the server is stopping", id=message.id

@@ -289,3 +289,35 @@ async def test_the_subject_is_the_user_of_its_sessions_elicitations() -> None:
                     await client.answer(request, {"action": "decline"})
                     await events.rest()
         assert [t.user for t in probe.tenants] == [f"sub:carol@{iss.url}"]
+
+
+async def test_a_tool_with_scopes_of_its_own_needs_them() -> None:
+    async with (
+        issuer() as iss,
+        protected(iss, tool_scopes={"ask": ("ask:run",)}) as listening,
+    ):
+        base = listening.url.rsplit("/", 1)[0]
+        narrow = bearer(iss.token(listening.url, scope="mcp"))
+        async with httpx2.AsyncClient(timeout=TIMEOUT, headers=narrow) as http:
+            metadata = await http.get(base + "/.well-known/oauth-protected-resource/mcp")
+            assert metadata.json()["scopes_supported"] == ["ask:run"]
+            client = McpHttp(http, listening.url)
+            await client.initialize()
+            assert (await client.post(call(1, "chatty"))).status_code == 200
+            refused = await client.post(call(2, "ask"))
+            assert refused.status_code == 403
+            assert refused.json()["id"] == 2
+            challenge = refused.headers["www-authenticate"]
+            assert challenge.startswith('Bearer error="insufficient_scope"')
+            assert 'scope="ask:run"' in challenge
+        wide = bearer(iss.token(listening.url, scope="mcp ask:run"))
+        async with httpx2.AsyncClient(timeout=TIMEOUT, headers=wide) as http:
+            client = McpHttp(http, listening.url)
+            await client.initialize()
+            with trio.fail_after(TIMEOUT):
+                async with client.stream(call(3, "ask")) as events:
+                    request = await events.next()
+                    assert request is not None
+                    assert request["method"] == "elicitation/create"
+                    await client.answer(request, {"action": "decline"})
+                    await events.rest()
