@@ -319,3 +319,56 @@ def test_shutdown_timeout_must_be_positive(bad: str, capsys: pytest.CaptureFixtu
     assert exited.value.code == 2
     assert "--shutdown-timeout" in capsys.readouterr().err
     assert _parser().parse_args(["serve"]).shutdown_timeout == DEFAULT_SHUTDOWN_TIMEOUT
+
+
+async def test_http_sigterm_under_load_answers_every_request_and_exits_0(tmp_path: Path) -> None:
+    """30 clients calling a tool in a loop: at SIGTERM each call under way finishes, each
+    client's next request gets 503 + Retry-After (it then stops, as behind a load
+    balancer), and no request meets a closed connection."""
+    stderr = tmp_path / "stderr.log"
+    async with (
+        http_server(stderr, *STUBBORN, "--shutdown-timeout", "10") as (process, url),
+        httpx2.AsyncClient(timeout=10) as http,
+    ):
+        first = await wait_serving(http, url, 10)
+        clients = [first]
+        for _ in range(29):
+            client = McpHttp(httpx2.AsyncClient(timeout=10), url)
+            await client.initialize()
+            clients.append(client)
+        answered: list[int] = []
+        refused: list[str] = []
+        broken: list[str] = []
+        going = trio.Event()
+
+        async def work(client: McpHttp) -> None:
+            for i in range(1000):
+                try:
+                    response = await client.post(call(i, "brief"))
+                except httpx2.TransportError as exc:
+                    broken.append(type(exc).__name__)
+                    return
+                if response.status_code == 503:
+                    refused.append(response.headers.get("retry-after", ""))
+                    return
+                assert response.status_code == 200, response.text
+                assert '"text":"done"' in response.text.replace(" ", ""), response.text
+                answered.append(i)
+                going.set()
+
+        async with trio.open_nursery() as nursery:
+            for client in clients:
+                nursery.start_soon(work, client)
+            await going.wait()
+            await trio.sleep(0.5)  # under way: every client has a call in flight
+            process.send_signal(signal.SIGTERM)
+        for client in clients[1:]:
+            await client.http.aclose()
+        await wait_exit(process, 10)
+        assert process.returncode == 0
+    assert broken == []
+    assert len(refused) == 30
+    assert all(int(after) > 0 for after in refused)
+    assert len(answered) >= 30
+    line = shutdown_line(stderr)
+    assert (line["clean"], line["exit_status"], line["calls_left_by_drain"]) == (True, 0, 0)
