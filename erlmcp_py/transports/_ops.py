@@ -134,6 +134,15 @@ class _Collector:
         for reason, n in sorted(reasons.items()):
             refusals.add_metric([reason], n)
         yield refusals
+        restarts = CounterMetricFamily(
+            "erlmcp_actor_restarts",
+            "Restarts of the runtime's actors by their supervisor, by actor.",
+            labels=["actor"],
+        )
+        supervisor = getattr(source.runtime, "supervisor", None)
+        for actor, n in sorted(getattr(supervisor, "restarts", {}).items()):
+            restarts.add_metric([actor], n)
+        yield restarts
         yield GaugeMetricFamily(
             "erlmcp_draining", "1 while the server drains before stopping.", value=source.draining
         )

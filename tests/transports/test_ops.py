@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx2
 import trio
+import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
 from erlmcp_py.transports._limits import PrincipalLimits
@@ -102,6 +103,9 @@ async def test_metrics_count_elicitations_sessions_and_refusals() -> None:
             await McpHttp(http, listening.url).initialize()
             third = await McpHttp(http, listening.url).post(message("initialize", INIT, id=0))
             assert third.status_code == 429
+            runtime = listening.transport.runtime
+            runtime.actor("validator").cast("boom")  # no handle_cast: the actor crashes
+            await trio.testing.wait_all_tasks_blocked(0.01)
             after = await scrape(http, listening)
         assert after["erlmcp_elicitations_pending{}"] == 0
         assert after["erlmcp_elicitations_ended_total{mode=form,outcome=Declined}"] == 1
@@ -109,3 +113,6 @@ async def test_metrics_count_elicitations_sessions_and_refusals() -> None:
         assert after["erlmcp_human_answer_seconds_bucket{le=+Inf}"] == 1
         assert after["erlmcp_sessions{}"] == 2
         assert after["erlmcp_refusals_total{reason=principal_sessions}"] == 1
+        # rest_for_one: the validator and the elicitation actor started after it
+        assert after["erlmcp_actor_restarts_total{actor=validator}"] == 1
+        assert after["erlmcp_actor_restarts_total{actor=elicitation}"] == 1
