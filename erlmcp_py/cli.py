@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
+    "INTROSPECTION_CLIENT_ENV",
     "STATE_KEYS_ENV",
     "http_config",
     "load_server",
@@ -121,11 +122,17 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
         idle_timeout=args.session_idle_timeout,
         limits=limits,
         continuations=continuations,
-        auth=auth_config(args),
+        auth=auth_config(args, os.environ),
     )
 
 
-def auth_config(args: argparse.Namespace) -> AuthConfig | None:
+#: Environment variable with ``CLIENT_ID:SECRET`` for the issuer's introspection endpoint.
+INTROSPECTION_CLIENT_ENV = "ERLMCP_AUTH_INTROSPECTION_CLIENT"
+
+
+def auth_config(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> AuthConfig | None:
     """The bearer-token authentication ``serve``'s ``--auth-*`` options ask for, or ``None``.
 
     Raises:
@@ -141,7 +148,7 @@ def auth_config(args: argparse.Namespace) -> AuthConfig | None:
         "--auth-jwks-url": args.auth_jwks_url,
     }
     if not any(given.values()):
-        if args.auth_scope or args.auth_tool_scope:
+        if args.auth_scope or args.auth_tool_scope or args.auth_introspection_url:
             raise ValueError("scopes need --auth-issuer, --auth-resource, --auth-jwks-url")
         return None
     missing = [name for name, value in given.items() if not value]
@@ -153,12 +160,21 @@ def auth_config(args: argparse.Namespace) -> AuthConfig | None:
         if not (sep and tool and scope):
             raise ValueError(f"--auth-tool-scope must be TOOL=SCOPE, got {item!r}")
         tool_scopes[tool] = (*tool_scopes.get(tool, ()), scope)
+    client: tuple[str, str] | None = None
+    credentials = (environ or {}).get(INTROSPECTION_CLIENT_ENV)
+    if credentials:
+        client_id, sep, secret = credentials.partition(":")
+        if not (sep and client_id):
+            raise ValueError(f"{INTROSPECTION_CLIENT_ENV} must be CLIENT_ID:SECRET")
+        client = (client_id, secret)
     return AuthConfig(
         issuer=args.auth_issuer,
         resource=args.auth_resource,
         jwks_url=args.auth_jwks_url,
         required_scopes=tuple(args.auth_scope or ()),
         tool_scopes=tool_scopes,
+        introspection_url=args.auth_introspection_url,
+        introspection_client=client,
     )
 
 
@@ -357,6 +373,13 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         help="HTTP: a scope a token needs to call TOOL (repeat for several)",
     )
     serve.add_argument(
+        "--auth-introspection-url",
+        default=None,
+        metavar="URL",
+        help="HTTP: the issuer's token introspection endpoint, for opaque tokens (client "
+        f"credentials, if needed, in ${INTROSPECTION_CLIENT_ENV} as CLIENT_ID:SECRET)",
+    )
+    serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
         help="HTTP: serve a non-loopback --host without authentication",
@@ -399,7 +422,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"erlmcp-py serve: requestState keys: {exc}", file=sys.stderr)
             return 2
         try:
-            auth = auth_config(args)
+            auth = auth_config(args, os.environ)
         except ValueError as exc:
             print(f"erlmcp-py serve: {exc}", file=sys.stderr)
             return 2

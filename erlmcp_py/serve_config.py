@@ -73,6 +73,7 @@ class ServeConfig(BaseModel):
     auth_jwks_url: str | None = Field(None, min_length=1)
     auth_scope: list[str] | None = None
     auth_tool_scope: list[str] | None = None
+    auth_introspection_url: str | None = Field(None, min_length=1)
     insecure_no_auth: bool | None = None
 
     @field_validator(

@@ -191,6 +191,14 @@ def test_auth_options_make_a_resource_server_config_only_when_complete() -> None
         auth_config(_parser().parse_args(["serve", "--auth-scope", "mcp"]))
     with pytest.raises(ValueError, match="TOOL=SCOPE"):
         auth_config(_parser().parse_args([*argv, "--auth-tool-scope", "deploy"]))
+    introspection = [*argv, "--auth-introspection-url", "https://id.example/introspect"]
+    env = {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "mcp:s3cret:with-colon"}
+    opaque = auth_config(_parser().parse_args(introspection), env)
+    assert opaque is not None
+    assert opaque.introspection_url == "https://id.example/introspect"
+    assert opaque.introspection_client == ("mcp", "s3cret:with-colon")
+    with pytest.raises(ValueError, match="CLIENT_ID:SECRET"):
+        auth_config(_parser().parse_args(introspection), {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "x"})
 
 
 def test_loopback_hosts() -> None:

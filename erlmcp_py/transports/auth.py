@@ -21,6 +21,10 @@ request to the MCP endpoint carries one as ``Authorization: Bearer <token>``.
   with a small leeway, ``iss`` equal to the issuer, ``aud`` naming this resource (RFC 8707:
   a token minted for another resource is refused), and a ``sub``. Only asymmetric
   algorithms are accepted.
+* **Opaque tokens** (RFC 7662). A token that is not a JWT is sent to the issuer's
+  introspection endpoint, when one is configured, and accepted only if the answer says it is
+  active, for this issuer and this resource, and not expired; its ``sub`` and ``scope`` then
+  count as a JWT's.
 * **Scopes.** ``required_scopes`` must all be in the token's ``scope`` (or ``scp``), and a
   ``tools/call`` of a tool listed in ``tool_scopes`` needs that tool's scopes too; a token
   without them is answered 403 with ``error="insufficient_scope"`` and the scopes needed.
@@ -32,6 +36,7 @@ request to the MCP endpoint carries one as ``Authorization: Bearer <token>``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -74,6 +79,10 @@ class AuthConfig:
         jwks_cache_s: How long fetched keys are kept.
         jwks_refetch_s: Shortest time between two fetches for a key id not in the cache (a
             stream of made-up key ids cannot make the server hammer the issuer).
+        introspection_url: The issuer's token introspection endpoint (RFC 7662), for tokens
+            that are not JWTs (opaque ones); ``None``: such tokens are refused.
+        introspection_client: ``(client_id, client_secret)`` this server authenticates with
+            at the introspection endpoint (HTTP Basic), if it needs to.
     """
 
     issuer: str
@@ -85,6 +94,8 @@ class AuthConfig:
     leeway_s: float = 30.0
     jwks_cache_s: float = 300.0
     jwks_refetch_s: float = 30.0
+    introspection_url: str | None = None
+    introspection_client: tuple[str, str] | None = None
 
     @property
     def metadata_url(self) -> str:
@@ -180,6 +191,8 @@ class BearerVerifier:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise self._refuse("Unauthorized: a bearer token is required", error=None)
+        if token.count(".") != 2:  # not a JWT: an opaque token, for the issuer to judge
+            return self._subject(await self._introspect(token))
         try:
             key = await trio.to_thread.run_sync(self._keys.get_signing_key_from_jwt, token)
             claims: Mapping[str, Any] = jwt.decode(
@@ -197,6 +210,33 @@ class BearerVerifier:
             ) from None
         except (jwt.PyJWTError, json.JSONDecodeError, ValueError) as exc:
             raise self._refuse(f"Unauthorized: {type(exc).__name__}") from None
+        return self._subject(claims)
+
+    async def _introspect(self, token: str) -> Mapping[str, Any]:
+        """The issuer's verdict on an opaque token (RFC 7662), checked as a JWT's claims are:
+        active, this issuer, this resource in ``aud``, not expired."""
+        url = self.config.introspection_url
+        if url is None:
+            raise self._refuse("Unauthorized: not a JWT")
+        try:
+            claims = await trio.to_thread.run_sync(_post_introspection, url, token, self.config)
+        except (OSError, ValueError):
+            raise AuthRefused(
+                503, self.challenge(), "Service Unavailable: token introspection failed"
+            ) from None
+        audience = claims.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience]
+        expires = claims.get("exp")
+        if (
+            claims.get("active") is not True
+            or claims.get("iss", self.config.issuer) != self.config.issuer
+            or self.config.resource not in audiences
+            or (isinstance(expires, int | float) and expires + self.config.leeway_s < time.time())
+        ):
+            raise self._refuse("Unauthorized: the token is not active for this resource")
+        return claims
+
+    def _subject(self, claims: Mapping[str, Any]) -> Subject:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise self._refuse("Unauthorized: the token names no subject")
@@ -220,6 +260,27 @@ class BearerVerifier:
             scope = " ".join(dict.fromkeys([*self.config.required_scopes, *needed]))
             challenge = self.challenge("insufficient_scope", scope=scope)
             raise AuthRefused(403, challenge, "Forbidden: insufficient scope for this tool")
+
+
+def _post_introspection(url: str, token: str, config: AuthConfig) -> Mapping[str, Any]:
+    """POST ``token`` to the introspection endpoint (blocking: run it on a worker thread)."""
+    import urllib.request
+    from base64 import b64encode
+    from urllib.parse import urlencode
+
+    headers = {
+        "content-type": "application/x-www-form-urlencoded",
+        "accept": "application/json",
+    }
+    if config.introspection_client is not None:
+        client_id, secret = config.introspection_client
+        basic = b64encode(f"{client_id}:{secret}".encode()).decode("ascii")
+        headers["authorization"] = f"Basic {basic}"
+    body = urlencode({"token": token, "token_type_hint": "access_token"}).encode()
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        claims = json.loads(response.read(1 << 16))
+    return claims if isinstance(claims, dict) else {}  # not an object: not active
 
 
 def _scopes(claims: Mapping[str, Any]) -> frozenset[str]:

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx2
 import jwt
@@ -40,6 +41,8 @@ class Issuer:
 
     url: str = ""
     keys: dict[str, ec.EllipticCurvePrivateKey] = field(default_factory=dict)
+    opaque: dict[str, dict[str, Any]] = field(default_factory=dict)  # token -> its claims
+    introspected: list[str] = field(default_factory=list)  # the Authorization headers seen
 
     def add_key(self, kid: str) -> None:
         self.keys[kid] = ec.generate_private_key(ec.SECP256R1())
@@ -63,6 +66,20 @@ class Issuer:
             while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["path"] == "/introspect":
+            form = b""
+            while True:
+                message = await receive()
+                form += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            token = parse_qs(form.decode())["token"][0]
+            headers = dict(scope["headers"])
+            self.introspected.append(headers.get(b"authorization", b"").decode())
+            answer = self.opaque.get(token, {"active": False})
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
             return
         body = json.dumps(self.jwks()).encode() if scope["path"] == "/jwks" else b"{}"
         status = 200 if scope["path"] == "/jwks" else 404
@@ -321,3 +338,44 @@ async def test_a_tool_with_scopes_of_its_own_needs_them() -> None:
                     assert request["method"] == "elicitation/create"
                     await client.answer(request, {"action": "decline"})
                     await events.rest()
+
+
+async def test_an_opaque_token_is_introspected_at_the_issuer() -> None:
+    async with issuer() as iss:
+        settings = {
+            "introspection_url": f"{iss.url}/introspect",
+            "introspection_client": ("mcp-server", "s3cret"),
+        }
+        async with protected(iss, **settings) as listening:
+            live = {"active": True, "sub": "dave", "aud": listening.url, "iss": iss.url}
+            iss.opaque = {
+                "opaque-good": {**live, "exp": int(time.time()) + 60},
+                "opaque-revoked": {**live, "active": False},
+                "opaque-elsewhere": {**live, "aud": "https://other.example/mcp"},
+                "opaque-expired": {**live, "exp": int(time.time()) - 600},
+            }
+            async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+                headers = McpHttp(http, listening.url).headers()
+                body = message("initialize", INIT, id=0)
+                for token, status in [
+                    ("opaque-good", 200),
+                    ("opaque-revoked", 401),
+                    ("opaque-elsewhere", 401),
+                    ("opaque-expired", 401),
+                    ("opaque-unknown", 401),
+                ]:
+                    answer = await http.post(
+                        listening.url, content=body, headers={**headers, **bearer(token)}
+                    )
+                    assert answer.status_code == status, token
+            assert iss.introspected[0] == "Basic bWNwLXNlcnZlcjpzM2NyZXQ="
+    async with (  # no introspection endpoint: an opaque token is refused
+        issuer() as iss,
+        protected(iss) as listening,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        headers = {**McpHttp(http, listening.url).headers(), **bearer("opaque-good")}
+        answer = await http.post(
+            listening.url, content=message("initialize", INIT, id=0), headers=headers
+        )
+        assert answer.status_code == 401
