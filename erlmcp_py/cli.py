@@ -119,6 +119,7 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
     )
     continuations = {"keyring": keyring} if keyring is not None else {}
     return HttpConfig(
+        ops_port=args.ops_port,
         idle_timeout=args.session_idle_timeout,
         limits=limits,
         continuations=continuations,
@@ -286,6 +287,14 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--ops-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="HTTP: serve /healthz, /readyz and /metrics on this port of --host instead of "
+        "beside /mcp",
+    )
     serve.add_argument(
         "--elicitation-timeout",
         type=_positive,

@@ -56,6 +56,7 @@ class ServeConfig(BaseModel):
     transport: Literal["stdio", "http"] | None = None
     host: str | None = Field(None, min_length=1)
     port: int | None = Field(None, ge=0, le=65535)
+    ops_port: int | None = Field(None, ge=0, le=65535)
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     dev: bool | None = None
     rate: int | None = Field(None, gt=0)

@@ -88,6 +88,8 @@ def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
     config = http_config(_parser().parse_args(argv))
     assert config.idle_timeout == 60
     assert config.limits == PrincipalLimits(sessions=4, requests=8, suspended=16)
+    assert defaults.ops_port is None
+    assert http_config(_parser().parse_args(["serve", "--ops-port", "9100"])).ops_port == 9100
 
 
 KEY_A = base64.b64encode(bytes(range(32))).decode()

@@ -103,6 +103,7 @@ beside the MCP endpoint (:mod:`~erlmcp_py.transports._ops`).
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 from collections import Counter, deque
@@ -178,6 +179,8 @@ class HttpConfig:
         body_min_rate: Bytes per second a request body must keep up (408 and close, else).
         limits: Caps per principal; past one, 429 with ``Retry-After``.
         retry_after_s: The ``Retry-After`` of a 429 or 503.
+        ops_port: Serve ``/healthz``, ``/readyz`` and ``/metrics`` on this port of the same
+            host instead of beside the MCP endpoint (0: any free one; ``None``: beside it).
         auth: Bearer-token authentication (:mod:`~erlmcp_py.transports.auth`); ``None``: none,
             the principal is the client's address.
         stream_queue: Frames buffered per stream before a slow client's stream is ended.
@@ -202,6 +205,7 @@ class HttpConfig:
     body_min_rate: int = 32 * 1024
     limits: PrincipalLimits = field(default_factory=PrincipalLimits)
     retry_after_s: int = 5
+    ops_port: int | None = None
     auth: AuthConfig | None = None
     stream_queue: int = 256
     backlog: int = 256
@@ -217,11 +221,13 @@ class Listening:
         url: The MCP endpoint URL (first bound address).
         urls: One endpoint URL per bound address.
         transport: The ASGI app (its sessions, for operations and tests).
+        ops_url: The operations endpoints' base URL when they have a port of their own.
     """
 
     url: str
     urls: tuple[str, ...]
     transport: HttpTransport
+    ops_url: str | None = None
 
 
 #: Where a request's verified principal (and its token's subject) is kept in its ASGI scope.
@@ -580,7 +586,11 @@ class HttpTransport:
             return
         if kind != "http":
             return
-        if scope.get("path") in OPS_PATHS and scope.get("path") != self.config.path:
+        if (
+            self.config.ops_port is None
+            and scope.get("path") in OPS_PATHS
+            and scope.get("path") != self.config.path
+        ):
             await self._ops(scope, send)
             return
         if scope.get("path") in self._metadata_paths:
@@ -637,6 +647,20 @@ class HttpTransport:
             return
         body = json.dumps(self.config.auth.metadata()).encode()
         await self._send_simple(send, 200, body, JSON, [(b"cache-control", b"max-age=300")])
+
+    async def ops_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An ASGI app of the operations endpoints alone (for :attr:`HttpConfig.ops_port`)."""
+        if scope.get("type") == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope.get("type") != "http":
+            return
+        if scope.get("path") not in OPS_PATHS:
+            await self._send_simple(send, 404, b"Not Found\n", "text/plain")
+            return
+        await self._ops(scope, send)
 
     async def _ops(self, scope: Scope, send: Send) -> None:
         """``/healthz``, ``/readyz``, ``/metrics`` (GET only; the Host check applies)."""
@@ -1095,8 +1119,7 @@ async def serve_http(
     if bind_name not in ("0.0.0.0", "::", "") and bind_name not in config.allowed_hosts:
         config = _with_host(config, bind_name)
     hconfig = Config()
-    ipv6 = ":" in host and not host.startswith("[")
-    hconfig.bind = [f"[{host}]:{port}" if ipv6 else f"{host}:{port}"]
+    hconfig.bind = [_bind(host, port)]
     hconfig.graceful_timeout = 1.0
     hconfig.keep_alive_timeout = config.keep_alive_s
 
@@ -1110,8 +1133,21 @@ async def serve_http(
                     _serve_hypercorn, serve, transport, hconfig, shutdown_trigger, stopped
                 )
                 urls = tuple(f"{b}{config.path}" for b in binds)
-                log.info("http_listening", urls=urls)
-                task_status.started(Listening(urls[0], urls, transport))
+                ops_url: str | None = None
+                if config.ops_port is not None:
+                    ops_config = copy.copy(hconfig)
+                    ops_config.bind = [_bind(host, config.ops_port)]
+                    ops_binds = await nursery.start(
+                        _serve_hypercorn,
+                        serve,
+                        transport.ops_app,
+                        ops_config,
+                        shutdown_trigger,
+                        trio.Event(),
+                    )
+                    ops_url = ops_binds[0]
+                log.info("http_listening", urls=urls, ops=ops_url)
+                task_status.started(Listening(urls[0], urls, transport, ops_url))
                 await stopped.wait()
             finally:
                 transport.close_all()
@@ -1138,6 +1174,11 @@ async def _serve_hypercorn(
         )
     finally:
         stopped.set()
+
+
+def _bind(host: str, port: int) -> str:
+    ipv6 = ":" in host and not host.startswith("[")
+    return f"[{host}]:{port}" if ipv6 else f"{host}:{port}"
 
 
 def _with_host(config: HttpConfig, host: str) -> HttpConfig:

@@ -116,3 +116,14 @@ async def test_metrics_count_elicitations_sessions_and_refusals() -> None:
         # rest_for_one: the validator and the elicitation actor started after it
         assert after["erlmcp_actor_restarts_total{actor=validator}"] == 1
         assert after["erlmcp_actor_restarts_total{actor=elicitation}"] == 1
+
+
+async def test_the_operations_endpoints_can_have_a_port_of_their_own() -> None:
+    config = HttpConfig(ops_port=0)
+    async with serving(config=config) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        assert listening.ops_url is not None
+        assert listening.ops_url != listening.url.rsplit("/", 1)[0]
+        assert (await http.get(listening.ops_url + "/metrics")).status_code == 200
+        assert (await http.get(listening.ops_url + "/readyz")).status_code == 200
+        assert (await http.get(listening.ops_url + "/mcp")).status_code == 404
+        assert (await http.get(ops_url(listening, "/metrics"))).status_code == 404
