@@ -393,11 +393,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lang", choices=LOCALES, default=None, help="language (default: from LC_ALL/LANG)"
     )
     parser.add_argument(
+        "--header",
+        type=_header,
+        action="append",
+        default=None,
+        metavar="NAME:VALUE",
+        help="with a URL: an HTTP header for every request, e.g. 'Authorization: Bearer "
+        "TOKEN' (repeat for several)",
+    )
+    parser.add_argument(
         "--server-stderr",
         default=None,
         metavar="FILE",
         help="with a command: append the server's stderr to FILE (default: discarded)",
     )
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip() or name.strip() != name or not name.isascii():
+        raise argparse.ArgumentTypeError("must be NAME:VALUE")
+    return name, value.strip()
 
 
 def _is_url(target: Sequence[str]) -> bool:
@@ -409,7 +425,11 @@ async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator
     if _is_url(args.target):
         modern = args.protocol != SESSION
         async with open_http_wire(
-            args.target[0], app.on_request, app.on_notification, modern=modern
+            args.target[0],
+            app.on_request,
+            app.on_notification,
+            modern=modern,
+            headers=args.header or (),
         ) as wire:
             yield wire
         return

@@ -348,6 +348,7 @@ class HttpWire:
     on_request: OnRequest
     on_notification: OnNotification
     modern: bool = False
+    extra_headers: Sequence[tuple[str, str]] = ()
     session_id: str | None = None
     protocol: str | None = None
     timeout: float = 30.0
@@ -364,6 +365,7 @@ class HttpWire:
             ("Host", parts.netloc),
             ("Accept", "application/json, text/event-stream"),
             ("User-Agent", "erlmcp-py-connect"),
+            *self.extra_headers,
         ]
         if message is not None:
             headers.append(("Content-Type", "application/json"))
@@ -521,7 +523,12 @@ class HttpWire:
 
 @asynccontextmanager
 async def open_http_wire(
-    url: str, on_request: OnRequest, on_notification: OnNotification, *, modern: bool
+    url: str,
+    on_request: OnRequest,
+    on_notification: OnNotification,
+    *,
+    modern: bool,
+    headers: Sequence[tuple[str, str]] = (),
 ) -> AsyncIterator[HttpWire]:
     """Speak MCP to the Streamable HTTP endpoint at ``url``.
 
@@ -530,6 +537,8 @@ async def open_http_wire(
         on_request: Answers the server's requests.
         on_notification: Receives its notifications.
         modern: 2026-07-28 (stateless: no session; the routing headers on every request).
+        headers: Sent on every request (``Authorization: Bearer …`` for a server that wants a
+            token).
 
     Raises:
         ValueError: ``url`` is not an http(s) URL.
@@ -538,7 +547,9 @@ async def open_http_wire(
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {url}")
     async with trio.open_nursery() as nursery:
-        wire = HttpWire(url, nursery, on_request, on_notification, modern=modern)
+        wire = HttpWire(
+            url, nursery, on_request, on_notification, modern=modern, extra_headers=headers
+        )
         try:
             yield wire
         finally:

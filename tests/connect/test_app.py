@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 
@@ -9,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from erlmcp_py.connect import ConnectApp, RpcError, Terminal, Texts, read_lines
+from erlmcp_py.connect import ConnectApp, RpcError, Terminal, Texts, add_arguments, read_lines
 
 
 def app(
@@ -110,3 +111,15 @@ async def test_an_accepted_page_is_followed_until_the_server_says_it_is_done() -
     screen.on_notification("notifications/elicitation/complete", {"elicitationId": "p1"})
     screen.on_notification("notifications/elicitation/complete", {"elicitationId": "p1"})
     assert out.getvalue().count("The page is done.") == 1
+
+
+def test_headers_are_name_colon_value_and_repeatable() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        ["--header", "Authorization: Bearer t:1", "--header", "X-A:b", "http://h/mcp"]
+    )
+    assert args.header == [("Authorization", "Bearer t:1"), ("X-A", "b")]
+    assert args.target == ["http://h/mcp"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--header", "no colon", "http://h/mcp"])
