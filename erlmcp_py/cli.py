@@ -1,4 +1,5 @@
-"""The ``erlmcp-py`` command: ``serve`` the example server, or run the ``demo``.
+"""The ``erlmcp-py`` command: ``serve`` the example server, run the ``demo``, or ``connect``
+to any MCP server from the terminal.
 
 Theory of operation of ``serve``'s graceful stop
 -------------------------------------------------
@@ -405,6 +406,9 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
     )
     check = sub.add_parser("check-config", help="check a serve configuration file and exit")
     check.add_argument("file", metavar="FILE")
+    from erlmcp_py.connect import add_arguments
+
+    add_arguments(sub.add_parser("connect", help="try any MCP server by hand, in the terminal"))
     if defaults:
         serve.set_defaults(**defaults)
     return parser
@@ -694,6 +698,10 @@ def main(argv: list[str] | None = None) -> int:
         return _check_config(args.file)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "connect":
+        from erlmcp_py.connect import run
+
+        return run(args)
     from erlmcp_py.demo import run_demo
 
     return run_demo(elicitation_timeout=args.elicitation_timeout)

@@ -148,10 +148,12 @@ def _modules(*top: str) -> list[pathlib.Path]:
 
 ALL_IMPORTS = [imp for path in _modules("supervisors", "erlmcp_py") for imp in _imports_of(path)]
 
-# The modules at the root of erlmcp_py that use every layer: the command line, the example
-# server and the demo driving it, and the test helpers. No layer imports them.
+# The modules at the root of erlmcp_py that use every layer: the command line and its terminal
+# client, the example server and the demo driving it, and the test helpers. No layer imports
+# them.
 APPLICATION = (
     "erlmcp_py.cli",
+    "erlmcp_py.connect",
     "erlmcp_py.demo",
     "erlmcp_py.example_conformance",
     "erlmcp_py.example_everything",

@@ -1,0 +1,147 @@
+"""The protocol half of the terminal client: both eras over any :class:`~._wire.Wire`.
+
+Theory of operation
+-------------------
+*2025-11-25 (session).* :meth:`McpClient.open` sends ``initialize`` (declaring form and URL
+elicitation) and ``notifications/initialized``; the negotiated version goes to the wire. A
+``tools/call`` is one request: the server's ``elicitation/create`` requests arrive on the wire
+while it runs and are answered by the wire's ``on_request``.
+
+*2026-07-28 (stateless, MRTR; see docs/mrtr.md).* Every request carries ``_meta`` (protocol
+version, client capabilities, client info); :meth:`McpClient.open` asks ``server/discover``.
+A ``tools/call`` may answer an ``InputRequiredResult``: each of its ``inputRequests`` is
+answered by the same ``on_request`` that answers the session era's requests, and the call is
+retried with the ``inputResponses`` and the exact ``requestState``, until the result is
+``complete`` (or an error). A state-only result (the server held the retry and has nothing to
+ask) is retried with its state alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from erlmcp_py.connect._wire import OnRequest, RpcError, Wire
+
+__all__ = ["CAPABILITIES", "CLIENT_INFO", "MODERN", "PROTOCOLS", "SESSION", "McpClient"]
+
+SESSION: Final = "2025-11-25"
+MODERN: Final = "2026-07-28"
+#: The protocol versions ``connect --protocol`` speaks.
+PROTOCOLS: Final = (SESSION, MODERN)
+#: What the client can show: forms and URL pages.
+CAPABILITIES: Final[Mapping[str, Any]] = {"elicitation": {"form": {}, "url": {}}}
+CLIENT_INFO: Final[Mapping[str, Any]] = {"name": "erlmcp-py-connect", "version": "0.1.0"}
+
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+
+@dataclass(eq=False)
+class McpClient:
+    """One server, as the terminal client talks to it.
+
+    Attributes:
+        wire: The connection.
+        protocol: ``2025-11-25`` or ``2026-07-28`` (see :data:`PROTOCOLS`).
+        answer: Answers ``elicitation/create`` (and any other server request); used for the
+            2026-07-28 ``inputRequests`` (the wire calls it for the session era's requests).
+        server: ``name version`` of the server, once :meth:`open` has run.
+    """
+
+    wire: Wire
+    protocol: str
+    answer: OnRequest
+    server: str = "?"
+
+    @property
+    def modern(self) -> bool:
+        """Whether this is the stateless 2026-07-28 era."""
+        return self.protocol == MODERN
+
+    def _params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(params)
+        if self.modern:
+            out["_meta"] = {
+                _META_VERSION: MODERN,
+                "io.modelcontextprotocol/clientCapabilities": dict(CAPABILITIES),
+                "io.modelcontextprotocol/clientInfo": dict(CLIENT_INFO),
+            }
+        return out
+
+    async def open(self) -> None:
+        """Start talking: ``initialize`` (session era) or ``server/discover`` (stateless)."""
+        if self.modern:
+            self.wire.set_protocol(MODERN)
+            result = await self.wire.request("server/discover", self._params({}))
+            meta = result.get("_meta")
+            info = (
+                meta.get("io.modelcontextprotocol/serverInfo")
+                if isinstance(meta, Mapping)
+                else None
+            )
+        else:
+            result = await self.wire.request(
+                "initialize",
+                {
+                    "protocolVersion": self.protocol,
+                    "capabilities": dict(CAPABILITIES),
+                    "clientInfo": dict(CLIENT_INFO),
+                },
+            )
+            version = result.get("protocolVersion")
+            if isinstance(version, str):
+                self.protocol = version
+            self.wire.set_protocol(self.protocol)
+            await self.wire.notify("notifications/initialized")
+            info = result.get("serverInfo")
+        if isinstance(info, Mapping):
+            self.server = f"{info.get('name', '?')} {info.get('version', '')}".strip()
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool of the server (all pages)."""
+        tools: list[dict[str, Any]] = []
+        cursor: Any = None
+        while True:
+            params = {} if cursor is None else {"cursor": cursor}
+            result = await self.wire.request("tools/list", self._params(params))
+            tools.extend(t for t in result.get("tools") or () if isinstance(t, dict))
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return tools
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Call a tool to its end, answering every elicitation on the way.
+
+        Raises:
+            RpcError: the server answered with an error.
+            ConnectionLost: the server went away.
+        """
+        base = {"name": name, "arguments": dict(arguments)}
+        params = self._params(base)
+        while True:
+            result = await self.wire.request("tools/call", params)
+            if not self.modern or result.get("resultType") != "input_required":
+                return result
+            state = result.get("requestState")
+            requests = result.get("inputRequests")
+            responses: dict[str, Any] = {}
+            if isinstance(requests, Mapping):
+                for key, request in requests.items():
+                    if not isinstance(request, Mapping):
+                        continue
+                    request_params = request.get("params")
+                    try:
+                        responses[key] = dict(
+                            await self.answer(
+                                str(request.get("method", "")),
+                                request_params if isinstance(request_params, Mapping) else {},
+                            )
+                        )
+                    except RpcError:
+                        continue  # a request this client does not answer: the server asks again
+            params = self._params(base)
+            if isinstance(state, str):
+                params["requestState"] = state
+            if responses:
+                params["inputResponses"] = responses

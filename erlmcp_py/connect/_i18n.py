@@ -1,0 +1,278 @@
+"""Every string the terminal client prints, in en-US and pt-BR, from one catalog.
+
+:data:`CATALOG` maps a key to its text per locale; texts are :meth:`str.format` templates and
+every locale of a key names the same placeholders (``tests/connect/test_i18n.py`` checks it).
+:func:`choose_locale` picks the locale from ``--lang`` or the POSIX locale variables, and
+:class:`Texts` looks keys up in it.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["CATALOG", "DEFAULT_LOCALE", "LOCALES", "Texts", "choose_locale", "placeholders"]
+
+#: The locales of the catalog.
+LOCALES: Final = ("en-US", "pt-BR")
+#: The locale used when nothing names a known one.
+DEFAULT_LOCALE: Final = "en-US"
+
+_EN, _PT = LOCALES
+
+CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
+    # -- connection and REPL -------------------------------------------------------------------
+    "connected": {
+        _EN: "Connected to {server} (protocol {protocol}, {transport}).",
+        _PT: "Conectado a {server} (protocolo {protocol}, {transport}).",
+    },
+    "type_help": {
+        _EN: "Type help for the commands.",
+        _PT: "Digite help para ver os comandos.",
+    },
+    "help": {
+        _EN: (
+            "Commands:\n"
+            "  tools                      list the server's tools\n"
+            "  call TOOL key=value ...    call a tool (values are JSON when they parse, "
+            "else text)\n"
+            "  help                       this help\n"
+            "  quit                       leave\n"
+            "Enter takes a field's default. Ctrl-C cancels the open form, else stops the "
+            "running call; at the prompt it leaves."
+        ),
+        _PT: (
+            "Comandos:\n"
+            "  tools                      lista as ferramentas do servidor\n"
+            "  call TOOL chave=valor ...  chama uma ferramenta (valores em JSON quando "
+            "possível, senão texto)\n"
+            "  help                       esta ajuda\n"
+            "  quit                       sair\n"
+            "Enter usa o padrão do campo. Ctrl-C cancela o formulário aberto, senão "
+            "interrompe a chamada em curso; no prompt, sai."
+        ),
+    },
+    "prompt": {_EN: "mcp> ", _PT: "mcp> "},
+    "unknown_command": {
+        _EN: "Unknown command: {command}. Type help.",
+        _PT: "Comando desconhecido: {command}. Digite help.",
+    },
+    "call_usage": {
+        _EN: "Usage: call TOOL key=value ...",
+        _PT: "Uso: call TOOL chave=valor ...",
+    },
+    "no_tools": {_EN: "The server has no tools.", _PT: "O servidor não tem ferramentas."},
+    "tools_heading": {_EN: "Tools ({count}):", _PT: "Ferramentas ({count}):"},
+    "unknown_tool": {
+        _EN: "No tool named {name}. Type tools to list them.",
+        _PT: "Nenhuma ferramenta chamada {name}. Digite tools para listá-las.",
+    },
+    "bad_argument": {
+        _EN: "Argument {text} is not key=value.",
+        _PT: "O argumento {text} não está no formato chave=valor.",
+    },
+    "arguments_invalid": {
+        _EN: "The arguments do not fit {tool}'s input schema:",
+        _PT: "Os argumentos não servem ao esquema de entrada de {tool}:",
+    },
+    "arg_missing": {
+        _EN: "{name}: required, missing",
+        _PT: "{name}: obrigatório, faltando",
+    },
+    "arg_unexpected": {
+        _EN: "{name}: not an argument of this tool",
+        _PT: "{name}: não é argumento desta ferramenta",
+    },
+    "arg_type": {
+        _EN: "{name}: expected {expected}, got {actual}",
+        _PT: "{name}: esperado {expected}, recebido {actual}",
+    },
+    "arg_other": {_EN: "{name}: {detail}", _PT: "{name}: {detail}"},
+    "result": {_EN: "Result:", _PT: "Resultado:"},
+    "tool_error": {_EN: "Tool error:", _PT: "Erro da ferramenta:"},
+    "rpc_error": {
+        _EN: "The server answered with error {code}: {message}",
+        _PT: "O servidor respondeu com o erro {code}: {message}",
+    },
+    "connection_lost": {
+        _EN: "The connection to the server ended.",
+        _PT: "A conexão com o servidor terminou.",
+    },
+    "connect_failed": {
+        _EN: "Could not connect: {reason}",
+        _PT: "Não foi possível conectar: {reason}",
+    },
+    "server_exited": {_EN: "the server has exited", _PT: "o servidor encerrou"},
+    "call_stopped": {_EN: "Call stopped.", _PT: "Chamada interrompida."},
+    "bye": {_EN: "Bye.", _PT: "Até mais."},
+    "interrupt_exits": {
+        _EN: "(Ctrl-C again leaves.)",
+        _PT: "(Ctrl-C de novo para sair.)",
+    },
+    # -- forms ---------------------------------------------------------------------------------
+    "server_asks": {_EN: "The server asks:", _PT: "O servidor pergunta:"},
+    "required_legend": {_EN: "* Required", _PT: "* Obrigatório"},
+    "Required": {_EN: "Required", _PT: "Obrigatório"},
+    "default": {_EN: "default: {value}", _PT: "padrão: {value}"},
+    "length_between": {
+        _EN: "{low} to {high} characters",
+        _PT: "de {low} a {high} caracteres",
+    },
+    "length_min": {_EN: "at least {low} characters", _PT: "pelo menos {low} caracteres"},
+    "length_max": {_EN: "at most {high} characters", _PT: "no máximo {high} caracteres"},
+    "range_between": {_EN: "{low} to {high}", _PT: "de {low} a {high}"},
+    "range_min": {_EN: "at least {low}", _PT: "no mínimo {low}"},
+    "range_max": {_EN: "at most {high}", _PT: "no máximo {high}"},
+    "kind_integer": {_EN: "whole number", _PT: "número inteiro"},
+    "kind_number": {_EN: "number", _PT: "número"},
+    "format_email": {_EN: "email address", _PT: "endereço de e-mail"},
+    "format_uri": {_EN: "URL", _PT: "URL"},
+    "format_date": {_EN: "date, YYYY-MM-DD", _PT: "data, AAAA-MM-DD"},
+    "format_date-time": {
+        _EN: "date and time, YYYY-MM-DDTHH:MM:SSZ",
+        _PT: "data e hora, AAAA-MM-DDTHH:MM:SSZ",
+    },
+    "yes_no": {_EN: "y/n", _PT: "s/n"},
+    "yes_letters": {_EN: "y,yes", _PT: "s,sim,y,yes"},
+    "no_letters": {_EN: "n,no", _PT: "n,não,nao,no"},
+    "choose_one": {_EN: "number", _PT: "número"},
+    "choose_many": {
+        _EN: "numbers separated by commas",
+        _PT: "números separados por vírgula",
+    },
+    "choose_none": {_EN: "empty for none", _PT: "vazio para nenhum"},
+    # -- answer errors (per field, before sending) ---------------------------------------------
+    "err_required": {_EN: "Required: enter a value.", _PT: "Obrigatório: digite um valor."},
+    "err_not_number": {_EN: "Not a number.", _PT: "Não é um número."},
+    "err_not_integer": {_EN: "Not a whole number.", _PT: "Não é um número inteiro."},
+    "err_yes_no": {_EN: "Answer y or n.", _PT: "Responda s ou n."},
+    "err_not_option": {
+        _EN: "Choose by number, 1 to {count}.",
+        _PT: "Escolha pelo número, de 1 a {count}.",
+    },
+    "err_repeated": {_EN: "An option is repeated.", _PT: "Uma opção está repetida."},
+    "err_minLength": {
+        _EN: "Too short: at least {limit} characters.",
+        _PT: "Curto demais: pelo menos {limit} caracteres.",
+    },
+    "err_maxLength": {
+        _EN: "Too long: at most {limit} characters.",
+        _PT: "Longo demais: no máximo {limit} caracteres.",
+    },
+    "err_minimum": {_EN: "Too small: at least {limit}.", _PT: "Pequeno demais: no mínimo {limit}."},
+    "err_maximum": {_EN: "Too large: at most {limit}.", _PT: "Grande demais: no máximo {limit}."},
+    "err_minItems": {
+        _EN: "Choose at least {limit}.",
+        _PT: "Escolha pelo menos {limit}.",
+    },
+    "err_maxItems": {
+        _EN: "Choose at most {limit}.",
+        _PT: "Escolha no máximo {limit}.",
+    },
+    "err_format": {_EN: "Not a valid {what}.", _PT: "{what} inválido."},
+    # -- the choice at the end of a form -------------------------------------------------------
+    "Submit": {_EN: "Submit", _PT: "Enviar"},
+    "Reject": {_EN: "Reject", _PT: "Recusar"},
+    "Cancel": {_EN: "Cancel", _PT: "Cancelar"},
+    "action_prompt": {
+        _EN: "[1] {submit}  [2] {reject}  [3] {cancel} ",
+        _PT: "[1] {submit}  [2] {reject}  [3] {cancel} ",
+    },
+    "err_action": {
+        _EN: "Answer 1, 2 or 3 (or {submit}, {reject}, {cancel}).",
+        _PT: "Responda 1, 2 ou 3 (ou {submit}, {reject}, {cancel}).",
+    },
+    "sent": {_EN: "Answer sent.", _PT: "Resposta enviada."},
+    "declined": {_EN: "Rejected.", _PT: "Recusado."},
+    "cancelled": {_EN: "Cancelled.", _PT: "Cancelado."},
+    # -- URL mode ------------------------------------------------------------------------------
+    "Opening external page": {_EN: "Opening external page", _PT: "Abrindo página externa"},
+    "url_asks": {
+        _EN: "The server asks you to continue on a web page:",
+        _PT: "O servidor pede que você continue em uma página web:",
+    },
+    "url_choice": {
+        _EN: "[1] open it in the browser  [2] I will open it myself  [3] {reject}  [4] {cancel} ",
+        _PT: "[1] abrir no navegador  [2] eu mesmo abro  [3] {reject}  [4] {cancel} ",
+    },
+    "err_url_choice": {_EN: "Answer 1, 2, 3 or 4.", _PT: "Responda 1, 2, 3 ou 4."},
+    "url_waiting": {
+        _EN: "Waiting for the page to finish (Ctrl-C stops the call).",
+        _PT: "Aguardando a página terminar (Ctrl-C interrompe a chamada).",
+    },
+    "url_done": {_EN: "The page is done.", _PT: "A página terminou."},
+    "url_required": {
+        _EN: "The tool needs a web page completed first:",
+        _PT: "A ferramenta precisa que uma página web seja concluída antes:",
+    },
+    # -- notifications -------------------------------------------------------------------------
+    "Closing in {seconds}s": {_EN: "Closing in {seconds}s", _PT: "Fechando em {seconds}s"},
+    "closed_by_server": {
+        _EN: "The server closed the question.",
+        _PT: "O servidor encerrou a pergunta.",
+    },
+    "server_log": {_EN: "[{level}] {text}", _PT: "[{level}] {text}"},
+    "progress": {_EN: "progress {progress}{total}", _PT: "progresso {progress}{total}"},
+    "server_request_unsupported": {
+        _EN: "The server sent {method}, which this client does not answer.",
+        _PT: "O servidor enviou {method}, que este cliente não responde.",
+    },
+}
+
+
+def placeholders(template: str) -> frozenset[str]:
+    """The names of the ``{placeholders}`` of a catalog text."""
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
+
+
+def choose_locale(requested: str | None, environ: Mapping[str, str]) -> str:
+    """The catalog locale for ``--lang`` (``requested``) or the POSIX locale variables.
+
+    ``requested`` wins when given; else the first set of ``LC_ALL``, ``LC_MESSAGES`` and
+    ``LANG`` decides (POSIX precedence). ``pt_BR.UTF-8``, ``pt-BR`` and any other ``pt`` locale
+    give ``pt-BR``; everything else gives ``en-US``.
+
+    Args:
+        requested: The ``--lang`` value, or ``None``.
+        environ: The process environment.
+
+    Returns:
+        One of :data:`LOCALES`.
+    """
+    name = requested
+    if name is None:
+        for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+            if environ.get(var):
+                name = environ[var]
+                break
+    if name is None:
+        return DEFAULT_LOCALE
+    language = name.split(".", 1)[0].split("@", 1)[0].replace("_", "-").lower()
+    if language == "pt" or language.startswith("pt-"):
+        return "pt-BR"
+    return DEFAULT_LOCALE
+
+
+@dataclass(frozen=True, slots=True)
+class Texts:
+    """The catalog's texts in one locale.
+
+    Attributes:
+        locale: One of :data:`LOCALES`.
+    """
+
+    locale: str = DEFAULT_LOCALE
+
+    def __call__(self, key: str, **values: object) -> str:
+        """The text of ``key`` in this locale, with ``values`` filled in.
+
+        Raises:
+            KeyError: ``key`` is not in the catalog.
+        """
+        return CATALOG[key][self.locale].format(**values)
+
+    def words(self, key: str) -> frozenset[str]:
+        """A comma-separated catalog entry as a set of lower-case words."""
+        return frozenset(w.strip().lower() for w in self(key).split(",") if w.strip())

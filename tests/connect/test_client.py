@@ -1,0 +1,118 @@
+"""The terminal client's two protocol eras over a scripted wire (no server, no terminal)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from erlmcp_py.connect import CAPABILITIES, MODERN, SESSION, McpClient, RpcError
+
+META = "io.modelcontextprotocol/protocolVersion"
+
+
+class ScriptedWire:
+    """Answers each request with the next scripted result; records what was sent."""
+
+    def __init__(self, *results: Mapping[str, Any]) -> None:
+        self.results = list(results)
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.protocol: str | None = None
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        self.sent.append((method, dict(params)))
+        return dict(self.results.pop(0))
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        self.sent.append((method, dict(params or {})))
+
+    def set_protocol(self, version: str) -> None:
+        self.protocol = version
+
+
+async def yes(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    assert method == "elicitation/create"
+    return {"action": "accept", "content": {"ok": params["message"] == "Sure?"}}
+
+
+async def test_the_session_era_initializes_and_takes_the_negotiated_version() -> None:
+    wire = ScriptedWire(
+        {"protocolVersion": "2025-06-18", "serverInfo": {"name": "s", "version": "1"}}
+    )
+    client = McpClient(wire, SESSION, yes)
+    await client.open()
+    method, params = wire.sent[0]
+    assert method == "initialize"
+    assert params["protocolVersion"] == SESSION
+    assert params["capabilities"] == CAPABILITIES
+    assert wire.sent[1] == ("notifications/initialized", {})
+    assert (client.protocol, wire.protocol, client.server) == ("2025-06-18", "2025-06-18", "s 1")
+
+
+async def test_the_stateless_era_discovers_with_meta_on_every_request() -> None:
+    wire = ScriptedWire(
+        {"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "m", "version": "2"}}},
+        {"tools": [{"name": "a"}], "nextCursor": "p2"},
+        {"tools": [{"name": "b"}]},
+    )
+    client = McpClient(wire, MODERN, yes)
+    await client.open()
+    assert [t["name"] for t in await client.list_tools()] == ["a", "b"]
+    assert [m for m, _ in wire.sent] == ["server/discover", "tools/list", "tools/list"]
+    assert all(p["_meta"][META] == MODERN for _, p in wire.sent)
+    assert wire.sent[2][1]["cursor"] == "p2"
+    assert (wire.protocol, client.server) == (MODERN, "m 2")
+
+
+async def test_an_input_required_result_is_answered_and_retried_with_its_state() -> None:
+    ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?"}}
+    wire = ScriptedWire(
+        {"resultType": "input_required", "inputRequests": {"e1": ask}, "requestState": "s1"},
+        {"resultType": "input_required", "requestState": "s2"},  # held: nothing to ask
+        {"resultType": "complete", "content": [{"type": "text", "text": "done"}]},
+    )
+    client = McpClient(wire, MODERN, yes)
+    result = await client.call_tool("t", {"x": 1})
+    assert result["content"] == [{"type": "text", "text": "done"}]
+    first, retry, held = (p for _, p in wire.sent)
+    assert "requestState" not in first
+    assert retry["requestState"] == "s1"
+    assert retry["inputResponses"] == {"e1": {"action": "accept", "content": {"ok": True}}}
+    assert (retry["name"], retry["arguments"]) == ("t", {"x": 1})
+    assert held["requestState"] == "s2"
+    assert "inputResponses" not in held
+
+
+async def test_a_session_era_call_is_one_request() -> None:
+    wire = ScriptedWire({"resultType": "input_required", "content": []})
+    client = McpClient(wire, SESSION, yes)
+    assert (await client.call_tool("t", {}))["resultType"] == "input_required"
+    assert len(wire.sent) == 1
+
+
+async def test_an_input_request_the_client_does_not_answer_is_left_for_the_server() -> None:
+    async def refuse(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        raise RpcError(-32601, "Method not found")
+
+    wire = ScriptedWire(
+        {
+            "resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": {}}},
+            "requestState": "s1",
+        },
+        {"resultType": "complete", "content": []},
+    )
+    await McpClient(wire, MODERN, refuse).call_tool("t", {})
+    assert "inputResponses" not in wire.sent[1][1]
+
+
+@pytest.mark.parametrize("protocol", [SESSION, MODERN])
+async def test_an_error_answer_reaches_the_caller(protocol: str) -> None:
+    class Failing(ScriptedWire):
+        async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+            raise RpcError(-32042, "needs a page", {"elicitations": []})
+
+    with pytest.raises(RpcError) as info:
+        await McpClient(Failing(), protocol, yes).call_tool("t", {})
+    assert info.value.code == -32042

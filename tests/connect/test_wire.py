@@ -1,0 +1,150 @@
+"""The terminal client's Streamable HTTP wire against a scripted HTTP server on loopback: the
+headers it sends per era, JSON and event-stream answers, a server request answered mid-call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import h11
+import pytest
+import trio
+
+from erlmcp_py.connect import ConnectionLost, open_http_wire
+
+Reply = Callable[[Any], tuple[int, list[tuple[str, str]], bytes]]
+
+
+class Recorder:
+    """A one-request-per-connection HTTP server: records each request, answers by ``reply``."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.requests: list[tuple[dict[str, str], Any]] = []
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        head: h11.Request | None = None
+        body = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Request):
+                head = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        assert head is not None
+        headers = {k.decode(): v.decode() for k, v in head.headers}
+        message = json.loads(body) if body else None
+        self.requests.append((headers, message))
+        status, extra, payload = self.reply(message)
+        response = h11.Response(
+            status_code=status, headers=[*extra, ("Content-Length", str(len(payload)))]
+        )
+        await stream.send_all(conn.send(response) or b"")
+        await stream.send_all(conn.send(h11.Data(data=payload)) or b"")
+        await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
+        await stream.aclose()
+
+
+async def serve(nursery: trio.Nursery, reply: Reply) -> tuple[Recorder, str]:
+    recorder = Recorder(reply)
+    listeners = await nursery.start(partial(trio.serve_tcp, recorder.handle, 0, host="127.0.0.1"))
+    port = listeners[0].socket.getsockname()[1]
+    return recorder, f"http://127.0.0.1:{port}/mcp"
+
+
+def json_answer(result: Mapping[str, Any], *headers: tuple[str, str]) -> Reply:
+    def reply(message: dict[str, Any] | None) -> tuple[int, list[tuple[str, str]], bytes]:
+        if message is None:  # DELETE: the session ends
+            return 200, [], b""
+        frame = {"jsonrpc": "2.0", "id": message["id"], "result": dict(result)}
+        return 200, [("Content-Type", "application/json"), *headers], json.dumps(frame).encode()
+
+    return reply
+
+
+async def no_requests(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    raise AssertionError("no server request expected")
+
+
+async def test_a_session_era_request_carries_the_session_and_version_once_known() -> None:
+    async with trio.open_nursery() as nursery:
+        recorder, url = await serve(nursery, json_answer({"ok": 1}, ("Mcp-Session-Id", "s-1")))
+        async with open_http_wire(
+            url, no_requests, lambda m, p: None, modern=False, headers=[("Authorization", "B t")]
+        ) as wire:
+            assert await wire.request("initialize", {}) == {"ok": 1}
+            wire.set_protocol("2025-11-25")
+            assert await wire.request("tools/list", {}) == {"ok": 1}
+        nursery.cancel_scope.cancel()
+    (first, _), (second, _), (delete, _) = recorder.requests
+    assert first["authorization"] == "B t"
+    assert first["accept"] == "application/json, text/event-stream"
+    assert "mcp-session-id" not in first
+    assert second["mcp-session-id"] == "s-1"
+    assert second["mcp-protocol-version"] == "2025-11-25"
+    assert delete["mcp-session-id"] == "s-1"  # closing the wire ends the session
+
+
+async def test_a_stateless_request_names_its_method_and_tool_in_headers() -> None:
+    async with trio.open_nursery() as nursery:
+        recorder, url = await serve(nursery, json_answer({"resultType": "complete"}))
+        async with open_http_wire(url, no_requests, lambda m, p: None, modern=True) as wire:
+            wire.set_protocol("2026-07-28")
+            await wire.request("tools/call", {"name": "plain"})
+            await wire.request("tools/call", {"name": "olá"})
+        nursery.cancel_scope.cancel()
+    (plain, _), (accented, _) = recorder.requests  # no DELETE: no session
+    assert (plain["mcp-method"], plain["mcp-name"]) == ("tools/call", "plain")
+    assert accented["mcp-name"] == "=?base64?b2zDoQ==?="
+    assert plain["mcp-protocol-version"] == "2026-07-28"
+
+
+async def test_an_event_stream_delivers_requests_and_notifications_before_the_answer() -> None:
+    answered: list[Any] = []
+    arrived = trio.Event()
+    notes: list[tuple[str, Mapping[str, Any]]] = []
+
+    def reply(message: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+        if "method" not in message:  # our answer to the server's request
+            answered.append(message)
+            arrived.set()
+            return 202, [], b""
+        events = [
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}},
+            {"jsonrpc": "2.0", "id": "e1", "method": "ping"},
+            {"jsonrpc": "2.0", "id": message["id"], "result": {"done": True}},
+        ]
+        text = "".join(f": comment\nevent: message\ndata: {json.dumps(e)}\n\n" for e in events)
+        return 200, [("Content-Type", "text/event-stream")], text.encode()
+
+    async def pong(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {"method": method}
+
+    async with trio.open_nursery() as nursery:
+        _, url = await serve(nursery, reply)
+        async with open_http_wire(url, pong, lambda m, p: notes.append((m, p)), modern=False) as w:
+            assert await w.request("tools/call", {"name": "t"}) == {"done": True}
+            with trio.fail_after(5):
+                await arrived.wait()
+        nursery.cancel_scope.cancel()
+    assert notes == [("notifications/message", {"data": "hi"})]
+    assert answered == [{"jsonrpc": "2.0", "id": "e1", "result": {"method": "ping"}}]
+
+
+async def test_a_failed_exchange_is_a_lost_connection() -> None:
+    def broken(message: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+        return 500, [("Content-Type", "text/plain")], b"oops"
+
+    async with trio.open_nursery() as nursery:
+        _, url = await serve(nursery, broken)
+        async with open_http_wire(url, no_requests, lambda m, p: None, modern=True) as wire:
+            with pytest.raises(ConnectionLost, match=r"HTTP 500$"):
+                await wire.request("tools/list", {})
+        nursery.cancel_scope.cancel()
