@@ -174,6 +174,14 @@ def _parser() -> argparse.ArgumentParser:
         help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1 "
         f"(default: {DEFAULT_SHUTDOWN_TIMEOUT:g})",
     )
+    serve.add_argument(
+        "--mrtr",
+        choices=("auto", "suspend", "replay"),
+        default="auto",
+        help="2026-07-28 retries of a call this process does not hold (another replica, a "
+        "restart): auto resumes a held call and replays any other; suspend refuses them; "
+        "replay keeps no call between rounds (default: auto)",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -319,13 +327,15 @@ async def _host_transport(
     """Serve over the chosen transport (with the runtime already running); ``done`` at its end."""
     try:
         with scope:
+            continuations = {"mrtr": args.mrtr}
             if stdout_fd is None:
-                from erlmcp_py.transports.http import serve_http
+                from erlmcp_py.transports.http import HttpConfig, serve_http
 
                 await serve_http(
                     server,
                     host=args.host,
                     port=args.port,
+                    config=HttpConfig(continuations=continuations),
                     shutdown_trigger=stop_accepting.wait,
                     task_status=task_status,
                 )
@@ -333,7 +343,7 @@ async def _host_transport(
                 from erlmcp_py.transports.stdio import serve_stdio
 
                 task_status.started(None)
-                await serve_stdio(server, stdout_fd=stdout_fd)
+                await serve_stdio(server, stdout_fd=stdout_fd, continuations=continuations)
     finally:
         done.set()
 

@@ -78,7 +78,7 @@ import heapq
 import itertools
 import math
 import secrets
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -88,14 +88,21 @@ import structlog
 import trio
 
 from erlmcp_py.actors.peer import PeerResponse
-from erlmcp_py.core.errors import StateTokenError
-from erlmcp_py.core.state_token import KeyRing, open_token, request_digest, seal
+from erlmcp_py.core.errors import StateTokenError, StateTokenTooLarge
+from erlmcp_py.core.state_token import (
+    MAX_TOKEN_CHARS,
+    KeyRing,
+    open_token,
+    request_digest,
+    seal,
+)
 from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, internal_error
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "DEFAULT_STATE_TTL_S",
+    "MRTR_MODES",
     "ContinuationRegistry",
     "KeyedPeer",
     "MrtrPeer",
@@ -112,6 +119,11 @@ log = structlog.get_logger("erlmcp.mrtr")
 DEFAULT_STATE_TTL_S: Final = 660.0
 
 _ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
+
+#: What a retry whose call this process does not hold gets: ``auto`` resumes a held call and
+#: replays any other; ``suspend`` refuses it (``unknown_continuation``); ``replay`` never keeps
+#: a call across rounds, so every retry replays.
+MRTR_MODES: Final = ("auto", "suspend", "replay")
 
 RunTool = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
 """Runs the tool with the given peer; returns its ``CallToolResult`` or raises
@@ -170,14 +182,17 @@ class _Continuation:
     """One tool call that may suspend; owned by the registry."""
 
     __slots__ = (
+        "asked",
         "attached",
         "changed",
         "digest",
+        "discarded",
         "done",
         "drained",
         "expires_at",
         "final",
         "id",
+        "journal",
         "keys",
         "life",
         "log_level",
@@ -185,6 +200,8 @@ class _Continuation:
         "peer",
         "principal",
         "progress_token",
+        "questions",
+        "replay",
         "round",
         "sending",
         "sink",
@@ -213,6 +230,14 @@ class _Continuation:
         self.progress_token: str | int | None = None
         self.sending = 0  # sink calls under way
         self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
+        # Replay: the answers a retry's state brought, per input request key, delivered in
+        # order as the tool asks again; every answer the tool received, in order (the next
+        # state carries it); questions the client was charged for already, and asked so far.
+        self.replay: defaultdict[str, deque[Mapping[str, Any]]] = defaultdict(deque)
+        self.journal: list[tuple[str, Mapping[str, Any]]] = []
+        self.asked = 0
+        self.questions = 0
+        self.discarded = False
 
     def touch(self) -> None:
         self.version += 1
@@ -271,6 +296,14 @@ class MrtrPeer:
         """Whether the latest request declared elicitation in ``mode``."""
         return self.capabilities.supports(mode)
 
+    def count_question(self) -> bool:
+        """Count one new elicitation of the tool; whether the client is charged a rate token
+        for it. A replayed call asks its earlier questions again: those were charged when
+        first asked, so only the questions past the state's count are charged."""
+        cont = self._cont
+        cont.questions += 1
+        return cont.questions > cont.asked
+
     def with_key(self, key: str) -> KeyedPeer:
         """This peer, recording its requests under ``key`` in ``inputRequests``.
 
@@ -290,13 +323,20 @@ class MrtrPeer:
         key: str | None = None,
     ) -> None:
         """Record the request for the next ``InputRequiredResult``, under ``key`` if given
-        (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``)."""
+        (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``). In a replay, a request
+        whose key has an answer in the retry's state is answered with it at once."""
         await trio.lowlevel.checkpoint()
         cont = self._cont
+        key = _free_key(cont, key, method)
+        replayed = cont.replay.get(key)
+        if replayed:
+            response = replayed.popleft()
+            cont.journal.append((key, response))
+            on_response(response)
+            return
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
-        key = _free_key(cont, key, method)
         cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response)
         cont.touch()
 
@@ -367,6 +407,12 @@ class ContinuationRegistry:
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
         settle_checkpoints: Checkpoints without a new request that end a round (see the
             module docstring).
+        mrtr: What a retry whose call this process does not hold gets (another replica's
+            call, or one from before a restart; see :data:`MRTR_MODES`): ``"auto"`` replays
+            it, ``"suspend"`` refuses it, ``"replay"`` replays every retry (no call is kept
+            between rounds). Replay needs the issuing process's key ring.
+        max_state_chars: Largest ``requestState``; a replayable state carries every answer
+            of the call, and a call whose answers outgrow it ends with ``state_too_large``.
     """
 
     def __init__(
@@ -378,12 +424,20 @@ class ContinuationRegistry:
         max_continuations: int = 10_000,
         hold_s: float = 30.0,
         settle_checkpoints: int = 10,
+        mrtr: str = "auto",
+        max_state_chars: int = MAX_TOKEN_CHARS,
     ) -> None:
         # A state must expire (an infinite ttl would only fail later, in seal, mid-call).
         if not (0 < state_ttl < math.inf) or not hold_s > 0 or max_continuations < 1:
             raise ValueError(
                 "state_ttl must be positive and finite, hold_s positive, max_continuations >= 1"
             )
+        if mrtr not in MRTR_MODES:
+            raise ValueError(f"mrtr must be one of {', '.join(MRTR_MODES)}, got {mrtr!r}")
+        if max_state_chars < 256:
+            raise ValueError("max_state_chars must be at least 256")
+        self.mrtr = mrtr
+        self.max_state_chars = max_state_chars
         self._nursery = nursery
         self.keyring = keyring or KeyRing(f"proc-{secrets.token_hex(4)}", secrets.token_bytes(32))
         self.state_ttl = state_ttl
@@ -442,14 +496,8 @@ class ContinuationRegistry:
         if "inputResponses" in params:
             self._refuse("missing_state", "missing_state")
         self._evict(trio.current_time())
-        if self._closed or len(self._entries) >= self.max_continuations:
-            self.counters["refused.busy"] += 1
-            raise internal_error(
-                "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
-            )
-        cont = _Continuation(principal, request_digest(method, params))
-        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
-        self._entries[cont.id] = cont
+        digest = request_digest(method, params)
+        cont = self._open(principal, digest, capabilities, protocol_version, client_id)
         self.counters["started"] += 1
         self._nursery.start_soon(self._runner, cont, run)
         return await self._attach(cont, math.inf, sink, progress_token, log_level)
@@ -464,11 +512,19 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
+        run: RunTool | None = None,
+        protocol_version: str | None = None,
+        client_id: str | None = None,
     ) -> dict[str, Any]:
         """Resume the call a retry's ``requestState`` names; return its next result.
 
         ``sink``, ``progress_token`` and ``log_level`` describe the retry's channel, as for
         :meth:`start`: from now on the tool's notifications relate to the retry.
+
+        When this process does not hold the call (and :attr:`mrtr` is not ``"suspend"``),
+        the call is *replayed*: ``run`` starts the tool again, as :meth:`start` does with
+        ``protocol_version`` and ``client_id``, and each request the tool makes is answered
+        from the state's answers, in order, until it asks what the state has no answer for.
 
         Raises:
             RequestStateRefused: the state or the responses are refused (see its reasons).
@@ -482,27 +538,36 @@ class ContinuationRegistry:
         digest = request_digest(method, params)
         try:
             payload = open_token(
-                state, principal=principal, request_digest=digest, now=now, keyring=self.keyring
+                state,
+                principal=principal,
+                request_digest=digest,
+                now=now,
+                keyring=self.keyring,
+                max_chars=self.max_state_chars,
             )
         except StateTokenError as exc:
             reason = exc.reason if exc.reason in _MESSAGES else "invalid"
             self._refuse(reason, exc.reason)
         cont = self._entries.get(payload.get("c"))  # type: ignore[arg-type]
         if cont is None or cont.principal != principal or cont.digest != digest:
-            self._refuse("unknown_continuation", "unknown_continuation")
+            if self.mrtr == "suspend" or run is None or "a" not in payload:
+                self._refuse("unknown_continuation", "unknown_continuation")
+            assert protocol_version is not None
+            assert client_id is not None
+            replay = _ReplayCall(principal, digest, capabilities, protocol_version, client_id)
+            return await self._replay(
+                payload, params.get("inputResponses"), replay, run, sink, progress_token, log_level
+            )
         if payload.get("r") != cont.round:
             self._refuse("superseded", "superseded")
         if cont.attached:
             self._refuse("in_use", "in_use")
-        try:
-            answers = _check_responses(params.get("inputResponses"), cont)
-        except RequestStateRefused as exc:
-            self.counters["refused.bad_input_responses"] += 1
-            log.info("input_responses_refused", detail=exc.message[:200])
-            raise
+        methods = {key: request.method for key, request in cont.outstanding.items()}
+        answers = self._checked_responses(params.get("inputResponses"), methods)
         cont.peer.capabilities = capabilities
         for key, response in answers.items():
             request = cont.outstanding.pop(key)
+            cont.journal.append((key, response))
             request.on_response(response)
         if answers:
             cont.touch()
@@ -510,6 +575,73 @@ class ContinuationRegistry:
         return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _open(
+        self,
+        principal: str,
+        digest: str,
+        capabilities: ClientCapabilities,
+        protocol_version: str,
+        client_id: str,
+    ) -> _Continuation:
+        """A new registered continuation, or ``busy`` when the registry is full or closed."""
+        if self._closed or len(self._entries) >= self.max_continuations:
+            self.counters["refused.busy"] += 1
+            raise internal_error(
+                "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
+            )
+        cont = _Continuation(principal, digest)
+        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
+        self._entries[cont.id] = cont
+        return cont
+
+    async def _replay(
+        self,
+        payload: Mapping[str, Any],
+        raw_responses: object,
+        call: _ReplayCall,
+        run: RunTool,
+        sink: NotificationSink | None,
+        progress_token: str | int | None,
+        log_level: str | None,
+    ) -> dict[str, Any]:
+        """Run the tool again, its requests answered from the state and the retry."""
+        try:
+            earlier, methods, asked, round_ = _replay_plan(payload)
+        except TypeError as exc:  # sealed by us, so only a bug or a foreign format
+            log.warning("replay_state_unusable", error=str(exc)[:200])
+            self._refuse("invalid", "replay_payload")
+        answers = self._checked_responses(raw_responses, methods)
+        cont = self._open(
+            call.principal, call.digest, call.capabilities, call.protocol_version, call.client_id
+        )
+        cont.round = round_
+        cont.asked = asked
+        for key, response in earlier:
+            cont.replay[key].append(response)
+        for key in methods:
+            if key in answers:
+                cont.replay[key].append(answers[key])
+        self.counters["replayed"] += 1
+        log.debug("replayed", continuation=cont.id[:8], round=round_, answers=len(earlier))
+        self._nursery.start_soon(self._runner, cont, run)
+        return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
+
+    def _checked_responses(
+        self, raw: object, methods: Mapping[str, str]
+    ) -> dict[str, Mapping[str, Any]]:
+        try:
+            return _check_responses(raw, methods)
+        except RequestStateRefused as exc:
+            self.counters["refused.bad_input_responses"] += 1
+            log.info("input_responses_refused", detail=exc.message[:200])
+            raise
+
+    def _discard(self, cont: _Continuation) -> None:
+        """End a call this process will not keep: its tool is cancelled, its entry gone."""
+        cont.discarded = True
+        cont.life.cancel()
+        self._entries.pop(cont.id, None)
 
     def _refuse(self, reason: str, log_reason: str) -> NoReturn:
         self.counters[f"refused.{reason}"] += 1
@@ -526,7 +658,7 @@ class ContinuationRegistry:
                 except Exception as exc:  # run() converts tool errors; this is a bug
                     log.exception("mrtr_runner_failed", error=type(exc).__name__)
                     cont.final = internal_error("Internal error while running the tool")
-            if cont.life.cancelled_caught and not cont.attached:
+            if cont.life.cancelled_caught and not cont.attached and not cont.discarded:
                 self.counters["expired"] += 1
                 log.info("continuation_expired", continuation=cont.id[:8], round=cont.round)
         finally:
@@ -577,7 +709,11 @@ class ContinuationRegistry:
             if cont.done:  # cancelled under us (registry closing)
                 self._entries.pop(cont.id, None)
                 raise internal_error("The tool call was cancelled", {"reason": "cancelled"})
-            return self._input_required(cont)
+            result = self._input_required(cont)
+            if self.mrtr == "replay" and cont.outstanding:
+                self._discard(cont)  # the retry replays it, wherever it lands
+                self.counters["discarded"] += 1
+            return result
         except trio.Cancelled:
             cont.life.cancel()  # the request is gone: so is the call
             raise
@@ -613,14 +749,31 @@ class ContinuationRegistry:
         now = trio.current_time()
         cont.round += 1
         cont.expires_at = now + self.state_ttl
-        token = seal(
-            {"c": cont.id, "r": cont.round},
-            principal=cont.principal,
-            request_digest=cont.digest,
-            now=now,
-            ttl=self.state_ttl,
-            keyring=self.keyring,
-        )
+        payload: dict[str, Any] = {"c": cont.id, "r": cont.round}
+        if self.mrtr != "suspend":  # what a replay needs (see _replay_plan)
+            payload["a"] = [[key, dict(response)] for key, response in cont.journal]
+            payload["q"] = [[key, request.method] for key, request in cont.outstanding.items()]
+            payload["n"] = max(cont.questions, cont.asked)
+        try:
+            token = seal(
+                payload,
+                principal=cont.principal,
+                request_digest=cont.digest,
+                now=now,
+                ttl=self.state_ttl,
+                keyring=self.keyring,
+                max_chars=self.max_state_chars,
+            )
+        except StateTokenTooLarge as exc:
+            self._discard(cont)
+            self.counters["refused.state_too_large"] += 1
+            log.info("state_too_large", size=exc.size, limit=exc.limit, round=cont.round)
+            raise internal_error(
+                f"The answers of this call no longer fit in a requestState of "
+                f"{self.max_state_chars} characters (a replayable state carries every answer "
+                "of the call): ask for less in one call, or serve with --mrtr suspend",
+                {"reason": "state_too_large", "limit": self.max_state_chars},
+            ) from None
         self.counters["rounds"] += 1
         result: dict[str, Any] = {"resultType": "input_required", "requestState": token}
         if cont.outstanding:
@@ -706,21 +859,22 @@ def _log_wanted(requested: str | None, level: object) -> bool:
     return LOG_LEVELS.index(str(level)) >= LOG_LEVELS.index(str(requested))
 
 
-def _check_responses(raw: object, cont: _Continuation) -> dict[str, Mapping[str, Any]]:
-    """The answers to outstanding requests, checked (nothing is delivered on error)."""
+def _check_responses(raw: object, methods: Mapping[str, str]) -> dict[str, Mapping[str, Any]]:
+    """The answers to the outstanding requests (their methods by key), checked (nothing is
+    delivered on error)."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise RequestStateRefused("bad_input_responses", "inputResponses must be an object")
     answers: dict[str, Mapping[str, Any]] = {}
     for key, value in raw.items():
-        request = cont.outstanding.get(key)
-        if request is None:
+        method = methods.get(key)
+        if method is None:
             continue  # unknown, or answered already: ignored (spec)
         where = f"inputResponses.{str(key)[:64]}"
         if not isinstance(value, Mapping):
             raise RequestStateRefused("bad_input_responses", f"{where} must be an object")
-        if request.method == "elicitation/create":
+        if method == "elicitation/create":
             if value.get("action") not in _ACTIONS:
                 raise RequestStateRefused(
                     "bad_input_responses", f"{where}.action must be accept, decline or cancel"
@@ -732,6 +886,48 @@ def _check_responses(raw: object, cont: _Continuation) -> dict[str, Mapping[str,
                 )
         answers[key] = value
     return answers
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplayCall:
+    """Who a replayed call is for: what :meth:`ContinuationRegistry.start` takes."""
+
+    principal: str
+    digest: str
+    capabilities: ClientCapabilities
+    protocol_version: str
+    client_id: str
+
+
+def _replay_plan(
+    payload: Mapping[str, Any],
+) -> tuple[list[tuple[str, Mapping[str, Any]]], dict[str, str], int, int]:
+    """A replayable state's payload: the answers so far (key, response) in order, the
+    methods of the requests it asked (by key), how many questions were charged, the round.
+
+    Raises:
+        TypeError: not a replayable payload.
+    """
+    answers, asked, charged, round_ = (payload.get(k) for k in ("a", "q", "n", "r"))
+    if not (isinstance(answers, list) and isinstance(asked, list)):
+        raise TypeError("a and q must be lists")
+    if type(charged) is not int or type(round_) is not int:
+        raise TypeError("n and r must be integers")
+    earlier: list[tuple[str, Mapping[str, Any]]] = []
+    for item in answers:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            raise TypeError("an answer must be [key, response]")
+        if not isinstance(item[1], Mapping):
+            raise TypeError("a response must be an object")
+        earlier.append((item[0], item[1]))
+    methods: dict[str, str] = {}
+    for item in asked:
+        if not (
+            isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+        ):
+            raise TypeError("a request must be [key, method]")
+        methods[item[0]] = item[1]
+    return earlier, methods, charged, round_
 
 
 @asynccontextmanager

@@ -133,8 +133,10 @@ class ServerSession:
         *,
         peer_id: str | None = None,
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+        continuations: Mapping[str, Any] | None = None,
     ) -> None:
         self._server = server
+        self._continuations = dict(continuations or {})
         self._runtime = runtime
         self._send = send
         self._nursery = nursery
@@ -407,6 +409,7 @@ class ServerSession:
                     send=self.send_raw,
                     tenant=self.tenant,
                     peer_id=self._peer_id,
+                    **self._continuations,
                 )
             await self._stateless.dispatch(req)
             return
@@ -644,6 +647,7 @@ async def open_session(
     *,
     peer_id: str | None = None,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    continuations: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -653,6 +657,9 @@ async def open_session(
         send: Writes one frame to the client (the transport adds framing).
         peer_id: Connection id; default: a fresh random one.
         max_frame_bytes: Inbound frame limit.
+        continuations: Keyword arguments of the connection's 2026-07-28 continuation
+            registry (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``keyring``,
+            ``mrtr``, ``state_ttl``…).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -662,6 +669,7 @@ async def open_session(
             nursery,
             peer_id=peer_id,
             max_frame_bytes=max_frame_bytes,
+            continuations=continuations,
         )
         server.sessions.add(session)
         try:

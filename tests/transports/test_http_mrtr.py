@@ -252,12 +252,10 @@ async def test_two_rounds_resume_the_same_coroutine() -> None:
         assert len(set(map(id, probe.tasks))) == 1  # one task ran the whole coroutine
         assert probe.tenants == [Tenant(user="addr:127.0.0.1")]
         assert await statuses(listening, probe.tenants[0]) == ["completed", "completed"]
-        # the first round's state is single-use
-        stale = await c.call(first["requestState"], {key: ACCEPT_ADA})
-        assert refused(stale, 400, -32602)["data"]["reason"] in (
-            "unknown_continuation",
-            "superseded",
-        )
+        # the call is over and held nowhere: its first round's state replays it (auto mode)
+        stale = ok(await c.call(first["requestState"], {key: ACCEPT_ADA}))
+        assert only_request(stale)[1]["message"] == "Create a pro account for Ada?"
+        assert probe.starts == 2
 
 
 async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
