@@ -176,6 +176,7 @@ class _InputRequest:
     method: str
     params: dict[str, Any]
     on_response: Callable[[PeerResponse], None]
+    question: str  # what a replay recognizes it by: see _question_of
 
 
 class _Continuation:
@@ -230,9 +231,10 @@ class _Continuation:
         self.progress_token: str | int | None = None
         self.sending = 0  # sink calls under way
         self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
-        # Replay: the answers a retry's state brought, per input request key, delivered in
-        # order as the tool asks again; every answer the tool received, in order (the next
-        # state carries it); questions the client was charged for already, and asked so far.
+        # Replay: the answers a retry's state brought, per question (see _question_of),
+        # delivered in order as the tool asks again; every answer the tool received, in order
+        # (the next state carries it); how many elicitations the client was charged for
+        # already, and how many the tool made so far.
         self.replay: defaultdict[str, deque[Mapping[str, Any]]] = defaultdict(deque)
         self.journal: list[tuple[str, Mapping[str, Any]]] = []
         self.asked = 0
@@ -324,20 +326,22 @@ class MrtrPeer:
     ) -> None:
         """Record the request for the next ``InputRequiredResult``, under ``key`` if given
         (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``). In a replay, a request
-        whose key has an answer in the retry's state is answered with it at once."""
+        the retry's state has an answer for (the same method and params) is answered with it
+        at once."""
         await trio.lowlevel.checkpoint()
         cont = self._cont
-        key = _free_key(cont, key, method)
-        replayed = cont.replay.get(key)
-        if replayed:
-            response = replayed.popleft()
-            cont.journal.append((key, response))
-            on_response(response)
-            return
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
-        cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response)
+        question = _question_of(method, body)
+        replayed = cont.replay.get(question)
+        if replayed:
+            response = replayed.popleft()
+            cont.journal.append((question, response))
+            on_response(response)
+            return
+        key = _free_key(cont, key, method)
+        cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response, question)
         cont.touch()
 
     def forget_request(self, request_id: str) -> None:
@@ -567,7 +571,7 @@ class ContinuationRegistry:
         cont.peer.capabilities = capabilities
         for key, response in answers.items():
             request = cont.outstanding.pop(key)
-            cont.journal.append((key, response))
+            cont.journal.append((request.question, response))
             request.on_response(response)
         if answers:
             cont.touch()
@@ -607,21 +611,22 @@ class ContinuationRegistry:
     ) -> dict[str, Any]:
         """Run the tool again, its requests answered from the state and the retry."""
         try:
-            earlier, methods, asked, round_ = _replay_plan(payload)
+            earlier, asked_before, charged, round_ = _replay_plan(payload)
         except TypeError as exc:  # sealed by us, so only a bug or a foreign format
             log.warning("replay_state_unusable", error=str(exc)[:200])
             self._refuse("invalid", "replay_payload")
+        methods = {key: method for key, (method, _) in asked_before.items()}
         answers = self._checked_responses(raw_responses, methods)
         cont = self._open(
             call.principal, call.digest, call.capabilities, call.protocol_version, call.client_id
         )
         cont.round = round_
-        cont.asked = asked
-        for key, response in earlier:
-            cont.replay[key].append(response)
-        for key in methods:
+        cont.asked = charged
+        for question, response in earlier:
+            cont.replay[question].append(response)
+        for key, (_, question) in asked_before.items():
             if key in answers:
-                cont.replay[key].append(answers[key])
+                cont.replay[question].append(answers[key])
         self.counters["replayed"] += 1
         log.debug("replayed", continuation=cont.id[:8], round=round_, answers=len(earlier))
         self._nursery.start_soon(self._runner, cont, run)
@@ -751,8 +756,10 @@ class ContinuationRegistry:
         cont.expires_at = now + self.state_ttl
         payload: dict[str, Any] = {"c": cont.id, "r": cont.round}
         if self.mrtr != "suspend":  # what a replay needs (see _replay_plan)
-            payload["a"] = [[key, dict(response)] for key, response in cont.journal]
-            payload["q"] = [[key, request.method] for key, request in cont.outstanding.items()]
+            payload["a"] = [[question, dict(response)] for question, response in cont.journal]
+            payload["q"] = [
+                [key, request.method, request.question] for key, request in cont.outstanding.items()
+            ]
             payload["n"] = max(cont.questions, cont.asked)
         try:
             token = seal(
@@ -901,9 +908,10 @@ class _ReplayCall:
 
 def _replay_plan(
     payload: Mapping[str, Any],
-) -> tuple[list[tuple[str, Mapping[str, Any]]], dict[str, str], int, int]:
-    """A replayable state's payload: the answers so far (key, response) in order, the
-    methods of the requests it asked (by key), how many questions were charged, the round.
+) -> tuple[list[tuple[str, Mapping[str, Any]]], dict[str, tuple[str, str]], int, int]:
+    """A replayable state's payload: the answers so far, ``(question, response)`` in order;
+    the requests it asked, ``{key: (method, question)}``; how many elicitations the client
+    was charged for; the round.
 
     Raises:
         TypeError: not a replayable payload.
@@ -915,19 +923,24 @@ def _replay_plan(
         raise TypeError("n and r must be integers")
     earlier: list[tuple[str, Mapping[str, Any]]] = []
     for item in answers:
-        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
-            raise TypeError("an answer must be [key, response]")
+        if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is str):
+            raise TypeError("an answer must be [question, response]")
         if not isinstance(item[1], Mapping):
             raise TypeError("a response must be an object")
         earlier.append((item[0], item[1]))
-    methods: dict[str, str] = {}
+    requests: dict[str, tuple[str, str]] = {}
     for item in asked:
-        if not (
-            isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
-        ):
-            raise TypeError("a request must be [key, method]")
-        methods[item[0]] = item[1]
-    return earlier, methods, charged, round_
+        if not (isinstance(item, list) and len(item) == 3 and all(type(x) is str for x in item)):
+            raise TypeError("a request must be [key, method, question]")
+        requests[item[0]] = (item[1], item[2])
+    return earlier, requests, charged, round_
+
+
+def _question_of(method: str, params: Mapping[str, Any]) -> str:
+    """What a replay recognizes a request by: a digest of its method and params (for an
+    elicitation: its message, mode and schema). A tool run again asks the same questions, in
+    whatever order its tasks get to them; a question whose text changed is asked anew."""
+    return request_digest(method, params)[:24]
 
 
 @asynccontextmanager

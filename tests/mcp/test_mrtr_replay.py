@@ -62,6 +62,22 @@ def make_server(seen: dict[str, Any], **runtime: Any) -> Server:
             words.append(outcome.content if isinstance(outcome, Accepted) else "-")
         return " ".join(words)
 
+    @server.tool()
+    async def two_at_once(ctx: Context) -> str:
+        """Two questions asked together (their order among the tasks is not fixed)."""
+        seen["starts"] += 1
+        results: dict[str, str] = {}
+
+        async def ask(name: str) -> None:
+            outcome = await ctx.elicit_string(f"{name}?", name)
+            results[name] = outcome.content if isinstance(outcome, Accepted) else "-"
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "first")
+            nursery.start_soon(ask, "second")
+        results["after"] = str(await ctx.elicit_confirm("Done?"))
+        return ",".join(f"{k}={v}" for k, v in sorted(results.items()))
+
     return server
 
 
@@ -168,11 +184,14 @@ async def test_replay_mode_keeps_no_call_between_rounds(
         key2, _, state2 = asked(second)
         assert len(registry) == 0
         # the same state again replays again (a replayed state is not single-use)
-        assert asked(
-            await client.request_raw(
-                "tools/call", client.with_meta(call("signup", state, {key: ADA}))
-            )
-        )[0] == key2
+        assert (
+            asked(
+                await client.request_raw(
+                    "tools/call", client.with_meta(call("signup", state, {key: ADA}))
+                )
+            )[0]
+            == key2
+        )
         done = await client.request_raw(
             "tools/call", client.with_meta(call("signup", state2, {key2: YES}))
         )
@@ -277,3 +296,31 @@ async def test_a_state_past_its_size_bound_ends_the_call_with_a_clear_error(
                 "tools/call", client.with_meta(call("signup", state, {key: long_name}))
             )
             assert asked(second)[1]["message"] == "Create the account?"
+
+
+async def test_questions_asked_together_get_their_own_answers_on_replay(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen = new_seen()
+    server = make_server(seen, rate=1000)
+    async with server.running():
+        for _ in range(6):  # the tasks reach their questions in either order
+            first = (await attempt(server, call("two_at_once"), mrtr="replay"))["result"]
+            assert "inputRequests" in first, first
+            requests = first["inputRequests"]
+            answers = {
+                key: {"action": "accept", "content": {r["params"]["message"][:-1]: "A-" + key}}
+                for key, r in requests.items()
+            }
+            by_name = {r["params"]["message"][:-1]: key for key, r in requests.items()}
+            second = await attempt(
+                server, call("two_at_once", first["requestState"], answers), mrtr="replay"
+            )
+            key, params, state = asked(second)
+            assert params["message"] == "Done?"
+            done = await attempt(server, call("two_at_once", state, {key: YES}), mrtr="replay")
+            text = done["result"]["content"][0]["text"]
+            assert text == (
+                f"after=Accepted(content=True),first=A-{by_name['first']},"
+                f"second=A-{by_name['second']}"
+            )
