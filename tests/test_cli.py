@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import httpx2
 import pytest
+import trio
 
 from erlmcp_py.cli import _parser, runtime_config
 
@@ -57,3 +62,43 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     notices = [line for line in last.splitlines() if line.startswith("  <- notifications/")]
     assert [n.split()[1] for n in notices] == ["notifications/message", "notifications/cancelled"]
     assert '"reason": "elicitation timed out"' in notices[1]
+
+
+def test_serve_mrtr_option_defaults_to_auto_and_refuses_other_modes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _parser().parse_args(["serve"]).mrtr == "auto"
+    assert _parser().parse_args(["serve", "--mrtr", "replay"]).mrtr == "replay"
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(["serve", "--mrtr", "sticky"])
+    assert exited.value.code == 2
+    assert "--mrtr" in capsys.readouterr().err
+
+
+async def test_serve_mrtr_replay_answers_the_official_client_by_replay(tmp_path: Path) -> None:
+    """``erlmcp-py serve --transport http --mrtr replay``, driven by the official ``mcp``
+    client on 2026-07-28: every retry re-runs the tool (the log says so)."""
+    from mcp import Client, types
+
+    from tests.deploy.support import events_named, wait_serving
+    from tests.deploy.test_signals import STUBBORN, http_server
+
+    answers = [
+        types.ElicitResult(action="accept", content={"name": "Ada"}),
+        types.ElicitResult(action="accept", content={"confirm": True}),
+    ]
+
+    async def on_elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+        return answers.pop(0)
+
+    stderr = tmp_path / "stderr.log"
+    extra = ("--mrtr", "replay", "--log-level", "debug", *STUBBORN)
+    async with http_server(stderr, *extra) as (_process, url):
+        async with httpx2.AsyncClient(timeout=5) as http:
+            await wait_serving(http, url, 15)
+        with trio.fail_after(20):
+            connect = Client(url, mode="2026-07-28", elicitation_callback=on_elicit)  # type: ignore[arg-type]
+            async with connect as client:
+                result = await client.call_tool("signup", {})
+    assert result.content[0].text == "Ada: confirmed=True"  # type: ignore[union-attr]
+    assert len(events_named(stderr, "replayed")) == 2

@@ -40,4 +40,13 @@ def build(config: RuntimeConfig) -> Server:
             await trio.lowlevel.checkpoint()
         return "accepted" if isinstance(outcome, Accepted) else f"not accepted: {outcome}"
 
+    @server.tool()
+    async def signup(ctx: Context) -> str:
+        """Two questions, one after the other (two rounds on 2026-07-28)."""
+        name = await ctx.elicit_string("Your name?", "name")
+        sure = await ctx.elicit_confirm("Create the account?")
+        if not isinstance(name, Accepted) or not isinstance(sure, Accepted):
+            return "no account"
+        return f"{name.content}: confirmed={sure.content}"
+
     return server
