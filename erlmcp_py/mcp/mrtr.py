@@ -67,9 +67,25 @@ Yield detection: a round ends once a request has been recorded and then
 those checkpoints and go out in one ``InputRequiredResult``; one that misses the batch is
 asked in the next round (correct, just one more round trip).
 
-Single node: continuations live in this process's memory and state tokens name them, so a
-retry must reach the process that issued the state (sticky routing on HTTP), and a restart
-ends every suspended call (the retry is refused as ``unknown_continuation``).
+Replay: continuations live in this process's memory. A retry whose state names a call this
+process does not hold (another replica's, or one from before a restart; the key ring must be
+shared) is *replayed* unless the registry runs ``mrtr="suspend"`` (then it is refused as
+``unknown_continuation``):
+
+* every state of a replayable registry also carries the call's *journal* — each response the
+  tool received, in order, under its *question* (a digest of the request's method and params,
+  :func:`_question_of`) — the questions outstanding, and how many elicitations the client was
+  charged for;
+* the retry starts a new continuation running the tool from the start, with the journal and
+  the retry's ``inputResponses`` queued per question; :meth:`MrtrPeer.send_request` answers a
+  request whose question has a queued response at once (through its ``on_response``, so the
+  runtime validates it again and re-prompts as usual) instead of recording it;
+* :meth:`MrtrPeer.count_question` tells the tool's ``Context`` which elicitations were charged
+  already: those are created with ``charge=False`` (no rate token, a pending slot still);
+* the first request with nothing queued is the next round. With ``mrtr="replay"`` the
+  continuation is then discarded (its tool cancelled): no call is kept between rounds.
+
+Past ``max_state_chars`` the state cannot be sealed: the call ends with ``state_too_large``.
 """
 
 from __future__ import annotations
@@ -404,7 +420,7 @@ class ContinuationRegistry:
     Args:
         nursery: Where the tool runners run; cancelling it ends every continuation.
         keyring: Seals states; default: a fresh random key for this process (states do not
-            survive a restart, and neither do the continuations they name).
+            survive a restart). Processes that replay each other's calls share one ring.
         state_ttl: Seconds a state (and a detached continuation) stays valid.
         max_continuations: Live continuations at most; further calls are refused.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
