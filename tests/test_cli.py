@@ -100,5 +100,31 @@ async def test_serve_mrtr_replay_answers_the_official_client_by_replay(tmp_path:
             connect = Client(url, mode="2026-07-28", elicitation_callback=on_elicit)  # type: ignore[arg-type]
             async with connect as client:
                 result = await client.call_tool("signup", {})
-    assert result.content[0].text == "Ada: confirmed=True"  # type: ignore[union-attr]
+    assert result.content[0].text == "Ada: confirmed=True, runs=3"  # type: ignore[union-attr]
     assert len(events_named(stderr, "replayed")) == 2
+
+
+async def test_serve_mrtr_replay_over_stdio_with_the_official_client() -> None:
+    """``erlmcp-py serve --mrtr replay`` on stdio: the connection's registry replays too."""
+    from mcp import Client, types
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.deploy.support import REPO, serve_command
+    from tests.deploy.test_signals import STUBBORN
+
+    answers = [
+        types.ElicitResult(action="accept", content={"name": "Ada"}),
+        types.ElicitResult(action="accept", content={"confirm": False}),
+    ]
+
+    async def on_elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+        return answers.pop(0)
+
+    command = serve_command("--mrtr", "replay", "--log-level", "warning", *STUBBORN)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
+    with trio.fail_after(30):
+        connect = Client(params, mode="2026-07-28", elicitation_callback=on_elicit)  # type: ignore[arg-type]
+        async with connect as client:
+            result = await client.call_tool("signup", {})
+    # started, then replayed by each of the two retries
+    assert result.content[0].text == "Ada: confirmed=False, runs=3"  # type: ignore[union-attr]
