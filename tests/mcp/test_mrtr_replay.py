@@ -324,3 +324,23 @@ async def test_questions_asked_together_get_their_own_answers_on_replay(
                 f"after=Accepted(content=True),first=A-{by_name['first']},"
                 f"second=A-{by_name['second']}"
             )
+
+
+async def test_answers_given_to_a_resumed_call_replay_after_a_restart(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen = new_seen()
+    server = make_server(seen)
+    async with server.running():
+        async with replica(server) as client:  # rounds 1 and 2: the call is held and resumed
+            first = await client.request_raw("tools/call", client.with_meta(call()))
+            key, _, state = asked(first)
+            second = await client.request_raw(
+                "tools/call", client.with_meta(call("signup", state, {key: ADA}))
+            )
+            key2, _, state2 = asked(second)
+            assert seen["starts"] == 1
+        # the process is gone; a new one with the same key ring gets the last round
+        done = await attempt(server, call("signup", state2, {key2: YES}))
+    assert done["result"]["content"][0]["text"] == "free: Ada (36) confirmed=True"
+    assert seen["starts"] == 2
