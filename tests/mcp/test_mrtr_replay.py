@@ -78,6 +78,14 @@ def make_server(seen: dict[str, Any], **runtime: Any) -> Server:
         results["after"] = str(await ctx.elicit_confirm("Done?"))
         return ",".join(f"{k}={v}" for k, v in sorted(results.items()))
 
+    @server.tool()
+    async def haiku(ctx: Context) -> str:
+        """Ask the client's LLM, then the user: a sampling request replays too."""
+        seen["starts"] += 1
+        draft = await ctx.sample("Write a haiku", max_tokens=50)
+        keep = await ctx.elicit_confirm(f"Keep {draft['content']['text']!r}?")
+        return f"{draft['content']['text']}: {keep}"
+
     return server
 
 
@@ -88,7 +96,12 @@ async def replica(
     """One connection with a continuation registry of its own (the shared key ring)."""
     continuations = {"keyring": RING, "mrtr": mrtr, **options}
     async with open_memory_client(
-        server, protocol_version=V, initialize=False, peer_id=peer_id, continuations=continuations
+        server,
+        protocol_version=V,
+        capabilities={"elicitation": {"form": {}}, "sampling": {}},
+        initialize=False,
+        peer_id=peer_id,
+        continuations=continuations,
     ) as client:
         yield client
 
@@ -344,3 +357,22 @@ async def test_answers_given_to_a_resumed_call_replay_after_a_restart(
         done = await attempt(server, call("signup", state2, {key2: YES}))
     assert done["result"]["content"][0]["text"] == "free: Ada (36) confirmed=True"
     assert seen["starts"] == 2
+
+
+async def test_a_sampling_answer_replays_like_an_elicitation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen = new_seen()
+    server = make_server(seen)
+    poem = {"role": "assistant", "content": {"type": "text", "text": "old pond"}, "model": "m"}
+    async with server.running():
+        first = (await attempt(server, call("haiku"), mrtr="replay"))["result"]
+        ((key, request),) = first["inputRequests"].items()
+        assert request["method"] == "sampling/createMessage"
+        key2, params, state2 = asked(
+            await attempt(server, call("haiku", first["requestState"], {key: poem}), mrtr="replay")
+        )
+        assert params["message"] == "Keep 'old pond'?"
+        done = await attempt(server, call("haiku", state2, {key2: YES}), mrtr="replay")
+    assert done["result"]["content"][0]["text"] == "old pond: Accepted(content=True)"
+    assert seen["starts"] == 3
