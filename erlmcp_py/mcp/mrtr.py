@@ -119,6 +119,7 @@ from erlmcp_py.mcp.versions import ClientCapabilities
 __all__ = [
     "DEFAULT_STATE_TTL_S",
     "MRTR_MODES",
+    "PRINCIPAL_BUSY",
     "ContinuationRegistry",
     "KeyedPeer",
     "MrtrPeer",
@@ -129,6 +130,10 @@ __all__ = [
 ]
 
 log = structlog.get_logger("erlmcp.mrtr")
+
+#: ``data.reason`` of the refusal of a new call whose principal holds its share of the
+#: registry (``max_per_principal``); the registry-wide ``busy`` is the last resort.
+PRINCIPAL_BUSY = "principal_busy"
 
 #: Default lifetime of a ``requestState`` (and of a detached continuation): the longest
 #: default elicitation deadline (URL mode, 600 s) plus a minute for the retry to arrive.
@@ -423,6 +428,9 @@ class ContinuationRegistry:
             survive a restart). Processes that replay each other's calls share one ring.
         state_ttl: Seconds a state (and a detached continuation) stays valid.
         max_continuations: Live continuations at most; further calls are refused.
+        max_per_principal: Live continuations of one principal at most (default: no cap
+            below ``max_continuations``); its further calls are refused with
+            ``data.reason`` :data:`PRINCIPAL_BUSY`, others' calls still run.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
         settle_checkpoints: Checkpoints without a new request that end a round (see the
@@ -442,6 +450,7 @@ class ContinuationRegistry:
         keyring: KeyRing | None = None,
         state_ttl: float = DEFAULT_STATE_TTL_S,
         max_continuations: int = 10_000,
+        max_per_principal: int | None = None,
         hold_s: float = 30.0,
         settle_checkpoints: int = 10,
         mrtr: str = "auto",
@@ -462,6 +471,8 @@ class ContinuationRegistry:
         self.keyring = keyring or KeyRing(f"proc-{secrets.token_hex(4)}", secrets.token_bytes(32))
         self.state_ttl = state_ttl
         self.max_continuations = max_continuations
+        self.max_per_principal = max_per_principal or max_continuations
+        self._per_principal: Counter[str] = Counter()
         self.hold_s = hold_s
         self.settle_checkpoints = settle_checkpoints
         self._entries: dict[str, _Continuation] = {}
@@ -475,11 +486,18 @@ class ContinuationRegistry:
         return len(self._entries)
 
     def snapshot(self) -> dict[str, Any]:
-        """Gauges and counters: ``live``, ``suspended``, and ``started``, ``rounds``,
-        ``completed``, ``expired``, ``refused.<reason>``…"""
+        """Gauges and counters: ``live``, ``unfinished`` (tools still running or suspended),
+        ``suspended``, and ``started``, ``rounds``, ``completed``, ``expired``,
+        ``refused.<reason>``…"""
         self._evict(trio.current_time())
-        suspended = sum(1 for c in self._entries.values() if not c.attached and not c.done)
-        return {"live": len(self._entries), "suspended": suspended, **self.counters}
+        unfinished = [c for c in self._entries.values() if not c.done]
+        suspended = sum(1 for c in unfinished if not c.attached)
+        return {
+            "live": len(self._entries),
+            "unfinished": len(unfinished),
+            "suspended": suspended,
+            **self.counters,
+        }
 
     def close(self) -> None:
         """Refuse new calls and end every continuation (their tools are cancelled)."""
@@ -604,15 +622,23 @@ class ContinuationRegistry:
         protocol_version: str,
         client_id: str,
     ) -> _Continuation:
-        """A new registered continuation, or ``busy`` when the registry is full or closed."""
+        """A new registered continuation; ``busy`` when the registry is full or closed,
+        :data:`PRINCIPAL_BUSY` when ``principal`` holds its share."""
         if self._closed or len(self._entries) >= self.max_continuations:
             self.counters["refused.busy"] += 1
             raise internal_error(
                 "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
             )
+        if self._per_principal[principal] >= self.max_per_principal:
+            self.counters[f"refused.{PRINCIPAL_BUSY}"] += 1
+            raise internal_error(
+                "Too many suspended tool calls for this client; retry later",
+                {"reason": PRINCIPAL_BUSY},
+            )
         cont = _Continuation(principal, digest)
         cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
         self._entries[cont.id] = cont
+        self._per_principal[principal] += 1
         return cont
 
     async def _replay(
@@ -662,7 +688,7 @@ class ContinuationRegistry:
         """End a call this process will not keep: its tool is cancelled, its entry gone."""
         cont.discarded = True
         cont.life.cancel()
-        self._entries.pop(cont.id, None)
+        self._forget(cont.id)
 
     def _refuse(self, reason: str, log_reason: str) -> NoReturn:
         self.counters[f"refused.{reason}"] += 1
@@ -685,7 +711,7 @@ class ContinuationRegistry:
         finally:
             cont.done = True
             if cont.final is None:
-                self._entries.pop(cont.id, None)
+                self._forget(cont.id)
             elif not cont.attached:
                 # Finished between rounds (e.g. after TimedOut): keep the result, not the task.
                 heapq.heappush(self._finals, (cont.expires_at, cont.id))
@@ -722,13 +748,13 @@ class ContinuationRegistry:
             cont.drained = None
             # Decided on the state after the drain (the tool may have finished meanwhile).
             if cont.final is not None:
-                self._entries.pop(cont.id, None)
+                self._forget(cont.id)
                 self.counters["completed"] += 1
                 if isinstance(cont.final, JsonRpcError):
                     raise cont.final
                 return {**cont.final, "resultType": "complete"}
             if cont.done:  # cancelled under us (registry closing)
-                self._entries.pop(cont.id, None)
+                self._forget(cont.id)
                 raise internal_error("The tool call was cancelled", {"reason": "cancelled"})
             result = self._input_required(cont)
             if self.mrtr == "replay" and cont.outstanding:
@@ -811,8 +837,17 @@ class ContinuationRegistry:
             _, cid = heapq.heappop(finals)
             cont = self._entries.get(cid)
             if cont is not None and cont.done and not cont.attached:
-                del self._entries[cid]
+                self._forget(cid)
                 self.counters["expired"] += 1
+
+    def _forget(self, cid: str) -> None:
+        cont = self._entries.pop(cid, None)
+        if cont is not None:
+            left = self._per_principal[cont.principal] - 1
+            if left > 0:
+                self._per_principal[cont.principal] = left
+            else:
+                del self._per_principal[cont.principal]
 
 
 def _free_key(cont: _Continuation, key: str | None, method: str) -> str:
