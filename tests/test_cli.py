@@ -81,10 +81,15 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
 
 
 def test_serve_mrtr_option_defaults_to_auto_and_refuses_other_modes(
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _parser().parse_args(["serve"]).mrtr == "auto"
-    assert _parser().parse_args(["serve", "--mrtr", "replay"]).mrtr == "replay"
+    args = _parser().parse_args(["serve", "--mrtr", "replay"])
+    assert args.mrtr == "replay"
+    assert http_config(args).continuations == {"mrtr": "replay"}
+    path = tmp_path / "serve.toml"
+    path.write_text('mrtr = "suspend"\n')
+    assert parse_args(["serve", "--config", str(path)], {}).mrtr == "suspend"
     with pytest.raises(SystemExit) as exited:
         _parser().parse_args(["serve", "--mrtr", "sticky"])
     assert exited.value.code == 2
