@@ -42,7 +42,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import structlog
 import trio
@@ -109,8 +109,9 @@ def runtime_config(
 
 
 def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
-    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares) and
-    the ``requestState`` key ring (``None``: a fresh random key for this process)."""
+    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares,
+    ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh random key for this
+    process)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
     limits = PrincipalLimits(
@@ -118,7 +119,9 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
         requests=args.requests_per_client,
         suspended=args.suspended_per_client,
     )
-    continuations = {"keyring": keyring} if keyring is not None else {}
+    continuations: dict[str, Any] = {"mrtr": args.mrtr}
+    if keyring is not None:
+        continuations["keyring"] = keyring
     return HttpConfig(
         ops_port=args.ops_port,
         idle_timeout=args.session_idle_timeout,
@@ -325,6 +328,14 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         metavar="SECONDS",
         help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1 "
         f"(default: {DEFAULT_SHUTDOWN_TIMEOUT:g})",
+    )
+    serve.add_argument(
+        "--mrtr",
+        choices=("auto", "suspend", "replay"),
+        default="auto",
+        help="2026-07-28 retries of a call this process does not hold (another replica, a "
+        "restart): auto resumes a held call and replays any other; suspend refuses them; "
+        "replay keeps no call between rounds (default: auto)",
     )
     shares = PrincipalLimits()
     serve.add_argument(
@@ -611,7 +622,7 @@ async def _host_transport(
                 from erlmcp_py.transports.stdio import serve_stdio
 
                 task_status.started(None)
-                await serve_stdio(server, stdout_fd=stdout_fd)
+                await serve_stdio(server, stdout_fd=stdout_fd, continuations={"mrtr": args.mrtr})
     finally:
         done.set()
 

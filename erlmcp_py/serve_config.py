@@ -62,6 +62,7 @@ class ServeConfig(BaseModel):
     rate: int | None = Field(None, gt=0)
     server: str | None = Field(None, pattern=r"^[\w.]+:[A-Za-z_]\w*$")
     shutdown_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    mrtr: Literal["auto", "suspend", "replay"] | None = None
     log_format: Literal["json", "console"] | None = None
     log_level: str | None = Field(None, min_length=1)
     session_idle_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)

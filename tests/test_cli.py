@@ -6,6 +6,7 @@ import base64
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -79,6 +80,77 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     assert '"reason": "elicitation timed out"' in notices[1]
 
 
+def test_serve_mrtr_option_defaults_to_auto_and_refuses_other_modes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _parser().parse_args(["serve"]).mrtr == "auto"
+    args = _parser().parse_args(["serve", "--mrtr", "replay"])
+    assert args.mrtr == "replay"
+    assert http_config(args).continuations == {"mrtr": "replay"}
+    path = tmp_path / "serve.toml"
+    path.write_text('mrtr = "suspend"\n')
+    assert parse_args(["serve", "--config", str(path)], {}).mrtr == "suspend"
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(["serve", "--mrtr", "sticky"])
+    assert exited.value.code == 2
+    assert "--mrtr" in capsys.readouterr().err
+
+
+async def test_serve_mrtr_replay_answers_the_official_client_by_replay(tmp_path: Path) -> None:
+    """``erlmcp-py serve --transport http --mrtr replay``, driven by the official ``mcp``
+    client on 2026-07-28: every retry re-runs the tool (the log says so)."""
+    from mcp import Client, types
+
+    from tests.deploy.support import events_named, wait_serving
+    from tests.deploy.test_signals import STUBBORN, http_server
+
+    answers = [
+        types.ElicitResult(action="accept", content={"name": "Ada"}),
+        types.ElicitResult(action="accept", content={"confirm": True}),
+    ]
+
+    async def on_elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+        return answers.pop(0)
+
+    stderr = tmp_path / "stderr.log"
+    extra = ("--mrtr", "replay", "--log-level", "debug", *STUBBORN)
+    async with http_server(stderr, *extra) as (_process, url):
+        async with httpx2.AsyncClient(timeout=5) as http:
+            await wait_serving(http, url, 15)
+        with trio.fail_after(20):
+            connect = Client(url, mode="2026-07-28", elicitation_callback=on_elicit)  # type: ignore[arg-type]
+            async with connect as client:
+                result = await client.call_tool("signup", {})
+    assert result.content[0].text == "Ada: confirmed=True, runs=3"  # type: ignore[union-attr]
+    assert len(events_named(stderr, "replayed")) == 2
+
+
+async def test_serve_mrtr_replay_over_stdio_with_the_official_client() -> None:
+    """``erlmcp-py serve --mrtr replay`` on stdio: the connection's registry replays too."""
+    from mcp import Client, types
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.deploy.support import REPO, serve_command
+    from tests.deploy.test_signals import STUBBORN
+
+    answers = [
+        types.ElicitResult(action="accept", content={"name": "Ada"}),
+        types.ElicitResult(action="accept", content={"confirm": False}),
+    ]
+
+    async def on_elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+        return answers.pop(0)
+
+    command = serve_command("--mrtr", "replay", "--log-level", "warning", *STUBBORN)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
+    with trio.fail_after(30):
+        connect = Client(params, mode="2026-07-28", elicitation_callback=on_elicit)  # type: ignore[arg-type]
+        async with connect as client:
+            result = await client.call_tool("signup", {})
+    # started, then replayed by each of the two retries
+    assert result.content[0].text == "Ada: confirmed=False, runs=3"  # type: ignore[union-attr]
+
+
 def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
     defaults = http_config(_parser().parse_args(["serve"]))
     assert defaults.idle_timeout == 300
@@ -107,7 +179,7 @@ def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> N
     assert from_env.kids == ("env",)
     assert state_keyring(None, {}) is None
     args = _parser().parse_args(["serve", "--state-keys", str(keys)])
-    assert http_config(args, from_file).continuations == {"keyring": from_file}
+    assert http_config(args, from_file).continuations == {"keyring": from_file, "mrtr": "auto"}
 
 
 def test_serve_refuses_unreadable_or_bad_state_keys(tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ class ElicitationActor(Actor):
             return ErrorReply(exc)
 
     async def _create(self, msg: Create) -> Any:
-        decision = await self._ask(self.ratelimiter, Acquire(msg.client))
+        decision = await self._ask(self.ratelimiter, Acquire(msg.client, msg.charge))
         if isinstance(decision, ErrorReply):
             return decision
         if isinstance(decision, Refused):

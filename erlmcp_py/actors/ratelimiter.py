@@ -23,7 +23,10 @@ __all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPendin
 
 @dataclass(frozen=True, slots=True)
 class Acquire:
+    """Admit one elicitation of ``client``; ``charge=False``: no token (already counted)."""
+
     client: Hashable
+    charge: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,7 @@ class RateLimiterActor(Actor):
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         if type(msg) is Acquire:
-            return self.limiter.try_acquire(msg.client, self.now())
+            return self.limiter.try_acquire(msg.client, self.now(), charge=msg.charge)
         if type(msg) is ResetPending:
             self.limiter = RateLimiter(self._policy)
             return None

@@ -59,13 +59,17 @@ _ACTIONS = ("accept", "decline", "cancel")  # compared by equality: any JSON val
 
 @dataclass(frozen=True, slots=True)
 class Create:
-    """Register a new elicitation, start its child, reply with an ``ElicitationHandle``."""
+    """Register a new elicitation, start its child, reply with an ``ElicitationHandle``.
+
+    ``charge=False``: the client was already charged a rate token for this question.
+    """
 
     request: ElicitationRequest
     peer: Peer
     tenant: Tenant
     owner: trio.lowlevel.Task
     client: str
+    charge: bool = True
 
 
 @dataclass(frozen=True, slots=True)

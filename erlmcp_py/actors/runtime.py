@@ -120,6 +120,7 @@ class Runtime:
         tenant: Tenant,
         owner: trio.lowlevel.Task | None = None,
         client_id: str | None = None,
+        charge: bool = True,
     ) -> ElicitationHandle:
         """Ask ``peer``'s user; return a handle whose ``outcome()`` yields exactly once.
 
@@ -129,6 +130,8 @@ class Runtime:
             tenant: the caller's scope.
             owner: the task whose exit abandons the elicitation; default: the caller.
             client_id: rate-limit key; default ``peer.peer_id``.
+            charge: take a rate token; ``False`` when this client was already charged for
+                this question (an MRTR replay asks it again; the pending caps still apply).
 
         Raises:
             RequestTooLarge: the message exceeds the size policy.
@@ -162,6 +165,7 @@ class Runtime:
             tenant,
             owner if owner is not None else trio.lowlevel.current_task(),
             client_id if client_id is not None else peer.peer_id,
+            charge,
         )
         handle: ElicitationHandle = await self._call(message)
         return handle
@@ -174,6 +178,7 @@ class Runtime:
         peer: Peer,
         tenant: Tenant,
         client_id: str | None = None,
+        charge: bool = True,
     ) -> Outcome:
         """Ask and wait: :meth:`create_elicitation`, then ``await handle.outcome()``.
 
@@ -189,6 +194,7 @@ class Runtime:
             peer: the client to ask.
             tenant: the caller's scope.
             client_id: rate-limit key; default ``peer.peer_id``.
+            charge: as for :meth:`create_elicitation`.
 
         Returns:
             ``Accepted(content)`` — with ``form``, an instance of the type (or the bare
@@ -214,7 +220,7 @@ class Runtime:
                 validator=form_type,
             )
         handle = await self.create_elicitation(
-            request, peer=peer, tenant=tenant, client_id=client_id
+            request, peer=peer, tenant=tenant, client_id=client_id, charge=charge
         )
         outcome = await handle.outcome()
         if form_type is not None and isinstance(outcome, Accepted):

@@ -176,7 +176,7 @@ class RateLimiter:
         """The policy in force."""
         return self._policy
 
-    def try_acquire(self, client: Hashable, now: float) -> Decision:
+    def try_acquire(self, client: Hashable, now: float, *, charge: bool = True) -> Decision:
         """Admit one new elicitation for ``client`` at ``now``, or say which limit refuses.
 
         On :class:`Admitted` the client's pending count went up by one: call
@@ -185,6 +185,9 @@ class RateLimiter:
         Args:
             client: Who asks (any hashable key: a session id, a principal).
             now: The shell's monotonic clock, in seconds.
+            charge: Take a token from the client's bucket. ``False`` for a question the
+                client was already charged for (an MRTR replay asks it again): only the
+                pending caps apply.
 
         Returns:
             :class:`Admitted` or :class:`Refused`.
@@ -207,6 +210,13 @@ class RateLimiter:
             return self._refuse(Refused("global_pending", cap=global_cap))
 
         bucket = self._buckets.get(client)
+        if not charge:
+            if bucket is not None:
+                self._refill(bucket, clock)
+            self._pending[client] = pending + 1
+            self._pending_total += 1
+            level = self._capacity_level if bucket is None else bucket.level
+            return Admitted(pending + 1, level / self._window_ns)
         if bucket is None:
             bucket = _Bucket(self._capacity_level, clock)
         else:

@@ -345,18 +345,27 @@ class Context:
             return outcome
         return Accepted(form_type.from_valid(content))
 
+    def _charge(self) -> dict[str, bool]:
+        """The rate-limit keyword of one new question: on 2026-07-28 a replayed call asks
+        its earlier questions again, and the client was charged for those already."""
+        count_question = getattr(self._peer, "count_question", None)  # MrtrPeer only
+        if count_question is None or count_question():
+            return {}
+        return {"charge": False}
+
     async def _create(self, request: ElicitationRequest) -> ElicitationHandle:
         handle: ElicitationHandle = await self.runtime.create_elicitation(
-            request, peer=self._peer, tenant=self.tenant
+            request, peer=self._peer, tenant=self.tenant, **self._charge()
         )
         return handle
 
     async def _ask(self, request: ElicitationRequest, peer: Peer | None = None) -> Outcome:
         """Create and wait in one runtime call (``Runtime.ask``) through ``peer`` (default:
         this call's); the tool clock is paused while the human is asked."""
+        charge = self._charge()
         with self.clock.pause():
             outcome: Outcome = await self.runtime.ask(
-                request, peer=self._peer if peer is None else peer, tenant=self.tenant
+                request, peer=self._peer if peer is None else peer, tenant=self.tenant, **charge
             )
         return outcome
 

@@ -67,9 +67,25 @@ Yield detection: a round ends once a request has been recorded and then
 those checkpoints and go out in one ``InputRequiredResult``; one that misses the batch is
 asked in the next round (correct, just one more round trip).
 
-Single node: continuations live in this process's memory and state tokens name them, so a
-retry must reach the process that issued the state (sticky routing on HTTP), and a restart
-ends every suspended call (the retry is refused as ``unknown_continuation``).
+Replay: continuations live in this process's memory. A retry whose state names a call this
+process does not hold (another replica's, or one from before a restart; the key ring must be
+shared) is *replayed* unless the registry runs ``mrtr="suspend"`` (then it is refused as
+``unknown_continuation``):
+
+* every state of a replayable registry also carries the call's *journal* — each response the
+  tool received, in order, under its *question* (a digest of the request's method and params,
+  :func:`_question_of`) — the questions outstanding, and how many elicitations the client was
+  charged for;
+* the retry starts a new continuation running the tool from the start, with the journal and
+  the retry's ``inputResponses`` queued per question; :meth:`MrtrPeer.send_request` answers a
+  request whose question has a queued response at once (through its ``on_response``, so the
+  runtime validates it again and re-prompts as usual) instead of recording it;
+* :meth:`MrtrPeer.count_question` tells the tool's ``Context`` which elicitations were charged
+  already: those are created with ``charge=False`` (no rate token, a pending slot still);
+* the first request with nothing queued is the next round. With ``mrtr="replay"`` the
+  continuation is then discarded (its tool cancelled): no call is kept between rounds.
+
+Past ``max_state_chars`` the state cannot be sealed: the call ends with ``state_too_large``.
 """
 
 from __future__ import annotations
@@ -78,7 +94,7 @@ import heapq
 import itertools
 import math
 import secrets
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -88,14 +104,21 @@ import structlog
 import trio
 
 from erlmcp_py.actors.peer import PeerResponse
-from erlmcp_py.core.errors import StateTokenError
-from erlmcp_py.core.state_token import KeyRing, open_token, request_digest, seal
+from erlmcp_py.core.errors import StateTokenError, StateTokenTooLarge
+from erlmcp_py.core.state_token import (
+    MAX_TOKEN_CHARS,
+    KeyRing,
+    open_token,
+    request_digest,
+    seal,
+)
 from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, internal_error
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "DEFAULT_STATE_TTL_S",
+    "MRTR_MODES",
     "PRINCIPAL_BUSY",
     "ContinuationRegistry",
     "KeyedPeer",
@@ -117,6 +140,11 @@ PRINCIPAL_BUSY = "principal_busy"
 DEFAULT_STATE_TTL_S: Final = 660.0
 
 _ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
+
+#: What a retry whose call this process does not hold gets: ``auto`` resumes a held call and
+#: replays any other; ``suspend`` refuses it (``unknown_continuation``); ``replay`` never keeps
+#: a call across rounds, so every retry replays.
+MRTR_MODES: Final = ("auto", "suspend", "replay")
 
 RunTool = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
 """Runs the tool with the given peer; returns its ``CallToolResult`` or raises
@@ -169,20 +197,24 @@ class _InputRequest:
     method: str
     params: dict[str, Any]
     on_response: Callable[[PeerResponse], None]
+    question: str  # what a replay recognizes it by: see _question_of
 
 
 class _Continuation:
     """One tool call that may suspend; owned by the registry."""
 
     __slots__ = (
+        "asked",
         "attached",
         "changed",
         "digest",
+        "discarded",
         "done",
         "drained",
         "expires_at",
         "final",
         "id",
+        "journal",
         "keys",
         "life",
         "log_level",
@@ -190,6 +222,8 @@ class _Continuation:
         "peer",
         "principal",
         "progress_token",
+        "questions",
+        "replay",
         "round",
         "sending",
         "sink",
@@ -218,6 +252,15 @@ class _Continuation:
         self.progress_token: str | int | None = None
         self.sending = 0  # sink calls under way
         self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
+        # Replay: the answers a retry's state brought, per question (see _question_of),
+        # delivered in order as the tool asks again; every answer the tool received, in order
+        # (the next state carries it); how many elicitations the client was charged for
+        # already, and how many the tool made so far.
+        self.replay: defaultdict[str, deque[Mapping[str, Any]]] = defaultdict(deque)
+        self.journal: list[tuple[str, Mapping[str, Any]]] = []
+        self.asked = 0
+        self.questions = 0
+        self.discarded = False
 
     def touch(self) -> None:
         self.version += 1
@@ -276,6 +319,14 @@ class MrtrPeer:
         """Whether the latest request declared elicitation in ``mode``."""
         return self.capabilities.supports(mode)
 
+    def count_question(self) -> bool:
+        """Count one new elicitation of the tool; whether the client is charged a rate token
+        for it. A replayed call asks its earlier questions again: those were charged when
+        first asked, so only the questions past the state's count are charged."""
+        cont = self._cont
+        cont.questions += 1
+        return cont.questions > cont.asked
+
     def with_key(self, key: str) -> KeyedPeer:
         """This peer, recording its requests under ``key`` in ``inputRequests``.
 
@@ -295,14 +346,23 @@ class MrtrPeer:
         key: str | None = None,
     ) -> None:
         """Record the request for the next ``InputRequiredResult``, under ``key`` if given
-        (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``)."""
+        (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``). In a replay, a request
+        the retry's state has an answer for (the same method and params) is answered with it
+        at once."""
         await trio.lowlevel.checkpoint()
         cont = self._cont
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
+        question = _question_of(method, body)
+        replayed = cont.replay.get(question)
+        if replayed:
+            response = replayed.popleft()
+            cont.journal.append((question, response))
+            on_response(response)
+            return
         key = _free_key(cont, key, method)
-        cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response)
+        cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response, question)
         cont.touch()
 
     def forget_request(self, request_id: str) -> None:
@@ -365,7 +425,7 @@ class ContinuationRegistry:
     Args:
         nursery: Where the tool runners run; cancelling it ends every continuation.
         keyring: Seals states; default: a fresh random key for this process (states do not
-            survive a restart, and neither do the continuations they name).
+            survive a restart). Processes that replay each other's calls share one ring.
         state_ttl: Seconds a state (and a detached continuation) stays valid.
         max_continuations: Live continuations at most; further calls are refused.
         max_per_principal: Live continuations of one principal at most (default: no cap
@@ -375,6 +435,12 @@ class ContinuationRegistry:
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
         settle_checkpoints: Checkpoints without a new request that end a round (see the
             module docstring).
+        mrtr: What a retry whose call this process does not hold gets (another replica's
+            call, or one from before a restart; see :data:`MRTR_MODES`): ``"auto"`` replays
+            it, ``"suspend"`` refuses it, ``"replay"`` replays every retry (no call is kept
+            between rounds). Replay needs the issuing process's key ring.
+        max_state_chars: Largest ``requestState``; a replayable state carries every answer
+            of the call, and a call whose answers outgrow it ends with ``state_too_large``.
     """
 
     def __init__(
@@ -387,12 +453,20 @@ class ContinuationRegistry:
         max_per_principal: int | None = None,
         hold_s: float = 30.0,
         settle_checkpoints: int = 10,
+        mrtr: str = "auto",
+        max_state_chars: int = MAX_TOKEN_CHARS,
     ) -> None:
         # A state must expire (an infinite ttl would only fail later, in seal, mid-call).
         if not (0 < state_ttl < math.inf) or not hold_s > 0 or max_continuations < 1:
             raise ValueError(
                 "state_ttl must be positive and finite, hold_s positive, max_continuations >= 1"
             )
+        if mrtr not in MRTR_MODES:
+            raise ValueError(f"mrtr must be one of {', '.join(MRTR_MODES)}, got {mrtr!r}")
+        if max_state_chars < 256:
+            raise ValueError("max_state_chars must be at least 256")
+        self.mrtr = mrtr
+        self.max_state_chars = max_state_chars
         self._nursery = nursery
         self.keyring = keyring or KeyRing(f"proc-{secrets.token_hex(4)}", secrets.token_bytes(32))
         self.state_ttl = state_ttl
@@ -460,21 +534,8 @@ class ContinuationRegistry:
         if "inputResponses" in params:
             self._refuse("missing_state", "missing_state")
         self._evict(trio.current_time())
-        if self._closed or len(self._entries) >= self.max_continuations:
-            self.counters["refused.busy"] += 1
-            raise internal_error(
-                "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
-            )
-        if self._per_principal[principal] >= self.max_per_principal:
-            self.counters[f"refused.{PRINCIPAL_BUSY}"] += 1
-            raise internal_error(
-                "Too many suspended tool calls for this client; retry later",
-                {"reason": PRINCIPAL_BUSY},
-            )
-        cont = _Continuation(principal, request_digest(method, params))
-        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
-        self._entries[cont.id] = cont
-        self._per_principal[principal] += 1
+        digest = request_digest(method, params)
+        cont = self._open(principal, digest, capabilities, protocol_version, client_id)
         self.counters["started"] += 1
         self._nursery.start_soon(self._runner, cont, run)
         return await self._attach(cont, math.inf, sink, progress_token, log_level)
@@ -489,11 +550,19 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
+        run: RunTool | None = None,
+        protocol_version: str | None = None,
+        client_id: str | None = None,
     ) -> dict[str, Any]:
         """Resume the call a retry's ``requestState`` names; return its next result.
 
         ``sink``, ``progress_token`` and ``log_level`` describe the retry's channel, as for
         :meth:`start`: from now on the tool's notifications relate to the retry.
+
+        When this process does not hold the call (and :attr:`mrtr` is not ``"suspend"``),
+        the call is *replayed*: ``run`` starts the tool again, as :meth:`start` does with
+        ``protocol_version`` and ``client_id``, and each request the tool makes is answered
+        from the state's answers, in order, until it asks what the state has no answer for.
 
         Raises:
             RequestStateRefused: the state or the responses are refused (see its reasons).
@@ -507,27 +576,36 @@ class ContinuationRegistry:
         digest = request_digest(method, params)
         try:
             payload = open_token(
-                state, principal=principal, request_digest=digest, now=now, keyring=self.keyring
+                state,
+                principal=principal,
+                request_digest=digest,
+                now=now,
+                keyring=self.keyring,
+                max_chars=self.max_state_chars,
             )
         except StateTokenError as exc:
             reason = exc.reason if exc.reason in _MESSAGES else "invalid"
             self._refuse(reason, exc.reason)
         cont = self._entries.get(payload.get("c"))  # type: ignore[arg-type]
         if cont is None or cont.principal != principal or cont.digest != digest:
-            self._refuse("unknown_continuation", "unknown_continuation")
+            if self.mrtr == "suspend" or run is None or "a" not in payload:
+                self._refuse("unknown_continuation", "unknown_continuation")
+            assert protocol_version is not None
+            assert client_id is not None
+            replay = _ReplayCall(principal, digest, capabilities, protocol_version, client_id)
+            return await self._replay(
+                payload, params.get("inputResponses"), replay, run, sink, progress_token, log_level
+            )
         if payload.get("r") != cont.round:
             self._refuse("superseded", "superseded")
         if cont.attached:
             self._refuse("in_use", "in_use")
-        try:
-            answers = _check_responses(params.get("inputResponses"), cont)
-        except RequestStateRefused as exc:
-            self.counters["refused.bad_input_responses"] += 1
-            log.info("input_responses_refused", detail=exc.message[:200])
-            raise
+        methods = {key: request.method for key, request in cont.outstanding.items()}
+        answers = self._checked_responses(params.get("inputResponses"), methods)
         cont.peer.capabilities = capabilities
         for key, response in answers.items():
             request = cont.outstanding.pop(key)
+            cont.journal.append((request.question, response))
             request.on_response(response)
         if answers:
             cont.touch()
@@ -535,6 +613,82 @@ class ContinuationRegistry:
         return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _open(
+        self,
+        principal: str,
+        digest: str,
+        capabilities: ClientCapabilities,
+        protocol_version: str,
+        client_id: str,
+    ) -> _Continuation:
+        """A new registered continuation; ``busy`` when the registry is full or closed,
+        :data:`PRINCIPAL_BUSY` when ``principal`` holds its share."""
+        if self._closed or len(self._entries) >= self.max_continuations:
+            self.counters["refused.busy"] += 1
+            raise internal_error(
+                "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
+            )
+        if self._per_principal[principal] >= self.max_per_principal:
+            self.counters[f"refused.{PRINCIPAL_BUSY}"] += 1
+            raise internal_error(
+                "Too many suspended tool calls for this client; retry later",
+                {"reason": PRINCIPAL_BUSY},
+            )
+        cont = _Continuation(principal, digest)
+        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
+        self._entries[cont.id] = cont
+        self._per_principal[principal] += 1
+        return cont
+
+    async def _replay(
+        self,
+        payload: Mapping[str, Any],
+        raw_responses: object,
+        call: _ReplayCall,
+        run: RunTool,
+        sink: NotificationSink | None,
+        progress_token: str | int | None,
+        log_level: str | None,
+    ) -> dict[str, Any]:
+        """Run the tool again, its requests answered from the state and the retry."""
+        try:
+            earlier, asked_before, charged, round_ = _replay_plan(payload)
+        except TypeError as exc:  # sealed by us, so only a bug or a foreign format
+            log.warning("replay_state_unusable", error=str(exc)[:200])
+            self._refuse("invalid", "replay_payload")
+        methods = {key: method for key, (method, _) in asked_before.items()}
+        answers = self._checked_responses(raw_responses, methods)
+        cont = self._open(
+            call.principal, call.digest, call.capabilities, call.protocol_version, call.client_id
+        )
+        cont.round = round_
+        cont.asked = charged
+        for question, response in earlier:
+            cont.replay[question].append(response)
+        for key, (_, question) in asked_before.items():
+            if key in answers:
+                cont.replay[question].append(answers[key])
+        self.counters["replayed"] += 1
+        log.debug("replayed", continuation=cont.id[:8], round=round_, answers=len(earlier))
+        self._nursery.start_soon(self._runner, cont, run)
+        return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
+
+    def _checked_responses(
+        self, raw: object, methods: Mapping[str, str]
+    ) -> dict[str, Mapping[str, Any]]:
+        try:
+            return _check_responses(raw, methods)
+        except RequestStateRefused as exc:
+            self.counters["refused.bad_input_responses"] += 1
+            log.info("input_responses_refused", detail=exc.message[:200])
+            raise
+
+    def _discard(self, cont: _Continuation) -> None:
+        """End a call this process will not keep: its tool is cancelled, its entry gone."""
+        cont.discarded = True
+        cont.life.cancel()
+        self._forget(cont.id)
 
     def _refuse(self, reason: str, log_reason: str) -> NoReturn:
         self.counters[f"refused.{reason}"] += 1
@@ -551,7 +705,7 @@ class ContinuationRegistry:
                 except Exception as exc:  # run() converts tool errors; this is a bug
                     log.exception("mrtr_runner_failed", error=type(exc).__name__)
                     cont.final = internal_error("Internal error while running the tool")
-            if cont.life.cancelled_caught and not cont.attached:
+            if cont.life.cancelled_caught and not cont.attached and not cont.discarded:
                 self.counters["expired"] += 1
                 log.info("continuation_expired", continuation=cont.id[:8], round=cont.round)
         finally:
@@ -602,7 +756,11 @@ class ContinuationRegistry:
             if cont.done:  # cancelled under us (registry closing)
                 self._forget(cont.id)
                 raise internal_error("The tool call was cancelled", {"reason": "cancelled"})
-            return self._input_required(cont)
+            result = self._input_required(cont)
+            if self.mrtr == "replay" and cont.outstanding:
+                self._discard(cont)  # the retry replays it, wherever it lands
+                self.counters["discarded"] += 1
+            return result
         except trio.Cancelled:
             cont.life.cancel()  # the request is gone: so is the call
             raise
@@ -638,14 +796,33 @@ class ContinuationRegistry:
         now = trio.current_time()
         cont.round += 1
         cont.expires_at = now + self.state_ttl
-        token = seal(
-            {"c": cont.id, "r": cont.round},
-            principal=cont.principal,
-            request_digest=cont.digest,
-            now=now,
-            ttl=self.state_ttl,
-            keyring=self.keyring,
-        )
+        payload: dict[str, Any] = {"c": cont.id, "r": cont.round}
+        if self.mrtr != "suspend":  # what a replay needs (see _replay_plan)
+            payload["a"] = [[question, dict(response)] for question, response in cont.journal]
+            payload["q"] = [
+                [key, request.method, request.question] for key, request in cont.outstanding.items()
+            ]
+            payload["n"] = max(cont.questions, cont.asked)
+        try:
+            token = seal(
+                payload,
+                principal=cont.principal,
+                request_digest=cont.digest,
+                now=now,
+                ttl=self.state_ttl,
+                keyring=self.keyring,
+                max_chars=self.max_state_chars,
+            )
+        except StateTokenTooLarge as exc:
+            self._discard(cont)
+            self.counters["refused.state_too_large"] += 1
+            log.info("state_too_large", size=exc.size, limit=exc.limit, round=cont.round)
+            raise internal_error(
+                f"The answers of this call no longer fit in a requestState of "
+                f"{self.max_state_chars} characters (a replayable state carries every answer "
+                "of the call): ask for less in one call, or serve with --mrtr suspend",
+                {"reason": "state_too_large", "limit": self.max_state_chars},
+            ) from None
         self.counters["rounds"] += 1
         result: dict[str, Any] = {"resultType": "input_required", "requestState": token}
         if cont.outstanding:
@@ -740,21 +917,22 @@ def _log_wanted(requested: str | None, level: object) -> bool:
     return LOG_LEVELS.index(str(level)) >= LOG_LEVELS.index(str(requested))
 
 
-def _check_responses(raw: object, cont: _Continuation) -> dict[str, Mapping[str, Any]]:
-    """The answers to outstanding requests, checked (nothing is delivered on error)."""
+def _check_responses(raw: object, methods: Mapping[str, str]) -> dict[str, Mapping[str, Any]]:
+    """The answers to the outstanding requests (their methods by key), checked (nothing is
+    delivered on error)."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise RequestStateRefused("bad_input_responses", "inputResponses must be an object")
     answers: dict[str, Mapping[str, Any]] = {}
     for key, value in raw.items():
-        request = cont.outstanding.get(key)
-        if request is None:
+        method = methods.get(key)
+        if method is None:
             continue  # unknown, or answered already: ignored (spec)
         where = f"inputResponses.{str(key)[:64]}"
         if not isinstance(value, Mapping):
             raise RequestStateRefused("bad_input_responses", f"{where} must be an object")
-        if request.method == "elicitation/create":
+        if method == "elicitation/create":
             if value.get("action") not in _ACTIONS:
                 raise RequestStateRefused(
                     "bad_input_responses", f"{where}.action must be accept, decline or cancel"
@@ -766,6 +944,54 @@ def _check_responses(raw: object, cont: _Continuation) -> dict[str, Mapping[str,
                 )
         answers[key] = value
     return answers
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplayCall:
+    """Who a replayed call is for: what :meth:`ContinuationRegistry.start` takes."""
+
+    principal: str
+    digest: str
+    capabilities: ClientCapabilities
+    protocol_version: str
+    client_id: str
+
+
+def _replay_plan(
+    payload: Mapping[str, Any],
+) -> tuple[list[tuple[str, Mapping[str, Any]]], dict[str, tuple[str, str]], int, int]:
+    """A replayable state's payload: the answers so far, ``(question, response)`` in order;
+    the requests it asked, ``{key: (method, question)}``; how many elicitations the client
+    was charged for; the round.
+
+    Raises:
+        TypeError: not a replayable payload.
+    """
+    answers, asked, charged, round_ = (payload.get(k) for k in ("a", "q", "n", "r"))
+    if not (isinstance(answers, list) and isinstance(asked, list)):
+        raise TypeError("a and q must be lists")
+    if type(charged) is not int or type(round_) is not int:
+        raise TypeError("n and r must be integers")
+    earlier: list[tuple[str, Mapping[str, Any]]] = []
+    for item in answers:
+        if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is str):
+            raise TypeError("an answer must be [question, response]")
+        if not isinstance(item[1], Mapping):
+            raise TypeError("a response must be an object")
+        earlier.append((item[0], item[1]))
+    requests: dict[str, tuple[str, str]] = {}
+    for item in asked:
+        if not (isinstance(item, list) and len(item) == 3 and all(type(x) is str for x in item)):
+            raise TypeError("a request must be [key, method, question]")
+        requests[item[0]] = (item[1], item[2])
+    return earlier, requests, charged, round_
+
+
+def _question_of(method: str, params: Mapping[str, Any]) -> str:
+    """What a replay recognizes a request by: a digest of its method and params (for an
+    elicitation: its message, mode and schema). A tool run again asks the same questions, in
+    whatever order its tasks get to them; a question whose text changed is asked anew."""
+    return request_digest(method, params)[:24]
 
 
 @asynccontextmanager

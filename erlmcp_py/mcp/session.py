@@ -139,9 +139,11 @@ class ServerSession:
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
         user: str | None = None,
         client_key: str | None = None,
+        continuations: Mapping[str, Any] | None = None,
     ) -> None:
         self._server = server
         self.user = user
+        self._continuations = dict(continuations or {})
         self._runtime = runtime
         self._send = send
         self._nursery = nursery
@@ -415,6 +417,7 @@ class ServerSession:
                     send=self.send_raw,
                     tenant=self.tenant,
                     peer_id=self._peer_id,
+                    **self._continuations,
                 )
             await self._stateless.dispatch(req)
             return
@@ -654,6 +657,7 @@ async def open_session(
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
     user: str | None = None,
     client_key: str | None = None,
+    continuations: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -666,6 +670,9 @@ async def open_session(
         user: The authenticated user of the connection, when the transport knows one (the
             default tenant's ``user``).
         client_key: The key of the runtime's per-client limits (default: ``peer_id``).
+        continuations: Keyword arguments of the connection's 2026-07-28 continuation
+            registry (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``keyring``,
+            ``mrtr``, ``state_ttl``…).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -677,6 +684,7 @@ async def open_session(
             max_frame_bytes=max_frame_bytes,
             user=user,
             client_key=client_key,
+            continuations=continuations,
         )
         server.sessions.add(session)
         try:

@@ -231,6 +231,10 @@ class StatelessEndpoint:
             raise jsonrpc.invalid_params(
                 f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, request.id
             )
+
+        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
+            return await self._run_tool(spec, params, meta, request.id, tenant, peer)
+
         if "requestState" in raw:
             return await self.registry.resume(
                 principal=principal,
@@ -240,10 +244,10 @@ class StatelessEndpoint:
                 sink=notify,
                 progress_token=meta.progress_token,
                 log_level=meta.log_level,
+                run=run,
+                protocol_version=meta.protocol_version,
+                client_id=client_id,
             )
-
-        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
-            return await self._run_tool(spec, params, meta, request.id, tenant, peer)
 
         return await self.registry.start(
             principal=principal,

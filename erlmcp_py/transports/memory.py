@@ -405,6 +405,7 @@ async def open_memory_client(
     peer_id: str | None = None,
     buffer: int = 16,
     keep_history: bool = True,
+    continuations: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[MemoryClient]:
     """Connect a :class:`MemoryClient` to ``server`` in-process (see the module docstring).
 
@@ -428,6 +429,8 @@ async def open_memory_client(
         peer_id: The session id (the rate-limit key); default: a fresh one.
         buffer: Capacity of the server → client channel (frames).
         keep_history: Record every server request in :attr:`MemoryClient.server_requests`.
+        continuations: Keyword arguments of the session's 2026-07-28 continuation registry
+            (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``mrtr``, ``keyring``…).
 
     On exit the session closes (tool calls are cancelled; their elicitations end
     ``abandoned``) and the client's tasks end.
@@ -442,7 +445,9 @@ async def open_memory_client(
         if runtime is None:
             runtime = await stack.enter_async_context(server.running())
         session = await stack.enter_async_context(
-            open_session(server, runtime, to_client.send, peer_id=peer_id)
+            open_session(
+                server, runtime, to_client.send, peer_id=peer_id, continuations=continuations
+            )
         )
         # Both readers and the client's handler tasks; cancelled first on exit, then the
         # session closes (its tool tasks are cancelled) and the runtime, if opened here.

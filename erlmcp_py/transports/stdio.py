@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 import trio
@@ -88,6 +90,7 @@ async def serve_stream(
     *,
     peer_id: str = "stdio",
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    continuations: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve one client over a pair of byte streams until end of input.
 
@@ -98,6 +101,8 @@ async def serve_stream(
         send: Server → client bytes.
         peer_id: Connection id.
         max_frame_bytes: Longest accepted frame.
+        continuations: Keyword arguments of the 2026-07-28 continuation registry
+            (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``mrtr``, ``keyring``…).
     """
 
     async def write(frame: bytes) -> None:
@@ -110,6 +115,7 @@ async def serve_stream(
         write,
         peer_id=peer_id,
         max_frame_bytes=max_frame_bytes,
+        continuations=continuations,
     ) as session:
         try:
             async for chunk in receive:
@@ -140,6 +146,7 @@ async def serve_stdio(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    continuations: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve one client on this process's stdin/stdout until EOF.
 
@@ -155,6 +162,8 @@ async def serve_stdio(
         stdin_fd: File descriptor to read frames from.
         stdout_fd: File descriptor to write frames to (nothing else is written there).
         max_frame_bytes: Longest accepted frame.
+        continuations: Keyword arguments of the 2026-07-28 continuation registry
+            (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``mrtr``, ``keyring``…).
     """
     claim_stdout = stdout_fd == 1
     saved_stdout = sys.stdout
@@ -168,11 +177,23 @@ async def serve_stdio(
         async with receive, send:
             if server.runtime is not None:
                 await serve_stream(
-                    server, server.runtime, receive, send, max_frame_bytes=max_frame_bytes
+                    server,
+                    server.runtime,
+                    receive,
+                    send,
+                    max_frame_bytes=max_frame_bytes,
+                    continuations=continuations,
                 )
                 return
             async with server.running() as runtime:
-                await serve_stream(server, runtime, receive, send, max_frame_bytes=max_frame_bytes)
+                await serve_stream(
+                    server,
+                    runtime,
+                    receive,
+                    send,
+                    max_frame_bytes=max_frame_bytes,
+                    continuations=continuations,
+                )
     finally:
         if claim_stdout:
             os.dup2(stdout_fd, 1)

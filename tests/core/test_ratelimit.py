@@ -160,6 +160,20 @@ def test_a_cap_refusal_spends_no_token() -> None:
     assert isinstance(rl.try_acquire("c", 0.0), Admitted)
 
 
+def test_an_uncharged_acquire_takes_a_pending_slot_and_no_token() -> None:
+    rl = RateLimiter(RatePolicy(rate=1, window_s=60.0, capacity=1, max_pending_per_client=2))
+    assert isinstance(rl.try_acquire("c", 0.0), Admitted)
+    assert rl.tokens("c", 0.0) == 0.0
+    admitted = rl.try_acquire("c", 0.0, charge=False)  # an MRTR replay asks it again
+    assert admitted == Admitted(2, 0.0)
+    assert rl.pending("c") == 2
+    assert rl.try_acquire("c", 0.0, charge=False) == Refused("client_pending", cap=2)
+    assert rl.release("c")
+    assert isinstance(rl.try_acquire("c", 0.0), Refused)  # charged: the bucket is empty
+    assert isinstance(rl.try_acquire("new", 0.0, charge=False), Admitted)
+    assert rl.tokens("new", 0.0) == 1.0
+
+
 def test_global_cap() -> None:
     rl = RateLimiter(RatePolicy(max_pending_global=3))
     for client in "abc":

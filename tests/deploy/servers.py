@@ -46,4 +46,18 @@ def build(config: RuntimeConfig) -> Server:
             await trio.lowlevel.checkpoint()
         return "accepted" if isinstance(outcome, Accepted) else f"not accepted: {outcome}"
 
+    runs = 0
+
+    @server.tool()
+    async def signup(ctx: Context) -> str:
+        """Two questions, one after the other (two rounds on 2026-07-28); says how many
+        times this process ran it (a replayed call runs again on every retry)."""
+        nonlocal runs
+        runs += 1
+        name = await ctx.elicit_string("Your name?", "name")
+        sure = await ctx.elicit_confirm("Create the account?")
+        if not isinstance(name, Accepted) or not isinstance(sure, Accepted):
+            return "no account"
+        return f"{name.content}: confirmed={sure.content}, runs={runs}"
+
     return server

@@ -22,6 +22,7 @@ import trio.testing
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.core.outcomes import Accepted, Tenant
+from erlmcp_py.core.state_token import KeyRing, request_digest, seal
 from erlmcp_py.example_server import describe
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
@@ -84,6 +85,16 @@ def build_server(probe: Probe, **runtime: Any) -> Server:
         finally:
             probe.ended.append(plan)
             probe.ended_event.set()
+
+    @server.tool()
+    async def three_words(ctx: Context) -> str:
+        """Ask for three words, one after the other: three rounds."""
+        probe.starts += 1
+        words = []
+        for n in range(3):
+            outcome = await ctx.elicit_string(f"Word {n}?")
+            words.append(outcome.content if isinstance(outcome, Accepted) else "-")
+        return " ".join(words)
 
     @server.tool()
     async def slow_after_answer(ctx: Context) -> str:
@@ -227,7 +238,7 @@ async def test_discover_without_a_session() -> None:
         headers = c.headers("server/discover", mcp_session_id="nope")
         assert ok(await c.post("server/discover", {"_meta": META}, headers=headers))
         tools = ok(await c.post("tools/list", {"_meta": META}))
-        assert {t["name"] for t in tools["tools"]} == {"signup", "slow_after_answer"}
+        assert {t["name"] for t in tools["tools"]} == {"signup", "three_words", "slow_after_answer"}
         assert listening.transport.session_count == 0
 
 
@@ -252,12 +263,10 @@ async def test_two_rounds_resume_the_same_coroutine() -> None:
         assert len(set(map(id, probe.tasks))) == 1  # one task ran the whole coroutine
         assert probe.tenants == [Tenant(user="addr:127.0.0.1")]
         assert await statuses(listening, probe.tenants[0]) == ["completed", "completed"]
-        # the first round's state is single-use
-        stale = await c.call(first["requestState"], {key: ACCEPT_ADA})
-        assert refused(stale, 400, -32602)["data"]["reason"] in (
-            "unknown_continuation",
-            "superseded",
-        )
+        # the call is over and held nowhere: its first round's state replays it (auto mode)
+        stale = ok(await c.call(first["requestState"], {key: ACCEPT_ADA}))
+        assert only_request(stale)[1]["message"] == "Create a pro account for Ada?"
+        assert probe.starts == 2
 
 
 async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
@@ -470,7 +479,7 @@ async def test_a_2025_client_on_the_same_endpoint_is_unaffected() -> None:
         tools = await c.http.post(c.url, content=json.dumps(listed).encode(), headers=session)
         assert tools.status_code == 200
         assert tools.headers["mcp-session-id"] == session["mcp-session-id"]
-        assert len(tools.json()["result"]["tools"]) == 2
+        assert len(tools.json()["result"]["tools"]) == 3
         # without a session, a 2025 request is refused
         bare = await c.http.post(c.url, content=json.dumps(listed).encode(), headers=legacy)
         assert bare.status_code == 400
@@ -631,3 +640,173 @@ async def test_official_client_slower_than_the_deadline_gets_a_timeout() -> None
             async with Client(listening.url, mode=VERSION, elicitation_callback=slow) as client:
                 result = await client.call_tool("demo_confirm", {})
         assert text(result) == "confirm: timed out: nobody answered before the deadline"
+
+
+# -- replay: rounds on replicas that share only the key ring -----------------------------------
+
+RING = KeyRing("shared", b"r" * 32)
+YES = {"action": "accept", "content": {"confirm": True}}
+
+
+def replica_config(mrtr: str = "auto", **options: Any) -> HttpConfig:
+    return HttpConfig(continuations={"keyring": RING, "mrtr": mrtr, **options})
+
+
+@asynccontextmanager
+async def two_replicas(
+    probe: Probe, mrtr: str = "auto", **runtime: Any
+) -> AsyncIterator[tuple[Modern, Modern]]:
+    """Two servers (two runtimes, two registries) on two ports, sharing the key ring."""
+    config = replica_config(mrtr)
+    async with (
+        serving(probe, config, **runtime) as a,
+        serving(probe, config, **runtime) as b,
+        modern(a) as ca,
+        modern(b) as cb,
+    ):
+        yield ca, cb
+
+
+@pytest.mark.parametrize("mrtr", ["auto", "replay"])
+async def test_rounds_alternating_between_replicas_complete(mrtr: str) -> None:
+    probe = Probe()
+    async with two_replicas(probe, mrtr) as (a, b):
+        with trio.fail_after(TIMEOUT):
+            key, _ = only_request(first := ok(await a.call()))
+            second = ok(await b.call(first["requestState"], {key: ACCEPT_ADA}))
+            key2, params2 = only_request(second)
+            assert params2["message"] == "Create a pro account for Ada?"
+            final = ok(await a.call(second["requestState"], {key2: YES}))
+    assert final["content"][0]["text"] == 'pro: Ada -> action=accept, content={"confirm": true}'
+    assert probe.starts == 3  # started on A, replayed on B, replayed on A
+
+
+async def test_suspend_replicas_refuse_each_others_calls() -> None:
+    probe = Probe()
+    async with two_replicas(probe, "suspend") as (a, b):
+        with trio.fail_after(TIMEOUT):
+            key, _ = only_request(first := ok(await a.call()))
+            again = await b.call(first["requestState"], {key: ACCEPT_ADA})
+    assert refused(again, 400, -32602)["data"]["reason"] == "unknown_continuation"
+
+
+async def test_an_invalid_answer_is_asked_again_on_another_replica() -> None:
+    probe = Probe()
+    async with two_replicas(probe, "replay") as (a, b):
+        with trio.fail_after(TIMEOUT):
+            key, _ = only_request(first := ok(await a.call()))
+            bad = {key: {"action": "accept", "content": {"name": "Ada", "age": "old"}}}
+            again = ok(await b.call(first["requestState"], bad))
+            key_again, params = only_request(again)
+            assert "not accepted" in params["message"]
+            second = ok(await a.call(again["requestState"], {key_again: ACCEPT_ADA}))
+            key2, params2 = only_request(second)
+            assert params2["message"] == "Create a pro account for Ada?"
+            final = ok(await b.call(second["requestState"], {key2: YES}))
+    assert final["content"][0]["text"] == 'pro: Ada -> action=accept, content={"confirm": true}'
+
+
+async def test_replayed_states_are_refused_when_forged_foreign_or_expired() -> None:
+    probe = Probe()
+    config = HttpConfig(principal_header="x-user", continuations={"keyring": RING})
+    async with (
+        serving(probe, config) as a,
+        serving(probe, config) as b,
+        modern(a) as ca,
+        modern(b) as cb,
+    ):
+        with trio.fail_after(TIMEOUT):
+            key, _ = only_request(first := ok(await ca.call(x_user="alice")))
+            state, answer = first["requestState"], {key: ACCEPT_ADA}
+            forged = await cb.call(forge(state), answer, x_user="alice")
+            assert refused(forged, 400, -32602)["data"]["reason"] == "invalid"
+            foreign = await cb.call(state, answer, x_user="mallory")
+            assert refused(foreign, 400, -32602)["data"]["reason"] == "wrong_principal"
+            params = cb.call_params(state, answer)
+            params["arguments"] = {"plan": "free"}
+            headers = cb.headers("tools/call", "signup", x_user="alice")
+            other = await cb.post("tools/call", params, headers=headers)
+            assert refused(other, 400, -32602)["data"]["reason"] == "request_mismatch"
+            # what B would seal for this very call, but long expired
+            expired = seal(
+                {"c": "x", "r": 1, "a": [], "q": [[key, "elicitation/create"]], "n": 1},
+                principal="header:alice",
+                request_digest=request_digest("tools/call", cb.call_params()),
+                now=trio.current_time() - 1000,
+                ttl=60,
+                keyring=RING,
+            )
+            late = await cb.call(expired, answer, x_user="alice")
+            assert refused(late, 400, -32602)["data"]["reason"] == "expired"
+    assert probe.starts == 1
+
+
+async def test_replayed_questions_are_charged_once_across_replicas() -> None:
+    probe = Probe()
+    async with two_replicas(probe, "replay", rate=3) as (a, b):
+        # one rate limiter per replica: every round on B shows what a replay charges
+        with trio.fail_after(TIMEOUT):
+            params = a.call_params()
+            params.update(name="three_words", arguments={})
+            headers = a.headers("tools/call", "three_words")
+            result = ok(await a.post("tools/call", params, headers=headers))
+            for n in range(3):
+                key, asked = only_request(result)
+                assert asked["message"] == f"Word {n}?"
+                params.update(
+                    requestState=result["requestState"],
+                    inputResponses={key: {"action": "accept", "content": {"value": f"w{n}"}}},
+                )
+                result = ok(await b.post("tools/call", params, headers=headers))
+            assert result["content"][0]["text"] == "w0 w1 w2"
+            # B was charged for words 1 and 2 only, though it asked 1+2+3 questions: one
+            # token is left, then the bucket is empty
+            fresh = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+            assert only_request(ok(await b.post("tools/call", fresh, headers=headers)))
+            limited = ok(await b.post("tools/call", fresh, headers=headers))
+            assert limited["isError"] is True
+            assert "rate" in limited["content"][0]["text"].lower()
+    assert probe.starts == 1 + 3 + 2
+
+
+async def test_a_state_past_its_bound_ends_the_call_with_state_too_large() -> None:
+    probe = Probe()
+    config = replica_config("replay", max_state_chars=1500)
+    async with serving(probe, config) as listening, modern(listening) as c:
+        with trio.fail_after(TIMEOUT):
+            key, _ = only_request(first := ok(await c.call()))
+            long_name = {"action": "accept", "content": {"name": "A" * 1500, "age": 36}}
+            response = await c.call(first["requestState"], {key: long_name})
+    error = refused(response, 200, -32603)
+    assert error["data"] == {"reason": "state_too_large", "limit": 1500}
+
+
+async def test_official_client_completes_a_call_served_in_replay_mode() -> None:
+    from mcp import Client, types
+
+    probe = Probe()
+    answers = [
+        types.ElicitResult(action="accept", content={"name": "Ada", "age": "x"}),  # re-prompted
+        types.ElicitResult(action="accept", content={"name": "Ada", "age": 36}),
+        types.ElicitResult(action="accept", content={"confirm": True}),
+    ]
+    messages: list[str] = []
+
+    async def on_elicit(_ctx: Any, p: Any) -> types.ElicitResult:
+        messages.append(p.message)
+        return answers.pop(0)
+
+    async with serving(probe, replica_config("replay")) as listening:
+        with trio.fail_after(30):
+            async with Client(
+                listening.url, mode=VERSION, elicitation_callback=on_elicit
+            ) as client:  # type: ignore[arg-type]
+                result = await client.call_tool("signup", {"plan": "pro"})
+        assert text(result) == 'pro: Ada -> action=accept, content={"confirm": true}'
+        assert len(messages) == 3
+        assert "not accepted" in messages[1]
+        assert probe.starts == 4  # every retry replayed the tool
+        registry = listening.transport.continuations
+        assert registry is not None
+        assert len(registry) == 0
+        assert registry.snapshot()["replayed"] == 3
