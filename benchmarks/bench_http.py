@@ -543,7 +543,6 @@ async def main(quick: bool, profile_dir: Path | None) -> dict[str, Any]:
         (tmp / "bench_server.py").write_text(OUR_HTTP_MODULE)
         (tmp / "bench_counts.py").write_text(INSTRUMENT_MODULE)
         if profile_dir is not None:
-            profile_dir.mkdir(parents=True, exist_ok=True)
             seq_ops = 300 if quick else 1500
             prof = await profile_ours(tmp, profile_dir, seq_ops, 3.0 if quick else 10.0)
             return {"profile": prof, "elapsed_s": round(time.perf_counter() - began, 1)}
@@ -641,5 +640,7 @@ if __name__ == "__main__":
         help="profile our server alone (cProfile + trio counts into DIR) instead",
     )
     args = parser.parse_args()
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     result = trio.run(main, args.quick, args.profile)
     print(json.dumps(result))
