@@ -125,17 +125,88 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", a
 """
 )
 
-# Profile mode: counts what trio does in our server process, written at exit.
-INSTRUMENT_MODULE = '''"""A trio Instrument counting task spawns, task steps and scheduler
-passes; the counts are written as JSON to $BENCH_COUNTS at exit. Installed by bench_server's
-tool on its first call."""
-import atexit
+# Profile mode: our server runs under this wrapper. Two windows, each opened by SIGUSR1 and
+# closed by SIGUSR2 (which writes its files): the first samples the stack on every tick of the
+# process's CPU time (ITIMER_PROF, 4 ms at this kernel's 250 Hz: no cost per call, waiting in
+# epoll is not sampled; the CPU per op comes from /proc over the same window) and
+# writes argv[1].samples.json; the second runs cProfile (call counts) and writes argv[1]
+# (pstats). Each window also writes the trio Instrument's counts, argv[1].w<k>.counts.json.
+PROFILE_WRAPPER = '''"""Profile our server between SIGUSR1 and SIGUSR2. argv: out, cli args."""
+import cProfile
 import json
+import runpy
+import signal
+import sys
+from collections import Counter
+
+import bench_counts
+
+INTERVAL = 0.001  # rounded up to the kernel's tick
+out = sys.argv[1]
+prof = cProfile.Profile()
+own = Counter()
+incl = Counter()
+window = [0]
+
+
+def key(code):
+    return f"{code.co_filename}:{code.co_firstlineno}({code.co_name})"
+
+
+def sample(signum, frame):
+    if frame is None:
+        return
+    own[key(frame.f_code)] += 1
+    seen = set()
+    while frame is not None:
+        k = key(frame.f_code)
+        if k not in seen:
+            seen.add(k)
+            incl[k] += 1
+        frame = frame.f_back
+
+
+def start(signum, frame):
+    bench_counts.reset()
+    if window[0] == 0:
+        signal.signal(signal.SIGPROF, sample)
+        signal.setitimer(signal.ITIMER_PROF, INTERVAL, INTERVAL)
+    else:
+        prof.enable()
+
+
+def stop(signum, frame):
+    if window[0] == 0:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        with open(out + ".samples.json", "w") as f:
+            json.dump({"interval": INTERVAL, "own": own, "incl": incl}, f)
+    else:
+        prof.disable()
+        prof.dump_stats(out)
+    with open(f"{out}.w{window[0]}.counts.json", "w") as f:
+        json.dump(bench_counts.COUNTS, f)
+    window[0] += 1
+
+
+signal.signal(signal.SIGUSR1, start)
+signal.signal(signal.SIGUSR2, stop)
+sys.argv = ["erlmcp-py", *sys.argv[2:]]
+runpy.run_module("erlmcp_py.cli", run_name="__main__")
+'''
+
+INSTRUMENT_MODULE = '''"""A trio Instrument counting task spawns, task steps and scheduler
+passes (``after_io_wait``: one per pass of the run loop); installed on the bench tool\'s first
+call when $BENCH_COUNTS is set."""
 import os
 
 import trio
 
 COUNTS = {"spawned": 0, "steps": 0, "passes": 0, "scheduled": 0}
+
+
+def reset():
+    for key in COUNTS:
+        COUNTS[key] = 0
 
 
 class Counter(trio.abc.Instrument):
@@ -160,10 +231,8 @@ def install():
     if _installed:
         return
     _installed = True
-    if not os.environ.get("BENCH_COUNTS"):
-        return
-    trio.lowlevel.add_instrument(Counter())
-    atexit.register(lambda: open(os.environ["BENCH_COUNTS"], "w").write(json.dumps(COUNTS)))
+    if os.environ.get("BENCH_COUNTS"):
+        trio.lowlevel.add_instrument(Counter())
 '''
 
 # Our bench module plus, in profile mode, the instrument installed on the first call.
@@ -199,14 +268,13 @@ class ServerProc:
         return self.proc.pid
 
 
-def our_command(port: int, profile_to: Path | None) -> list[str]:
-    head = [sys.executable]
-    if profile_to is not None:
-        head += ["-m", "cProfile", "-o", str(profile_to)]
+def our_command(port: int, profile_to: Path | None, tmp: Path) -> list[str]:
+    if profile_to is None:
+        head = [sys.executable, "-m", "erlmcp_py.cli"]
+    else:
+        head = [sys.executable, str(tmp / "profile_wrapper.py"), str(profile_to)]
     return [
         *head,
-        "-m",
-        "erlmcp_py.cli",
         "serve",
         "--transport",
         "http",
@@ -231,9 +299,9 @@ def start_server(side: str, tmp: Path, profile_to: Path | None = None) -> Server
         p for p in (str(ROOT), str(tmp), env.get("PYTHONPATH", "")) if p
     )
     if profile_to is not None:
-        env["BENCH_COUNTS"] = str(profile_to.with_suffix(".counts.json"))
+        env["BENCH_COUNTS"] = "1"
     if side == "ours":
-        command = our_command(port, profile_to)
+        command = our_command(port, profile_to, tmp)
     else:
         command = [sys.executable, str(tmp / "sdk_http_server.py"), str(port)]
     proc = subprocess.Popen(
@@ -409,13 +477,20 @@ async def probe(op: Callable[[], Awaitable[None]]) -> str | None:
 # -- profile --------------------------------------------------------------------------------------
 
 _LAYERS = (
+    ("trio/_core/_instrumentation", "the instrument (profile only)"),
+    ("bench_counts", "the instrument (profile only)"),
     ("erlmcp_py/transports", "erlmcp_py.transports (http.py, http_checks.py)"),
     ("erlmcp_py/mcp", "erlmcp_py.mcp (session, stateless, mrtr, context, jsonrpc)"),
     ("erlmcp_py/actors", "erlmcp_py.actors (runtime)"),
     ("erlmcp_py/core", "erlmcp_py.core (pure)"),
     ("erlmcp_py/", "erlmcp_py other"),
     ("supervisors", "supervisors (actor kernel)"),
-    ("site-packages/trio", "trio (scheduler, sockets, channels)"),
+    ("trio/_socket.py", "socket I/O (trio's socket layer and the syscalls)"),
+    ("trio/_highlevel_socket.py", "socket I/O (trio's socket layer and the syscalls)"),
+    ("trio/_core/_io_epoll.py", "epoll (trio's I/O manager and the syscall)"),
+    ("site-packages/trio", "trio (scheduler, cancel scopes, channels, tasks)"),
+    ("site-packages/outcome", "trio (scheduler, cancel scopes, channels, tasks)"),
+    ("site-packages/sniffio", "trio (scheduler, cancel scopes, channels, tasks)"),
     ("site-packages/hypercorn", "hypercorn"),
     ("site-packages/h11", "h11"),
     ("site-packages/structlog", "structlog"),
@@ -423,17 +498,14 @@ _LAYERS = (
     ("pydantic_core", "pydantic-core"),
     ("site-packages/jsonschema", "jsonschema"),
     ("site-packages/referencing", "jsonschema"),
-    ("site-packages/outcome", "trio (scheduler, sockets, channels)"),
-    ("site-packages/sniffio", "trio (scheduler, sockets, channels)"),
     ("bench_server", "the bench tool"),
-    ("bench_counts", "the instrument (profile only)"),
     ("/json/", "json (stdlib)"),
-    ("_json", "json (stdlib)"),
-    ("socket.py", "socket (stdlib) and syscalls"),
-    ("'send'", "socket (stdlib) and syscalls"),
-    ("'recv", "socket (stdlib) and syscalls"),
-    ("epoll", "socket (stdlib) and syscalls"),
-    ("contextvars", "contextvars / asyncio-free stdlib"),
+    ("contextlib.py", "contextlib (stdlib: context managers)"),
+    ("contextvars", "contextvars"),
+    ("/hmac.py", "hmac/hashlib (stdlib)"),
+    ("/secrets.py", "secrets (stdlib)"),
+    ("/re/", "re (stdlib)"),
+    ("/logging/", "logging (stdlib)"),
 )
 
 
@@ -447,82 +519,129 @@ def _layer(filename: str, func: str) -> str:
     return "stdlib / other"
 
 
-def report_profile(prof_file: Path, ops: int, era: str) -> dict[str, Any]:
+def _short(where: str) -> str:
+    return where.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
+
+
+def report_profile(
+    prof_file: Path, ops: dict[str, int], cpu_ms: float, label: str
+) -> dict[str, Any]:
+    """Print and return where one op's server CPU goes: sampled shares by layer, the hottest
+    functions, inclusive time of our code and hypercorn, and counts per op (trio Instrument,
+    cProfile calls)."""
+    samples = json.loads(Path(f"{prof_file}.samples.json").read_text())
+    n_ops = ops["sampled"]
+    own: dict[str, int] = samples["own"]
+    total = sum(own.values())
+    tick_us = cpu_ms * 1e3 * n_ops / max(1, total)  # CPU per sample, from /proc
+    by_layer: dict[str, int] = {}
+    for where, n in own.items():
+        filename, _, func = where.rpartition(":")
+        name = _layer(filename, func)
+        by_layer[name] = by_layer.get(name, 0) + n
+    print(
+        f"\nprofile of our server, {label}: {n_ops} ops sampled, {total} samples, "
+        f"server CPU {cpu_ms:.2f} ms/op over the window (/proc)"
+    )
+    print("  CPU by layer (the function running when sampled):")
+    layers: dict[str, float] = {}
+    for name, n in sorted(by_layer.items(), key=lambda kv: -kv[1]):
+        layers[name] = round(n / total, 3)
+        if n / total >= 0.01:
+            print(f"    {n / total:6.1%}  {n * tick_us / n_ops:7.1f} us/op  {name}")
+    print("  hottest functions (own, % of samples):")
+    for where, n in sorted(own.items(), key=lambda kv: -kv[1])[:20]:
+        print(f"    {n / total:6.1%}  {_short(where)}")
+    print("  inclusive (% of samples with it on the stack), our code and hypercorn:")
+    incl: dict[str, int] = samples["incl"]
+    ours = [
+        (w, n)
+        for w, n in incl.items()
+        if any(p in w for p in ("erlmcp_py/", "supervisors/", "hypercorn/", "h11/"))
+    ]
+    for where, n in sorted(ours, key=lambda kv: -kv[1])[:30]:
+        print(f"    {n / total:6.1%}  {_short(where)}")
+
     stats = pstats.Stats(str(prof_file))
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    total = sum(v[2] for v in raw.values())
-    by_layer: dict[str, float] = {}
-    for (filename, _line, func), (_cc, _nc, tottime, _ct, _callers) in raw.items():
-        name = _layer(filename, func)
-        by_layer[name] = by_layer.get(name, 0.0) + tottime
-    print(
-        f"\nprofile of our server, {era}, {ops} ops (cProfile; its overhead inflates small calls)"
-    )
-    print(f"  profiled time per op {total / ops * 1e3:.2f} ms; own time by layer:")
-    layers = {}
-    for name, t in sorted(by_layer.items(), key=lambda kv: -kv[1]):
-        layers[name] = round(t / total, 3)
-        if t / total >= 0.01:
-            print(f"    {t / total:6.1%}  {t / ops * 1e6:7.1f} us/op  {name}")
-    print("  top functions by own time (calls per op, us per op):")
-    for (filename, line, func), (_cc, nc, tottime, _ct, _callers) in sorted(
-        raw.items(), key=lambda kv: -kv[1][2]
-    )[:25]:
-        short = filename.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
-        print(f"    {nc / ops:6.1f}  {tottime / ops * 1e6:6.1f}  {short}:{line}({func})")
-    print("  top cumulative, our modules and hypercorn (calls per op, us per op):")
-    cum = [
-        (k, v)
-        for k, v in raw.items()
-        if any(p in k[0] for p in ("erlmcp_py/", "supervisors/", "hypercorn/"))
-    ]
-    for (filename, line, func), (_cc, nc, _tt, cumtime, _callers) in sorted(
-        cum, key=lambda kv: -kv[1][3]
-    )[:30]:
-        short = filename.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
-        print(f"    {nc / ops:6.1f}  {cumtime / ops * 1e6:7.1f}  {short}:{line}({func})")
-    counts: dict[str, Any] = {}
-    counts_file = prof_file.with_suffix(".counts.json")
-    if counts_file.exists():
-        counts = json.loads(counts_file.read_text())
-    scopes = sum(
-        v[1]
-        for (filename, _line, func), v in raw.items()
-        if "trio/_core/_run.py" in filename and func == "__enter__"
-    )
+    c_ops = ops["cprofiled"]
+
+    def calls(file_part: str, func: str) -> float:
+        n = sum(v[1] for (f, _l, fn), v in raw.items() if file_part in f and fn == func)
+        return round(n / c_ops, 1)
+
+    counts = json.loads(Path(f"{prof_file}.w0.counts.json").read_text())
     per_op = {
-        "task_spawns": round(counts.get("spawned", 0) / ops, 1),
-        "task_steps": round(counts.get("steps", 0) / ops, 1),
-        "scheduler_passes": round(counts.get("passes", 0) / ops, 1),
-        "cancel_scopes": round(scopes / ops, 1),
+        "task_spawns": round(counts["spawned"] / n_ops, 1),
+        "task_steps": round(counts["steps"] / n_ops, 1),
+        "scheduler_passes": round(counts["passes"] / n_ops, 1),
+        "cancel_scopes": calls("trio/_core/_run.py", "__enter__"),
+        "nurseries": calls("trio/_core/_run.py", "open_nursery"),
+        "socket_sends": calls("~", "<method 'send' of '_socket.socket' objects>"),
+        "socket_recvs": calls("~", "<method 'recv' of '_socket.socket' objects>"),
+        "asgi_sends": calls("hypercorn/protocol/http_stream.py", "app_send"),
+        "h11_events_sent": calls("hypercorn/protocol/h11.py", "_send_h11_event"),
+        "json_dumps": calls("json/__init__.py", "dumps"),
+        "json_loads": calls("json/__init__.py", "loads"),
+        "structlog_calls": calls("structlog/_native.py", "meth"),
     }
-    print(f"  per op (trio Instrument; cancel scopes from CancelScope.__enter__ calls): {per_op}")
-    return {"layers": layers, "per_op": per_op, "ops": ops}
+    print(f"  per op (trio Instrument; the rest cProfile call counts): {per_op}")
+    print("  cProfile, most calls per op:")
+    for (filename, line, func), (_cc, nc, _tt, _ct, _callers) in sorted(
+        raw.items(), key=lambda kv: -kv[1][1]
+    )[:12]:
+        print(f"    {nc / c_ops:6.1f}  {_short(filename)}:{line}({func})")
+    return {
+        "layers": layers,
+        "per_op": per_op,
+        "ops_sampled": n_ops,
+        "samples": total,
+        "server_cpu_ms_per_op_sampled_window": round(cpu_ms, 3),
+    }
 
 
-async def profile_ours(tmp: Path, out_dir: Path, seq_ops: int, conc_s: float) -> dict[str, Any]:
-    """Our server alone under cProfile: ``seq_ops`` sequential ops, then ``CLIENTS`` clients for
-    ``conc_s`` seconds, per era (one server process per era)."""
+async def profiled_window(target: Target, slice_s: float, width: int) -> int:
+    """Open one profiling window (SIGUSR1 .. SIGUSR2) around one slice; the ops it ran."""
+    before = len(target.seq_lat) + len(target.conc_lat)
+    target.server.proc.send_signal(signal.SIGUSR1)
+    await trio.sleep(0.5)  # the server is idle: the handler runs at its next wake-up
+    await run_slice(target, slice_s, width)
+    await trio.sleep(0.5)
+    target.server.proc.send_signal(signal.SIGUSR2)
+    await trio.sleep(1.0)  # the handler writes its files
+    return len(target.seq_lat) + len(target.conc_lat) - before
+
+
+async def profile_ours(tmp: Path, out_dir: Path, seq_s: float, conc_s: float) -> dict[str, Any]:
+    """Our server alone: per era and load (one server process each), an unprofiled slice (server
+    CPU per op from /proc), then the same slice sampled, then the same slice under cProfile."""
     results: dict[str, Any] = {}
     for era in ERAS:
-        prof_file = out_dir / f"ours_{era}.prof"
-        server = start_server("ours", tmp, profile_to=prof_file)
-        ops = 0
-        try:
-            await wait_listening(server)
-            async with AsyncExitStack() as stack:
-                mode = "legacy" if era == LEGACY else MODERN
-                client_ops = await open_clients(stack, server, mode, "ask", CLIENTS)
-                for _ in range(seq_ops):
-                    await timed(client_ops[0])
-                ops += seq_ops
-                target = Target("p", "p", server, "ask", mode, client_ops)
-                await run_slice(target, conc_s, CLIENTS)
-                ops += len(target.conc_lat) + len(client_ops)  # + the clients' opening ops
-        finally:
-            stop_server(server)
-        # the clients' opening calls are ops too; initialize/discover are not counted
-        results[era] = report_profile(prof_file, ops, era)
+        mode = "legacy" if era == LEGACY else MODERN
+        for load_kind in ("seq", "c50"):
+            prof_file = out_dir / f"ours_{era}_{load_kind}.prof"
+            server = start_server("ours", tmp, profile_to=prof_file)
+            width = 1 if load_kind == "seq" else CLIENTS
+            slice_s = seq_s if load_kind == "seq" else conc_s
+            ops: dict[str, int] = {}
+            try:
+                await wait_listening(server)
+                async with AsyncExitStack() as stack:
+                    client_ops = await open_clients(stack, server, mode, "ask", CLIENTS)
+                    target = Target("p", "p", server, "ask", mode, client_ops)
+                    await measure([target], rounds=0, slice_s=slice_s, warmup=100)
+                    await run_slice(target, slice_s, width)  # unprofiled: the baseline
+                    base = (target.seq_cpu or target.conc_cpu)[0] * 1e3
+                    ops["sampled"] = await profiled_window(target, slice_s, width)
+                    cpu_ms = (target.seq_cpu or target.conc_cpu)[-1] * 1e3
+                    ops["cprofiled"] = await profiled_window(target, slice_s, width)
+            finally:
+                stop_server(server)
+            label = f"{era}, {'sequential' if width == 1 else f'{CLIENTS} clients'}"
+            report = report_profile(prof_file, ops, cpu_ms, label)
+            report["server_cpu_ms_per_op_unprofiled"] = round(base, 3)
+            print(f"  server CPU per op without a profiler (/proc): {base:.3f} ms")
+            results[f"{era}_{load_kind}"] = report
     return results
 
 
@@ -542,9 +661,10 @@ async def main(quick: bool, profile_dir: Path | None) -> dict[str, Any]:
         (tmp / "sdk_http_server.py").write_text(SDK_HTTP_SCRIPT)
         (tmp / "bench_server.py").write_text(OUR_HTTP_MODULE)
         (tmp / "bench_counts.py").write_text(INSTRUMENT_MODULE)
+        (tmp / "profile_wrapper.py").write_text(PROFILE_WRAPPER)
         if profile_dir is not None:
-            seq_ops = 300 if quick else 1500
-            prof = await profile_ours(tmp, profile_dir, seq_ops, 3.0 if quick else 10.0)
+            span = 3.0 if quick else 10.0
+            prof = await profile_ours(tmp, profile_dir, span, span)
             return {"profile": prof, "elapsed_s": round(time.perf_counter() - began, 1)}
         servers = {side: start_server(side, tmp) for side in ("sdk", "ours")}
         try:
