@@ -146,6 +146,8 @@ out = sys.argv[1]
 prof = cProfile.Profile()
 own = Counter()
 incl = Counter()
+lib = Counter()  # the innermost frame that is not the standard library
+LIBS = ("site-packages/", "erlmcp_py/", "supervisors/", "bench_")
 window = [0]
 
 
@@ -158,8 +160,12 @@ def sample(signum, frame):
         return
     own[key(frame.f_code)] += 1
     seen = set()
+    attributed = False
     while frame is not None:
         k = key(frame.f_code)
+        if not attributed and any(p in k for p in LIBS):
+            lib[k] += 1
+            attributed = True
         if k not in seen:
             seen.add(k)
             incl[k] += 1
@@ -179,7 +185,7 @@ def stop(signum, frame):
     if window[0] == 0:
         signal.setitimer(signal.ITIMER_PROF, 0, 0)
         with open(out + ".samples.json", "w") as f:
-            json.dump({"interval": INTERVAL, "own": own, "incl": incl}, f)
+            json.dump({"interval": INTERVAL, "own": own, "incl": incl, "lib": lib}, f)
     else:
         prof.disable()
         prof.dump_stats(out)
@@ -535,15 +541,19 @@ def report_profile(
     total = sum(own.values())
     tick_us = cpu_ms * 1e3 * n_ops / max(1, total)  # CPU per sample, from /proc
     by_layer: dict[str, int] = {}
-    for where, n in own.items():
+    lib: dict[str, int] = samples["lib"]
+    for where, n in lib.items():
         filename, _, func = where.rpartition(":")
         name = _layer(filename, func)
         by_layer[name] = by_layer.get(name, 0) + n
+    if total > sum(lib.values()):  # a sample with no library frame at all
+        by_layer["stdlib only"] = total - sum(lib.values())
     print(
         f"\nprofile of our server, {label}: {n_ops} ops sampled, {total} samples, "
         f"server CPU {cpu_ms:.2f} ms/op over the window (/proc)"
     )
-    print("  CPU by layer (the function running when sampled):")
+    print("  CPU by layer (the innermost non-stdlib frame when sampled: stdlib calls count for")
+    print("  their caller):")
     layers: dict[str, float] = {}
     for name, n in sorted(by_layer.items(), key=lambda kv: -kv[1]):
         layers[name] = round(n / total, 3)
