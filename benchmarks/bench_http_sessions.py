@@ -355,6 +355,7 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
                     for _ in range(ANSWER_CONNECTIONS):
                         send.send_nowait(await Conn.open(port))
                     start = time.perf_counter()
+                    own1 = time.process_time()
                     async with trio.open_nursery() as answers:
                         for i in range(n):
                             due = start + i / rate
@@ -364,6 +365,7 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
                     send_s = time.perf_counter() - start
                 # every session task has ended: results are in
                 cpu2 = process_cpu_s(server.pid)
+                own2 = time.process_time()
                 rss2 = rss_kib(server.pid)
                 answer_s = (max(t for t, _ in run.done_at) - start) if run.done_at else None
         finally:
@@ -397,6 +399,10 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
             "error_samples": run.errors[:5],
             "server_cpu_ms_per_setup": round((cpu1 - cpu0) / n * 1e3, 3),
             "server_cpu_ms_per_answer": round((cpu2 - cpu1) / n * 1e3, 3),
+            "client_cpu_ms_per_answer": round((own2 - own1) / n * 1e3, 3),
+            # cores busy during the answer phase: 1.0 = one core saturated
+            "server_cores_answer_phase": round((cpu2 - cpu1) / answer_s, 2) if answer_s else None,
+            "client_cores_answer_phase": round((own2 - own1) / answer_s, 2) if answer_s else None,
             "windows": per,
             "first_window_results_per_s": per[0]["results_per_s"] if per else None,
             "last_full_window_results_per_s": per[-2]["results_per_s"] if len(per) > 1 else None,
@@ -424,7 +430,9 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
         print(f"  t={t:>5} s  {r:>5}/s  p99 {p99:>7} ms  {k} finished")
     print(
         f"server CPU per session set up {out['server_cpu_ms_per_setup']} ms, per answer "
-        f"{out['server_cpu_ms_per_answer']} ms; load average {out['load_avg_start']} -> "
+        f"{out['server_cpu_ms_per_answer']} ms (client {out['client_cpu_ms_per_answer']} ms); "
+        f"cores busy while answering: server {out['server_cores_answer_phase']}, client "
+        f"{out['client_cores_answer_phase']}; load average {out['load_avg_start']} -> "
         f"{out['load_avg_end']}"
     )
     return out
