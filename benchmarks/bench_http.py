@@ -147,6 +147,7 @@ prof = cProfile.Profile()
 own = Counter()
 incl = Counter()
 lib = Counter()  # the innermost frame that is not the standard library
+root = Counter()  # the task's outermost coroutine (the frame trio's run loop resumed)
 LIBS = ("site-packages/", "erlmcp_py/", "supervisors/", "bench_")
 window = [0]
 
@@ -161,7 +162,11 @@ def sample(signum, frame):
     own[key(frame.f_code)] += 1
     seen = set()
     attributed = False
+    outer = "scheduler (no task running)"
     while frame is not None:
+        back = frame.f_back
+        if back is not None and back.f_code.co_name == "unrolled_run":
+            outer = key(frame.f_code)
         k = key(frame.f_code)
         if not attributed and any(p in k for p in LIBS):
             lib[k] += 1
@@ -170,6 +175,7 @@ def sample(signum, frame):
             seen.add(k)
             incl[k] += 1
         frame = frame.f_back
+    root[outer] += 1
 
 
 def start(signum, frame):
@@ -185,7 +191,7 @@ def stop(signum, frame):
     if window[0] == 0:
         signal.setitimer(signal.ITIMER_PROF, 0, 0)
         with open(out + ".samples.json", "w") as f:
-            json.dump({"interval": INTERVAL, "own": own, "incl": incl, "lib": lib}, f)
+            json.dump({"own": own, "incl": incl, "lib": lib, "root": root}, f)
     else:
         prof.disable()
         prof.dump_stats(out)
@@ -559,6 +565,11 @@ def report_profile(
         layers[name] = round(n / total, 3)
         if n / total >= 0.01:
             print(f"    {n / total:6.1%}  {n * tick_us / n_ops:7.1f} us/op  {name}")
+    print("  CPU by task (the coroutine trio's run loop was running when sampled):")
+    tasks: dict[str, float] = {}
+    for where, n in sorted(samples["root"].items(), key=lambda kv: -kv[1])[:12]:
+        tasks[_short(where)] = round(n / total, 3)
+        print(f"    {n / total:6.1%}  {n * tick_us / n_ops:7.1f} us/op  {_short(where)}")
     print("  hottest functions (own, % of samples):")
     for where, n in sorted(own.items(), key=lambda kv: -kv[1])[:20]:
         print(f"    {n / total:6.1%}  {_short(where)}")
@@ -589,13 +600,14 @@ def report_profile(
         "nurseries": calls("trio/_core/_run.py", "open_nursery"),
         "socket_sends": calls("~", "<method 'send' of '_socket.socket' objects>"),
         "socket_recvs": calls("~", "<method 'recv' of '_socket.socket' objects>"),
-        "asgi_sends": calls("hypercorn/protocol/http_stream.py", "app_send"),
-        "h11_events_sent": calls("hypercorn/protocol/h11.py", "_send_h11_event"),
+        "http_requests": calls("hypercorn/protocol/http_stream.py", "__init__"),
+        "h11_events_sent": calls("h11/_connection.py", "send"),
+        "h11_next_event": calls("h11/_connection.py", "next_event"),
         "json_dumps": calls("json/__init__.py", "dumps"),
         "json_loads": calls("json/__init__.py", "loads"),
         "structlog_calls": calls("structlog/_native.py", "meth"),
     }
-    print(f"  per op (trio Instrument; the rest cProfile call counts): {per_op}")
+    print(f"  per op (trio Instrument; the rest cProfile calls of plain functions): {per_op}")
     print("  cProfile, most calls per op:")
     for (filename, line, func), (_cc, nc, _tt, _ct, _callers) in sorted(
         raw.items(), key=lambda kv: -kv[1][1]
@@ -603,6 +615,7 @@ def report_profile(
         print(f"    {nc / c_ops:6.1f}  {_short(filename)}:{line}({func})")
     return {
         "layers": layers,
+        "tasks": tasks,
         "per_op": per_op,
         "ops_sampled": n_ops,
         "samples": total,
