@@ -59,8 +59,11 @@ WINDOW_S = 2.0
 
 SERVER_SCRIPT = '''"""erlmcp-py Streamable HTTP server for bench_http_sessions.
 
-argv: port, max sessions."""
+argv: port, max sessions, file. Each full (generation 2) garbage collection is appended to the
+file as "<wall-clock end> <seconds>"."""
+import gc
 import sys
+import time
 
 import trio
 
@@ -69,6 +72,20 @@ from erlmcp_py import RuntimeConfig
 from erlmcp_py.logging import configure_logging
 from erlmcp_py.transports.http import HttpConfig, serve_http
 
+_started = [0.0]
+
+
+def _on_gc(phase, info):
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _started[0] = time.perf_counter()
+    else:
+        with open(sys.argv[3], "a") as f:
+            f.write(f"{{time.time()}} {{time.perf_counter() - _started[0]}}\\n")
+
+
+gc.callbacks.append(_on_gc)
 configure_logging("json", "warning")
 server = build(RuntimeConfig(rate={rate}))
 config = HttpConfig(max_sessions=int(sys.argv[2]))
@@ -303,7 +320,8 @@ def windows(run: Run, start: float) -> list[dict[str, Any]]:
 
 
 def spawn(tmp: Path, port: int, n: int, env: dict[str, str]) -> ServerProc:
-    command = [sys.executable, str(tmp / "server.py"), str(port), str(n + 100)]
+    gc_log = str(tmp / "gc.log")
+    command = [sys.executable, str(tmp / "server.py"), str(port), str(n + 100), gc_log]
     proc = subprocess.Popen(
         command, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -355,6 +373,7 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
                     for _ in range(ANSWER_CONNECTIONS):
                         send.send_nowait(await Conn.open(port))
                     start = time.perf_counter()
+                    wall1 = time.time()
                     own1 = time.process_time()
                     async with trio.open_nursery() as answers:
                         for i in range(n):
@@ -366,11 +385,18 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
                 # every session task has ended: results are in
                 cpu2 = process_cpu_s(server.pid)
                 own2 = time.process_time()
+                wall2 = time.time()
                 rss2 = rss_kib(server.pid)
                 answer_s = (max(t for t, _ in run.done_at) - start) if run.done_at else None
         finally:
             stop_server(server)
+        gc_file = tmp / "gc.log"
+        gcs = [
+            tuple(map(float, line.split()))
+            for line in (gc_file.read_text().splitlines() if gc_file.exists() else [])
+        ]
 
+    answering = [pause for when, pause in gcs if wall1 <= when <= wall2 + 1]
     lat = sorted(latency for _, latency in run.done_at)
 
     def pct(q: float) -> float | None:
@@ -397,6 +423,10 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
             "p99_goal_ms": P99_GOAL_MS,
             "errors": len(run.errors),
             "error_samples": run.errors[:5],
+            "server_full_gcs_answer_phase": len(answering),
+            "server_full_gc_s_answer_phase": round(sum(answering), 2),
+            "server_longest_full_gc_ms": round(max((p for _, p in gcs), default=0) * 1e3, 1),
+            "server_full_gcs_total": len(gcs),
             "server_cpu_ms_per_setup": round((cpu1 - cpu0) / n * 1e3, 3),
             "server_cpu_ms_per_answer": round((cpu2 - cpu1) / n * 1e3, 3),
             "client_cpu_ms_per_answer": round((own2 - own1) / n * 1e3, 3),
@@ -423,6 +453,11 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
         f"{out['latency_p50_ms']} ms, p99 {out['latency_p99_ms']} ms (goal <= {P99_GOAL_MS:g}: "
         f"{'met' if lat and (out['latency_p99_ms'] or 0) <= P99_GOAL_MS else 'not met'}), "
         f"errors {len(run.errors)} (goal 0)"
+    )
+    print(
+        f"server full garbage collections: {len(gcs)} in all, the longest "
+        f"{out['server_longest_full_gc_ms']} ms; while answering {len(answering)}, "
+        f"{out['server_full_gc_s_answer_phase']} s in all"
     )
     print("per window (results/s, p99 ms, finished records):")
     for w in per:
