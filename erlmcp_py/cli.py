@@ -8,6 +8,11 @@ transport, so that it can be stopped while the sessions still stand. On the firs
 SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
 ``KeyboardInterrupt``):
 
+0. HTTP drains: ``initialize`` and every new request are answered 503 with ``Retry-After``
+   and ``/readyz`` answers 503, while the calls already running go on: their elicitations
+   can still be answered, suspended 2026-07-28 calls retried, and tools finish. The drain
+   ends when no call is left, or when only the last part of ``--shutdown-timeout`` (a third
+   of it, at most 3 s) remains for the steps below.
 1. HTTP stops accepting connections (hypercorn's graceful shutdown; idle ones are closed).
 2. The elicitation runtime stops (its supervision tree, in reverse order): every pending
    elicitation ends ``failed: runtime_restarted`` — the tool waiting on it gets that outcome
@@ -34,7 +39,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, NoReturn
 
@@ -47,18 +52,36 @@ from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
     from erlmcp_py.actors.runtime import Runtime
+    from erlmcp_py.core.state_token import KeyRing
     from erlmcp_py.mcp.server import Server
-    from erlmcp_py.transports.http import Listening
+    from erlmcp_py.transports.auth import AuthConfig
+    from erlmcp_py.transports.http import HttpConfig, HttpTransport, Listening
 
-__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "load_server", "main", "runtime_config"]
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "INTROSPECTION_CLIENT_ENV",
+    "STATE_KEYS_ENV",
+    "http_config",
+    "load_server",
+    "auth_config",
+    "is_loopback",
+    "main",
+    "parse_args",
+    "runtime_config",
+    "state_keyring",
+]
 
 #: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
 #: supervisor's own limit (systemd ``TimeoutStopSec``, supervisord ``stopwaitsecs``) above it.
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _SETTLE_S = 1.0  # longest wait for the tools' last answers once the runtime has stopped
+_DRAIN_POLL_S = 0.05  # how often the drain looks whether calls are left
 
 log = structlog.get_logger("erlmcp.serve")
+
+#: Environment variable holding the ``requestState`` key ring when ``--state-keys`` is not given.
+STATE_KEYS_ENV = "ERLMCP_STATE_KEYS"
 
 
 def runtime_config(
@@ -82,6 +105,116 @@ def runtime_config(
             warn_before_s=min(60.0, elicitation_timeout / 4),
         )
     return RuntimeConfig.model_validate(fields)
+
+
+def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
+    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares) and
+    the ``requestState`` key ring (``None``: a fresh random key for this process)."""
+    from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
+
+    limits = PrincipalLimits(
+        sessions=args.sessions_per_client,
+        requests=args.requests_per_client,
+        suspended=args.suspended_per_client,
+    )
+    continuations = {"keyring": keyring} if keyring is not None else {}
+    return HttpConfig(
+        ops_port=args.ops_port,
+        idle_timeout=args.session_idle_timeout,
+        limits=limits,
+        continuations=continuations,
+        auth=auth_config(args, os.environ),
+    )
+
+
+#: Environment variable with ``CLIENT_ID:SECRET`` for the issuer's introspection endpoint.
+INTROSPECTION_CLIENT_ENV = "ERLMCP_AUTH_INTROSPECTION_CLIENT"
+
+
+def auth_config(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> AuthConfig | None:
+    """The bearer-token authentication ``serve``'s ``--auth-*`` options ask for, or ``None``.
+
+    Raises:
+        ValueError: some of ``--auth-issuer``, ``--auth-resource``, ``--auth-jwks-url`` are
+            given, not all three; scopes without them; a ``--auth-tool-scope`` that is not
+            ``TOOL=SCOPE``.
+    """
+    from erlmcp_py.transports.auth import AuthConfig
+
+    given = {
+        "--auth-issuer": args.auth_issuer,
+        "--auth-resource": args.auth_resource,
+        "--auth-jwks-url": args.auth_jwks_url,
+    }
+    if not any(given.values()):
+        if args.auth_scope or args.auth_tool_scope or args.auth_introspection_url:
+            raise ValueError("scopes need --auth-issuer, --auth-resource, --auth-jwks-url")
+        return None
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise ValueError(f"authentication also needs {', '.join(missing)}")
+    tool_scopes: dict[str, tuple[str, ...]] = {}
+    for item in args.auth_tool_scope or ():
+        tool, sep, scope = item.partition("=")
+        if not (sep and tool and scope):
+            raise ValueError(f"--auth-tool-scope must be TOOL=SCOPE, got {item!r}")
+        tool_scopes[tool] = (*tool_scopes.get(tool, ()), scope)
+    client: tuple[str, str] | None = None
+    credentials = (environ or {}).get(INTROSPECTION_CLIENT_ENV)
+    if credentials:
+        client_id, sep, secret = credentials.partition(":")
+        if not (sep and client_id):
+            raise ValueError(f"{INTROSPECTION_CLIENT_ENV} must be CLIENT_ID:SECRET")
+        client = (client_id, secret)
+    return AuthConfig(
+        issuer=args.auth_issuer,
+        resource=args.auth_resource,
+        jwks_url=args.auth_jwks_url,
+        required_scopes=tuple(args.auth_scope or ()),
+        tool_scopes=tool_scopes,
+        introspection_url=args.auth_introspection_url,
+        introspection_client=client,
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a ``--host`` value) binds to loopback only."""
+    import ipaddress
+
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def state_keyring(path: str | None, environ: Mapping[str, str]) -> KeyRing | None:
+    """The ``requestState`` key ring: from the file ``--state-keys`` names, else from the
+    environment variable :data:`STATE_KEYS_ENV`, else ``None``.
+
+    The format is :func:`~erlmcp_py.core.state_token.parse_keyring`'s: ``KID=KEY`` entries
+    (base64 of at least 32 random bytes), the first one sealing, the others still opening.
+    Every process that serves one endpoint (behind a load balancer) needs the same ring.
+
+    Raises:
+        ValueError: the file cannot be read, or the ring is invalid (the message never shows a
+            key).
+    """
+    from erlmcp_py.core.state_token import parse_keyring
+
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+        return parse_keyring(text)
+    value = environ.get(STATE_KEYS_ENV)
+    return parse_keyring(value) if value else None
 
 
 def load_server(spec: str, config: RuntimeConfig) -> Server:
@@ -137,13 +270,31 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentParser:
+    """The command line; ``defaults`` replace ``serve``'s own (from a configuration file)."""
+    from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
+
     parser = argparse.ArgumentParser(prog="erlmcp-py", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the bundled example server")
+    serve.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="read options from a TOML file (keys as the options, e.g. shutdown_timeout = 10); "
+        "ERLMCP_SERVE_<KEY> variables override it, options given here override both",
+    )
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--ops-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="HTTP: serve /healthz, /readyz and /metrics on this port of --host instead of "
+        "beside /mcp",
+    )
     serve.add_argument(
         "--elicitation-timeout",
         type=_positive,
@@ -174,6 +325,74 @@ def _parser() -> argparse.ArgumentParser:
         help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1 "
         f"(default: {DEFAULT_SHUTDOWN_TIMEOUT:g})",
     )
+    shares = PrincipalLimits()
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=_positive,
+        default=HttpConfig().idle_timeout,
+        metavar="SECONDS",
+        help="HTTP: end a session after this long without an open stream (default: %(default)g)",
+    )
+    for name, default, what in (
+        ("sessions", shares.sessions, "open sessions"),
+        ("requests", shares.requests, "HTTP requests in flight"),
+        ("suspended", shares.suspended, "suspended 2026-07-28 tool calls"),
+    ):
+        serve.add_argument(
+            f"--{name}-per-client",
+            type=_positive_int,
+            default=default,
+            metavar="N",
+            help=f"HTTP: {what} per client address (IPv6: per /64) (default: %(default)d)",
+        )
+    serve.add_argument(
+        "--state-keys",
+        default=None,
+        metavar="FILE",
+        help="HTTP: the key ring sealing 2026-07-28 requestState, KID=KEY lines (first: current); "
+        f"default: ${STATE_KEYS_ENV}, else a random key per process",
+    )
+    serve.add_argument(
+        "--auth-issuer",
+        default=None,
+        metavar="URL",
+        help="HTTP: require bearer tokens from this OAuth issuer (the tokens' iss)",
+    )
+    serve.add_argument(
+        "--auth-resource",
+        default=None,
+        metavar="URL",
+        help="HTTP: this server's canonical URL, the audience tokens must name",
+    )
+    serve.add_argument(
+        "--auth-jwks-url", default=None, metavar="URL", help="HTTP: the issuer's signing keys"
+    )
+    serve.add_argument(
+        "--auth-scope",
+        action="append",
+        default=None,
+        metavar="SCOPE",
+        help="HTTP: a scope every token needs (repeat for several)",
+    )
+    serve.add_argument(
+        "--auth-tool-scope",
+        action="append",
+        default=None,
+        metavar="TOOL=SCOPE",
+        help="HTTP: a scope a token needs to call TOOL (repeat for several)",
+    )
+    serve.add_argument(
+        "--auth-introspection-url",
+        default=None,
+        metavar="URL",
+        help="HTTP: the issuer's token introspection endpoint, for opaque tokens (client "
+        f"credentials, if needed, in ${INTROSPECTION_CLIENT_ENV} as CLIENT_ID:SECRET)",
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="HTTP: serve a non-loopback --host without authentication",
+    )
     serve.add_argument("--log-format", choices=("json", "console"), default="json")
     serve.add_argument("--log-level", default="info")
     demo = sub.add_parser("demo", help="run the example server and drive it with a script")
@@ -184,6 +403,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="deadline the demo server uses (the timeout scene waits this long)",
     )
+    check = sub.add_parser("check-config", help="check a serve configuration file and exit")
+    check.add_argument("file", metavar="FILE")
+    if defaults:
+        serve.set_defaults(**defaults)
     return parser
 
 
@@ -202,6 +425,24 @@ def _serve(args: argparse.Namespace) -> int:
 
         server = build_server(config)
     if args.transport == "http":
+        try:
+            args.keyring = state_keyring(args.state_keys, os.environ)
+        except ValueError as exc:
+            print(f"erlmcp-py serve: requestState keys: {exc}", file=sys.stderr)
+            return 2
+        try:
+            auth = auth_config(args, os.environ)
+        except ValueError as exc:
+            print(f"erlmcp-py serve: {exc}", file=sys.stderr)
+            return 2
+        if auth is None and not is_loopback(args.host) and not args.insecure_no_auth:
+            print(
+                f"erlmcp-py serve: --host {args.host} is reachable from the network: configure "
+                "authentication (--auth-issuer, --auth-resource, --auth-jwks-url) or say "
+                "--insecure-no-auth",
+                file=sys.stderr,
+            )
+            return 2
         return _run(server, args, stdout_fd=None)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
@@ -252,7 +493,11 @@ async def _serve_until_stopped(
             )
             nursery.start_soon(_exit_on_second_signal, signals)
             stopped_calls = 0
+            left_by_drain: int | None = None
             with trio.move_on_at(start + args.shutdown_timeout) as bounded:
+                if listening is not None:
+                    until = start + args.shutdown_timeout - _stop_reserve(args.shutdown_timeout)
+                    left_by_drain = await _drain(listening.transport, until)
                 stop_accepting.set()
                 stop_runtime.set()
                 await runtime_stopped.wait()
@@ -274,6 +519,7 @@ async def _serve_until_stopped(
                 clean=status == 0,
                 exit_status=status,
                 calls_stopped=stopped_calls,
+                calls_left_by_drain=left_by_drain,
                 elapsed_s=round(trio.current_time() - start, 3),
                 outcomes=runtime.metrics()["outcomes"],
             )
@@ -284,6 +530,33 @@ async def _serve_until_stopped(
             nursery.cancel_scope.cancel()
             return status
     raise AssertionError("unreachable")  # pragma: no cover - the nursery returns above
+
+
+def _stop_reserve(shutdown_timeout: float) -> float:
+    """The part of the shutdown timeout kept for ending what the drain left."""
+    return min(3.0, shutdown_timeout / 3)
+
+
+async def _drain(transport: HttpTransport, until: float) -> int:
+    """Refuse new sessions and calls; wait for the running calls to end, at most ``until``.
+
+    Returns:
+        The calls still running when the drain ends.
+    """
+    transport.drain()
+    log.info("drain_started", calls=transport.calls_in_progress)
+    with trio.move_on_at(until):
+        # The calls end in two owners (the sessions, the continuation registry), neither of
+        # which signals it: look at the count. Done when no call is seen at two looks in a
+        # row: a client between the answer to one call and its next request (refused now)
+        # is not cut off by the end of the drain.
+        idle_looks = 0
+        while idle_looks < 2:
+            idle_looks = idle_looks + 1 if not transport.calls_in_progress else 0
+            await trio.sleep(_DRAIN_POLL_S)
+    left = transport.calls_in_progress
+    log.info("drain_ended", calls_left=left)
+    return left
 
 
 async def _settle() -> None:
@@ -326,6 +599,7 @@ async def _host_transport(
                     server,
                     host=args.host,
                     port=args.port,
+                    config=http_config(args, getattr(args, "keyring", None)),
                     shutdown_trigger=stop_accepting.wait,
                     task_status=task_status,
                 )
@@ -370,9 +644,54 @@ async def _exit_on_second_signal(signals: AsyncIterator[int]) -> NoReturn:
     raise AssertionError("the signal receiver never ends")  # pragma: no cover
 
 
+def parse_args(argv: list[str] | None, environ: Mapping[str, str]) -> argparse.Namespace:
+    """The command line, with ``serve --config FILE``'s options (and their ``ERLMCP_SERVE_*``
+    overrides from ``environ``) under the options given on the command line.
+
+    Raises:
+        ConfigError: the configuration file cannot be read or does not validate.
+        SystemExit: the command line is invalid (argparse's usage message, status 2).
+    """
+    from erlmcp_py.serve_config import load_serve_config
+
+    args = _parser().parse_args(argv)
+    if args.command == "serve" and args.config is not None:
+        options = load_serve_config(args.config, environ).options()
+        args = _parser(options).parse_args(argv)
+    return args
+
+
+def _check_config(path: str) -> int:
+    """``erlmcp-py check-config FILE``: 0 and the options when valid, else 2 and each problem."""
+    from erlmcp_py.serve_config import ConfigError, load_serve_config
+
+    try:
+        options = load_serve_config(path, os.environ).options()
+        if "state_keys" in options:
+            state_keyring(options["state_keys"], {})
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"{path}: {problem}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"{path}: state_keys: {exc}", file=sys.stderr)
+        return 2
+    for key, value in sorted(options.items()):
+        print(f"{key} = {value!r}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``erlmcp-py`` command."""
-    args = _parser().parse_args(argv)
+    from erlmcp_py.serve_config import ConfigError
+
+    try:
+        args = parse_args(argv, os.environ)
+    except ConfigError as exc:
+        print(f"erlmcp-py serve --config {exc}", file=sys.stderr)
+        return 2
+    if args.command == "check-config":
+        return _check_config(args.file)
     if args.command == "serve":
         return _serve(args)
     from erlmcp_py.demo import run_demo

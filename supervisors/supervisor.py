@@ -21,6 +21,7 @@ once. ``shutdown=BRUTAL_KILL`` always cancels at once.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -181,6 +182,8 @@ class Supervisor:
         self._loop_scope = trio.CancelScope()
         self._lock = trio.Lock()
         self._exits_send, self._exits_recv = trio.open_memory_channel[_Exit](math.inf)
+        #: Restarts so far, by child id (each start of a child again by the strategy).
+        self.restarts: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ running
 
@@ -274,6 +277,7 @@ class Supervisor:
             try:
                 for child in [c for c in group if c in self._children]:
                     await self._start(child)
+                    self.restarts[child.spec.id] += 1
                     log.info("child_restarted", supervisor=self.name, child_id=child.spec.id)
                 return
             except StartError as exc:

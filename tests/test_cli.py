@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
-import pytest
+import base64
+import os
+import subprocess
+from pathlib import Path
 
-from erlmcp_py.cli import _parser, runtime_config
+import httpx2
+import pytest
+import trio
+
+from erlmcp_py.cli import (
+    STATE_KEYS_ENV,
+    _parser,
+    auth_config,
+    http_config,
+    is_loopback,
+    parse_args,
+    runtime_config,
+    state_keyring,
+)
+from erlmcp_py.core.state_token import TOKEN_VERSION
+from erlmcp_py.transports.http import PrincipalLimits
+from tests.deploy.support import free_port, serve_command
+from tests.transports.test_http_mrtr import META, Modern
 
 
 def test_serve_rate_option_sets_the_per_client_rate() -> None:
@@ -57,3 +77,141 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     notices = [line for line in last.splitlines() if line.startswith("  <- notifications/")]
     assert [n.split()[1] for n in notices] == ["notifications/message", "notifications/cancelled"]
     assert '"reason": "elicitation timed out"' in notices[1]
+
+
+def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
+    defaults = http_config(_parser().parse_args(["serve"]))
+    assert defaults.idle_timeout == 300
+    assert defaults.limits == PrincipalLimits()
+    argv = ["serve", "--session-idle-timeout", "60", "--sessions-per-client", "4"]
+    argv += ["--requests-per-client", "8", "--suspended-per-client", "16"]
+    config = http_config(_parser().parse_args(argv))
+    assert config.idle_timeout == 60
+    assert config.limits == PrincipalLimits(sessions=4, requests=8, suspended=16)
+    assert defaults.ops_port is None
+    assert http_config(_parser().parse_args(["serve", "--ops-port", "9100"])).ops_port == 9100
+
+
+KEY_A = base64.b64encode(bytes(range(32))).decode()
+KEY_B = base64.b64encode(bytes(range(50, 82))).decode()
+
+
+def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> None:
+    keys = tmp_path / "state-keys"
+    keys.write_text(f"# the first key seals\nnew={KEY_A}\nold={KEY_B}\n")
+    from_file = state_keyring(str(keys), {STATE_KEYS_ENV: f"env={KEY_A}"})
+    assert from_file is not None
+    assert from_file.kids == ("new", "old")
+    from_env = state_keyring(None, {STATE_KEYS_ENV: f"env={KEY_A}"})
+    assert from_env is not None
+    assert from_env.kids == ("env",)
+    assert state_keyring(None, {}) is None
+    args = _parser().parse_args(["serve", "--state-keys", str(keys)])
+    assert http_config(args, from_file).continuations == {"keyring": from_file}
+
+
+def test_serve_refuses_unreadable_or_bad_state_keys(tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.write_text(f"k1={KEY_A[:8]}\n")
+    for path in (bad, tmp_path / "missing"):
+        command = serve_command("--transport", "http", "--state-keys", str(path))
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        assert "requestState keys" in done.stderr
+        assert KEY_A[:8] not in done.stderr
+
+
+async def test_serve_seals_request_state_with_the_configured_key(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    command = serve_command("--transport", "http", "--port", str(port))
+    env = {**os.environ, STATE_KEYS_ENV: f"2026-02={KEY_A},2026-01={KEY_B}"}
+    with (tmp_path / "stderr").open("wb") as err, trio.fail_after(20):
+        process = await trio.lowlevel.open_process(
+            command, stdin=subprocess.DEVNULL, stderr=err, env=env
+        )
+        try:
+            async with httpx2.AsyncClient(timeout=5) as http:
+                modern = Modern(http, url)
+                params = {"name": "demo_confirm", "arguments": {}, "_meta": META}
+                with trio.move_on_after(15):
+                    while True:
+                        try:
+                            answer = await modern.post("tools/call", params)
+                            break
+                        except httpx2.TransportError:
+                            await trio.sleep(0.05)
+            state = answer.json()["result"]["requestState"]
+            raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4))
+            assert raw[0] == TOKEN_VERSION
+            assert raw[2 : 2 + raw[1]] == b"2026-02"
+        finally:
+            process.terminate()
+            await process.wait()
+
+
+def test_serve_config_file_under_environment_under_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "serve.toml"
+    path.write_text('transport = "http"\nport = 8123\nrate = 5\nshutdown_timeout = 4\n')
+    argv = ["serve", "--config", str(path), "--rate", "7"]
+    args = parse_args(argv, {"ERLMCP_SERVE_PORT": "9000"})
+    assert (args.transport, args.port, args.rate, args.shutdown_timeout) == ("http", 9000, 7, 4.0)
+    assert args.host == "127.0.0.1"  # not in the file: the command's default
+
+
+def test_check_config_prints_the_options_or_names_each_bad_key(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text('transport = "http"\nport = 8123\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text("port = 70000\nstate_keys = 3\n")
+    command = [*serve_command()[:-1], "check-config"]
+    ok = subprocess.run([*command, str(good)], capture_output=True, text=True, check=False)
+    assert (ok.returncode, ok.stdout) == (0, "port = 8123\ntransport = 'http'\n")
+    refused = subprocess.run([*command, str(bad)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert f"{bad}: port: " in refused.stderr
+    assert f"{bad}: state_keys: " in refused.stderr
+
+
+def test_auth_options_make_a_resource_server_config_only_when_complete() -> None:
+    assert auth_config(_parser().parse_args(["serve"])) is None
+    argv = ["serve", "--auth-issuer", "https://id.example", "--auth-resource"]
+    argv += ["https://mcp.example/mcp", "--auth-jwks-url", "https://id.example/jwks"]
+    scopes = ["--auth-scope", "mcp", "--auth-tool-scope", "deploy=ops"]
+    scopes += ["--auth-tool-scope", "deploy=admin"]
+    config = auth_config(_parser().parse_args([*argv, *scopes]))
+    assert config is not None
+    assert (config.issuer, config.resource, config.required_scopes) == (
+        "https://id.example",
+        "https://mcp.example/mcp",
+        ("mcp",),
+    )
+    assert config.tool_scopes == {"deploy": ("ops", "admin")}
+    with pytest.raises(ValueError, match="--auth-jwks-url"):
+        auth_config(_parser().parse_args(argv[:5]))
+    with pytest.raises(ValueError, match="scopes need"):
+        auth_config(_parser().parse_args(["serve", "--auth-scope", "mcp"]))
+    with pytest.raises(ValueError, match="TOOL=SCOPE"):
+        auth_config(_parser().parse_args([*argv, "--auth-tool-scope", "deploy"]))
+    introspection = [*argv, "--auth-introspection-url", "https://id.example/introspect"]
+    env = {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "mcp:s3cret:with-colon"}
+    opaque = auth_config(_parser().parse_args(introspection), env)
+    assert opaque is not None
+    assert opaque.introspection_url == "https://id.example/introspect"
+    assert opaque.introspection_client == ("mcp", "s3cret:with-colon")
+    with pytest.raises(ValueError, match="CLIENT_ID:SECRET"):
+        auth_config(_parser().parse_args(introspection), {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "x"})
+
+
+def test_loopback_hosts() -> None:
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "192.0.2.1", "mcp.example.com"):
+        assert not is_loopback(host), host
+
+
+def test_serve_refuses_a_network_bind_without_auth() -> None:
+    command = serve_command("--transport", "http", "--host", "0.0.0.0", "--port", "1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--insecure-no-auth" in done.stderr

@@ -6,54 +6,52 @@ On 2026-07-28 a tool call that needs input returns ``InputRequiredResult`` with 
 ``requestState``; the client retries the request with ``inputResponses`` and that exact string.
 The spec makes the state attacker-controlled, so it is sealed here:
 
-* **Integrity** (required): HMAC-SHA256 over the whole token, compared in constant time.
+* **Integrity and confidentiality**: the token is sealed with AES-256-GCM-SIV (RFC 8452,
+  through ``cryptography``), an authenticated cipher that stays safe when a nonce repeats. The
+  header (version, key id, issue time, expiry) is its associated data, so every byte that
+  decides anything is authenticated; the payload is encrypted, because the state may carry the
+  suspended tool's data (earlier answers, internal ids) and travels through the client, the LLM
+  host and their logs. The nonce is synthetic: HMAC-SHA256 of the header and plaintext under a
+  key of its own, cut to 12 bytes, so :func:`seal` draws nothing and stays pure (equal inputs
+  give equal tokens, which reveals nothing since the expiry differs; a repeated nonce is what
+  GCM-SIV is built to tolerate).
 * **Binding**: the principal (authenticated user) and a digest of the originating request
   (:func:`request_digest`: method + params minus ``_meta``/``inputResponses``/``requestState``)
-  are sealed in; presenting the token for another principal or another request is refused.
+  are sealed in, as keyed hashes at the head of the plaintext; presenting the token for
+  another principal or another request is refused, each with its own reason.
 * **Expiry**: the issue time (``now``) and an absolute expiry (``now + ttl``), both on the
-  caller's clock, sit in the header and are trusted only after the MAC verifies. A token is
+  caller's clock, sit in the header and are trusted only after the token opens. A token is
   refused at or past its expiry, and also when it was issued more than ``max_skew`` seconds
   after the verifier's ``now`` (a clock that stepped back, or another node's clock running
   ahead): otherwise such a token would live longer than its ttl. A non-finite ``now`` fails
   closed.
-* **Confidentiality**: the payload is encrypted. The state may carry the suspended tool's data
-  (earlier answers, internal ids) and travels through the client, the LLM host and their logs;
-  the spec calls it opaque, so we make it so. Stdlib only, no new dependency: a synthetic-IV
-  construction (the SIV pattern of RFC 5297) — the HMAC tag over header and plaintext is also
-  the IV of a SHAKE-256 keystream (SHAKE-256 keyed by prefix, as KMAC is) that encrypts the
-  plaintext. It is deterministic (no nonce to draw, so :func:`seal` stays pure): equal inputs
-  give equal tokens, which reveals nothing since the expiry differs. The version byte leaves
-  room for an AES-GCM-SIV version should ``cryptography`` become a dependency.
 * **Rotation**: each token names its key id; a :class:`KeyRing` seals with its current key and
-  opens with any key it still holds. Per key, independent MAC and encryption keys are derived
-  with HMAC-SHA256 (HKDF-Expand, one block) from the master key.
+  opens with any key it still holds (:func:`parse_keyring` reads one from text, for a key file
+  or an environment variable). Per master key, independent cipher, nonce and binding keys are
+  derived with HMAC-SHA256 (HKDF-Expand, one block).
 
 Single use is *not* enforced here (it needs server-side state); the caller does that if needed.
 
 Token layout (then base64url, no padding; decoding is canonical — one text per token)::
 
-    version   1 byte    0x02
+    version   1 byte    0x03
     kid_len   1 byte    1..64
     kid       kid_len   ASCII key id
     issued    8 bytes   IEEE-754 double, big-endian (seconds on the caller's clock)
     expires   8 bytes   IEEE-754 double, big-endian (seconds on the caller's clock)
-    tag      32 bytes   HMAC-SHA256(mac_key, header || plaintext)       header = bytes 0..expires
-    body      n bytes   plaintext XOR SHAKE-256("erlmcp…ks" || enc_key || tag)[:n]
+    nonce    12 bytes   HMAC-SHA256(nonce_key, header || plaintext)[:12]   header = bytes 0..expires
+    sealed    n + 16    AES-256-GCM-SIV(aead_key, nonce, plaintext, associated data = header)
 
-    plaintext = HMAC(mac_key, "principal\\0" || principal)[:16]
-             || HMAC(mac_key, "request\\0" || request_digest)[:16]
+    plaintext = HMAC(bind_key, "principal\0" || principal)[:16]
+             || HMAC(bind_key, "request\0" || request_digest)[:16]
              || canonical JSON of the payload (sorted keys, UTF-8)
 
-The MAC covers every byte that decides anything: the header (version, key id length, key id,
-issue time, expiry) and the plaintext (both bindings and the payload); the body is a fixed XOR
-of the plaintext, so a changed body is a changed plaintext. The header is self-delimiting
-(``kid_len``) and the bindings have fixed lengths, so no two layouts share a MAC input. The
-three uses of ``mac_key`` are separated by their first byte: the version (0x02) for the tag,
-``p``/``r`` for the bindings. (Version 1 tokens, without an issue time, are refused as
-``malformed``.)
+Tokens of the earlier layouts (version 1; version 2, sealed with a stdlib HMAC and SHAKE-256
+construction) are refused as ``malformed``: a client holding one retries the call from the
+start.
 
 Checks on open, in this order (each its own error, see :class:`StateTokenError`): size
-(``too_large``), shape and version (``malformed``), key id (``unknown_key``), MAC
+(``too_large``), shape and version (``malformed``), key id (``unknown_key``), authentication
 (``bad_signature``), then, on authentic tokens only, expiry (``expired``), issue time
 (``not_yet_valid``), principal (``wrong_principal``) and request (``request_mismatch``).
 """
@@ -69,6 +67,9 @@ import math
 import struct
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
 
 from erlmcp_py.core.errors import (
     StateTokenBadSignature,
@@ -91,11 +92,12 @@ __all__ = [
     "KeyRing",
     "StateTokenError",
     "open_token",
+    "parse_keyring",
     "request_digest",
     "seal",
 ]
 
-TOKEN_VERSION: Final = 2
+TOKEN_VERSION: Final = 3
 #: Shortest accepted master key, in bytes.
 MIN_KEY_BYTES: Final = 32
 #: Default size limit of a token, in characters (checked before decoding, and when sealing).
@@ -104,14 +106,15 @@ _MAX_KID_LEN: Final = 64
 #: Default tolerance, in seconds, for a token issued ahead of the verifier's clock.
 DEFAULT_MAX_SKEW_S: Final = 60.0
 
-_TAG_LEN: Final = 32
+_NONCE_LEN: Final = 12
+_AEAD_TAG_LEN: Final = 16
 _BIND_LEN: Final = 16
 _TIMES: Final = struct.Struct(">dd")  # issued, expires
-_MIN_RAW: Final = 2 + 1 + _TIMES.size + _TAG_LEN + 2 * _BIND_LEN + 2  # "{}" at least
+_MIN_RAW: Final = 2 + 1 + _TIMES.size + _NONCE_LEN + _AEAD_TAG_LEN + 2 * _BIND_LEN + 2  # "{}"
 
-_LABEL_MAC: Final = b"erlmcp-py/state-token/v1/mac\x01"
-_LABEL_ENC: Final = b"erlmcp-py/state-token/v1/enc\x01"
-_LABEL_KS: Final = b"erlmcp-py/state-token/v1/ks\x00"
+_LABEL_AEAD: Final = b"erlmcp-py/state-token/v3/aead\x01"
+_LABEL_NONCE: Final = b"erlmcp-py/state-token/v3/nonce\x01"
+_LABEL_BIND: Final = b"erlmcp-py/state-token/v3/bind\x01"
 _LABEL_PRINCIPAL: Final = b"principal\x00"
 _LABEL_REQUEST: Final = b"request\x00"
 
@@ -124,11 +127,12 @@ _UNSALIENT_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState"}
 
 
 class _DerivedKeys:
-    __slots__ = ("enc", "mac")
+    __slots__ = ("aead", "bind", "nonce")
 
     def __init__(self, master: bytes) -> None:
-        self.mac = hmac.digest(master, _LABEL_MAC, "sha256")
-        self.enc = hmac.digest(master, _LABEL_ENC, "sha256")
+        self.aead = AESGCMSIV(hmac.digest(master, _LABEL_AEAD, "sha256"))
+        self.nonce = hmac.digest(master, _LABEL_NONCE, "sha256")
+        self.bind = hmac.digest(master, _LABEL_BIND, "sha256")
 
 
 def _check_kid(kid: object) -> str:
@@ -238,6 +242,49 @@ class KeyRing:
         return f"KeyRing(current={self._current_kid!r}, previous={previous!r})"
 
 
+def parse_keyring(text: str) -> KeyRing:
+    """Read a :class:`KeyRing` from text: a key file's content or an environment variable.
+
+    One key per entry, ``KID=KEY`` with ``KEY`` the base64 (standard or URL-safe, padding
+    optional) of at least 32 random bytes; entries are separated by newlines or commas, blank
+    lines and lines starting with ``#`` are skipped. The first entry is the current key (new
+    tokens are sealed with it); the others still open the tokens they sealed. To rotate, put
+    a new entry first; to retire a key, remove its entry.
+
+    Example: ``2026-02=<base64 of 32 bytes>,2026-01=<base64 of 32 bytes>``
+
+    Raises:
+        ValueError: no entry, an entry that is not ``KID=KEY``, a key that is not base64 or is
+            too short, an invalid or repeated key id. The message names the entry by its
+            position and key id, never the key.
+    """
+    entries: list[tuple[str, bytes]] = []
+    for line in text.replace(",", "\n").splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        kid, sep, encoded = entry.partition("=")
+        position = len(entries) + 1
+        if not sep:
+            raise ValueError(f"key entry {position}: expected KID=KEY")
+        kid = kid.strip()
+        encoded = encoded.strip().replace("-", "+").replace("_", "/")
+        try:
+            key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"key entry {position} ({kid[:64]!r}): not base64") from None
+        try:
+            _check_kid(kid)
+            _check_key(key)
+        except ValueError as exc:
+            raise ValueError(f"key entry {position} ({kid[:64]!r}): {exc}") from None
+        entries.append((kid, key))
+    if not entries:
+        raise ValueError("no key entry")
+    (current_kid, current_key), *previous = entries
+    return KeyRing(current_kid, current_key, previous=previous)
+
+
 # --------------------------------------------------------------------------------------------
 # Request digest
 
@@ -295,14 +342,6 @@ def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Seal / open
-
-
-def _keystream_xor(enc_key: bytes, tag: bytes, data: bytes) -> bytes:
-    if not data:
-        return b""
-    stream = hashlib.shake_256(_LABEL_KS + enc_key + tag).digest(len(data))
-    n = len(data)
-    return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(n, "big")
 
 
 def _bind(mac_key: bytes, label: bytes, value: str) -> bytes:
@@ -366,17 +405,19 @@ def seal(
     assert keys is not None
     body = canonical_json(payload).encode()
     kid_bytes = kid.encode("ascii")
-    raw_len = 2 + len(kid_bytes) + _TIMES.size + _TAG_LEN + 2 * _BIND_LEN + len(body)
+    raw_len = (
+        2 + len(kid_bytes) + _TIMES.size + _NONCE_LEN + _AEAD_TAG_LEN + 2 * _BIND_LEN + len(body)
+    )
     if _token_chars(raw_len) > max_chars:
         raise StateTokenTooLarge(_token_chars(raw_len), max_chars)
     header = bytes((TOKEN_VERSION, len(kid_bytes))) + kid_bytes + _TIMES.pack(now, expires)
     plaintext = (
-        _bind(keys.mac, _LABEL_PRINCIPAL, principal)
-        + _bind(keys.mac, _LABEL_REQUEST, request_digest)
+        _bind(keys.bind, _LABEL_PRINCIPAL, principal)
+        + _bind(keys.bind, _LABEL_REQUEST, request_digest)
         + body
     )
-    tag = hmac.digest(keys.mac, header + plaintext, "sha256")
-    return _b64encode(header + tag + _keystream_xor(keys.enc, tag, plaintext))
+    nonce = hmac.digest(keys.nonce, header + plaintext, "sha256")[:_NONCE_LEN]
+    return _b64encode(header + nonce + keys.aead.encrypt(nonce, plaintext, header))
 
 
 def open_token(
@@ -434,7 +475,7 @@ def open_token(
         raise StateTokenMalformed("not canonical base64url")
     if len(raw) < _MIN_RAW:
         raise StateTokenMalformed("truncated")
-    if raw[0] != TOKEN_VERSION:
+    if raw[0] != TOKEN_VERSION:  # the earlier layouts included: see the module docstring
         raise StateTokenMalformed("unknown version")
     kid_len = raw[1]
     if not 1 <= kid_len <= _MAX_KID_LEN or len(raw) < _MIN_RAW - 1 + kid_len:
@@ -448,11 +489,11 @@ def open_token(
     if keys is None:
         raise StateTokenUnknownKey()
     header = raw[:head_end]
-    tag = raw[head_end : head_end + _TAG_LEN]
-    plaintext = _keystream_xor(keys.enc, tag, raw[head_end + _TAG_LEN :])
-    expected = hmac.digest(keys.mac, header + plaintext, "sha256")
-    if not hmac.compare_digest(expected, tag):
-        raise StateTokenBadSignature()
+    nonce = raw[head_end : head_end + _NONCE_LEN]
+    try:
+        plaintext = keys.aead.decrypt(nonce, raw[head_end + _NONCE_LEN :], header)
+    except InvalidTag:
+        raise StateTokenBadSignature() from None
     # Authentic from here on.
     issued, expires = _TIMES.unpack_from(raw, 2 + kid_len)
     try:
@@ -463,10 +504,12 @@ def open_token(
         raise StateTokenExpired(expires)
     if issued - max_skew > now:
         raise StateTokenNotYetValid(issued)
-    if not hmac.compare_digest(plaintext[:_BIND_LEN], _bind(keys.mac, _LABEL_PRINCIPAL, principal)):
+    if not hmac.compare_digest(
+        plaintext[:_BIND_LEN], _bind(keys.bind, _LABEL_PRINCIPAL, principal)
+    ):
         raise StateTokenWrongPrincipal()
     if not hmac.compare_digest(
-        plaintext[_BIND_LEN : 2 * _BIND_LEN], _bind(keys.mac, _LABEL_REQUEST, request_digest)
+        plaintext[_BIND_LEN : 2 * _BIND_LEN], _bind(keys.bind, _LABEL_REQUEST, request_digest)
     ):
         raise StateTokenRequestMismatch()
     try:

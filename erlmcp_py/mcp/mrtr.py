@@ -96,6 +96,7 @@ from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "DEFAULT_STATE_TTL_S",
+    "PRINCIPAL_BUSY",
     "ContinuationRegistry",
     "KeyedPeer",
     "MrtrPeer",
@@ -106,6 +107,10 @@ __all__ = [
 ]
 
 log = structlog.get_logger("erlmcp.mrtr")
+
+#: ``data.reason`` of the refusal of a new call whose principal holds its share of the
+#: registry (``max_per_principal``); the registry-wide ``busy`` is the last resort.
+PRINCIPAL_BUSY = "principal_busy"
 
 #: Default lifetime of a ``requestState`` (and of a detached continuation): the longest
 #: default elicitation deadline (URL mode, 600 s) plus a minute for the retry to arrive.
@@ -363,6 +368,9 @@ class ContinuationRegistry:
             survive a restart, and neither do the continuations they name).
         state_ttl: Seconds a state (and a detached continuation) stays valid.
         max_continuations: Live continuations at most; further calls are refused.
+        max_per_principal: Live continuations of one principal at most (default: no cap
+            below ``max_continuations``); its further calls are refused with
+            ``data.reason`` :data:`PRINCIPAL_BUSY`, others' calls still run.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
         settle_checkpoints: Checkpoints without a new request that end a round (see the
@@ -376,6 +384,7 @@ class ContinuationRegistry:
         keyring: KeyRing | None = None,
         state_ttl: float = DEFAULT_STATE_TTL_S,
         max_continuations: int = 10_000,
+        max_per_principal: int | None = None,
         hold_s: float = 30.0,
         settle_checkpoints: int = 10,
     ) -> None:
@@ -388,6 +397,8 @@ class ContinuationRegistry:
         self.keyring = keyring or KeyRing(f"proc-{secrets.token_hex(4)}", secrets.token_bytes(32))
         self.state_ttl = state_ttl
         self.max_continuations = max_continuations
+        self.max_per_principal = max_per_principal or max_continuations
+        self._per_principal: Counter[str] = Counter()
         self.hold_s = hold_s
         self.settle_checkpoints = settle_checkpoints
         self._entries: dict[str, _Continuation] = {}
@@ -401,11 +412,18 @@ class ContinuationRegistry:
         return len(self._entries)
 
     def snapshot(self) -> dict[str, Any]:
-        """Gauges and counters: ``live``, ``suspended``, and ``started``, ``rounds``,
-        ``completed``, ``expired``, ``refused.<reason>``…"""
+        """Gauges and counters: ``live``, ``unfinished`` (tools still running or suspended),
+        ``suspended``, and ``started``, ``rounds``, ``completed``, ``expired``,
+        ``refused.<reason>``…"""
         self._evict(trio.current_time())
-        suspended = sum(1 for c in self._entries.values() if not c.attached and not c.done)
-        return {"live": len(self._entries), "suspended": suspended, **self.counters}
+        unfinished = [c for c in self._entries.values() if not c.done]
+        suspended = sum(1 for c in unfinished if not c.attached)
+        return {
+            "live": len(self._entries),
+            "unfinished": len(unfinished),
+            "suspended": suspended,
+            **self.counters,
+        }
 
     def close(self) -> None:
         """Refuse new calls and end every continuation (their tools are cancelled)."""
@@ -447,9 +465,16 @@ class ContinuationRegistry:
             raise internal_error(
                 "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
             )
+        if self._per_principal[principal] >= self.max_per_principal:
+            self.counters[f"refused.{PRINCIPAL_BUSY}"] += 1
+            raise internal_error(
+                "Too many suspended tool calls for this client; retry later",
+                {"reason": PRINCIPAL_BUSY},
+            )
         cont = _Continuation(principal, request_digest(method, params))
         cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
         self._entries[cont.id] = cont
+        self._per_principal[principal] += 1
         self.counters["started"] += 1
         self._nursery.start_soon(self._runner, cont, run)
         return await self._attach(cont, math.inf, sink, progress_token, log_level)
@@ -532,7 +557,7 @@ class ContinuationRegistry:
         finally:
             cont.done = True
             if cont.final is None:
-                self._entries.pop(cont.id, None)
+                self._forget(cont.id)
             elif not cont.attached:
                 # Finished between rounds (e.g. after TimedOut): keep the result, not the task.
                 heapq.heappush(self._finals, (cont.expires_at, cont.id))
@@ -569,13 +594,13 @@ class ContinuationRegistry:
             cont.drained = None
             # Decided on the state after the drain (the tool may have finished meanwhile).
             if cont.final is not None:
-                self._entries.pop(cont.id, None)
+                self._forget(cont.id)
                 self.counters["completed"] += 1
                 if isinstance(cont.final, JsonRpcError):
                     raise cont.final
                 return {**cont.final, "resultType": "complete"}
             if cont.done:  # cancelled under us (registry closing)
-                self._entries.pop(cont.id, None)
+                self._forget(cont.id)
                 raise internal_error("The tool call was cancelled", {"reason": "cancelled"})
             return self._input_required(cont)
         except trio.Cancelled:
@@ -635,8 +660,17 @@ class ContinuationRegistry:
             _, cid = heapq.heappop(finals)
             cont = self._entries.get(cid)
             if cont is not None and cont.done and not cont.attached:
-                del self._entries[cid]
+                self._forget(cid)
                 self.counters["expired"] += 1
+
+    def _forget(self, cid: str) -> None:
+        cont = self._entries.pop(cid, None)
+        if cont is not None:
+            left = self._per_principal[cont.principal] - 1
+            if left > 0:
+                self._per_principal[cont.principal] = left
+            else:
+                del self._per_principal[cont.principal]
 
 
 def _free_key(cont: _Continuation, key: str | None, method: str) -> str:

@@ -35,7 +35,7 @@ C = TypeVar("C", bound=Completer)
 
 def _default_tenant(session: ServerSession) -> Tenant:
     # One connection, one conversation; a transport with authentication supplies the user.
-    return Tenant(user="local", workspace="", conversation=session.peer_id)
+    return Tenant(user=session.user or "local", workspace="", conversation=session.peer_id)
 
 
 class Server:

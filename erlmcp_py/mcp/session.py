@@ -122,6 +122,10 @@ class ServerSession:
         phase: ``new``, ``initializing``, ``ready`` or ``closed``.
         log_level: Minimum level of ``notifications/message`` sent to the client.
         subscriptions: URIs the client subscribed to (``resources/subscribe``).
+        user: The authenticated user of the connection when its transport knows one.
+        client_key: The key of the runtime's per-client limits (elicitation rate, pending
+            count) for this session's elicitations: the session's id, unless the transport
+            names the client (over HTTP, its principal, so that several sessions share them).
     """
 
     def __init__(
@@ -133,12 +137,16 @@ class ServerSession:
         *,
         peer_id: str | None = None,
         max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+        user: str | None = None,
+        client_key: str | None = None,
     ) -> None:
         self._server = server
+        self.user = user
         self._runtime = runtime
         self._send = send
         self._nursery = nursery
         self._peer_id = peer_id or f"session-{next(_session_numbers)}-{secrets.token_hex(4)}"
+        self.client_key = client_key or self._peer_id
         self.max_frame_bytes = max_frame_bytes
         self.protocol_version = ""
         self.client_capabilities = ClientCapabilities()
@@ -594,8 +602,8 @@ class RequestPeer:
 
     @property
     def peer_id(self) -> str:
-        """The session's id."""
-        return self.session.peer_id
+        """The session's client key (the runtime's rate-limit key; its id by default)."""
+        return self.session.client_key
 
     @property
     def protocol_version(self) -> str:
@@ -644,6 +652,8 @@ async def open_session(
     *,
     peer_id: str | None = None,
     max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    user: str | None = None,
+    client_key: str | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -653,6 +663,9 @@ async def open_session(
         send: Writes one frame to the client (the transport adds framing).
         peer_id: Connection id; default: a fresh random one.
         max_frame_bytes: Inbound frame limit.
+        user: The authenticated user of the connection, when the transport knows one (the
+            default tenant's ``user``).
+        client_key: The key of the runtime's per-client limits (default: ``peer_id``).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -662,6 +675,8 @@ async def open_session(
             nursery,
             peer_id=peer_id,
             max_frame_bytes=max_frame_bytes,
+            user=user,
+            client_key=client_key,
         )
         server.sessions.add(session)
         try:

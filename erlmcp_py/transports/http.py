@@ -34,7 +34,11 @@ session may be open at once.
 
 *Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
 on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
-over ``max_frame_bytes`` gets 413; malformed JSON-RPC gets 400 with the JSON-RPC error;
+over ``max_frame_bytes`` gets 413 and one slower than ``body_min_rate`` after
+``body_grace_s`` gets 408, both closing the connection
+(:func:`~erlmcp_py.transports._limits.read_body`); an idle connection, or one whose request
+head is not complete, is closed after ``keep_alive_s``; malformed JSON-RPC gets 400 with the
+JSON-RPC error;
 ``MCP-Protocol-Version`` is checked after ``initialize``
 (:func:`~erlmcp_py.transports.http_checks.check_protocol_version_header`, 400).
 
@@ -63,21 +67,46 @@ the POST cancels the request, and with it the tool call it was running or resumi
 continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as long as
 :meth:`HttpTransport.run`; its end cancels every suspended tool.
 
-*Principal.* There is no authentication layer yet. Sealed ``requestState`` tokens are bound to
-a principal derived per request (:meth:`HttpTransport.principal_of`): the value of
+*Authentication.* With :attr:`HttpConfig.auth` the transport is an OAuth 2.1 resource server
+(:mod:`~erlmcp_py.transports.auth`): every request to the endpoint needs a valid bearer token
+(else 401 with ``WWW-Authenticate``; missing scopes 403), the protected resource metadata is
+served under ``/.well-known/oauth-protected-resource``, and the token's subject is the
+principal: a session answers only the principal that opened it.
+
+*Principal.* Without authentication, sealed ``requestState`` tokens are bound to a principal
+derived per request (:meth:`HttpTransport.principal_of`): the value of
 :attr:`HttpConfig.principal_header` when that is configured and present (set it only behind a
 trusted proxy or gateway that authenticates the client and overwrites the header: a client can
 send any value), else the client's IP address. A state sealed for one principal is refused
 (``wrong_principal``) for another. Limits: every client behind one address (all local clients
 on 127.0.0.1, a NAT, a proxy that does not set the header) shares one principal, one tenant and
-one rate-limit key, so address-only binding separates hosts, not users.
+one rate-limit key, so address-only binding separates hosts, not users. IPv6 addresses are
+grouped by /64 (:mod:`~erlmcp_py.transports.principal`).
+
+*Fair limits.* Each principal has its own share (:class:`PrincipalLimits`): open sessions,
+requests being served at once (a GET stream counts while open) and suspended 2026-07-28 calls
+in the continuation registry; the runtime's elicitation rate and pending cap are keyed by the
+principal too, over all its sessions (the session's ``client_key``). Past its share a
+principal is answered 429 with
+``Retry-After``, while every other principal keeps its own. The global caps
+(``max_sessions``, the registry's ``max_continuations``) stay as the last resort, answered 503
+with ``Retry-After``.
+
+*Draining.* After :meth:`HttpTransport.drain`, ``initialize`` and every new request get 503
+with ``Retry-After`` (``/readyz`` too); answers to the server's requests, notifications,
+retries of suspended 2026-07-28 calls and requests already under way go on, so the calls
+that run can finish.
+
+*Operations.* ``GET /healthz``, ``/readyz`` and ``/metrics`` (Prometheus text) are answered
+beside the MCP endpoint (:mod:`~erlmcp_py.transports._ops`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -89,10 +118,21 @@ from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
 from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
-from erlmcp_py.mcp.mrtr import ContinuationRegistry, open_continuations
+from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import StatelessEndpoint, state_ttl_for
+from erlmcp_py.transports._limits import (
+    DEFAULT_BODY_BYTES,
+    BodyPolicy,
+    BodyTooLarge,
+    BodyTooSlow,
+    PrincipalCounter,
+    PrincipalLimits,
+    read_body,
+)
+from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
+from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
 from erlmcp_py.transports.http_checks import (
     HEADER_MISMATCH,
     HostPolicy,
@@ -101,8 +141,9 @@ from erlmcp_py.transports.http_checks import (
     check_protocol_version_header,
     http_status_for,
 )
+from erlmcp_py.transports.principal import principal_for_address
 
-__all__ = ["HttpConfig", "HttpTransport", "Listening", "serve_http"]
+__all__ = ["HttpConfig", "HttpTransport", "Listening", "PrincipalLimits", "serve_http"]
 
 log = structlog.get_logger("erlmcp.http")
 
@@ -126,9 +167,22 @@ class HttpConfig:
         path: The MCP endpoint.
         allowed_hosts: Host names accepted besides the loopback ones (DNS-rebinding guard).
         allowed_origins: Exact origins accepted besides those on an allowed host.
-        max_frame_bytes: Largest POST body.
-        max_sessions: Open sessions at most; ``initialize`` beyond it gets 503.
+        max_frame_bytes: Largest POST body (413 beyond it). 1 MiB by default: a JSON parse
+            holds the event loop for its whole length (see
+            :data:`~erlmcp_py.transports._limits.DEFAULT_BODY_BYTES`).
+        max_sessions: Open sessions at most, over all principals: the last resort behind
+            ``limits.sessions``; ``initialize`` beyond it gets 503 with ``Retry-After``.
         idle_timeout: Seconds a session without an open stream lives on.
+        keep_alive_s: Seconds an idle connection stays open, and the longest a request
+            head may take to arrive.
+        body_grace_s: Seconds a request body may take beyond what ``body_min_rate`` allows.
+        body_min_rate: Bytes per second a request body must keep up (408 and close, else).
+        limits: Caps per principal; past one, 429 with ``Retry-After``.
+        retry_after_s: The ``Retry-After`` of a 429 or 503.
+        ops_port: Serve ``/healthz``, ``/readyz`` and ``/metrics`` on this port of the same
+            host instead of beside the MCP endpoint (0: any free one; ``None``: beside it).
+        auth: Bearer-token authentication (:mod:`~erlmcp_py.transports.auth`); ``None``: none,
+            the principal is the client's address.
         stream_queue: Frames buffered per stream before a slow client's stream is ended.
         backlog: Frames kept for a GET stream that is not connected yet.
         principal_header: Request header naming the principal of 2026-07-28 requests (their
@@ -143,9 +197,16 @@ class HttpConfig:
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES
+    max_frame_bytes: int = DEFAULT_BODY_BYTES
     max_sessions: int = 1024
-    idle_timeout: float = 1800.0
+    idle_timeout: float = 300.0
+    keep_alive_s: float = 5.0
+    body_grace_s: float = 10.0
+    body_min_rate: int = 32 * 1024
+    limits: PrincipalLimits = field(default_factory=PrincipalLimits)
+    retry_after_s: int = 5
+    ops_port: int | None = None
+    auth: AuthConfig | None = None
     stream_queue: int = 256
     backlog: int = 256
     principal_header: str | None = None
@@ -160,11 +221,24 @@ class Listening:
         url: The MCP endpoint URL (first bound address).
         urls: One endpoint URL per bound address.
         transport: The ASGI app (its sessions, for operations and tests).
+        ops_url: The operations endpoints' base URL when they have a port of their own.
     """
 
     url: str
     urls: tuple[str, ...]
     transport: HttpTransport
+    ops_url: str | None = None
+
+
+#: Where a request's verified principal (and its token's subject) is kept in its ASGI scope.
+_PRINCIPAL: Final = "erlmcp.principal"
+_SUBJECT: Final = "erlmcp.subject"
+
+#: ``data.reason`` of a continuation registry refusal -> (HTTP status, refusal counted).
+_REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
+    PRINCIPAL_BUSY: (429, "principal_suspended"),
+    "busy": (503, "suspended"),
+}
 
 
 class _HttpError(Exception):
@@ -238,9 +312,10 @@ def _classify(frame: bytes) -> tuple[bool, RequestId | None]:
 class _HttpSession:
     """A :class:`ServerSession` and the HTTP streams its frames go to."""
 
-    def __init__(self, transport: HttpTransport, session_id: str) -> None:
+    def __init__(self, transport: HttpTransport, session_id: str, principal: str) -> None:
         self.id = session_id
         self.transport = transport
+        self.principal = principal
         self.session: ServerSession | None = None
         self.posts: dict[RequestId, _Stream] = {}
         self.get_stream: _Stream | None = None
@@ -308,6 +383,8 @@ class _HttpSession:
                 transport.runtime,
                 self.write,
                 max_frame_bytes=transport.config.max_frame_bytes,
+                user=self.principal if transport.config.auth is not None else None,
+                client_key=self.principal,
             ) as session:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)
@@ -324,8 +401,15 @@ class _HttpSession:
                         self.touch()
         finally:
             self.close()
-            transport._sessions.pop(self.id, None)
+            if transport._sessions.pop(self.id, None) is not None:
+                transport._session_shares.release(self.principal)
             self.log.info("session_ended")
+
+
+def _resumes(message: Request) -> bool:
+    """Whether a request continues a suspended 2026-07-28 call (carries ``requestState``)."""
+    params = message.params
+    return isinstance(params, Mapping) and "requestState" in params
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -375,6 +459,55 @@ class HttpTransport:
         self._sessions: dict[str, _HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         self._stateless: StatelessEndpoint | None = None
+        limits = self.config.limits
+        self._session_shares = PrincipalCounter(limits.sessions)
+        self._request_shares = PrincipalCounter(limits.requests)
+        self._body = BodyPolicy(
+            self.config.max_frame_bytes, self.config.body_grace_s, self.config.body_min_rate
+        )
+        self._draining = False
+        self._refusals: Counter[str] = Counter()
+        self._metrics = metrics_registry(self)
+        auth = self.config.auth
+        self._verifier = BearerVerifier(auth) if auth is not None else None
+        self._metadata_paths = metadata_paths(auth) if auth is not None else frozenset()
+
+    @property
+    def draining(self) -> bool:
+        """True once :meth:`drain` was called: new sessions and calls are refused (503)."""
+        return self._draining
+
+    def drain(self) -> None:
+        """Refuse new sessions and new calls (503 with ``Retry-After``; ``/readyz`` 503).
+
+        Requests under way, answers to the server's own requests, notifications and the
+        retries of suspended 2026-07-28 calls still pass, so running calls can finish.
+        """
+        self._draining = True
+
+    @property
+    def refusals(self) -> Mapping[str, int]:
+        """Requests refused by the transport's limits, by reason."""
+        return self._refusals
+
+    @property
+    def suspended_calls(self) -> int:
+        """2026-07-28 tool calls alive in the continuation registry."""
+        registry = self.continuations
+        return len(registry) if registry is not None else 0
+
+    @property
+    def calls_in_progress(self) -> int:
+        """Calls not yet answered: session requests awaiting their answer, and 2026-07-28
+        tool calls running or suspended between rounds."""
+        posts = sum(len(s.posts) for s in self._sessions.values())
+        registry = self.continuations
+        return posts + (registry.snapshot()["unfinished"] if registry is not None else 0)
+
+    def _refuse(self, reason: str, status: int, message: str, **fields: Any) -> _HttpError:
+        self._refusals[reason] += 1
+        retry = str(self.config.retry_after_s).encode()
+        return _HttpError(status, message, headers=[(b"retry-after", retry)], **fields)
 
     @property
     def session_count(self) -> int:
@@ -410,6 +543,7 @@ class HttpTransport:
         config = getattr(self.runtime, "config", None)
         if "state_ttl" not in options and config is not None:
             options["state_ttl"] = state_ttl_for(config)
+        options.setdefault("max_per_principal", self.config.limits.suspended)
         async with open_continuations(**options) as registry:
             task_status.started(StatelessEndpoint(self.server, self.runtime, registry))
             await trio.sleep_forever()
@@ -422,12 +556,17 @@ class HttpTransport:
             self._stateless.registry.close()
 
     def principal_of(self, scope: Scope) -> str:
-        """The principal a 2026-07-28 request's ``requestState`` is bound to.
+        """The principal of a request: it keys the fair limits and binds ``requestState``.
 
+        With :attr:`HttpConfig.auth`, the verified token's ``sub:<sub>@<issuer>``. Else
         ``header:<value>`` from :attr:`HttpConfig.principal_header` when configured and present
-        (at most 256 visible characters), else ``addr:<client IP>``; see the module docstring
-        for the trust assumptions and limits.
+        (at most 256 visible characters), else the client's address
+        (:func:`~erlmcp_py.transports.principal.principal_for_address`: IPv6 grouped by /64);
+        see the module docstring for the trust assumptions and limits.
         """
+        verified = scope.get(_PRINCIPAL)
+        if isinstance(verified, str):
+            return verified
         name = self.config.principal_header
         if name:
             value = (_header(scope, name.strip().lower().encode("latin-1")) or "").strip()
@@ -435,7 +574,7 @@ class HttpTransport:
                 return f"header:{value}"
         client = scope.get("client")
         host = client[0] if client else None
-        return f"addr:{host}" if isinstance(host, str) and host else "addr:unknown"
+        return principal_for_address(host if isinstance(host, str) else None)
 
     # -- ASGI ---------------------------------------------------------------------------------
 
@@ -447,10 +586,93 @@ class HttpTransport:
             return
         if kind != "http":
             return
+        if (
+            self.config.ops_port is None
+            and scope.get("path") in OPS_PATHS
+            and scope.get("path") != self.config.path
+        ):
+            await self._ops(scope, send)
+            return
+        if scope.get("path") in self._metadata_paths:
+            await self._resource_metadata(scope, send)
+            return
+        if self._verifier is not None and scope.get("path") == self.config.path:
+            try:
+                subject = await self._verifier.verify(_header(scope, b"authorization"))
+            except AuthRefused as refused:
+                self._refusals[f"auth_{refused.status}"] += 1
+                body = jsonrpc.encode_error(None, SERVER_ERROR, refused.description)
+                headers = [(b"www-authenticate", refused.challenge.encode())]
+                await self._send_simple(send, refused.status, body, JSON, headers)
+                return
+            scope[_PRINCIPAL] = subject.principal
+            scope[_SUBJECT] = subject
+        principal = self.principal_of(scope)
+        if not self._request_shares.acquire(principal):
+            exc = self._refuse(
+                "principal_requests", 429, "Too Many Requests: too many requests in flight"
+            )
+            await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
+            return
         try:
             await self._http(scope, receive, send)
         except _HttpError as exc:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
+        finally:
+            self._request_shares.release(principal)
+
+    def _check_tool_scopes(self, scope: Scope, message: Request) -> None:
+        """A ``tools/call`` of a tool with scopes of its own: 403 unless the token has them."""
+        assert self._verifier is not None
+        params = message.params
+        tool = params.get("name") if isinstance(params, Mapping) else None
+        if message.method != "tools/call" or not isinstance(tool, str):
+            return
+        try:
+            self._verifier.check_tool(scope[_SUBJECT], tool)
+        except AuthRefused as refused:
+            self._refusals["auth_403"] += 1
+            raise _HttpError(
+                refused.status,
+                refused.description,
+                id=message.id,
+                headers=[(b"www-authenticate", refused.challenge.encode())],
+            ) from None
+
+    async def _resource_metadata(self, scope: Scope, send: Send) -> None:
+        """The protected resource metadata (RFC 9728), for clients to find the issuer."""
+        assert self.config.auth is not None
+        if scope.get("method") not in ("GET", "HEAD"):
+            await self._send_simple(send, 405, b"", None, [(b"allow", b"GET")])
+            return
+        body = json.dumps(self.config.auth.metadata()).encode()
+        await self._send_simple(send, 200, body, JSON, [(b"cache-control", b"max-age=300")])
+
+    async def ops_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An ASGI app of the operations endpoints alone (for :attr:`HttpConfig.ops_port`)."""
+        if scope.get("type") == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope.get("type") != "http":
+            return
+        if scope.get("path") not in OPS_PATHS:
+            await self._send_simple(send, 404, b"Not Found\n", "text/plain")
+            return
+        await self._ops(scope, send)
+
+    async def _ops(self, scope: Scope, send: Send) -> None:
+        """``/healthz``, ``/readyz``, ``/metrics`` (GET only; the Host check applies)."""
+        reason = self.policy.check_host(_header(scope, b"host"))
+        if reason is not None:
+            await self._send_simple(send, 403, f"Forbidden: {reason}\n".encode(), "text/plain")
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            await self._send_simple(send, 405, b"", None, [(b"allow", b"GET")])
+            return
+        answer = answer_ops(self, str(scope.get("path")), self._metrics)
+        await self._send_simple(send, answer.status, answer.body, answer.content_type)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -506,6 +728,9 @@ class HttpTransport:
         hs = self._sessions.get(session_id)
         if hs is None or hs.done.is_set() or hs.session is None:
             raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
+        if self._verifier is not None and hs.principal != self.principal_of(scope):
+            # another subject's session: as unknown to this one as a made-up id
+            raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
         reason = check_protocol_version_header(
             _header(scope, b"mcp-protocol-version"), hs.session.protocol_version
         )
@@ -515,22 +740,24 @@ class HttpTransport:
         return hs
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
-        limit = self.config.max_frame_bytes
-        length = _header(scope, b"content-length")
-        if length is not None and length.strip().isdigit() and int(length) > limit:
-            too_large = jsonrpc.FrameTooLarge(int(length), limit)
-            raise _HttpError(413, too_large.message, code=too_large.code, data=too_large.data)
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body += message.get("body", b"")
-            if len(body) > limit:
-                too_large = jsonrpc.FrameTooLarge(len(body), limit)
-                raise _HttpError(413, too_large.message, code=too_large.code, data=too_large.data)
-            if not message.get("more_body", False):
-                return bytes(body)
+        """The POST body within the size cap and the minimum rate; refused: the answer
+        closes the connection (the rest of the body is never read)."""
+        length = (_header(scope, b"content-length") or "").strip()
+        close = [(b"connection", b"close")]
+        try:
+            return await read_body(receive, int(length) if length.isdigit() else None, self._body)
+        except BodyTooLarge as exc:
+            self._refusals["body_too_large"] += 1
+            too_large = jsonrpc.FrameTooLarge(exc.size, exc.limit)
+            message = f"Payload Too Large: the body exceeds the limit of {exc.limit} bytes"
+            raise _HttpError(
+                413, message, code=too_large.code, data=too_large.data, headers=close
+            ) from None
+        except BodyTooSlow:
+            self._refusals["body_too_slow"] += 1
+            raise _HttpError(
+                408, "Request Timeout: the body came too slowly", headers=close
+            ) from None
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         accept = _header(scope, b"accept")
@@ -555,6 +782,12 @@ class HttpTransport:
                 await self._send_simple(send, 202)
                 return
             raise _HttpError(400, exc.message, code=exc.code, id=exc.id, data=exc.data) from None
+        if self._verifier is not None and isinstance(message, Request):
+            self._check_tool_scopes(scope, message)
+        if self._draining and isinstance(message, Request) and not _resumes(message):
+            raise self._refuse(
+                "draining", 503, "Service Unavailable: the server is stopping", id=message.id
+            )
         if isinstance(message, Request) and self._is_modern(scope, message):
             # first: a 2026-07-28 ``initialize`` is a removed method (-32601, HTTP 404)
             await self._modern(scope, message, receive, send)
@@ -676,16 +909,23 @@ class HttpTransport:
             except jsonrpc.EncodeError:
                 log.warning("result_unencodable", method=message.method[:80])
                 error = jsonrpc.internal_error("Result could not be encoded", None, message.id)
+        extra: list[tuple[bytes, bytes]] = []
         if error is not None:
             body = error.encode()
             status = http_status_for(error.code)
+            reason = error.data.get("reason") if isinstance(error.data, Mapping) else None
+            # a full registry: one principal's share (429), or the whole of it (503)
+            if isinstance(reason, str) and reason in _REGISTRY_FULL:
+                status, counted = _REGISTRY_FULL[reason]
+                self._refusals[counted] += 1
+                extra.append((b"retry-after", str(self.config.retry_after_s).encode()))
         else:
             status = 200
         if streaming:  # the status went out with the first notification: the answer is an event
             await _send_event(send, body)
             await _end_stream(send)
             return
-        await self._send_simple(send, status, body, JSON)
+        await self._send_simple(send, status, body, JSON, extra)
 
     async def _initialize(self, scope: Scope, message: Request, send: Send) -> None:
         if _header(scope, b"mcp-session-id") is not None:
@@ -697,10 +937,16 @@ class HttpTransport:
             )
         if self._nursery is None:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
+        principal = self.principal_of(scope)
+        if self._session_shares.held(principal) >= self._session_shares.cap:
+            raise self._refuse(
+                "principal_sessions", 429, "Too Many Requests: too many sessions for this client"
+            )
         if len(self._sessions) >= self.config.max_sessions:
-            raise _HttpError(503, "Service Unavailable: too many sessions")
+            raise self._refuse("sessions", 503, "Service Unavailable: too many sessions")
         session_id = secrets.token_urlsafe(32)
-        hs = _HttpSession(self, session_id)
+        hs = _HttpSession(self, session_id, principal)
+        self._session_shares.acquire(principal)
         self._sessions[session_id] = hs
         await self._nursery.start(hs.run)
         assert hs.session is not None
@@ -873,10 +1119,9 @@ async def serve_http(
     if bind_name not in ("0.0.0.0", "::", "") and bind_name not in config.allowed_hosts:
         config = _with_host(config, bind_name)
     hconfig = Config()
-    ipv6 = ":" in host and not host.startswith("[")
-    hconfig.bind = [f"[{host}]:{port}" if ipv6 else f"{host}:{port}"]
+    hconfig.bind = [_bind(host, port)]
     hconfig.graceful_timeout = 1.0
-    hconfig.keep_alive_timeout = 75.0
+    hconfig.keep_alive_timeout = config.keep_alive_s
 
     async def run(runtime: Any) -> None:
         transport = HttpTransport(server, runtime, config)
@@ -888,8 +1133,21 @@ async def serve_http(
                     _serve_hypercorn, serve, transport, hconfig, shutdown_trigger, stopped
                 )
                 urls = tuple(f"{b}{config.path}" for b in binds)
-                log.info("http_listening", urls=urls)
-                task_status.started(Listening(urls[0], urls, transport))
+                ops_url: str | None = None
+                if config.ops_port is not None:
+                    ops_config = copy.copy(hconfig)
+                    ops_config.bind = [_bind(host, config.ops_port)]
+                    ops_binds = await nursery.start(
+                        _serve_hypercorn,
+                        serve,
+                        transport.ops_app,
+                        ops_config,
+                        shutdown_trigger,
+                        trio.Event(),
+                    )
+                    ops_url = ops_binds[0]
+                log.info("http_listening", urls=urls, ops=ops_url)
+                task_status.started(Listening(urls[0], urls, transport, ops_url))
                 await stopped.wait()
             finally:
                 transport.close_all()
@@ -916,6 +1174,11 @@ async def _serve_hypercorn(
         )
     finally:
         stopped.set()
+
+
+def _bind(host: str, port: int) -> str:
+    ipv6 = ":" in host and not host.startswith("[")
+    return f"[{host}]:{port}" if ipv6 else f"{host}:{port}"
 
 
 def _with_host(config: HttpConfig, host: str) -> HttpConfig:

@@ -19,6 +19,7 @@ from erlmcp_py.core.state_token import (
     KeyRing,
     StateTokenError,
     open_token,
+    parse_keyring,
     request_digest,
     seal,
 )
@@ -93,10 +94,78 @@ def test_payload_is_encrypted() -> None:
 
 def test_header_layout() -> None:
     raw = _raw(_seal(now=1000.0, ttl=600.0))
-    assert raw[0] == 2  # version
+    assert raw[0] == 3  # version
     assert raw[1] == 2  # kid length
     assert raw[2:4] == b"k1"
     assert struct.unpack(">dd", raw[4:20]) == (1000.0, 1600.0)  # issued, expires
+
+
+def test_the_payload_is_sealed_with_aes_256_gcm_siv_under_the_header() -> None:
+    import hashlib
+    import hmac
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
+
+    raw = _raw(_seal())
+    header, nonce, sealed = raw[:20], raw[20:32], raw[32:]
+    key = hmac.digest(K1, b"erlmcp-py/state-token/v3/aead\x01", hashlib.sha256)
+    plaintext = AESGCMSIV(key).decrypt(nonce, sealed, header)
+    assert json.loads(plaintext[32:]) == PAYLOAD
+    assert len(sealed) == len(plaintext) + 16  # the GCM-SIV tag
+
+
+#: A version 2 token (the stdlib HMAC + SHAKE-256 layout), sealed with ``KeyRing("k1",
+#: b"k" * 32)`` for ``addr:127.0.0.1`` and ``tools/call {"name": "x"}`` at 1000 for 600 s.
+V2_TOKEN = (
+    "AgJrMUCPQAAAAAAAQJkAAAAAAAC4n-YsKDAshdWlXEXUxMJSMDBQfuqQYjDCvjUaujLbmOwYXWKuET-8uWkQLCD4PSFPXDLJ"
+    "3ZtD8MI7eWJ1iPyzyjsVxjs9tro3j_jx60lY5qQ"
+)
+
+
+def test_a_token_of_the_earlier_layout_is_refused_as_malformed() -> None:
+    with pytest.raises(errors.StateTokenMalformed) as info:
+        open_token(
+            V2_TOKEN,
+            principal="addr:127.0.0.1",
+            request_digest=request_digest("tools/call", {"name": "x"}),
+            now=1001.0,
+            keyring=KeyRing("k1", b"k" * 32),
+        )
+    assert info.value.reason == "malformed"
+
+
+def test_parse_keyring_reads_current_and_previous_keys() -> None:
+    new, old = base64.b64encode(K2).decode(), base64.urlsafe_b64encode(K1).decode().rstrip("=")
+    ring = parse_keyring(f"# rotated 2026-02\n2026-02={new}\n\n2026-01 = {old}\n")
+    assert ring.current_kid == "2026-02"
+    assert ring.kids == ("2026-02", "2026-01")
+    old_token = _seal(keyring=KeyRing("2026-01", K1))
+    assert _open(old_token, keyring=ring) == PAYLOAD  # the previous key still opens
+    assert _raw(_seal(keyring=ring))[2:9] == b"2026-02"  # the first one seals
+    assert parse_keyring(f"a={new},b={old}").kids == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "no key entry"),
+        ("# only a comment", "no key entry"),
+        ("k1", "expected KID=KEY"),
+        ("k1=not base64!", "not base64"),
+        ("k1=" + base64.b64encode(b"short").decode(), "at least 32 bytes"),
+        ("=" + base64.b64encode(K1).decode(), "key id"),
+    ],
+)
+def test_parse_keyring_refuses_bad_entries_without_showing_keys(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says) as info:
+        parse_keyring(text)
+    assert base64.b64encode(K1).decode() not in str(info.value)
+
+
+def test_parse_keyring_refuses_a_repeated_key_id() -> None:
+    key = base64.b64encode(K1).decode()
+    with pytest.raises(ValueError, match="duplicate"):
+        parse_keyring(f"a={key},a={key}")
 
 
 def test_seal_is_deterministic_and_pure() -> None:
@@ -263,7 +332,7 @@ def test_malformed_non_string() -> None:
 
 def test_malformed_structure() -> None:
     raw = _raw(_seal())
-    for version in (0, 1, 3, 255):  # 1: the layout without an issue time
+    for version in (0, 1, 2, 255):  # 1, 2: the earlier layouts
         assert _reason(_text(bytes((version,)) + raw[1:])) == "malformed"
     assert _reason(_text(raw[:1] + b"\x00" + raw[2:])) == "malformed"  # empty key id
     assert _reason(_text(raw[:1] + b"\xff" + raw[2:])) == "malformed"  # key id too long

@@ -33,6 +33,12 @@ def build(config: RuntimeConfig) -> Server:
         return "done"
 
     @server.tool()
+    async def brief() -> str:
+        """Work a third of a second: a call a drain lets finish."""
+        await trio.sleep(0.3)
+        return "done"
+
+    @server.tool()
     async def long_tail(ctx: Context) -> str:
         """Ask; then take many turns of the scheduler (no waiting on time or I/O) to answer."""
         outcome = await ctx.elicit_confirm("Proceed?")

@@ -31,7 +31,7 @@ from tests.deploy.support import (
     serve_command,
     wait_serving,
 )
-from tests.transports.test_http import call
+from tests.transports.test_http import INIT, McpHttp, call, message
 
 LIMIT = 20.0  # seconds any test here may take
 STUBBORN = ("--server", "tests.deploy.servers:build")
@@ -195,10 +195,53 @@ async def test_stdio_shutdown_timeout_bounds_the_stop_with_exit_1(tmp_path: Path
 # -- Streamable HTTP -----------------------------------------------------------------------------
 
 
-async def test_http_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_path: Path) -> None:
+def ops(url: str, path: str) -> str:
+    return url.rsplit("/", 1)[0] + path
+
+
+async def test_http_sigterm_drains_the_user_answers_and_new_work_is_refused(
+    tmp_path: Path,
+) -> None:
     stderr = tmp_path / "stderr.log"
     async with (
-        http_server(stderr) as (process, url),
+        http_server(stderr, "--shutdown-timeout", "15") as (process, url),
+        httpx2.AsyncClient(timeout=10) as http,
+    ):
+        client = await wait_serving(http, url, 10)
+        assert (await http.get(ops(url, "/readyz"))).status_code == 200
+        async with client.stream(call(7, "demo_confirm")) as sse:
+            asked = await sse.next()
+            assert asked is not None
+            assert asked["method"] == "elicitation/create"
+            process.send_signal(signal.SIGTERM)
+            await poll(lambda: bool(events_named(stderr, "drain_started")), "the drain", 10)
+            # draining: no new session, no new call; readiness fails, liveness holds
+            fresh = await McpHttp(http, url).post(message("initialize", INIT, id=0))
+            assert fresh.status_code == 503
+            assert int(fresh.headers["retry-after"]) > 0
+            again = await client.post(call(8, "demo_confirm"))
+            assert again.status_code == 503
+            assert (await http.get(ops(url, "/readyz"))).status_code == 503
+            assert (await http.get(ops(url, "/healthz"))).status_code == 200
+            # the running call goes on: the user's answer still reaches it
+            await client.answer(asked, {"action": "accept", "content": {"confirm": True}})
+            on_post = await sse.rest()
+        text = on_post[-1]["result"]["content"][0]["text"]
+        assert text.startswith("confirm: action=accept"), text
+        took = await wait_exit(process, 10)
+        assert process.returncode == 0
+        assert took < 5  # no call left: the stop does not wait for the timeout
+    line = shutdown_line(stderr)
+    assert (line["clean"], line["exit_status"], line["calls_left_by_drain"]) == (True, 0, 0)
+    assert line["outcomes"] == {"Accepted": {"form": 1}}
+
+
+async def test_http_sigterm_ends_an_unanswered_elicitation_after_the_drain_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    stderr = tmp_path / "stderr.log"
+    async with (
+        http_server(stderr, "--shutdown-timeout", "3") as (process, url),
         httpx2.AsyncClient(timeout=10) as http,
         trio.open_nursery() as nursery,
     ):
@@ -217,10 +260,13 @@ async def test_http_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_pat
             asked = await sse.next()
             assert asked is not None
             assert asked["method"] == "elicitation/create"
+            start = trio.current_time()
             process.send_signal(signal.SIGTERM)
             on_post = await sse.rest()  # the stream ends: it does not hang
+            drained = trio.current_time() - start
         assert on_post[-1]["id"] == 7
         assert on_post[-1]["result"]["content"][0]["text"] == "confirm: failed: runtime_restarted"
+        assert 1.9 <= drained < 3.0, drained  # the drain window: the timeout less its reserve
         await wait_exit(process, 10)
         assert process.returncode == 0
     # The runtime tells the client before it wakes the tool, so the notice rides the call's
@@ -230,9 +276,10 @@ async def test_http_sigterm_answers_the_pending_elicitation_then_exits_0(tmp_pat
     assert not [m for m in on_get if m.get("method") == "notifications/cancelled"]
     line = shutdown_line(stderr)
     assert (line["signal"], line["clean"], line["exit_status"]) == ("SIGTERM", True, 0)
+    assert line["calls_left_by_drain"] == 1
 
 
-async def test_http_stop_refuses_new_connections_and_a_second_signal_forces_exit(
+async def test_http_stop_refuses_new_work_and_a_second_signal_forces_exit(
     tmp_path: Path,
 ) -> None:
     stderr = tmp_path / "stderr.log"
@@ -250,16 +297,11 @@ async def test_http_stop_refuses_new_connections_and_a_second_signal_forces_exit
         nursery.start_soon(stubborn_call)
         await poll(lambda: bool(events_named(stderr, "stubborn_started")), "the tool", 10)
         process.send_signal(signal.SIGTERM)
-        await poll(lambda: bool(events_named(stderr, "shutdown_started")), "the stop", 10)
-        # Stopping: no new connection is accepted, while the process still runs.
-        with trio.fail_after(5):
-            while True:
-                try:
-                    async with httpx2.AsyncClient(timeout=2) as fresh:
-                        await fresh.post(url, content=b"{}")
-                except httpx2.ConnectError:
-                    break
-                await trio.sleep(0.02)
+        await poll(lambda: bool(events_named(stderr, "drain_started")), "the drain", 10)
+        # Stopping: a new session is refused, while the process still runs.
+        async with httpx2.AsyncClient(timeout=2) as fresh:
+            refused = await McpHttp(fresh, url).post(message("initialize", INIT, id=0))
+        assert refused.status_code == 503
         assert alive(process.pid)
         assert process.returncode is None
         process.send_signal(signal.SIGTERM)
@@ -277,3 +319,56 @@ def test_shutdown_timeout_must_be_positive(bad: str, capsys: pytest.CaptureFixtu
     assert exited.value.code == 2
     assert "--shutdown-timeout" in capsys.readouterr().err
     assert _parser().parse_args(["serve"]).shutdown_timeout == DEFAULT_SHUTDOWN_TIMEOUT
+
+
+async def test_http_sigterm_under_load_answers_every_request_and_exits_0(tmp_path: Path) -> None:
+    """30 clients calling a tool in a loop: at SIGTERM each call under way finishes, each
+    client's next request gets 503 + Retry-After (it then stops, as behind a load
+    balancer), and no request meets a closed connection."""
+    stderr = tmp_path / "stderr.log"
+    async with (
+        http_server(stderr, *STUBBORN, "--shutdown-timeout", "10") as (process, url),
+        httpx2.AsyncClient(timeout=10) as http,
+    ):
+        first = await wait_serving(http, url, 10)
+        clients = [first]
+        for _ in range(29):
+            client = McpHttp(httpx2.AsyncClient(timeout=10), url)
+            await client.initialize()
+            clients.append(client)
+        answered: list[int] = []
+        refused: list[str] = []
+        broken: list[str] = []
+        going = trio.Event()
+
+        async def work(client: McpHttp) -> None:
+            for i in range(1000):
+                try:
+                    response = await client.post(call(i, "brief"))
+                except httpx2.TransportError as exc:
+                    broken.append(type(exc).__name__)
+                    return
+                if response.status_code == 503:
+                    refused.append(response.headers.get("retry-after", ""))
+                    return
+                assert response.status_code == 200, response.text
+                assert '"text":"done"' in response.text.replace(" ", ""), response.text
+                answered.append(i)
+                going.set()
+
+        async with trio.open_nursery() as nursery:
+            for client in clients:
+                nursery.start_soon(work, client)
+            await going.wait()
+            await trio.sleep(0.5)  # under way: every client has a call in flight
+            process.send_signal(signal.SIGTERM)
+        for client in clients[1:]:
+            await client.http.aclose()
+        await wait_exit(process, 10)
+        assert process.returncode == 0
+    assert broken == []
+    assert len(refused) == 30
+    assert all(int(after) > 0 for after in refused)
+    assert len(answered) >= 30
+    line = shutdown_line(stderr)
+    assert (line["clean"], line["exit_status"], line["calls_left_by_drain"]) == (True, 0, 0)

@@ -30,7 +30,7 @@ from supervisor.xmlrpc import SupervisorTransport  # type: ignore[import-untyped
 
 from erlmcp_py.cli import _parser
 from tests.deploy.support import REPO, alive, events_named, free_port, poll, wait_serving
-from tests.transports.test_http import McpHttp, call
+from tests.transports.test_http import INIT, McpHttp, call, message
 
 SHIPPED = REPO / "deploy" / "supervisord" / "erlmcp-py.conf"
 PROGRAM = "erlmcp-py"
@@ -227,7 +227,7 @@ async def test_a_killed_server_is_restarted_and_serves_again(tmp_path: Path) -> 
             assert f"exited: {PROGRAM} (terminated by SIGKILL; not expected)" in sup.log_text()
 
 
-async def test_stop_with_a_pending_elicitation_gives_the_client_its_outcome(
+async def test_stop_drains_the_user_answers_the_pending_elicitation_and_exit_is_0(
     tmp_path: Path,
 ) -> None:
     with trio.fail_after(30):
@@ -237,16 +237,8 @@ async def test_stop_with_a_pending_elicitation_gives_the_client_its_outcome(
             trio.open_nursery() as nursery,
         ):
             client: McpHttp = await wait_serving(http, sup.url, START_LIMIT)
-            on_get: list[dict[str, Any]] = []
-            get_open = trio.Event()
-
-            async def get_stream() -> None:
-                async with client.get_stream() as sse:
-                    get_open.set()
-                    on_get.extend(await sse.rest())
-
-            nursery.start_soon(get_stream)
-            await get_open.wait()
+            readyz = sup.url.rsplit("/", 1)[0] + "/readyz"
+            assert (await http.get(readyz)).status_code == 200
             stopped: list[subprocess.CompletedProcess[bytes]] = []
             async with client.stream(call(3, "demo_confirm")) as sse:
                 asked = await sse.next()
@@ -257,19 +249,27 @@ async def test_stop_with_a_pending_elicitation_gives_the_client_its_outcome(
                     stopped.append(await sup.ctl("stop", PROGRAM))
 
                 nursery.start_soon(stop)
-                on_post = await sse.rest()  # ends with the tool's answer, not a hang
+                await poll(
+                    lambda: bool(events_named(sup.stderr_log, "drain_started")), "the drain", 15
+                )
+                # draining under supervisord: new sessions refused, not ready, the call runs on
+                fresh = await McpHttp(http, sup.url).post(message("initialize", INIT, id=0))
+                assert fresh.status_code == 503
+                assert "retry-after" in fresh.headers
+                assert (await http.get(readyz)).status_code == 503
+                await client.answer(asked, {"action": "accept", "content": {"confirm": True}})
+                on_post = await sse.rest()
             await poll(lambda: bool(stopped), "supervisorctl stop", 15)
         assert stopped[0].returncode == 0, stopped[0]
         assert on_post[-1]["id"] == 3
-        assert on_post[-1]["result"]["content"][0]["text"] == "confirm: failed: runtime_restarted"
-        # Told before the tool wakes: the notice rides the call's stream, ahead of its answer.
-        notices = [m for m in on_post[:-1] if m.get("method") == "notifications/cancelled"]
-        assert [n["params"]["requestId"] for n in notices] == [asked["id"]]
-        assert not [m for m in on_get if m.get("method") == "notifications/cancelled"]
+        text = on_post[-1]["result"]["content"][0]["text"]
+        assert text.startswith("confirm: action=accept"), text
         started = events_named(sup.stderr_log, "shutdown_started")
         assert [(s["signal"], s["pending_elicitations"]) for s in started] == [("SIGTERM", 1)]
         line = events_named(sup.stderr_log, "shutdown")
-        assert [(x["clean"], x["exit_status"]) for x in line] == [(True, 0)]
+        assert [(x["clean"], x["exit_status"], x["calls_left_by_drain"]) for x in line] == [
+            (True, 0, 0)
+        ]
         assert f"stopped: {PROGRAM} (exit status 0)" in sup.log_text()
 
 

@@ -136,3 +136,9 @@ def test_the_unit_command_line_is_a_loopback_serve_that_stops_before_systemd_kil
     for key in ("NoNewPrivileges", "PrivateTmp"):
         assert setting(text, key) == "yes"
     assert setting(text, "ProtectSystem") == "strict"
+
+
+def test_the_unit_raises_the_file_descriptor_limit_above_the_default() -> None:
+    limit = setting(UNIT.read_text(), "LimitNOFILE")
+    assert limit.isdigit(), limit
+    assert int(limit) >= 8192  # the default soft limit is 1024: a connect flood exhausts it

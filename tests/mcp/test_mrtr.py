@@ -936,3 +936,28 @@ async def test_a_request_after_the_settle_checkpoints_waits_for_the_next_round(
 ) -> None:
     async with open_continuations(settle_checkpoints=10) as registry:
         assert await _first_round(registry, gap=40) == ["first?"]
+
+
+async def test_one_principal_holds_at_most_its_share_of_the_registry(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
+    from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, open_continuations
+    from erlmcp_py.mcp.stateless import StatelessEndpoint
+
+    server, _ = make_server()
+    async with (
+        open_runtime({"rate": 1000}) as runtime,
+        open_continuations(max_continuations=10, max_per_principal=2) as registry,
+    ):
+        endpoint = StatelessEndpoint(server, runtime, registry)
+        params: dict[str, Any] = {"name": "ask_once", "arguments": {}, "_meta": meta()}
+        for i in range(2):
+            await endpoint.handle(Request(i, "tools/call", params), principal="a", client_id="a")
+        with pytest.raises(JsonRpcError) as full:
+            await endpoint.handle(Request(3, "tools/call", params), principal="a", client_id="a")
+        assert full.value.data == {"reason": PRINCIPAL_BUSY}
+        other = await endpoint.handle(Request(4, "tools/call", params), principal="b")
+        assert other["resultType"] == "input_required"
+        assert registry.counters[f"refused.{PRINCIPAL_BUSY}"] == 1
+        registry.close()

@@ -68,6 +68,19 @@ async def test_restart_table(
     assert h.take_log() == [(T, c) for c in reversed(sorted(running))]
 
 
+async def test_restarts_are_counted_per_child() -> None:
+    h = Harness()
+    sup = Supervisor([h.spec("a"), h.spec("b"), h.spec("c")], strategy="rest_for_one")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run)
+        h.controls["b"].order("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        h.controls["c"].order("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sup.restarts == {"b": 1, "c": 2}
+        sup.request_stop()
+
+
 @pytest.mark.parametrize("restart", ["permanent", "transient", "temporary"])
 @pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
 async def test_terminate_child_is_a_shutdown_never_a_restart(strategy: str, restart: str) -> None:

@@ -1,0 +1,140 @@
+"""``erlmcp-py serve`` options from a TOML file, with environment overrides.
+
+Every ``serve`` option has a key of the same name in the file, with ``_`` for ``-``
+(``--shutdown-timeout 10`` is ``shutdown_timeout = 10``). An environment variable
+``ERLMCP_SERVE_<KEY>`` (upper case, e.g. ``ERLMCP_SERVE_PORT=8001``) overrides the file's
+value, and an option given on the command line overrides both. The whole of it is checked
+with pydantic before anything starts: an unknown key or a bad value is an error that names its
+key (and the environment variable it came from, if any).
+
+Example::
+
+    transport = "http"
+    host = "127.0.0.1"
+    port = 8000
+    shutdown_timeout = 10
+    rate = 10
+    session_idle_timeout = 300
+    sessions_per_client = 32
+    state_keys = "/etc/erlmcp-py/state-keys"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = ["ENV_PREFIX", "ConfigError", "ServeConfig", "load_serve_config"]
+
+#: Prefix of the environment variables that override the file's keys.
+ENV_PREFIX = "ERLMCP_SERVE_"
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be read or does not validate.
+
+    Attributes:
+        problems: One line per problem, each naming its key.
+    """
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(problems))
+        self.problems = problems
+
+
+class ServeConfig(BaseModel):
+    """The options of ``erlmcp-py serve`` (each documented by ``erlmcp-py serve --help``).
+
+    Only the keys present are set; the others keep the command's own defaults.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    transport: Literal["stdio", "http"] | None = None
+    host: str | None = Field(None, min_length=1)
+    port: int | None = Field(None, ge=0, le=65535)
+    ops_port: int | None = Field(None, ge=0, le=65535)
+    elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    dev: bool | None = None
+    rate: int | None = Field(None, gt=0)
+    server: str | None = Field(None, pattern=r"^[\w.]+:[A-Za-z_]\w*$")
+    shutdown_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    log_format: Literal["json", "console"] | None = None
+    log_level: str | None = Field(None, min_length=1)
+    session_idle_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    sessions_per_client: int | None = Field(None, gt=0)
+    requests_per_client: int | None = Field(None, gt=0)
+    suspended_per_client: int | None = Field(None, gt=0)
+    state_keys: str | None = Field(None, min_length=1)
+    auth_issuer: str | None = Field(None, min_length=1)
+    auth_resource: str | None = Field(None, min_length=1)
+    auth_jwks_url: str | None = Field(None, min_length=1)
+    auth_scope: list[str] | None = None
+    auth_tool_scope: list[str] | None = None
+    auth_introspection_url: str | None = Field(None, min_length=1)
+    insecure_no_auth: bool | None = None
+
+    @field_validator(
+        "elicitation_timeout", "shutdown_timeout", "session_idle_timeout", mode="before"
+    )
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        # TOML writes 10 for ten seconds: take an integer where seconds are meant.
+        if type(value) is int:
+            return float(value)
+        return value
+
+    def options(self) -> dict[str, Any]:
+        """The options set, by their ``argparse`` name (``shutdown_timeout`` …)."""
+        return self.model_dump(exclude_none=True)
+
+
+def _from_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Values of the ``ERLMCP_SERVE_*`` variables, as TOML would read them, and which
+    variable each key came from."""
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for name, text in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower()
+        origin[key] = name
+        try:  # a number, a boolean or a quoted string, as in the file
+            values[key] = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            values[key] = text  # a bare word: a string
+    return values, origin
+
+
+def load_serve_config(path: str, environ: Mapping[str, str]) -> ServeConfig:
+    """Read and check a ``serve`` configuration file, with the environment's overrides.
+
+    Args:
+        path: The TOML file.
+        environ: The environment (``os.environ``).
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or a key is unknown or its value bad
+            (every problem is listed, each naming its key).
+    """
+    try:
+        with open(path, "rb") as file:
+            values: dict[str, Any] = tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError(path, [f"cannot read: {exc.strerror}"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, [f"not TOML: {exc}"]) from None
+    overrides, origin = _from_environment(environ)
+    values.update(overrides)
+    try:
+        return ServeConfig.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = ".".join(str(part) for part in error["loc"]) or "(file)"
+            where = f" (from {origin[key]})" if key in origin else ""
+            problems.append(f"{key}{where}: {error['msg']}")
+        raise ConfigError(path, problems) from None

@@ -1,0 +1,74 @@
+"""``serve`` options from a TOML file: validation naming the key, environment overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from erlmcp_py.serve_config import ConfigError, ServeConfig, load_serve_config
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "erlmcp-py.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_keys_present_become_options(tmp_path: Path) -> None:
+    path = write(tmp_path, 'transport = "http"\nport = 8123\nshutdown_timeout = 4\ndev = true\n')
+    config = load_serve_config(path, {})
+    assert config.options() == {
+        "transport": "http",
+        "port": 8123,
+        "shutdown_timeout": 4.0,
+        "dev": True,
+    }
+
+
+def test_every_serve_option_has_a_key() -> None:
+    from erlmcp_py.cli import _parser
+
+    serve = _parser().parse_args(["serve"])
+    options = set(vars(serve)) - {"command", "config"}
+    assert options == set(ServeConfig.model_fields)
+
+
+def test_environment_variables_override_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "port = 8123\nrate = 5\n")
+    environ = {
+        "ERLMCP_SERVE_PORT": "9000",
+        "ERLMCP_SERVE_LOG_LEVEL": "debug",  # a bare word is a string
+        "ERLMCP_SERVE_DEV": "true",
+        "ERLMCP_PORT": "1",  # not an override (the systemd unit's own variable)
+    }
+    config = load_serve_config(path, environ)
+    assert (config.port, config.rate, config.log_level, config.dev) == (9000, 5, "debug", True)
+
+
+def test_every_bad_value_is_named_by_its_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'transport = "smoke"\nport = 70000\nshutdown_timeout = -1\nrate = "ten"\nnonsense = 1\n',
+    )
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(path, {"ERLMCP_SERVE_SESSIONS_PER_CLIENT": "0"})
+    keys = sorted(problem.split(":")[0] for problem in info.value.problems)
+    assert keys == [
+        "nonsense",
+        "port",
+        "rate",
+        "sessions_per_client (from ERLMCP_SERVE_SESSIONS_PER_CLIENT)",
+        "shutdown_timeout",
+        "transport",
+    ]
+    assert str(info.value).startswith(path)
+
+
+def test_an_unreadable_or_malformed_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_serve_config(str(tmp_path / "missing.toml"), {})
+    with pytest.raises(ConfigError, match="not TOML"):
+        load_serve_config(write(tmp_path, "port = = 1\n"), {})
+    with pytest.raises(ConfigError, match="port: Input should be a valid integer"):
+        load_serve_config(write(tmp_path, "port = 8000.5\n"), {})
