@@ -86,6 +86,7 @@ CLIENTS = 50
 OP_TIMEOUT_S = 30.0  # one op; a slower one is a failure, not a figure
 START_TIMEOUT_S = 60.0
 CPU_GOAL = 5.0
+PER_CLIENT = 10_000  # the per-address caps of `serve` (one address here: 127.0.0.1)
 
 SDK_HTTP_SCRIPT = (
     '''"""SDK (mcp 2.3.0) Streamable HTTP server for bench_http. argv: port."""
@@ -296,6 +297,13 @@ def our_command(port: int, profile_to: Path | None, tmp: Path) -> list[str]:
         str(port),
         "--rate",
         str(RATE),
+        # every client is on 127.0.0.1, one principal: lift its caps over the 50 clients
+        "--sessions-per-client",
+        str(PER_CLIENT),
+        "--requests-per-client",
+        str(PER_CLIENT),
+        "--suspended-per-client",
+        str(PER_CLIENT),
         "--server",
         "bench_server:build",
         "--log-level",

@@ -70,7 +70,7 @@ import trio
 from bench_server import build
 from erlmcp_py import RuntimeConfig
 from erlmcp_py.logging import configure_logging
-from erlmcp_py.transports.http import HttpConfig, serve_http
+from erlmcp_py.transports.http import HttpConfig, PrincipalLimits, serve_http
 
 _started = [0.0]
 
@@ -88,7 +88,11 @@ def _on_gc(phase, info):
 gc.callbacks.append(_on_gc)
 configure_logging("json", "warning")
 server = build(RuntimeConfig(rate={rate}))
-config = HttpConfig(max_sessions=int(sys.argv[2]))
+# every client is on 127.0.0.1, one principal: its caps are the session count too
+n = int(sys.argv[2])
+config = HttpConfig(
+    max_sessions=n, limits=PrincipalLimits(sessions=n, requests=n + 64, suspended=n)
+)
 trio.run(lambda: serve_http(server, host="127.0.0.1", port=int(sys.argv[1]), config=config))
 '''
 
