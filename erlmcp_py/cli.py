@@ -81,7 +81,7 @@ _DRAIN_POLL_S = 0.05  # how often the drain looks whether calls are left
 
 log = structlog.get_logger("erlmcp.serve")
 
-#: Environment variable holding the ``requestState`` key ring when ``--state-keys`` is not given.
+#: Environment variable holding the ``requestState`` key ring when ``--keyring`` is not given.
 STATE_KEYS_ENV = "ERLMCP_STATE_KEYS"
 
 
@@ -197,12 +197,14 @@ def is_loopback(host: str) -> bool:
 
 
 def state_keyring(path: str | None, environ: Mapping[str, str]) -> KeyRing | None:
-    """The ``requestState`` key ring: from the file ``--state-keys`` names, else from the
-    environment variable :data:`STATE_KEYS_ENV`, else ``None``.
+    """The ``requestState`` key ring: from the file ``--keyring`` names (created with one
+    fresh key when it does not exist), else from the environment variable
+    :data:`STATE_KEYS_ENV`, else ``None``.
 
     The format is :func:`~erlmcp_py.core.state_token.parse_keyring`'s: ``KID=KEY`` entries
     (base64 of at least 32 random bytes), the first one sealing, the others still opening.
-    Every process that serves one endpoint (behind a load balancer) needs the same ring.
+    Every process that serves one endpoint (behind a load balancer, or the next process after
+    a restart) needs the same ring: point them all at one file.
 
     Raises:
         ValueError: the file cannot be read, or the ring is invalid (the message never shows a
@@ -212,13 +214,48 @@ def state_keyring(path: str | None, environ: Mapping[str, str]) -> KeyRing | Non
 
     if path is not None:
         try:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
+            text = _read_or_create_keyring(path)
         except OSError as exc:
             raise ValueError(f"cannot read {path}: {exc.strerror}") from None
         return parse_keyring(text)
     value = environ.get(STATE_KEYS_ENV)
     return parse_keyring(value) if value else None
+
+
+def _read_or_create_keyring(path: str) -> str:
+    """The key file's text; a missing file is first created with one fresh key, readable by
+    its owner only (mode 0600).
+
+    The new file is written aside and hard-linked into place, which fails if the name exists:
+    of several replicas starting at once on one shared file, one creates it and every other
+    reads that one, never a half-written file.
+    """
+    import base64
+    import secrets
+    import tempfile
+    import time
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except FileNotFoundError:
+        pass
+    kid = f"{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(3)}"
+    text = f"{kid}={base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()}\n"
+    fd, aside = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".keyring-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:  # mkstemp: mode 0600
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            with open(path, encoding="utf-8") as file:
+                return file.read()
+    finally:
+        os.unlink(aside)
+    return text
 
 
 def load_server(spec: str, config: RuntimeConfig) -> Server:
@@ -358,10 +395,13 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
             help=f"HTTP: {what} per client address (IPv6: per /64) (default: %(default)d)",
         )
     serve.add_argument(
+        "--keyring",
         "--state-keys",
+        dest="state_keys",
         default=None,
         metavar="FILE",
-        help="HTTP: the key ring sealing 2026-07-28 requestState, KID=KEY lines (first: current); "
+        help="HTTP: the key ring sealing 2026-07-28 requestState, KID=KEY lines (first: current), "
+        "created with a fresh key (mode 0600) when missing; share it between replicas; "
         f"default: ${STATE_KEYS_ENV}, else a random key per process",
     )
     serve.add_argument(

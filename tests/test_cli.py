@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -182,10 +183,29 @@ def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> N
     assert http_config(args, from_file).continuations == {"keyring": from_file, "mrtr": "auto"}
 
 
+def test_a_missing_keyring_file_is_created_with_one_fresh_key_for_its_owner_only(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "keyring"
+    created = state_keyring(str(path), {})
+    assert created is not None
+    assert len(created.kids) == 1
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    again = state_keyring(str(path), {STATE_KEYS_ENV: f"env={KEY_A}"})
+    assert again is not None
+    assert again.kids == created.kids  # the next process (or replica) reads the same ring
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keyring"]  # nothing left aside
+    other = state_keyring(str(tmp_path / "other"), {})
+    assert other is not None
+    assert other.kids != created.kids  # a fresh key id per file
+    args = _parser().parse_args(["serve", "--keyring", str(path)])
+    assert args.state_keys == str(path)
+
+
 def test_serve_refuses_unreadable_or_bad_state_keys(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.write_text(f"k1={KEY_A[:8]}\n")
-    for path in (bad, tmp_path / "missing"):
+    for path in (bad, tmp_path / "no-such-directory" / "keyring"):
         command = serve_command("--transport", "http", "--state-keys", str(path))
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 2, done.stderr
