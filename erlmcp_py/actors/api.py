@@ -174,7 +174,7 @@ class RuntimeConfig(BaseModel):
     schema_bytes: int = Field(64 << 10, gt=0)
     message_bytes: int = Field(16 << 10, gt=0)
     frame_bytes: int = Field(4 << 20, gt=0)
-    retention_max_records: int = Field(10_000, ge=0)
+    retention_max_records: int = Field(10_000, ge=1)
     retention_max_age_s: float = Field(900.0, gt=0, allow_inf_nan=False)
     url_dev: bool = Field(False, description="allow http:// to loopback hosts (development)")
     call_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)

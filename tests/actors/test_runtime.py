@@ -580,6 +580,9 @@ async def test_invalid_config_fails_at_start_with_field_name() -> None:
     with pytest.raises(pydantic.ValidationError, match="no_such_option"):
         async with open_runtime({"no_such_option": 1}):
             pass
+    with pytest.raises(pydantic.ValidationError, match="retention_max_records"):
+        async with open_runtime({"retention_max_records": 0}):
+            pass
 
 
 async def test_runtime_leaves_no_tasks(autojump_clock: trio.testing.MockClock) -> None:
