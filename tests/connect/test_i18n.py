@@ -23,7 +23,7 @@ def test_every_key_has_every_locale_with_the_same_placeholders() -> None:
         ("Opening external page", "Opening external page", "Abrindo página externa"),
     ],
 )
-def test_the_briefs_keys_read_as_given(key: str, en: str, pt: str) -> None:
+def test_buttons_and_notices_have_their_fixed_translations(key: str, en: str, pt: str) -> None:
     assert Texts("en-US")(key) == en
     assert Texts("pt-BR")(key) == pt
 
