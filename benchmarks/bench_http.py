@@ -67,10 +67,11 @@ from typing import Any
 
 import trio
 from bench_vs_sdk import (
-    _PERSON_SRC,
     MESSAGE,
     OUR_MODULE,
+    PERSON_SRC,
     RATE,
+    SDK_TOOLS_SRC,
     BenchError,
     process_cpu_s,
     sdk_answer,
@@ -98,28 +99,13 @@ from pydantic import BaseModel, Field
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 '''
-    + _PERSON_SRC
+    + PERSON_SRC
     + f"""
 MESSAGE = {MESSAGE!r}
 server = MCPServer("sdk-bench", log_level="WARNING")
-
-
-@server.tool()
-async def ask(ctx: Context) -> str:
-    outcome = await ctx.elicit(MESSAGE, Person)
-    if not isinstance(outcome, AcceptedElicitation):
-        raise TypeError("not accepted")
-    return outcome.data.name
-
-
-def who() -> Elicit[Person]:
-    return Elicit(MESSAGE, Person)
-
-
-@server.tool()
-async def ask_resolve(person: Annotated[Person, Resolve(who)]) -> str:
-    return person.name
-
+"""
+    + SDK_TOOLS_SRC
+    + """
 
 app = server.streamable_http_app(host="127.0.0.1", max_sessions=None)
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)

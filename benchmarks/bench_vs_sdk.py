@@ -182,31 +182,16 @@ def build_our_server() -> Server:
     return server
 
 
-_PERSON_SRC = """
+PERSON_SRC = """
 class Person(BaseModel):
     name: str
     age: int = Field(ge=0, le=150)
     subscribe: bool = False
 """
 
-SDK_SCRIPT = (
-    '''"""SDK (mcp 2.3.0) stdio server for bench_vs_sdk. argv: pidfile."""
-import os
-import sys
-from pathlib import Path
-from typing import Annotated
-
-from pydantic import BaseModel, Field
-from mcp.server.elicitation import AcceptedElicitation
-from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
-'''
-    + _PERSON_SRC
-    + f"""
-MESSAGE = {MESSAGE!r}
-Path(sys.argv[1]).write_text(str(os.getpid()))
-server = MCPServer("sdk-bench")
-
-
+#: The SDK server's two tools (after ``server = MCPServer(...)`` in a generated script):
+#: ``ask`` (its ``ctx.elicit``, legacy era) and ``ask_resolve`` (its stateless resolver).
+SDK_TOOLS_SRC = """
 @server.tool()
 async def ask(ctx: Context) -> str:
     outcome = await ctx.elicit(MESSAGE, Person)
@@ -222,7 +207,27 @@ def who() -> Elicit[Person]:
 @server.tool()
 async def ask_resolve(person: Annotated[Person, Resolve(who)]) -> str:
     return person.name
+"""
 
+SDK_SCRIPT = (
+    '''"""SDK (mcp 2.3.0) stdio server for bench_vs_sdk. argv: pidfile."""
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+'''
+    + PERSON_SRC
+    + f"""
+MESSAGE = {MESSAGE!r}
+Path(sys.argv[1]).write_text(str(os.getpid()))
+server = MCPServer("sdk-bench")
+"""
+    + SDK_TOOLS_SRC
+    + """
 
 server.run()
 """
@@ -240,7 +245,7 @@ from erlmcp_py import Accepted, RuntimeConfig
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 '''
-    + _PERSON_SRC
+    + PERSON_SRC
     + f"""
 MESSAGE = {MESSAGE!r}
 
