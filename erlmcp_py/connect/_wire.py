@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
+from erlmcp_py.mcp.client import say_goodbye
+
 __all__ = [
     "ConnectionLost",
     "HttpWire",
@@ -282,12 +284,7 @@ async def open_stdio_wire(
             try:
                 yield wire
             finally:
-                assert process.stdin is not None
-                with trio.CancelScope(shield=True):
-                    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                        await process.stdin.aclose()
-                    with trio.move_on_after(close_timeout):
-                        await process.wait()
+                await say_goodbye(process, close_timeout)
                 nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:

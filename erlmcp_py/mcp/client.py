@@ -22,7 +22,13 @@ import trio
 
 from erlmcp_py.mcp import jsonrpc
 
-__all__ = ["ClientRequestError", "ServerRequest", "StdioClient", "open_stdio_client"]
+__all__ = [
+    "ClientRequestError",
+    "ServerRequest",
+    "StdioClient",
+    "open_stdio_client",
+    "say_goodbye",
+]
 
 
 class ClientRequestError(Exception):
@@ -238,6 +244,18 @@ class StdioClient:
                 await self.answer(request.id, result)
 
 
+async def say_goodbye(process: trio.Process, close_timeout: float) -> None:
+    """End a stdio server the stdio way: close its stdin, then wait up to ``close_timeout``
+    seconds for it to exit (shielded: this runs on the way out, cancelled or not). The caller
+    kills a server still running after that."""
+    assert process.stdin is not None
+    with trio.CancelScope(shield=True):
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await process.stdin.aclose()
+        with trio.move_on_after(close_timeout):
+            await process.wait()
+
+
 @asynccontextmanager
 async def open_stdio_client(
     command: Sequence[str],
@@ -280,11 +298,7 @@ async def open_stdio_client(
             try:
                 yield client
             finally:
-                assert process.stdin is not None
-                with trio.CancelScope(shield=True):
-                    await process.stdin.aclose()
-                    with trio.move_on_after(close_timeout):
-                        await process.wait()
+                await say_goodbye(process, close_timeout)
                 nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:
