@@ -294,7 +294,7 @@ class _FieldBase(_Model):
     @field_validator("default", mode="before", check_fields=False)
     @classmethod
     def _empty_default_is_none(cls, value: object) -> object:
-        # Seed 000 writes `"default": ""` for "no pre-filled text" (even with minLength 3).
+        # Form definitions write `"default": ""` for "no pre-filled text" (even with minLength 3).
         return None if value == "" else value
 
 
