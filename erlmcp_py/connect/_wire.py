@@ -147,6 +147,37 @@ class _Serving:
         if scope is not None:
             scope.cancel()
 
+    def route(
+        self,
+        frame: Mapping[str, Any],
+        wire: StdioWire | HttpWire,
+        send: Callable[[Mapping[str, Any]], Awaitable[Any]],
+    ) -> bool:
+        """Take a request or notification from the server (a request is answered through
+        ``send`` in a task of ``wire``'s); ``False``: a response, the caller's to match."""
+        if "method" not in frame:
+            return False
+        if "id" in frame:
+            wire.nursery.start_soon(self._answer_and_send, wire.on_request, frame, send)
+            return True
+        params = frame.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        if frame["method"] == "notifications/cancelled":
+            self.cancelled(params)
+        wire.on_notification(str(frame["method"]), params)
+        return True
+
+    async def _answer_and_send(
+        self,
+        on_request: OnRequest,
+        frame: Mapping[str, Any],
+        send: Callable[[Mapping[str, Any]], Awaitable[Any]],
+    ) -> None:
+        response = await self.answer(on_request, frame)
+        if response is not None:
+            with suppress(ConnectionLost):
+                await send(response)
+
 
 @dataclass(eq=False)
 class _Waiter:
@@ -212,28 +243,13 @@ class StdioWire:
     def set_protocol(self, version: str) -> None:
         """See :class:`Wire` (stdio has no header to carry it)."""
 
-    async def _serve(self, frame: Mapping[str, Any]) -> None:
-        response = await self._serving.answer(self.on_request, frame)
-        if response is not None:
-            with suppress(ConnectionLost):
-                await self._send(response)
-
     def _route(self, frame: Any) -> None:
-        if not isinstance(frame, Mapping):
+        if not isinstance(frame, Mapping) or self._serving.route(frame, self, self._send):
             return
-        if "method" in frame and "id" in frame:
-            self.nursery.start_soon(self._serve, frame)
-        elif "method" in frame:
-            params = frame.get("params")
-            params = params if isinstance(params, Mapping) else {}
-            if frame["method"] == "notifications/cancelled":
-                self._serving.cancelled(params)
-            self.on_notification(str(frame["method"]), params)
-        else:
-            waiter = self._waiting.get(frame.get("id"))
-            if waiter is not None:
-                waiter.frame = frame
-                waiter.arrived.set()
+        waiter = self._waiting.get(frame.get("id"))
+        if waiter is not None:
+            waiter.frame = frame
+            waiter.arrived.set()
 
     async def read_frames(self) -> None:
         """Route every frame the server writes, until its output ends."""
@@ -473,25 +489,9 @@ class HttpWire:
             raise ConnectionLost(f"{self.url}: HTTP {head.status}")
 
     def _route(self, frame: Any, waiting_for: Any) -> Mapping[str, Any] | None:
-        if not isinstance(frame, Mapping):
+        if not isinstance(frame, Mapping) or self._serving.route(frame, self, self._post):
             return None
-        if "method" in frame and "id" in frame:
-            self.nursery.start_soon(self._serve, frame)
-        elif "method" in frame:
-            params = frame.get("params")
-            params = params if isinstance(params, Mapping) else {}
-            if frame["method"] == "notifications/cancelled":
-                self._serving.cancelled(params)
-            self.on_notification(str(frame["method"]), params)
-        elif frame.get("id") == waiting_for:
-            return frame
-        return None
-
-    async def _serve(self, frame: Mapping[str, Any]) -> None:
-        response = await self._serving.answer(self.on_request, frame)
-        if response is not None:
-            with suppress(ConnectionLost):
-                await self._post(response)
+        return frame if frame.get("id") == waiting_for else None
 
     async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """See :class:`Wire`."""
