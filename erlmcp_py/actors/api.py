@@ -20,6 +20,7 @@ from erlmcp_py.core.policy import (
     RatePolicy,
     RetentionPolicy,
     SizePolicy,
+    check_timeout,
 )
 from erlmcp_py.core.validation import ValidationResult
 
@@ -59,6 +60,10 @@ class ElicitationRequest:
         url: the page the user is sent to (checked by ``check_url`` at creation).
         validator: validates accepted content; defaults to strict validation against
             ``requested_schema``.
+        timeout: this question's deadline in seconds, from creation; the runtime clamps it
+            to its policy's deadline for the mode (the server's maximum) and warns at the
+            same proportion of it as of the policy's. ``None``: the policy's deadline.
+            Extensions move it as they move the policy's.
     """
 
     message: str
@@ -66,10 +71,13 @@ class ElicitationRequest:
     requested_schema: Mapping[str, Any] | None = None
     url: str | None = None
     validator: AnswerValidator | None = None
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.message, str):
             raise TypeError("ElicitationRequest.message must be a str")
+        if self.timeout is not None:
+            check_timeout("ElicitationRequest.timeout", self.timeout)
         if self.mode == "form":
             if self.requested_schema is None or self.url is not None:
                 raise ValueError("a form elicitation needs requested_schema and no url")

@@ -152,6 +152,72 @@ async def test_timeout_warns_then_times_out_and_cancels_client_request(
     assert peer.answer(peer.requests[0].id, {"action": "accept"}) is False
 
 
+async def test_a_request_timeout_ends_it_then_with_the_warning_moved_along(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()  # never answers
+    start = trio.current_time()
+    request = ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=2)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    assert info.deadline - start == pytest.approx(2)
+    await trio.sleep(1.59)
+    assert peer.notifications == []
+    await trio.sleep(0.02)  # the warning: 20 % of the time left, as 60 s is of 300 s
+    ((method, params),) = peer.notifications
+    assert method == "notifications/message"
+    assert params["data"]["remainingSeconds"] == 1
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(2)
+
+
+async def test_a_request_timeout_is_clamped_to_the_policy_deadline(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    start = trio.current_time()
+    request = ElicitationRequest("Slow?", requested_schema=SCHEMA, timeout=10_000)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(300)
+    assert peer.notifications[0][1]["data"]["remainingSeconds"] == 60
+
+
+async def test_a_request_timeout_is_extended_as_the_policy_deadline_is(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    start = trio.current_time()
+    request = ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=10)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    info = await rt.extend_timeout(handle.id, tenant=ALICE, seconds=5)
+    assert info.deadline - start == pytest.approx(15)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(15)
+    await trio.testing.wait_all_tasks_blocked()
+    (warning, _cancelled) = peer.notifications
+    assert warning[1]["data"]["remainingSeconds"] == 2  # 2 s before: 20 % of 10 s
+
+
+async def test_ask_takes_a_timeout_with_a_message_text(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    start = trio.current_time()
+    assert await rt.ask("Ok?", bool, peer=MemoryPeer(), tenant=ALICE, timeout=3) == TimedOut()
+    assert trio.current_time() - start == pytest.approx(3)
+    with pytest.raises(TypeError, match="only with a message text"):
+        await rt.ask(form(), peer=MemoryPeer(), tenant=ALICE, timeout=3)
+
+
+@pytest.mark.parametrize("bad", [0, -2, float("nan"), float("inf")])
+def test_a_request_timeout_must_be_positive_and_finite(bad: float) -> None:
+    with pytest.raises(ValueError, match="ElicitationRequest.timeout must be a positive, finite"):
+        ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=bad)
+    with pytest.raises(TypeError, match="ElicitationRequest.timeout must be a number"):
+        ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout="2")  # type: ignore[arg-type]
+
+
 class StuckPeer(MemoryPeer):
     """A client whose transport never takes the request (its pipe is full)."""
 

@@ -403,6 +403,35 @@ def test_url_mode_uses_url_deadline() -> None:
     assert e.start()[0] == SetDeadline(600.0, 540.0)
 
 
+def test_a_question_deadline_and_its_warning_replace_the_policy_ones() -> None:
+    e = Elicitation(POLICY, 10.0, timeout_s=2.0)
+    assert e.start()[0] == SetDeadline(12.0, pytest.approx(11.6))
+    assert e.handle(WarningDue(11.6)) == [SendWarning(remaining_s=pytest.approx(0.4))]
+    assert e.handle(DeadlineReached(12.0))[0] == Resolve(TimedOut())
+
+
+def test_a_question_deadline_longer_than_the_policy_is_clamped() -> None:
+    e = Elicitation(POLICY, 0.0, mode="url", timeout_s=10_000.0)
+    assert e.start()[0] == SetDeadline(600.0, 540.0)
+
+
+def test_an_extension_moves_a_question_deadline_and_keeps_its_warning() -> None:
+    e = Elicitation(POLICY, 0.0, timeout_s=100.0)  # warned 20 s before: at 80 s
+    e.start()
+    assert e.handle(Extend(50.0, 30.0)) == [
+        SetDeadline(130.0, 110.0),
+        ExtensionGranted(130.0, 30.0, POLICY.max_extensions - 1),
+    ]
+    assert e.handle(WarningDue(109.0)) == []
+    assert e.handle(WarningDue(110.0)) == [SendWarning(remaining_s=20.0)]
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_question_deadline_must_be_positive_and_finite(bad: float) -> None:
+    with pytest.raises(ValueError, match="positive, finite"):
+        Elicitation(POLICY, 0.0, timeout_s=bad)
+
+
 def test_start_after_early_end_is_a_no_op() -> None:
     e = fresh()
     e.handle(Cancel("server"))
