@@ -52,11 +52,11 @@ Two private facts refine ``active`` without adding public statuses:
 Time: the deadline runs from creation (a send blocked by back-pressure still times out):
 the policy's deadline for the mode, or the question's own (``timeout_s``) clamped to it. The
 warning comes the policy's ``warn_before_s`` before the policy's deadline, or the same
-proportion of a shorter one. The deadline only ever moves forward, and only by a granted extension: each adds at most
-``policy.extension_s`` (a longer request is clamped, a peer never raises a limit), at most
-``policy.max_extensions`` times, and re-arms the single warning. Timer events carry ``now``
-and are checked against the current deadline, so a timer that the shell armed for an older
-deadline and that fires late is harmlessly ignored.
+proportion of a shorter one. The deadline only ever moves forward, and only by a granted
+extension: each adds at most ``policy.extension_s`` (a longer request is clamped, a peer
+never raises a limit), at most ``policy.max_extensions`` times, and re-arms the single
+warning. Timer events carry ``now`` and are checked against the current deadline, so a timer
+that the shell armed for an older deadline and that fires late is harmlessly ignored.
 
 Effects are listed in the order the shell should execute them. When an elicitation ends,
 :class:`Resolve` comes first and :class:`SendCancelledNotice` after it, so the waiter is

@@ -10,9 +10,9 @@ down-levelled), checks the client's declared capability (no capability → ``Uns
 nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
 with the tool's task as owner. A question's own deadline (``timeout=`` in seconds on every
 ``elicit*`` method, or a form definition's ``timeout`` in milliseconds) travels in the request;
-the runtime clamps it to the server's policy. While the outcome is pending the tool's own clock is paused. An
-``Accepted`` answer to a typed form is converted to the type (a model instance, an enum member,
-a bare value).
+the runtime clamps it to the server's policy. While the outcome is pending the tool's own
+clock is paused. An ``Accepted`` answer to a typed form is converted to the type (a model
+instance, an enum member, a bare value).
 """
 
 from __future__ import annotations

@@ -212,9 +212,9 @@ async def test_ask_takes_a_timeout_with_a_message_text(
 
 @pytest.mark.parametrize("bad", [0, -2, float("nan"), float("inf")])
 def test_a_request_timeout_must_be_positive_and_finite(bad: float) -> None:
-    with pytest.raises(ValueError, match="ElicitationRequest.timeout must be a positive, finite"):
+    with pytest.raises(ValueError, match=r"ElicitationRequest\.timeout must be a positive, finite"):
         ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=bad)
-    with pytest.raises(TypeError, match="ElicitationRequest.timeout must be a number"):
+    with pytest.raises(TypeError, match=r"ElicitationRequest\.timeout must be a number"):
         ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout="2")  # type: ignore[arg-type]
 
 

@@ -164,16 +164,18 @@ async def test_an_extended_question_deadline_moves_its_warning(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     server, waited = build()
-    async with open_memory_client(server, handler=slow_user(600)) as client:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(client.call_tool, "helper", {"kind": "confirm", "seconds": 10})
-            await client.next_server_request()
-            runtime = server.runtime
-            tenant = client.session.tenant
-            (row,) = await runtime.list_elicitations(tenant=tenant)
-            await runtime.extend_timeout(row.id, tenant=tenant, seconds=20)
-            await client.wait_for(lambda: bool(client.notifications))
-            assert client.notifications[0][1]["data"]["remainingSeconds"] == 2
+    async with (
+        open_memory_client(server, handler=slow_user(600)) as client,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(client.call_tool, "helper", {"kind": "confirm", "seconds": 10})
+        await client.next_server_request()
+        runtime = server.runtime
+        tenant = client.session.tenant
+        (row,) = await runtime.list_elicitations(tenant=tenant)
+        await runtime.extend_timeout(row.id, tenant=tenant, seconds=20)
+        await client.wait_for(lambda: bool(client.notifications))
+        assert client.notifications[0][1]["data"]["remainingSeconds"] == 2
     assert waited == [pytest.approx(30)]
 
 
