@@ -88,6 +88,7 @@ class Runtime:
                             self._metrics,
                             self.url_policy,
                             self.resolver,
+                            locale=config.locale,
                         )
                     ),
                 ),

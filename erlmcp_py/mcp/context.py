@@ -110,6 +110,10 @@ class Context:
         tool_name: The tool being called.
         tenant: The tenant scope of every runtime call made for this client.
         clock: The tool's time budget (paused while an elicitation is pending).
+        locale: The language the client asked for (``"en-US"`` or ``"pt-BR"``: declared in
+            ``_meta``, else its HTTP ``Accept-Language``), or ``None`` (the server's default).
+            The runtime says what it says about this call's questions (re-prompts, deadline
+            warnings) in it; a tool may use it for its own texts.
     """
 
     def __init__(
@@ -123,8 +127,10 @@ class Context:
         tool_name: str,
         clock: ToolClock,
         progress_token: str | int | None,
+        locale: str | None = None,
     ) -> None:
         self._server = server
+        self.locale = locale
         self._peer = peer
         self.runtime = runtime
         self.tenant = tenant
@@ -362,6 +368,7 @@ class Context:
             requested_schema=schema,
             validator=validator,
             timeout=form_timeout if timeout is None else timeout,
+            locale=self.locale,
         )
         outcome = await self._ask(request, peer)
         if form_type is None or not isinstance(outcome, Accepted):
@@ -411,7 +418,11 @@ class Context:
         except SchemaNotAllowed:
             return Unsupported("form")  # cannot be expressed for this client's version
         request = ElicitationRequest(
-            message=message, mode="form", requested_schema=wire, timeout=timeout
+            message=message,
+            mode="form",
+            requested_schema=wire,
+            timeout=timeout,
+            locale=self.locale,
         )
         outcome = await self._ask(request)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
@@ -495,7 +506,9 @@ class Context:
         checked = await check_url(url, self._server.url_policy, resolver=self._server.url_resolver)
         if not self.supports("url"):
             return Unsupported("url")
-        request = ElicitationRequest(message=message, mode="url", url=checked, timeout=timeout)
+        request = ElicitationRequest(
+            message=message, mode="url", url=checked, timeout=timeout, locale=self.locale
+        )
         return await self._create(request)
 
     async def elicit_url(self, message: str, url: str, *, timeout: float | None = None) -> Outcome:

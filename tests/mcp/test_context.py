@@ -1,5 +1,6 @@
-"""The tool ``Context``'s per-question deadlines, end to end through the memory pair, in both
-protocol eras (a 2025-11-25 session, and 2026-07-28 by MRTR), on trio's autojump clock."""
+"""The tool ``Context``'s per-question deadlines and the language of what the server says to
+the user, end to end through the memory pair, in both protocol eras (a 2025-11-25 session,
+and 2026-07-28 by MRTR), on trio's autojump clock."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import trio
 import trio.testing
 
+from erlmcp_py.core.i18n import LOCALE_META_KEY
 from erlmcp_py.core.outcomes import Accepted, Outcome
 from erlmcp_py.mcp.client import ServerRequest
 from erlmcp_py.mcp.context import Context
@@ -190,3 +192,90 @@ async def test_a_timeout_that_is_not_positive_and_finite_is_a_clear_error(
         text(result) == f"timeout must be a positive, finite number of seconds, got {float(bad)!r}"
     )
     assert client.server_requests == []
+
+
+# -- the language of what the server says ---------------------------------------------------------
+
+NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "minLength": 1}},
+    "required": ["name"],
+}
+PT_BR: dict[str, Any] = {LOCALE_META_KEY: "pt-BR"}
+
+
+def asking_server() -> Server:
+    server = Server("idiomas", "1.0.0", runtime_config={"rate": 1000})
+
+    @server.tool()
+    async def ask_name(ctx: Context) -> str:
+        outcome = await ctx.elicit("Seu nome?", NAME_SCHEMA, timeout=10)
+        return f"{type(outcome).__name__} {ctx.locale}"
+
+    return server
+
+
+def empty_then_silent(request: ServerRequest) -> Any:
+    """Answers the first question with an empty name, then never again."""
+    if request.id.endswith(".1"):
+        return {"action": "accept", "content": {"name": ""}}
+    return None
+
+
+async def test_a_pt_br_session_client_gets_a_pt_br_reprompt_and_deadline_warning(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(
+        asking_server(), handler=empty_then_silent, initialize=False
+    ) as client:
+        await client.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "cliente", "version": "1"},
+                "_meta": PT_BR,
+            },
+        )
+        await client.notify("notifications/initialized")
+        assert client.session.locale == "pt-BR"
+        assert text(await client.call_tool("ask_name")) == "TimedOut pt-BR"
+    reprompt = client.server_requests[1].params["message"]
+    assert reprompt.startswith(
+        "Seu nome?\n\nSua resposta anterior não foi aceita (tentativa 2):\n"
+        "A resposta não foi aceita (1 problema):\n- name: "
+    )
+    (warning,) = [p for m, p in client.notifications if m == "notifications/message"]
+    assert warning["data"]["message"] == "Este pedido expira em 2 segundos."
+
+
+async def test_a_session_client_that_declares_no_locale_gets_the_server_default(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = asking_server()
+    server.runtime_config = server.runtime_config.model_copy(update={"locale": "pt-BR"})
+    async with open_memory_client(server, handler=empty_then_silent) as client:
+        assert client.session.locale is None
+        assert text(await client.call_tool("ask_name")) == "TimedOut None"
+    (warning,) = [p for m, p in client.notifications if m == "notifications/message"]
+    assert warning["data"]["message"] == "Este pedido expira em 2 segundos."
+
+
+async def test_a_pt_br_2026_client_gets_a_pt_br_reprompt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(asking_server(), protocol_version="2026-07-28") as client:
+        params: dict[str, Any] = {"name": "ask_name", "arguments": {}, "_meta": PT_BR}
+        first = await client.request("tools/call", params)
+        ((key, _asked),) = first["inputRequests"].items()
+        answer = {key: {"action": "accept", "content": {"name": ""}}}
+        retry = {**params, "requestState": first["requestState"], "inputResponses": answer}
+        second = await client.request("tools/call", retry)
+        ((key, asked),) = second["inputRequests"].items()
+        assert asked["params"]["message"].startswith(
+            "Seu nome?\n\nSua resposta anterior não foi aceita (tentativa 2):\n"
+            "A resposta não foi aceita (1 problema):\n"
+        )
+        answer = {key: {"action": "accept", "content": {"name": "Ana"}}}
+        done = {**params, "requestState": second["requestState"], "inputResponses": answer}
+        assert text(await client.request("tools/call", done)) == "Accepted pt-BR"
