@@ -673,6 +673,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         mode=st.sampled_from(["form", "url"]),
         start_at=st.floats(-1e4, 1e6, allow_nan=False),
         start_now=st.sampled_from([True, True, True, False]),
+        timeout=st.sampled_from([None, None, 0.5, 2.0, 120.0, 10_000.0]),
     )
     def setup(
         self,
@@ -683,6 +684,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         mode: Any,
         start_at: float,
         start_now: bool,
+        timeout: float | None,
     ) -> None:
         self.policy = LifecyclePolicy(
             warn_before_s=warn_before,
@@ -691,8 +693,10 @@ class LifecycleMachine(RuleBasedStateMachine):
             max_reprompts=max_reprompts,
         )
         self.now = start_at
-        self.e = Elicitation(self.policy, start_at, mode=mode)
-        self.initial_deadline = start_at + self.policy.deadline_for(mode)
+        self.e = Elicitation(self.policy, start_at, mode=mode, timeout_s=timeout)
+        initial = self.policy.deadline_for(mode, timeout)  # a question's own, clamped
+        self.initial_deadline = start_at + initial
+        self.warn_before = self.policy.warn_before_for(mode, initial)
         self.last_deadline = self.e.deadline
         self.started = False
         if start_now:
@@ -782,7 +786,7 @@ class LifecycleMachine(RuleBasedStateMachine):
                 assert isinstance(event, WarningDue)
                 assert e.deadline not in self.warned_for
                 self.warned_for.add(e.deadline)
-                assert 0 < f.remaining_s <= self.policy.warn_before_s
+                assert 0 < f.remaining_s <= self.warn_before + 1e-9
             elif isinstance(f, SetDeadline):
                 assert f.deadline == e.deadline
                 assert f.warn_at == e.warn_at
@@ -963,7 +967,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         limit = self.initial_deadline + self.policy.max_extensions * self.policy.extension_s
         assert e.deadline <= limit + 1e-6
         if e.warn_at is not None:
-            assert e.warn_at == e.deadline - self.policy.warn_before_s
+            assert e.warn_at == e.deadline - self.warn_before
 
     def teardown(self) -> None:
         # Whatever happened, a restart must end it: exactly one Resolve over the whole life.
