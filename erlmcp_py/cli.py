@@ -49,6 +49,7 @@ import trio
 import trio.testing
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.core.i18n import LOCALES
 from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
@@ -86,7 +87,10 @@ STATE_KEYS_ENV = "ERLMCP_STATE_KEYS"
 
 
 def runtime_config(
-    elicitation_timeout: float | None, dev: bool, rate: int | None = None
+    elicitation_timeout: float | None,
+    dev: bool,
+    rate: int | None = None,
+    locale: str | None = None,
 ) -> RuntimeConfig:
     """The runtime policy for ``serve``'s options.
 
@@ -95,10 +99,14 @@ def runtime_config(
             defaults (300 s / 600 s); the expiry warning comes at most a quarter of it early.
         dev: Allow ``http://`` URLs to loopback hosts in URL mode.
         rate: New elicitations per client per minute, or ``None`` for the default (10).
+        locale: The language of the server's texts for a client that asks for none
+            (``en-US`` or ``pt-BR``), or ``None`` for the default (en-US).
     """
     fields: dict[str, object] = {"url_dev": dev}
     if rate is not None:
         fields["rate"] = rate
+    if locale is not None:
+        fields["locale"] = locale
     if elicitation_timeout is not None:
         fields.update(
             form_deadline_s=elicitation_timeout,
@@ -263,7 +271,7 @@ def load_server(spec: str, config: RuntimeConfig) -> Server:
 
     ``NAME`` is a :class:`~erlmcp_py.mcp.server.Server`, or a function that takes the
     :class:`RuntimeConfig` built from the command's options (``--rate``,
-    ``--elicitation-timeout``, ``--dev``) and returns one, like the bundled
+    ``--elicitation-timeout``, ``--dev``, ``--locale``) and returns one, like the bundled
     ``erlmcp_py.example_server:build_server``. A ``Server`` object keeps its own policy, except
     for what those options set. The current directory is importable.
 
@@ -350,6 +358,13 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         default=None,
         metavar="N",
         help="new elicitations per client per minute (default: 10)",
+    )
+    serve.add_argument(
+        "--locale",
+        choices=LOCALES,
+        default=None,
+        help="language of re-prompts and deadline warnings for a client that asks for none "
+        "(by _meta or Accept-Language; default: en-US)",
     )
     serve.add_argument(
         "--server",
@@ -467,7 +482,7 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
 
 def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
-    config = runtime_config(args.elicitation_timeout, args.dev, args.rate)
+    config = runtime_config(args.elicitation_timeout, args.dev, args.rate, args.locale)
     server: Server | None = None
     if args.server is not None:
         try:

@@ -60,6 +60,7 @@ class ServeConfig(BaseModel):
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     dev: bool | None = None
     rate: int | None = Field(None, gt=0)
+    locale: Literal["en-US", "pt-BR"] | None = None
     server: str | None = Field(None, pattern=r"^[\w.]+:[A-Za-z_]\w*$")
     shutdown_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     mrtr: Literal["auto", "suspend", "replay"] | None = None

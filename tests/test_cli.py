@@ -38,6 +38,18 @@ def test_serve_rate_option_sets_the_per_client_rate() -> None:
     assert runtime_config(None, False).rate == 10  # the policy default (docs/architecture.md)
 
 
+def test_serve_locale_option_sets_the_default_language_of_the_servers_texts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = _parser().parse_args(["serve", "--locale", "pt-BR"])
+    assert runtime_config(args.elicitation_timeout, args.dev, args.rate, args.locale).locale == (
+        "pt-BR"
+    )
+    assert runtime_config(None, False).locale == "en-US"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--locale", "fr-FR"])
+
+
 @pytest.mark.parametrize("bad", ["0", "-3", "1.5", "lots"])
 def test_serve_rate_option_refuses_bad_values(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:

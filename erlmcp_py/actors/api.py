@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import trio
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from erlmcp_py.core.i18n import DEFAULT_LOCALE, LOCALES
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.policy import (
     LifecyclePolicy,
@@ -20,6 +21,7 @@ from erlmcp_py.core.policy import (
     RatePolicy,
     RetentionPolicy,
     SizePolicy,
+    check_timeout,
 )
 from erlmcp_py.core.validation import ValidationResult
 
@@ -59,6 +61,13 @@ class ElicitationRequest:
         url: the page the user is sent to (checked by ``check_url`` at creation).
         validator: validates accepted content; defaults to strict validation against
             ``requested_schema``.
+        timeout: this question's deadline in seconds, from creation; the runtime clamps it
+            to its policy's deadline for the mode (the server's maximum) and warns at the
+            same proportion of it as of the policy's. ``None``: the policy's deadline.
+            Extensions move it as they move the policy's.
+        locale: the language of what the runtime itself says to the user about this question
+            (re-prompt summaries, the deadline warning), one of ``"en-US"``, ``"pt-BR"``;
+            ``None``: the runtime's default (:attr:`RuntimeConfig.locale`).
     """
 
     message: str
@@ -66,10 +75,19 @@ class ElicitationRequest:
     requested_schema: Mapping[str, Any] | None = None
     url: str | None = None
     validator: AnswerValidator | None = None
+    timeout: float | None = None
+    locale: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.message, str):
             raise TypeError("ElicitationRequest.message must be a str")
+        if self.timeout is not None:
+            check_timeout("ElicitationRequest.timeout", self.timeout)
+        if self.locale is not None and self.locale not in LOCALES:
+            raise ValueError(
+                f"ElicitationRequest.locale must be one of {', '.join(LOCALES)} or None, "
+                f"got {self.locale!r}"
+            )
         if self.mode == "form":
             if self.requested_schema is None or self.url is not None:
                 raise ValueError("a form elicitation needs requested_schema and no url")
@@ -180,6 +198,18 @@ class RuntimeConfig(BaseModel):
     call_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
     max_restarts: int = Field(5, ge=0)
     restart_period_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+    locale: str = Field(
+        DEFAULT_LOCALE,
+        description="the language of the runtime's texts for a client that asks for none "
+        "(en-US or pt-BR)",
+    )
+
+    @field_validator("locale")
+    @classmethod
+    def _known_locale(cls, value: str) -> str:
+        if value not in LOCALES:
+            raise ValueError(f"must be one of {', '.join(LOCALES)}")
+        return value
 
     @model_validator(mode="after")
     def _check_policy(self) -> RuntimeConfig:

@@ -78,6 +78,7 @@ from erlmcp_py.core.errors import (
     ResultTooLarge,
     UnsafeURLError,
 )
+from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
 from erlmcp_py.core.lifecycle import (
     Answer,
     Cancel,
@@ -130,8 +131,11 @@ class ElicitationActor(Actor):
         metrics: Metrics,
         url_policy: UrlPolicy | None = None,
         resolver: Resolver | None = None,
+        *,
+        locale: str = DEFAULT_LOCALE,
     ) -> None:
         self.policy = policy
+        self.locale = locale  # for a request that names none
         self.url_policy = url_policy
         self.resolver = resolver
         self.metrics = metrics
@@ -350,7 +354,8 @@ class ElicitationActor(Actor):
             await self._validate(record, effect.content)
         elif isinstance(effect, SendWarning):
             self.event("warned", record, remaining_s=round(effect.remaining_s, 3))
-            await self._notify(record, "notifications/message", _warning(record, effect))
+            warning = _warning(record, effect, self.texts(record))
+            await self._notify(record, "notifications/message", warning)
         elif isinstance(effect, SendCancelledNotice):
             await self._send_cancelled(record)
         elif isinstance(effect, NotifyComplete):
@@ -365,7 +370,7 @@ class ElicitationActor(Actor):
         try:
             await record.peer.send_request(
                 "elicitation/create",
-                _request_params(record, effect),
+                _request_params(record, effect, self.texts(record)),
                 request_id=rid,
                 on_response=ResponseRoute(record, rid),
             )
@@ -400,11 +405,16 @@ class ElicitationActor(Actor):
                 continue
             break
         if verdict.ok:
-            refused = await self._refused_urls(request, verdict.content)
+            refused = await self._refused_urls(request, verdict.content, self.texts(record))
             if refused:
                 record.feed(Validated(False, refused))
                 return
         record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+
+    def texts(self, record: Record) -> Texts:
+        """What the runtime says to ``record``'s user, in the request's locale (else the
+        runtime's default)."""
+        return Texts(record.request.locale or self.locale)
 
     def _answer_too_large(self, record: Record, content: Any) -> bool:
         """Refuse (feed an invalid verdict for) an answer over the size policy."""
@@ -417,7 +427,7 @@ class ElicitationActor(Actor):
             constraint="maxBytes",
             expected=f"at most {limit} bytes of JSON",
             path="",
-            message=f"The answer is too large ({size} bytes; the limit is {limit}).",
+            message=self.texts(record)("mcp.answer.too_large", size=size, limit=limit),
             actual_type=json_type(content),
             actual_length=size,
         )
@@ -425,7 +435,7 @@ class ElicitationActor(Actor):
         return True
 
     async def _refused_urls(
-        self, request: ElicitationRequest, content: Mapping[str, Any] | None
+        self, request: ElicitationRequest, content: Mapping[str, Any] | None, t: Texts
     ) -> tuple[AnswerError, ...]:
         """Resolve the answer's ``url`` fields: any unsafe address refuses the answer."""
         url_values = getattr(request.validator, "url_values", None)
@@ -442,7 +452,7 @@ class ElicitationActor(Actor):
                         constraint="urlPolicy",
                         expected="a URL whose host resolves only to public addresses",
                         path=f"/{field_id}",
-                        message=f"{field_id}: this address is not allowed ({exc.reason}).",
+                        message=t("mcp.answer.url_refused", field=field_id, reason=exc.reason),
                         actual_type="string",
                         actual_length=len(url),
                     )
@@ -517,13 +527,13 @@ class ElicitationActor(Actor):
                 record.peer.forget_request(record.rid)
 
 
-def _request_params(record: Record, effect: SendRequest) -> dict[str, Any]:
+def _request_params(record: Record, effect: SendRequest, t: Texts) -> dict[str, Any]:
     request = record.request
     message = request.message
     if effect.errors:
-        message = (
-            f"{message}\n\nYour previous answer was not accepted "
-            f"(attempt {effect.attempt}):\n{summarize(effect.errors)}"
+        summary = summarize(effect.errors, locale=t.locale)
+        message = t(
+            "mcp.elicitation.reprompt", message=message, attempt=effect.attempt, summary=summary
         )
     if record.mode == "url":
         return {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}
@@ -531,7 +541,7 @@ def _request_params(record: Record, effect: SendRequest) -> dict[str, Any]:
     return params
 
 
-def _warning(record: Record, effect: SendWarning) -> dict[str, Any]:
+def _warning(record: Record, effect: SendWarning, t: Texts) -> dict[str, Any]:
     seconds = math.ceil(effect.remaining_s)  # never "expires in 0 seconds" while it is open
     return {
         "level": "warning",
@@ -539,6 +549,6 @@ def _warning(record: Record, effect: SendWarning) -> dict[str, Any]:
         "data": {
             "elicitationId": record.id,
             "remainingSeconds": seconds,
-            "message": f"This request expires in {seconds} second{'s' if seconds != 1 else ''}.",
+            "message": t.count("mcp.elicitation.expires", seconds),
         },
     }

@@ -188,7 +188,9 @@ class Record:
         self.tenant = tenant
         self.client = client
         self.owner = owner
-        self.core = Elicitation(actor.policy.lifecycle, now, mode=request.mode)
+        self.core = Elicitation(
+            actor.policy.lifecycle, now, mode=request.mode, timeout_s=request.timeout
+        )
         self.work: list[Effect | NotifyComplete] = []  # effects queued for the child
         self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()
         self.outcome: Outcome | None = None

@@ -15,6 +15,7 @@ Every runtime API call is one message to the elicitation actor's mailbox (``Runt
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -87,6 +88,7 @@ class Runtime:
                             self._metrics,
                             self.url_policy,
                             self.resolver,
+                            locale=config.locale,
                         )
                     ),
                 ),
@@ -151,9 +153,7 @@ class Runtime:
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)
             if url != request.url:
-                request = ElicitationRequest(
-                    request.message, "url", url=url, validator=request.validator
-                )
+                request = dataclasses.replace(request, url=url)
         if not peer.supports(request.mode):
             # Never a fake decline: the peer cannot be asked at all.
             self._metrics.on_unsupported(request.mode)
@@ -179,6 +179,7 @@ class Runtime:
         tenant: Tenant,
         client_id: str | None = None,
         charge: bool = True,
+        timeout: float | None = None,
     ) -> Outcome:
         """Ask and wait: :meth:`create_elicitation`, then ``await handle.outcome()``.
 
@@ -195,6 +196,9 @@ class Runtime:
             tenant: the caller's scope.
             client_id: rate-limit key; default ``peer.peer_id``.
             charge: as for :meth:`create_elicitation`.
+            timeout: with a message text, the question's deadline in seconds
+                (:attr:`ElicitationRequest.timeout`: clamped to the policy); a request
+                carries its own.
 
         Returns:
             ``Accepted(content)`` — with ``form``, an instance of the type (or the bare
@@ -202,13 +206,17 @@ class Runtime:
             ``TimedOut`` | ``Unsupported`` | ``Failed(reason)``.
 
         Raises:
-            TypeError: ``form`` cannot be a form, or is missing for a message text.
+            TypeError: ``form`` cannot be a form, or is missing for a message text; ``form``
+                or ``timeout`` given with a request.
+            ValueError: ``timeout`` is not a positive, finite number of seconds.
             as :meth:`create_elicitation`.
         """
         form_type: FormType[Any] | None = None
         if isinstance(request, ElicitationRequest):
-            if form is not None:
-                raise TypeError("pass form only with a message text, not with a request")
+            if form is not None or timeout is not None:
+                raise TypeError(
+                    "pass form and timeout only with a message text, not with a request"
+                )
         else:
             if form is None:
                 raise TypeError("ask(message, form): a message text needs a form type")
@@ -218,6 +226,7 @@ class Runtime:
                 "form",
                 requested_schema=form_type.requested_schema(_version_of(peer)),
                 validator=form_type,
+                timeout=timeout,
             )
         handle = await self.create_elicitation(
             request, peer=peer, tenant=tenant, client_id=client_id, charge=charge

@@ -4,11 +4,11 @@ It reaches a server over stdio (``erlmcp-py connect -- CMD ARGS``) or Streamable
 (``erlmcp-py connect URL``), in either protocol era (2025-11-25 sessions, 2026-07-28 stateless
 calls), lists and calls tools, and renders each elicitation inline: a typed prompt per field,
 validated with the runtime's own rules before it is sent, then Submit, Reject or Cancel;
-URL-mode pages are shown and opened in the browser on request. Text is in en-US or pt-BR.
+URL-mode pages are shown and opened in the browser on request. Text is in en-US or pt-BR,
+from the one catalog of :mod:`erlmcp_py.core.i18n`.
 
 Each job lives in its own private module:
 
-* ``_i18n`` -- the catalog of every printed string and the choice of locale;
 * ``_render`` -- the prompts of a form, per field kind, and of a URL-mode page;
 * ``_arguments`` -- ``key=value`` tool arguments and their check against the tool;
 * ``_wire`` -- stdio and Streamable HTTP connections;
@@ -26,7 +26,6 @@ from erlmcp_py.connect._arguments import (
     parse_value,
 )
 from erlmcp_py.connect._client import CAPABILITIES, MODERN, PROTOCOLS, SESSION, McpClient
-from erlmcp_py.connect._i18n import CATALOG, LOCALES, Texts, choose_locale, placeholders
 from erlmcp_py.connect._render import (
     MISSING,
     Answer,
@@ -49,6 +48,7 @@ from erlmcp_py.connect._wire import (
     open_http_wire,
     open_stdio_wire,
 )
+from erlmcp_py.core.i18n import CATALOG, LOCALES, Texts, choose_locale, placeholders
 
 __all__ = [
     "CAPABILITIES",

@@ -39,7 +39,6 @@ import trio
 
 from erlmcp_py.connect._arguments import ArgumentError, check_arguments, parse_arguments
 from erlmcp_py.connect._client import PROTOCOLS, SESSION, McpClient
-from erlmcp_py.connect._i18n import LOCALES, Texts, choose_locale
 from erlmcp_py.connect._render import Answer, ask_form, ask_url
 from erlmcp_py.connect._wire import (
     ConnectionLost,
@@ -48,6 +47,7 @@ from erlmcp_py.connect._wire import (
     open_http_wire,
     open_stdio_wire,
 )
+from erlmcp_py.core.i18n import LOCALES, Texts, choose_locale
 
 __all__ = ["ConnectApp", "Terminal", "add_arguments", "read_lines", "run"]
 

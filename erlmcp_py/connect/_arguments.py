@@ -16,7 +16,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from erlmcp_py.connect._i18n import Texts
+from erlmcp_py.core.i18n import Texts
 from erlmcp_py.core.wording import json_type
 
 __all__ = ["ArgumentError", "check_arguments", "parse_arguments", "parse_value"]

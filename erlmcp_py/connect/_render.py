@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from erlmcp_py.connect._i18n import Texts
 from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.i18n import Texts
 from erlmcp_py.core.schema import FieldKind, enum_options, field_kind
 from erlmcp_py.core.validation import AnswerError, validate_answer
 

@@ -23,7 +23,8 @@ the transition that enters a terminal status; its outcome agrees with that statu
 
 The life of an elicitation::
 
-    Elicitation(policy, now)        status pending; deadline = now + initial deadline
+    Elicitation(policy, now)        status pending; deadline = now + initial deadline (the
+                                    policy's, or the question's own clamped to it)
     start()                         -> SetDeadline, SendRequest(attempt=1)
     Sent(now)                       pending -> active (the request reached the transport)
     Answer("accept", content)       -> ValidateAnswer(content); a validation is in flight
@@ -48,12 +49,14 @@ Two private facts refine ``active`` without adding public statuses:
 * *validating*: an accepted answer is with the validator; only then is a
   :class:`Validated` verdict considered.
 
-Time: the deadline runs from creation (a send blocked by back-pressure still times out).
-It only ever moves forward, and only by a granted extension: each adds at most
-``policy.extension_s`` (a longer request is clamped, a peer never raises a limit), at most
-``policy.max_extensions`` times, and re-arms the single warning. Timer events carry ``now``
-and are checked against the current deadline, so a timer that the shell armed for an older
-deadline and that fires late is harmlessly ignored.
+Time: the deadline runs from creation (a send blocked by back-pressure still times out):
+the policy's deadline for the mode, or the question's own (``timeout_s``) clamped to it. The
+warning comes the policy's ``warn_before_s`` before the policy's deadline, or the same
+proportion of a shorter one. The deadline only ever moves forward, and only by a granted
+extension: each adds at most ``policy.extension_s`` (a longer request is clamped, a peer
+never raises a limit), at most ``policy.max_extensions`` times, and re-arms the single
+warning. Timer events carry ``now`` and are checked against the current deadline, so a timer
+that the shell armed for an older deadline and that fires late is harmlessly ignored.
 
 Effects are listed in the order the shell should execute them. When an elicitation ends,
 :class:`Resolve` comes first and :class:`SendCancelledNotice` after it, so the waiter is
@@ -509,9 +512,13 @@ class Elicitation:
         policy: Deadlines, warnings, extensions and re-prompt bound.
         now: Creation time on the shell's monotonic clock; the deadline runs from here.
         mode: ``"form"`` or ``"url"`` (selects the initial deadline).
+        timeout_s: The question's own initial deadline in seconds, clamped to the policy's
+            for ``mode``; its warning comes at the same proportion of it
+            (:meth:`LifecyclePolicy.warn_before_for`). ``None``: the policy's deadline.
 
     Raises:
-        ValueError: ``now`` is not finite, or ``mode`` is unknown.
+        ValueError: ``now`` is not finite, ``mode`` is unknown, or ``timeout_s`` is not a
+            positive, finite number.
     """
 
     __slots__ = (
@@ -528,16 +535,26 @@ class Elicitation:
         "_status",
         "_validating",
         "_warn_at",
+        "_warn_before",
         "_warned",
     )
 
-    def __init__(self, policy: LifecyclePolicy, now: float, *, mode: Mode = "form") -> None:
+    def __init__(
+        self,
+        policy: LifecyclePolicy,
+        now: float,
+        *,
+        mode: Mode = "form",
+        timeout_s: float | None = None,
+    ) -> None:
         _check_now("Elicitation", now)
         now = float(now)
         self._policy = policy
         self._mode: Mode = mode
         self._created_at = now
-        self._deadline = now + policy.deadline_for(mode)
+        initial = policy.deadline_for(mode, timeout_s)
+        self._deadline = now + initial
+        self._warn_before = policy.warn_before_for(mode, initial)
         self._warn_at = self._warning_time()
         self._status = Status.PENDING
         self._started = False
@@ -666,9 +683,9 @@ class Elicitation:
 
     def _warning_time(self) -> float | None:
         """``warn_at`` for the current deadline (kept in ``_warn_at`` as the deadline moves)."""
-        if self._policy.warn_before_s == 0:
+        if self._warn_before == 0:
             return None
-        return self._deadline - self._policy.warn_before_s
+        return self._deadline - self._warn_before
 
     def _resolve(self, status: Status, outcome: Outcome, *, notice: bool) -> list[Effect]:
         self._status = status

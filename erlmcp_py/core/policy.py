@@ -33,6 +33,27 @@ def _check_seconds(owner: str, name: str, value: float, *, allow_zero: bool = Fa
         raise ValueError(f"{owner}.{name} must be {bound}, got {value!r}")
 
 
+def check_timeout(name: str, value: object) -> float:
+    """Check a requested per-question deadline: a positive, finite number of seconds.
+
+    Args:
+        name: How the caller names the value in the error (e.g. ``"timeout"``).
+        value: The requested seconds.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        TypeError: ``value`` is not a number (or is a bool).
+        ValueError: ``value`` is zero, negative, NaN or infinite.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    return float(value)
+
+
 def _check_count(owner: str, name: str, value: int, *, allow_zero: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{owner}.{name} must be an int, got {value!r}")
@@ -80,17 +101,43 @@ class LifecyclePolicy:
                 f"initial deadline (shortest is {shortest!r})"
             )
 
-    def deadline_for(self, mode: Mode) -> float:
+    def deadline_for(self, mode: Mode, requested_s: float | None = None) -> float:
         """Return the initial deadline, in seconds, of an elicitation in ``mode``.
+
+        Args:
+            mode: ``"form"`` or ``"url"``.
+            requested_s: The question's own deadline (``ctx.elicit(..., timeout=)``, a
+                form definition's ``timeout``), or ``None`` for the policy's. It is clamped
+                to the policy's deadline for ``mode``: the server's maximum.
+
+        Raises:
+            ValueError: ``mode`` is neither ``"form"`` nor ``"url"``, or ``requested_s`` is
+                not a positive, finite number.
+            TypeError: ``requested_s`` is not a number.
+        """
+        if mode == "form":
+            longest = self.form_deadline_s
+        elif mode == "url":
+            longest = self.url_deadline_s
+        else:
+            raise ValueError(f"unknown elicitation mode {mode!r} (expected 'form' or 'url')")
+        if requested_s is None:
+            return longest
+        return min(check_timeout("requested_s", requested_s), longest)
+
+    def warn_before_for(self, mode: Mode, deadline_s: float) -> float:
+        """Return how long before a deadline of ``deadline_s`` seconds the client is warned.
+
+        The policy's warning sits ``warn_before_s`` before the policy's deadline for
+        ``mode``; a shorter deadline keeps the same proportion (with the defaults, a form
+        warns at 20 % of its time left: 60 s before 300 s, 0.4 s before 2 s), so the warning
+        always comes after the question is asked. ``0`` when warnings are disabled.
 
         Raises:
             ValueError: ``mode`` is neither ``"form"`` nor ``"url"``.
         """
-        if mode == "form":
-            return self.form_deadline_s
-        if mode == "url":
-            return self.url_deadline_s
-        raise ValueError(f"unknown elicitation mode {mode!r} (expected 'form' or 'url')")
+        longest = self.deadline_for(mode)
+        return self.warn_before_s * min(deadline_s, longest) / longest
 
 
 @dataclass(frozen=True, slots=True)

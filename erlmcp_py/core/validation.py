@@ -48,6 +48,7 @@ from typing import Any, Final
 
 from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
 
+from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
 from erlmcp_py.core.schema import (
     FORMATS,
     LATEST_VERSION,
@@ -197,18 +198,26 @@ def not_an_object(content: object) -> ValidationResult:
     return ValidationResult(False, None, (err,))
 
 
-def summarize(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
+def summarize(
+    errors: tuple[AnswerError, ...] | list[AnswerError], *, locale: str = DEFAULT_LOCALE
+) -> str:
     """Render errors as a short text to put in a re-prompt (it contains no submitted value).
 
     Args:
         errors: The errors of a :class:`ValidationResult`.
+        locale: The language of the heading (one of :data:`~erlmcp_py.core.i18n.LOCALES`);
+            each error's line is its :attr:`AnswerError.message`, as the validator wrote it.
 
     Returns:
         One line per error under a heading, or a sentence saying the answer is valid.
+
+    Raises:
+        ValueError: ``locale`` is not one of the catalog's locales.
     """
+    t = Texts(locale)
     if not errors:
-        return "The answer is valid."
-    head = f"The answer was not accepted ({plural(len(errors), 'problem')}):"
+        return t("mcp.answer.valid")
+    head = t.count("mcp.answer.not_accepted", len(errors))
     return "\n".join([head, *(f"- {e.message}" for e in errors)])
 
 

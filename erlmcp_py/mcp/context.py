@@ -8,9 +8,11 @@ cached per type and version; a form of the form definition language through
 :func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked and
 down-levelled), checks the client's declared capability (no capability → ``Unsupported`` and
 nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
-with the tool's task as owner. While the outcome is pending the tool's own clock is paused. An
-``Accepted`` answer to a typed form is converted to the type (a model instance, an enum member,
-a bare value).
+with the tool's task as owner. A question's own deadline (``timeout=`` in seconds on every
+``elicit*`` method, or a form definition's ``timeout`` in milliseconds) travels in the request;
+the runtime clamps it to the server's policy. While the outcome is pending the tool's own
+clock is paused. An ``Accepted`` answer to a typed form is converted to the type (a model
+instance, an enum member, a bare value).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
+from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import (
     boolean_field,
     check_requested_schema,
@@ -73,9 +76,16 @@ class _FormValidator:
         return self.compiled.url_values(content)
 
 
-# What elicit() sends and checks with: (requestedSchema, validator, FormType or None). A tuple,
-# not a value type: it lives for one call, and is unpacked at once.
-_Prepared = tuple[Mapping[str, Any], Any, FormType[Any] | None]
+# What elicit() sends and checks with: (requestedSchema, validator, FormType or None, the
+# form's own timeout in seconds or None). A tuple, not a value type: it lives for one call,
+# and is unpacked at once.
+_Prepared = tuple[Mapping[str, Any], Any, FormType[Any] | None, float | None]
+
+
+def _checked_timeout(timeout: float | None) -> float | None:
+    """``timeout`` checked before anything is decided (a bad one is an error even when the
+    client cannot be asked)."""
+    return None if timeout is None else check_timeout("timeout", timeout)
 
 
 def _titled(options: Options) -> dict[str, str]:
@@ -100,6 +110,10 @@ class Context:
         tool_name: The tool being called.
         tenant: The tenant scope of every runtime call made for this client.
         clock: The tool's time budget (paused while an elicitation is pending).
+        locale: The language the client asked for (``"en-US"`` or ``"pt-BR"``: declared in
+            ``_meta``, else its HTTP ``Accept-Language``), or ``None`` (the server's default).
+            The runtime says what it says about this call's questions (re-prompts, deadline
+            warnings) in it; a tool may use it for its own texts.
     """
 
     def __init__(
@@ -113,8 +127,10 @@ class Context:
         tool_name: str,
         clock: ToolClock,
         progress_token: str | int | None,
+        locale: str | None = None,
     ) -> None:
         self._server = server
+        self.locale = locale
         self._peer = peer
         self.runtime = runtime
         self.tenant = tenant
@@ -275,7 +291,7 @@ class Context:
         if isinstance(form, type):  # the common case, first: a class is never a FormType
             form = schema_for(form)
         if isinstance(form, FormType):
-            return form.requested_schema(version), form, form
+            return form.requested_schema(version), form, form, None
         if isinstance(form, FormDefinition | CompiledForm):
             compiled = (
                 form
@@ -286,16 +302,23 @@ class Context:
                 raise SchemaNotAllowed(
                     "", "mode", f"this form needs URL mode: {compiled.needs_url_mode}"
                 )
-            return compiled.requested_schema, _FormValidator(compiled), None
+            return compiled.requested_schema, _FormValidator(compiled), None, compiled.timeout_s
         if isinstance(form, Mapping):
             if "fields" in form and "properties" not in form:
                 return self._prepare(compile_form(form, version))
             check_requested_schema(form, "2026-07-28")
             wire = downlevel(form, version)
-            return wire, compile_validator(wire), None
+            return wire, compile_validator(wire), None, None
         return self._prepare(schema_for(form))
 
-    async def elicit(self, message: str, form: FormLike, *, key: str | None = None) -> Outcome:
+    async def elicit(
+        self,
+        message: str,
+        form: FormLike,
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> Outcome:
         """Ask the user to fill in a form and wait for the one outcome.
 
         Args:
@@ -307,6 +330,9 @@ class Context:
             key: On 2026-07-28, the key of this request in the ``InputRequiredResult``'s
                 ``inputRequests`` (default: a generated one, e.g. ``elicitation-1``); a
                 re-prompt keeps it. Ignored in a session, where requests have JSON-RPC ids.
+            timeout: This question's deadline in seconds (default: a form definition's own
+                ``timeout``, else the server's policy). The server clamps it to its policy's
+                deadline and warns at the same proportion of it; extensions apply as usual.
 
         Returns:
             ``Accepted(content)`` (for a type: an instance of it, or the bare value;
@@ -316,9 +342,11 @@ class Context:
 
         Raises:
             SchemaNotAllowed: the form is outside the MCP subset.
-            TypeError: the type cannot be a form.
+            TypeError: the type cannot be a form, or ``timeout`` is not a number.
+            ValueError: ``timeout`` is not a positive, finite number of seconds.
             RateLimited, TooManyElicitations: the runtime refused to ask now.
         """
+        timeout = _checked_timeout(timeout)
         peer = self._peer
         if not peer.supports("form"):
             return Unsupported("form")
@@ -329,13 +357,18 @@ class Context:
             if with_key is not None:
                 peer = with_key(key)
         try:
-            schema, validator, form_type = self._prepare(form)
+            schema, validator, form_type, form_timeout = self._prepare(form)
         except SchemaNotAllowed as exc:
             if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
                 return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
             raise
         request = ElicitationRequest(
-            message=message, mode="form", requested_schema=schema, validator=validator
+            message=message,
+            mode="form",
+            requested_schema=schema,
+            validator=validator,
+            timeout=form_timeout if timeout is None else timeout,
+            locale=self.locale,
         )
         outcome = await self._ask(request, peer)
         if form_type is None or not isinstance(outcome, Accepted):
@@ -373,7 +406,10 @@ class Context:
         with self.clock.pause():
             return await handle.outcome()
 
-    async def _elicit_field(self, message: str, name: str, prop: dict[str, Any]) -> Outcome:
+    async def _elicit_field(
+        self, message: str, name: str, prop: dict[str, Any], timeout: float | None
+    ) -> Outcome:
+        timeout = _checked_timeout(timeout)
         if not self.supports("form"):
             return Unsupported("form")
         schema = object_schema({name: prop}, required=[name])
@@ -381,66 +417,104 @@ class Context:
             wire = downlevel(schema, self.protocol_version)
         except SchemaNotAllowed:
             return Unsupported("form")  # cannot be expressed for this client's version
-        request = ElicitationRequest(message=message, mode="form", requested_schema=wire)
+        request = ElicitationRequest(
+            message=message,
+            mode="form",
+            requested_schema=wire,
+            timeout=timeout,
+            locale=self.locale,
+        )
         outcome = await self._ask(request)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
             return Accepted(outcome.content.get(name))
         return outcome
 
-    async def elicit_string(self, message: str, field_name: str = "value") -> Outcome:
+    # The one-field helpers (the mcp-bash-style ones). Each takes ``timeout=SECONDS``: the
+    # question's deadline, as for :meth:`elicit` (clamped by the server's policy).
+
+    async def elicit_string(
+        self, message: str, field_name: str = "value", *, timeout: float | None = None
+    ) -> Outcome:
         """Ask for free text; ``Accepted(str)``."""
-        return await self._elicit_field(message, field_name, string_field(title=field_name))
+        prop = string_field(title=field_name)
+        return await self._elicit_field(message, field_name, prop, timeout)
 
-    async def elicit_confirm(self, message: str) -> Outcome:
+    async def elicit_confirm(self, message: str, *, timeout: float | None = None) -> Outcome:
         """Ask yes/no; ``Accepted(bool)``."""
-        return await self._elicit_field(message, "confirm", boolean_field(title="Confirm"))
+        prop = boolean_field(title="Confirm")
+        return await self._elicit_field(message, "confirm", prop, timeout)
 
-    async def elicit_choice(self, message: str, options: Sequence[str]) -> Outcome:
+    async def elicit_choice(
+        self, message: str, options: Sequence[str], *, timeout: float | None = None
+    ) -> Outcome:
         """Ask for one of ``options`` (radio buttons); ``Accepted(str)``."""
-        return await self._elicit_field(message, "choice", enum_field(list(options)))
+        return await self._elicit_field(message, "choice", enum_field(list(options)), timeout)
 
-    async def elicit_titled_choice(self, message: str, options: Options) -> Outcome:
+    async def elicit_titled_choice(
+        self, message: str, options: Options, *, timeout: float | None = None
+    ) -> Outcome:
         """Ask for one option shown by its title; ``Accepted(value)``.
 
         Args:
             message: What to ask.
             options: ``{value: title}``, ``[(value, title)]`` or mcp-bash-style ``"value:Title"``
                 strings.
+            timeout: The question's deadline in seconds (see :meth:`elicit`).
         """
-        return await self._elicit_field(message, "choice", enum_field(_titled(options)))
+        prop = enum_field(_titled(options))
+        return await self._elicit_field(message, "choice", prop, timeout)
 
-    async def elicit_multi_choice(self, message: str, options: Sequence[str]) -> Outcome:
+    async def elicit_multi_choice(
+        self, message: str, options: Sequence[str], *, timeout: float | None = None
+    ) -> Outcome:
         """Ask for any of ``options`` (checkboxes); ``Accepted(list[str])``.
 
         A 2025-06-18 client has no multi-select: the outcome is ``Unsupported``.
         """
         prop = multi_select_field(list(options))
-        return await self._elicit_field(message, "choices", prop)
+        return await self._elicit_field(message, "choices", prop, timeout)
 
-    async def elicit_titled_multi_choice(self, message: str, options: Options) -> Outcome:
+    async def elicit_titled_multi_choice(
+        self, message: str, options: Options, *, timeout: float | None = None
+    ) -> Outcome:
         """Ask for any of the options shown by title; ``Accepted(list of values)``."""
         prop = multi_select_field(_titled(options))
-        return await self._elicit_field(message, "choices", prop)
+        return await self._elicit_field(message, "choices", prop, timeout)
 
     # -- URL mode -----------------------------------------------------------------------------
 
-    async def begin_elicit_url(self, message: str, url: str) -> ElicitationHandle | Unsupported:
+    async def begin_elicit_url(
+        self, message: str, url: str, *, timeout: float | None = None
+    ) -> ElicitationHandle | Unsupported:
         """Start a URL-mode elicitation and return its handle without waiting.
 
         The handle's ``id`` is the ``elicitationId`` the client sees; the application ends
         the elicitation with ``runtime.complete_elicitation(id, result, tenant=ctx.tenant)``,
         which also sends ``notifications/elicitation/complete`` to this client only.
 
+        Args:
+            message: What to ask.
+            url: The page the user is sent to.
+            timeout: The question's deadline in seconds (default: the server's URL-mode
+                deadline, which also clamps it).
+
         Raises:
             UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
+            TypeError, ValueError: ``timeout`` is not a positive, finite number of seconds.
         """
+        timeout = _checked_timeout(timeout)
         checked = await check_url(url, self._server.url_policy, resolver=self._server.url_resolver)
         if not self.supports("url"):
             return Unsupported("url")
-        return await self._create(ElicitationRequest(message=message, mode="url", url=checked))
+        request = ElicitationRequest(
+            message=message, mode="url", url=checked, timeout=timeout, locale=self.locale
+        )
+        return await self._create(request)
 
-    async def elicit_url(self, message: str, url: str) -> Outcome:
+    async def elicit_url(self, message: str, url: str, *, timeout: float | None = None) -> Outcome:
         """Send the user to ``url`` (consent first) and wait until the application completes.
+
+        ``timeout`` is the question's deadline in seconds, as for :meth:`begin_elicit_url`.
 
         Returns:
             ``Accepted(result)`` once the application called ``complete_elicitation`` |
@@ -449,7 +523,7 @@ class Context:
         Raises:
             UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
         """
-        handle = await self.begin_elicit_url(message, url)
+        handle = await self.begin_elicit_url(message, url, timeout=timeout)
         if isinstance(handle, Unsupported):
             return handle
         return await self._wait(handle)

@@ -43,6 +43,7 @@ import structlog
 import trio
 
 from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
@@ -126,6 +127,10 @@ class ServerSession:
         client_key: The key of the runtime's per-client limits (elicitation rate, pending
             count) for this session's elicitations: the session's id, unless the transport
             names the client (over HTTP, its principal, so that several sessions share them).
+        locale: The language the client asked for, decided at ``initialize``: the one its
+            ``_meta`` declares under :data:`~erlmcp_py.core.i18n.LOCALE_META_KEY`, else the
+            ``Accept-Language`` of the HTTP request that opened the session; ``None`` when
+            neither names ``en-US`` or ``pt-BR`` (the runtime's default applies).
     """
 
     def __init__(
@@ -140,8 +145,11 @@ class ServerSession:
         user: str | None = None,
         client_key: str | None = None,
         continuations: Mapping[str, Any] | None = None,
+        accept_language: str | None = None,
     ) -> None:
         self._server = server
+        self._accept_language = accept_language
+        self.locale: str | None = client_locale(None, accept_language)
         self.user = user
         self._continuations = dict(continuations or {})
         self._runtime = runtime
@@ -453,6 +461,9 @@ class ServerSession:
         self.client_capabilities = ClientCapabilities.parse(params.capabilities, version)
         if params.clientInfo is not None:
             self.client_info = params.clientInfo.model_dump()
+        meta = req.params.get("_meta") if isinstance(req.params, Mapping) else None
+        declared = meta.get(LOCALE_META_KEY) if isinstance(meta, Mapping) else None
+        self.locale = client_locale(declared, self._accept_language)
         self.phase = INITIALIZING
         self._log = self._log.bind(version=version)
         self._log.info(
@@ -570,6 +581,7 @@ class ServerSession:
                 tool_name=spec.name,
                 clock=clock,
                 progress_token=params.progress_token,
+                locale=self.locale,
             )
 
         try:
@@ -658,6 +670,7 @@ async def open_session(
     user: str | None = None,
     client_key: str | None = None,
     continuations: Mapping[str, Any] | None = None,
+    accept_language: str | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Run a session for one connection; on exit, tools are cancelled and the session closed.
 
@@ -673,6 +686,8 @@ async def open_session(
         continuations: Keyword arguments of the connection's 2026-07-28 continuation
             registry (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``keyring``,
             ``mrtr``, ``state_ttl``…).
+        accept_language: The ``Accept-Language`` header of the HTTP request that opened the
+            session, when there is one (see :attr:`ServerSession.locale`).
     """
     async with trio.open_nursery() as nursery:
         session = ServerSession(
@@ -685,6 +700,7 @@ async def open_session(
             user=user,
             client_key=client_key,
             continuations=continuations,
+            accept_language=accept_language,
         )
         server.sessions.add(session)
         try:

@@ -46,6 +46,7 @@ import structlog
 import trio
 
 from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
@@ -113,6 +114,7 @@ class StatelessEndpoint:
         tenant: Tenant | None = None,
         client_id: str | None = None,
         notify: NotificationSink | None = None,
+        accept_language: str | None = None,
     ) -> dict[str, Any]:
         """Answer one modern request.
 
@@ -125,6 +127,9 @@ class StatelessEndpoint:
                 before the answer is returned, never after). A ``tools/call``'s progress and
                 log messages go there while this request is the one the tool works for;
                 without it they are dropped.
+            accept_language: The HTTP request's ``Accept-Language``, if any: a
+                ``tools/call``'s locale when its ``_meta`` declares none under
+                :data:`~erlmcp_py.core.i18n.LOCALE_META_KEY`.
 
         Returns:
             The result object (with ``resultType`` and ``_meta.serverInfo``).
@@ -143,6 +148,7 @@ class StatelessEndpoint:
                 tenant or self.tenant,
                 client_id or self.client_id,
                 notify,
+                accept_language,
             )
         elif method == "server/discover":
             result = self.discover_result()
@@ -223,9 +229,13 @@ class StatelessEndpoint:
         tenant: Tenant,
         client_id: str,
         notify: NotificationSink | None,
+        accept_language: str | None,
     ) -> dict[str, Any]:
         params = parse_params(CallToolParams, request.params, request.id)
         raw = cast(Mapping[str, Any], request.params)
+        raw_meta = raw.get("_meta")
+        declared = raw_meta.get(LOCALE_META_KEY) if isinstance(raw_meta, Mapping) else None
+        locale = client_locale(declared, accept_language)
         spec = self.server.tools.get(params.name)
         if spec is None:
             raise jsonrpc.invalid_params(
@@ -233,7 +243,7 @@ class StatelessEndpoint:
             )
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any]:
-            return await self._run_tool(spec, params, meta, request.id, tenant, peer)
+            return await self._run_tool(spec, params, meta, request.id, tenant, peer, locale)
 
         if "requestState" in raw:
             return await self.registry.resume(
@@ -270,6 +280,7 @@ class StatelessEndpoint:
         request_id: RequestId,
         tenant: Tenant,
         peer: MrtrPeer,
+        locale: str | None,
     ) -> Mapping[str, Any]:
         def context(clock: ToolClock) -> Context:
             return Context(
@@ -281,6 +292,7 @@ class StatelessEndpoint:
                 tool_name=spec.name,
                 clock=clock,
                 progress_token=meta.progress_token,
+                locale=locale,
             )
 
         try:

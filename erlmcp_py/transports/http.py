@@ -312,10 +312,17 @@ def _classify(frame: bytes) -> tuple[bool, RequestId | None]:
 class _HttpSession:
     """A :class:`ServerSession` and the HTTP streams its frames go to."""
 
-    def __init__(self, transport: HttpTransport, session_id: str, principal: str) -> None:
+    def __init__(
+        self,
+        transport: HttpTransport,
+        session_id: str,
+        principal: str,
+        accept_language: str | None = None,
+    ) -> None:
         self.id = session_id
         self.transport = transport
         self.principal = principal
+        self.accept_language = accept_language  # of the initialize POST: the session's locale
         self.session: ServerSession | None = None
         self.posts: dict[RequestId, _Stream] = {}
         self.get_stream: _Stream | None = None
@@ -385,6 +392,7 @@ class _HttpSession:
                 max_frame_bytes=transport.config.max_frame_bytes,
                 user=self.principal if transport.config.auth is not None else None,
                 client_key=self.principal,
+                accept_language=self.accept_language,
             ) as session:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)
@@ -885,6 +893,7 @@ class HttpTransport:
                         tenant=Tenant(user=principal),
                         client_id=principal,
                         notify=sink if calls_tool else None,
+                        accept_language=_header(scope, b"accept-language"),
                     )
                 except JsonRpcError as exc:
                     error = exc.with_id(message.id)
@@ -945,7 +954,7 @@ class HttpTransport:
         if len(self._sessions) >= self.config.max_sessions:
             raise self._refuse("sessions", 503, "Service Unavailable: too many sessions")
         session_id = secrets.token_urlsafe(32)
-        hs = _HttpSession(self, session_id, principal)
+        hs = _HttpSession(self, session_id, principal, _header(scope, b"accept-language"))
         self._session_shares.acquire(principal)
         self._sessions[session_id] = hs
         await self._nursery.start(hs.run)

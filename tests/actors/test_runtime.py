@@ -28,6 +28,7 @@ from erlmcp_py import (
     RequestTooLarge,
     ResultTooLarge,
     Runtime,
+    RuntimeConfig,
     SchemaNotAllowed,
     Tenant,
     TimedOut,
@@ -120,6 +121,62 @@ async def test_invalid_answer_is_reprompted_with_errors_then_fails(
     assert [r.id for r in peer.requests] == [f"{handle.id}.{n}" for n in (1, 2, 3, 4)]
 
 
+async def test_a_pt_br_request_gets_its_reprompt_and_warning_in_portuguese(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+
+    def first_only(request: Any) -> dict[str, Any] | None:  # answers once, wrongly
+        first = request.id.endswith(".1")
+        return {"action": "accept", "content": {"name": 7}} if first else None
+
+    peer = MemoryPeer(auto=first_only)
+    request = ElicitationRequest("Quem é você?", requested_schema=SCHEMA, locale="pt-BR")
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    assert await handle.outcome() == TimedOut()
+    reprompt = peer.requests[1].params["message"]
+    assert reprompt.startswith(
+        "Quem é você?\n\nSua resposta anterior não foi aceita (tentativa 2):\n"
+        "A resposta não foi aceita (1 problema):\n- name: "
+    )
+    warning = peer.notifications[0][1]["data"]["message"]
+    assert warning == "Este pedido expira em 60 segundos."
+
+
+async def test_the_runtime_locale_is_the_default_of_a_request_that_names_none(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime({"locale": "pt-BR", "form_deadline_s": 2, "warn_before_s": 1}) as rt:
+        peer = MemoryPeer()
+        await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        english = ElicitationRequest("Who?", requested_schema=SCHEMA, locale="en-US")
+        handle = await rt.create_elicitation(english, peer=peer, tenant=ALICE)
+        assert await handle.outcome() == TimedOut()
+        await trio.testing.wait_all_tasks_blocked()
+    messages = sorted(
+        n[1]["data"]["message"] for n in peer.notifications if n[0] == "notifications/message"
+    )
+    assert messages == ["Este pedido expira em 1 segundo.", "This request expires in 1 second."]
+
+
+async def test_an_answer_too_large_is_refused_in_the_request_locale(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime({"answer_bytes": 100, "max_reprompts": 1}) as rt:
+        answers = iter([{"name": "x" * 200}, {"name": "Ada"}])
+        peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": next(answers)})
+        request = ElicitationRequest("Nome?", requested_schema=SCHEMA, locale="pt-BR")
+        handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+        assert isinstance(await handle.outcome(), Accepted)
+    assert "- A resposta é grande demais (" in peer.requests[1].params["message"]
+
+
+def test_a_locale_must_be_one_of_the_catalog() -> None:
+    with pytest.raises(ValueError, match=r"ElicitationRequest\.locale must be one of en-US, pt-BR"):
+        ElicitationRequest("Who?", requested_schema=SCHEMA, locale="fr-FR")
+    with pytest.raises(pydantic.ValidationError, match="locale"):
+        RuntimeConfig.model_validate({"locale": "pt"})
+
+
 async def test_reprompt_then_valid_answer_completes(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -150,6 +207,72 @@ async def test_timeout_warns_then_times_out_and_cancels_client_request(
     )
     assert peer.pending == {}  # correlation dropped: a late answer is ignored
     assert peer.answer(peer.requests[0].id, {"action": "accept"}) is False
+
+
+async def test_a_request_timeout_ends_it_then_with_the_warning_moved_along(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()  # never answers
+    start = trio.current_time()
+    request = ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=2)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    assert info.deadline - start == pytest.approx(2)
+    await trio.sleep(1.59)
+    assert peer.notifications == []
+    await trio.sleep(0.02)  # the warning: 20 % of the time left, as 60 s is of 300 s
+    ((method, params),) = peer.notifications
+    assert method == "notifications/message"
+    assert params["data"]["remainingSeconds"] == 1
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(2)
+
+
+async def test_a_request_timeout_is_clamped_to_the_policy_deadline(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    start = trio.current_time()
+    request = ElicitationRequest("Slow?", requested_schema=SCHEMA, timeout=10_000)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(300)
+    assert peer.notifications[0][1]["data"]["remainingSeconds"] == 60
+
+
+async def test_a_request_timeout_is_extended_as_the_policy_deadline_is(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    start = trio.current_time()
+    request = ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=10)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    info = await rt.extend_timeout(handle.id, tenant=ALICE, seconds=5)
+    assert info.deadline - start == pytest.approx(15)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(15)
+    await trio.testing.wait_all_tasks_blocked()
+    (warning, _cancelled) = peer.notifications
+    assert warning[1]["data"]["remainingSeconds"] == 2  # 2 s before: 20 % of 10 s
+
+
+async def test_ask_takes_a_timeout_with_a_message_text(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    start = trio.current_time()
+    assert await rt.ask("Ok?", bool, peer=MemoryPeer(), tenant=ALICE, timeout=3) == TimedOut()
+    assert trio.current_time() - start == pytest.approx(3)
+    with pytest.raises(TypeError, match="only with a message text"):
+        await rt.ask(form(), peer=MemoryPeer(), tenant=ALICE, timeout=3)
+
+
+@pytest.mark.parametrize("bad", [0, -2, float("nan"), float("inf")])
+def test_a_request_timeout_must_be_positive_and_finite(bad: float) -> None:
+    with pytest.raises(ValueError, match=r"ElicitationRequest\.timeout must be a positive, finite"):
+        ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout=bad)
+    with pytest.raises(TypeError, match=r"ElicitationRequest\.timeout must be a number"):
+        ElicitationRequest("Quick?", requested_schema=SCHEMA, timeout="2")  # type: ignore[arg-type]
 
 
 class StuckPeer(MemoryPeer):

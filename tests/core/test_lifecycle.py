@@ -403,6 +403,35 @@ def test_url_mode_uses_url_deadline() -> None:
     assert e.start()[0] == SetDeadline(600.0, 540.0)
 
 
+def test_a_question_deadline_and_its_warning_replace_the_policy_ones() -> None:
+    e = Elicitation(POLICY, 10.0, timeout_s=2.0)
+    assert e.start()[0] == SetDeadline(12.0, pytest.approx(11.6))
+    assert e.handle(WarningDue(11.6)) == [SendWarning(remaining_s=pytest.approx(0.4))]
+    assert e.handle(DeadlineReached(12.0))[0] == Resolve(TimedOut())
+
+
+def test_a_question_deadline_longer_than_the_policy_is_clamped() -> None:
+    e = Elicitation(POLICY, 0.0, mode="url", timeout_s=10_000.0)
+    assert e.start()[0] == SetDeadline(600.0, 540.0)
+
+
+def test_an_extension_moves_a_question_deadline_and_keeps_its_warning() -> None:
+    e = Elicitation(POLICY, 0.0, timeout_s=100.0)  # warned 20 s before: at 80 s
+    e.start()
+    assert e.handle(Extend(50.0, 30.0)) == [
+        SetDeadline(130.0, 110.0),
+        ExtensionGranted(130.0, 30.0, POLICY.max_extensions - 1),
+    ]
+    assert e.handle(WarningDue(109.0)) == []
+    assert e.handle(WarningDue(110.0)) == [SendWarning(remaining_s=20.0)]
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_question_deadline_must_be_positive_and_finite(bad: float) -> None:
+    with pytest.raises(ValueError, match="positive, finite"):
+        Elicitation(POLICY, 0.0, timeout_s=bad)
+
+
 def test_start_after_early_end_is_a_no_op() -> None:
     e = fresh()
     e.handle(Cancel("server"))
@@ -644,6 +673,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         mode=st.sampled_from(["form", "url"]),
         start_at=st.floats(-1e4, 1e6, allow_nan=False),
         start_now=st.sampled_from([True, True, True, False]),
+        timeout=st.sampled_from([None, None, 0.5, 2.0, 120.0, 10_000.0]),
     )
     def setup(
         self,
@@ -654,6 +684,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         mode: Any,
         start_at: float,
         start_now: bool,
+        timeout: float | None,
     ) -> None:
         self.policy = LifecyclePolicy(
             warn_before_s=warn_before,
@@ -662,8 +693,10 @@ class LifecycleMachine(RuleBasedStateMachine):
             max_reprompts=max_reprompts,
         )
         self.now = start_at
-        self.e = Elicitation(self.policy, start_at, mode=mode)
-        self.initial_deadline = start_at + self.policy.deadline_for(mode)
+        self.e = Elicitation(self.policy, start_at, mode=mode, timeout_s=timeout)
+        initial = self.policy.deadline_for(mode, timeout)  # a question's own, clamped
+        self.initial_deadline = start_at + initial
+        self.warn_before = self.policy.warn_before_for(mode, initial)
         self.last_deadline = self.e.deadline
         self.started = False
         if start_now:
@@ -753,7 +786,7 @@ class LifecycleMachine(RuleBasedStateMachine):
                 assert isinstance(event, WarningDue)
                 assert e.deadline not in self.warned_for
                 self.warned_for.add(e.deadline)
-                assert 0 < f.remaining_s <= self.policy.warn_before_s
+                assert 0 < f.remaining_s <= self.warn_before + 1e-9
             elif isinstance(f, SetDeadline):
                 assert f.deadline == e.deadline
                 assert f.warn_at == e.warn_at
@@ -934,7 +967,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         limit = self.initial_deadline + self.policy.max_extensions * self.policy.extension_s
         assert e.deadline <= limit + 1e-6
         if e.warn_at is not None:
-            assert e.warn_at == e.deadline - self.policy.warn_before_s
+            assert e.warn_at == e.deadline - self.warn_before
 
     def teardown(self) -> None:
         # Whatever happened, a restart must end it: exactly one Resolve over the whole life.

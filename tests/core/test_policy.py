@@ -16,6 +16,7 @@ from erlmcp_py.core.policy import (
     RatePolicy,
     RetentionPolicy,
     SizePolicy,
+    check_timeout,
 )
 
 
@@ -47,6 +48,42 @@ def test_deadline_for_mode() -> None:
     assert p.deadline_for("url") == 600.0
     with pytest.raises(ValueError, match="unknown elicitation mode"):
         p.deadline_for("inline")  # type: ignore[arg-type]
+
+
+def test_a_question_deadline_is_clamped_to_the_policy_deadline_of_its_mode() -> None:
+    p = LifecyclePolicy()
+    assert p.deadline_for("form", 2.0) == 2.0
+    assert p.deadline_for("form", 10_000) == 300.0
+    assert p.deadline_for("url", 450) == 450.0
+    assert p.deadline_for("url", 601.5) == 600.0
+
+
+def test_the_warning_keeps_the_policy_proportion_of_a_shorter_deadline() -> None:
+    p = LifecyclePolicy()  # form: 60 s before 300 s; url: 60 s before 600 s
+    assert p.warn_before_for("form", 300.0) == 60.0
+    assert p.warn_before_for("form", 2.0) == pytest.approx(0.4)
+    assert p.warn_before_for("form", 120.0) == pytest.approx(24.0)
+    assert p.warn_before_for("url", 300.0) == pytest.approx(30.0)
+    assert LifecyclePolicy(warn_before_s=0).warn_before_for("form", 2.0) == 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, -0.5, math.nan, math.inf, -math.inf])
+def test_a_question_deadline_must_be_positive_and_finite(bad: float) -> None:
+    with pytest.raises(ValueError, match=r"timeout must be a positive, finite number of seconds"):
+        check_timeout("timeout", bad)
+    with pytest.raises(ValueError, match="requested_s"):
+        LifecyclePolicy().deadline_for("form", bad)
+
+
+@pytest.mark.parametrize("bad", [True, "30", None, [30]])
+def test_a_question_deadline_must_be_a_number(bad: object) -> None:
+    with pytest.raises(TypeError, match=r"timeout must be a number of seconds"):
+        check_timeout("timeout", bad)
+
+
+def test_a_checked_question_deadline_is_float_seconds() -> None:
+    assert check_timeout("timeout", 2) == 2.0
+    assert type(check_timeout("timeout", 2)) is float
 
 
 @pytest.mark.parametrize("cls", [LifecyclePolicy, RatePolicy, SizePolicy, RetentionPolicy, Policy])

@@ -388,6 +388,18 @@ def test_summarize() -> None:
     assert summarize(result.errors[:1]).startswith("The answer was not accepted (1 problem):")
 
 
+def test_summarize_words_its_heading_in_the_locale_asked_for() -> None:
+    assert summarize((), locale="pt-BR") == "A resposta é válida."
+    result = validate_answer(object_schema({"age": integer_field(minimum=18)}), {"age": 12})
+    assert summarize(result.errors, locale="pt-BR") == (
+        "A resposta não foi aceita (1 problema):\n- age: must be at least 18."
+    )
+    twice = result.errors * 2
+    assert summarize(twice, locale="pt-BR").startswith("A resposta não foi aceita (2 problemas):")
+    with pytest.raises(ValueError, match="locale"):
+        summarize(result.errors, locale="fr")
+
+
 def test_messages_per_constraint() -> None:
     cases = [
         (string_field(min_length=2), "a", "f: must be at least 2 characters long (got 1)."),

@@ -316,6 +316,27 @@ async def test_elicitation_goes_out_on_the_originating_post_stream() -> None:
         assert listening.transport.open_streams == 0
 
 
+async def test_the_accept_language_of_initialize_words_the_sessions_reprompts() -> None:
+    probe = Probe()
+    async with serving(probe) as listening, client(listening) as c:
+        response = await c.post(message("initialize", INIT, id=0), accept_language="pt-BR")
+        c.session_id = response.headers["mcp-session-id"]
+        await c.post(message("notifications/initialized"))
+        with trio.fail_after(TIMEOUT):
+            async with c.stream(call(3)) as events:
+                request = await events.next()
+                assert request is not None
+                await c.answer(request, {"action": "accept", "content": {"name": 5}})
+                reprompt = await events.next()
+                assert reprompt is not None
+                await c.answer(reprompt, {"action": "decline"})
+                await events.rest()
+        assert reprompt["params"]["message"].startswith(
+            "Your name?\n\nSua resposta anterior não foi aceita (tentativa 2):\n"
+            "A resposta não foi aceita (1 problema):\n"
+        )
+
+
 @pytest.mark.parametrize(
     ("answer", "text"),
     [

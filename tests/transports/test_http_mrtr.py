@@ -269,6 +269,20 @@ async def test_two_rounds_resume_the_same_coroutine() -> None:
         assert probe.starts == 2
 
 
+async def test_accept_language_of_the_request_words_the_reprompt() -> None:
+    probe = Probe()
+    async with serving(probe) as listening, modern(listening) as c:
+        with trio.fail_after(TIMEOUT):
+            first = ok(await c.call(accept_language="pt-BR,en;q=0.5"))
+            key, _ = only_request(first)
+            wrong = {key: {"action": "accept", "content": {"name": "Ada", "age": "36"}}}
+            second = ok(await c.call(first["requestState"], wrong, accept_language="pt-BR"))
+            _, params = only_request(second)
+        assert params["message"].startswith(
+            "Who are you?\n\nSua resposta anterior não foi aceita (tentativa 2):\n"
+        )
+
+
 async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
     probe = Probe()
     config = HttpConfig(principal_header="X-Principal")

@@ -99,7 +99,8 @@ class CompiledForm:
 
     @property
     def timeout_s(self) -> float | None:
-        """The form's ``timeout`` in seconds (the runtime clamps it to its policy)."""
+        """The form's ``timeout`` in seconds: ``ctx.elicit`` asks with this deadline unless
+        given its own ``timeout=``; the runtime clamps it to its policy's deadline."""
         return None if self.form.timeout is None else self.form.timeout / 1000
 
     def validate(self, content: object) -> ValidationResult:

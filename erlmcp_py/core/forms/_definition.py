@@ -67,7 +67,8 @@ class FormDefinition(_Model):
         fields: The fields, in display order (at least one, at most 100).
         validation: Form-level dependencies and cross-field rules.
         metadata: Free JSON for the application.
-        timeout: Deadline in milliseconds (the runtime clamps it to its policy).
+        timeout: The question's deadline in milliseconds (``ctx.elicit`` asks with it; the
+            runtime clamps it to its policy's deadline and warns at the same proportion).
         allow_partial: When true, no field is required.
     """
 

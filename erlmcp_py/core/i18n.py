@@ -1,28 +1,108 @@
-"""Every string the terminal client prints, in en-US and pt-BR, from one catalog.
+"""Every text erlmcp-py shows to people, in en-US and pt-BR, from one catalog.
 
 :data:`CATALOG` maps a key to its text per locale; texts are :meth:`str.format` templates and
-every locale of a key names the same placeholders (``tests/connect/test_i18n.py`` checks it).
-:func:`choose_locale` picks the locale from ``--lang`` or the POSIX locale variables, and
-:class:`Texts` looks keys up in it.
+every locale of a key names the same placeholders (``tests/core/test_i18n.py`` checks it). It
+holds the server's texts (re-prompts, answer summaries, deadline warnings, refusals of an
+answer), the hosted elicitation page's, and the terminal client's. :class:`Texts` looks keys
+up in one locale.
+
+Choosing a locale:
+
+* :func:`negotiate` reads an HTTP ``Accept-Language`` header (RFC 9110 §12.5.4: quality
+  values, ``*``, ``q=0`` refusals); any ``pt`` tag (``pt``, ``pt-PT``, ``pt-BR``) gives
+  ``pt-BR``, any ``en`` tag ``en-US``; a header naming neither gives the default.
+* :func:`client_locale` is the locale a client asks for: the one it declares in ``_meta``
+  under :data:`LOCALE_META_KEY` (a language tag, or a list written like ``Accept-Language``),
+  else its HTTP request's ``Accept-Language``; ``None`` when neither names a known locale,
+  and the server's default applies.
+* :func:`choose_locale` is the terminal client's: ``--lang``, else the POSIX locale variables.
+
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["CATALOG", "DEFAULT_LOCALE", "LOCALES", "Texts", "choose_locale", "placeholders"]
+__all__ = [
+    "CATALOG",
+    "DEFAULT_LOCALE",
+    "LOCALES",
+    "LOCALE_META_KEY",
+    "Texts",
+    "best_locale",
+    "choose_locale",
+    "client_locale",
+    "negotiate",
+    "placeholders",
+]
 
 #: The locales of the catalog.
 LOCALES: Final = ("en-US", "pt-BR")
 #: The locale used when nothing names a known one.
 DEFAULT_LOCALE: Final = "en-US"
+#: The ``_meta`` key under which a client declares its locale: on ``initialize`` (2025-06-18,
+#: 2025-11-25) or on each request (2026-07-28). Its value is a language tag (``"pt-BR"``) or a
+#: list written like ``Accept-Language`` (``"pt-BR, en;q=0.5"``).
+LOCALE_META_KEY: Final = "io.erlmcp/locale"
 
 _EN, _PT = LOCALES
 
+#: The language of a tag -> the catalog's locale for it.
+_LANGUAGES: Final = {"en": _EN, "pt": _PT}
+#: How much of an ``Accept-Language`` header is read: a longer one is cut (never an error).
+_MAX_HEADER_CHARS: Final = 4096
+_MAX_RANGES: Final = 64
+
 CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
+    # == the server: what a client shows its user ==============================================
+    "mcp.elicitation.reprompt": {
+        _EN: "{message}\n\nYour previous answer was not accepted (attempt {attempt}):\n{summary}",
+        _PT: "{message}\n\nSua resposta anterior não foi aceita (tentativa {attempt}):\n{summary}",
+    },
+    "mcp.answer.valid": {_EN: "The answer is valid.", _PT: "A resposta é válida."},
+    "mcp.answer.not_accepted.one": {
+        _EN: "The answer was not accepted (1 problem):",
+        _PT: "A resposta não foi aceita (1 problema):",
+    },
+    "mcp.answer.not_accepted.many": {
+        _EN: "The answer was not accepted ({count} problems):",
+        _PT: "A resposta não foi aceita ({count} problemas):",
+    },
+    "mcp.answer.too_large": {
+        _EN: "The answer is too large ({size} bytes; the limit is {limit}).",
+        _PT: "A resposta é grande demais ({size} bytes; o limite é {limit}).",
+    },
+    "mcp.answer.url_refused": {
+        _EN: "{field}: this address is not allowed ({reason}).",
+        _PT: "{field}: este endereço não é permitido ({reason}).",
+    },
+    "mcp.elicitation.expires.one": {
+        _EN: "This request expires in 1 second.",
+        _PT: "Este pedido expira em 1 segundo.",
+    },
+    "mcp.elicitation.expires.many": {
+        _EN: "This request expires in {count} seconds.",
+        _PT: "Este pedido expira em {count} segundos.",
+    },
+    # == the hosted elicitation page ===========================================================
+    "mcp.elicitation.action.accept": {_EN: "Submit", _PT: "Enviar"},
+    "mcp.elicitation.action.reject": {_EN: "Reject", _PT: "Recusar"},
+    "mcp.elicitation.action.cancel": {_EN: "Cancel", _PT: "Cancelar"},
+    "mcp.elicitation.timeout_warning": {
+        _EN: "Closing in {seconds}s",
+        _PT: "Fechando em {seconds}s",
+    },
+    "mcp.elicitation.url_mode.opening": {
+        _EN: "Opening external page",
+        _PT: "Abrindo página externa",
+    },
+    "mcp.elicitation.field_required": {_EN: "Required", _PT: "Obrigatório"},
+    # == the terminal client (erlmcp-py connect) ===============================================
     # -- connection and REPL -------------------------------------------------------------------
     "connected": {
         _EN: "Connected to {server} (protocol {protocol}, {transport}).",
@@ -227,8 +307,97 @@ def placeholders(template: str) -> frozenset[str]:
     return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
 
 
+def _locale_of(tag: str) -> str | None:
+    """The catalog locale of one language tag (``pt_BR.UTF-8`` style accepted), by its
+    primary language; ``None`` for a language the catalog does not have."""
+    language = tag.strip().replace("_", "-").split("-", 1)[0].lower()
+    return _LANGUAGES.get(language)
+
+
+def _quality(parameters: list[str]) -> float | None:
+    """The ``q`` of a language range (1 when absent); ``None`` when it is not a number in
+    [0, 1] (the range is then ignored)."""
+    quality = 1.0
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                quality = float(value.strip())
+            except ValueError:
+                return None
+            if not (math.isfinite(quality) and 0.0 <= quality <= 1.0):
+                return None
+    return quality
+
+
+def best_locale(accept_language: str | None) -> str | None:
+    """The catalog locale an ``Accept-Language`` value prefers, or ``None`` if it names none.
+
+    Ranges are taken by quality, highest first (ties in the order written); a range with
+    ``q=0`` refuses its locale; ``*`` takes the default locale unless refused, else the other.
+    Malformed ranges are ignored; the value is never an error.
+
+    Args:
+        accept_language: The header's value (or a single tag), or ``None``.
+    """
+    if not accept_language:
+        return None
+    ranges: list[tuple[float, int, str]] = []
+    items = accept_language[:_MAX_HEADER_CHARS].split(",")[:_MAX_RANGES]
+    for position, item in enumerate(items):
+        tag, *parameters = item.split(";")
+        tag = tag.strip()
+        quality = _quality(parameters)
+        if tag and quality is not None:
+            ranges.append((-quality, position, tag))
+    ranges.sort()
+    refused = {_locale_of(tag) for quality, _, tag in ranges if quality == 0}
+    for quality, _, tag in ranges:
+        if quality == 0:
+            break  # sorted: every range from here on is a refusal
+        if tag == "*":
+            wildcard = [locale for locale in (DEFAULT_LOCALE, *LOCALES) if locale not in refused]
+            if wildcard:
+                return wildcard[0]
+            continue
+        locale = _locale_of(tag)
+        if locale is not None and locale not in refused:
+            return locale
+    return None
+
+
+def negotiate(accept_language: str | None, default: str = DEFAULT_LOCALE) -> str:
+    """The catalog locale for an ``Accept-Language`` value: :func:`best_locale`, else
+    ``default`` (``pt``, ``pt-PT``, ``pt-BR`` → ``pt-BR``; ``fr`` → ``default``).
+
+    Args:
+        accept_language: The header's value, or ``None``.
+        default: The locale when the header names no known one (the server's default).
+
+    Returns:
+        One of :data:`LOCALES`.
+    """
+    return best_locale(accept_language) or default
+
+
+def client_locale(declared: object, accept_language: str | None) -> str | None:
+    """The locale a client asks for: the one it declared under :data:`LOCALE_META_KEY` (when
+    it names a known locale), else its request's ``Accept-Language``; ``None`` when neither
+    does (the server's default applies).
+
+    Args:
+        declared: The ``_meta`` value as sent (anything but a string is ignored).
+        accept_language: The HTTP ``Accept-Language`` header, or ``None``.
+    """
+    if isinstance(declared, str):
+        locale = best_locale(declared)
+        if locale is not None:
+            return locale
+    return best_locale(accept_language)
+
+
 def choose_locale(requested: str | None, environ: Mapping[str, str]) -> str:
-    """The catalog locale for ``--lang`` (``requested``) or the POSIX locale variables.
+    """The terminal client's locale: ``--lang`` (``requested``) or the POSIX locale variables.
 
     ``requested`` wins when given; else the first set of ``LC_ALL``, ``LC_MESSAGES`` and
     ``LANG`` decides (POSIX precedence). ``pt_BR.UTF-8``, ``pt-BR`` and any other ``pt`` locale
@@ -249,10 +418,7 @@ def choose_locale(requested: str | None, environ: Mapping[str, str]) -> str:
                 break
     if name is None:
         return DEFAULT_LOCALE
-    language = name.split(".", 1)[0].split("@", 1)[0].replace("_", "-").lower()
-    if language == "pt" or language.startswith("pt-"):
-        return "pt-BR"
-    return DEFAULT_LOCALE
+    return _locale_of(name.split(".", 1)[0].split("@", 1)[0]) or DEFAULT_LOCALE
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +431,10 @@ class Texts:
 
     locale: str = DEFAULT_LOCALE
 
+    def __post_init__(self) -> None:
+        if self.locale not in LOCALES:
+            raise ValueError(f"locale must be one of {', '.join(LOCALES)}, got {self.locale!r}")
+
     def __call__(self, key: str, **values: object) -> str:
         """The text of ``key`` in this locale, with ``values`` filled in.
 
@@ -272,6 +442,15 @@ class Texts:
             KeyError: ``key`` is not in the catalog.
         """
         return CATALOG[key][self.locale].format(**values)
+
+    def count(self, key: str, n: int, **values: object) -> str:
+        """The text of ``key.one`` when ``n`` is 1, else of ``key.many``, with ``n`` filled
+        in as ``{count}`` and ``values`` as the rest (both locales pluralise this way).
+
+        Raises:
+            KeyError: ``key`` has no ``.one`` or ``.many`` text.
+        """
+        return self(f"{key}.one" if n == 1 else f"{key}.many", count=n, **values)
 
     def words(self, key: str) -> frozenset[str]:
         """A comma-separated catalog entry as a set of lower-case words."""
