@@ -419,10 +419,10 @@ async def test_sampling_and_roots_requests_join_an_elicitation_round(
             got["name"] = outcome.content if isinstance(outcome, Accepted) else None
 
         async def sample() -> None:
-            got["llm"] = (await ctx.sample("Hi?", max_tokens=5))["content"]["text"]
+            got["llm"] = (await ctx.sample("Hi?", max_tokens=5, key="llm")).text
 
         async def roots() -> None:
-            got["roots"] = (await ctx.request("roots/list", {}))["roots"][0]["uri"]
+            got["roots"] = (await ctx.list_roots(key="roots"))[0]
 
         async with trio.open_nursery() as nursery:
             for fn in (elicit, sample, roots):
@@ -433,28 +433,42 @@ async def test_sampling_and_roots_requests_join_an_elicitation_round(
     async with connect(server) as client:
         first = (await client.call("gather", caps=caps))["result"]
         asked = {key: r["method"] for key, r in first["inputRequests"].items()}
-        assert sorted(asked.values()) == [
-            "elicitation/create",
-            "roots/list",
-            "sampling/createMessage",
-        ]
-        assert asked["name"] == "elicitation/create"
-        sampling = next(r for r in first["inputRequests"].values() if r["method"].startswith("s"))
-        assert sampling["params"]["maxTokens"] == 5
-        answers = {
-            "elicitation/create": {"action": "accept", "content": {"value": "Ada"}},
-            "sampling/createMessage": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "Hello"},
-                "model": "m",
-            },
-            "roots/list": {"roots": [{"uri": "file:///r"}]},
+        assert asked == {
+            "name": "elicitation/create",
+            "llm": "sampling/createMessage",
+            "roots": "roots/list",
         }
-        responses = {key: answers[method] for key, method in asked.items()}
+        assert first["inputRequests"]["llm"]["params"]["maxTokens"] == 5
+        assert first["inputRequests"]["roots"]["params"] == {}
+        hello = {"type": "text", "text": "Hello"}
+        responses = {
+            "name": {"action": "accept", "content": {"value": "Ada"}},
+            "llm": {"role": "assistant", "content": hello, "model": "m"},
+            "roots": {"roots": [{"uri": "file:///r", "name": "R"}]},
+        }
         done = await client.call(
             "gather", state=first["requestState"], responses=responses, caps=caps
         )
-        assert done["result"]["content"][0]["text"] == "Ada|Hello|file:///r"
+        text = done["result"]["content"][0]["text"]
+        assert text == "Ada|Hello|Root(uri='file:///r', name='R')"
+
+
+async def test_a_request_a_tool_makes_with_ctx_request_is_an_input_request_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("raw", "1.0.0")
+
+    @server.tool()
+    async def raw(ctx: Context) -> str:
+        result = await ctx.request("roots/list", {}, key="mine")
+        return str(result["roots"][0]["uri"])
+
+    async with connect(server) as client:
+        first = (await client.call("raw", caps={"roots": {}}))["result"]
+        assert first["inputRequests"] == {"mine": {"method": "roots/list", "params": {}}}
+        responses = {"mine": {"roots": [{"uri": "file:///x"}]}}
+        done = await client.call("raw", state=first["requestState"], responses=responses)
+        assert done["result"]["content"][0]["text"] == "file:///x"
 
 
 async def test_no_elicitation_capability_gives_unsupported_and_no_input_request(
@@ -542,15 +556,19 @@ async def test_foreign_principal_is_refused(autojump_clock: trio.testing.MockClo
         assert done["content"][0]["text"] == "mine"
 
 
-async def test_retry_without_state_and_unknown_or_superseded_state(
+async def test_answers_without_state_ask_again_and_unknown_or_superseded_state_is_refused(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server, _ = make_server()
+    server, seen = make_server()
     async with connect(server, mrtr="suspend") as client:
         first = (await client.call("signup"))["result"]
         key, _ = only_request(first)
         answer = {key: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
-        refused(await client.call("signup", responses=answer), "missing_state")
+        # Answers without a state, under a key the tool did not name: a fresh call, asked again.
+        fresh = (await client.call("signup", responses=answer))["result"]
+        assert only_request(fresh)[1]["message"] == "Who are you?"
+        assert fresh["requestState"] != first["requestState"]
+        assert seen["outcomes"] == []
 
         second = (await client.call("signup", state=first["requestState"], responses=answer))[
             "result"

@@ -83,8 +83,8 @@ def make_server(seen: dict[str, Any], **runtime: Any) -> Server:
         """Ask the client's LLM, then the user: a sampling request replays too."""
         seen["starts"] += 1
         draft = await ctx.sample("Write a haiku", max_tokens=50)
-        keep = await ctx.elicit_confirm(f"Keep {draft['content']['text']!r}?")
-        return f"{draft['content']['text']}: {keep}"
+        keep = await ctx.elicit_confirm(f"Keep {draft.text!r}?")
+        return f"{draft.text}: {keep}"
 
     return server
 

@@ -16,6 +16,7 @@ from pydantic import Field
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.example_everything import PNG_1X1, STATIC_TEXT
 from erlmcp_py.example_server import build_server
+from erlmcp_py.mcp.client_results import SampledMessage
 from erlmcp_py.mcp.completion import MAX_VALUES, CompletionRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
@@ -320,8 +321,11 @@ async def test_everything_prompts(autojump_clock: trio.testing.MockClock) -> Non
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
             "test_prompt_with_image",
+            "test_input_required_result_prompt",
         }
         assert all(p["description"] for p in prompts)
+        # its Context parameter is injected, not an argument
+        assert "arguments" not in by_name["test_input_required_result_prompt"]
         assert by_name["test_prompt_with_arguments"]["arguments"] == [
             {"name": "arg1", "description": "First test argument", "required": True},
             {"name": "arg2", "description": "Second test argument", "required": True},
@@ -544,7 +548,7 @@ def sampling_server() -> tuple[Server, list[Any]]:
             outcomes.append(exc)
             return f"failed: {type(exc).__name__}"
         outcomes.append(result)
-        return str(result["content"]["text"])
+        return str(result.text)
 
     return server, outcomes
 
@@ -565,7 +569,9 @@ async def test_sample_round_trip(autojump_clock: trio.testing.MockClock) -> None
         await wire.answer(request["id"], reply)
         response = await wire.response(call)
         assert response["result"]["content"][0]["text"] == "4"
-        assert outcomes == [reply]
+        assert outcomes == [
+            SampledMessage(role="assistant", content=reply["content"], model="m", stop_reason=None)
+        ]
 
 
 async def test_sample_errors(autojump_clock: trio.testing.MockClock) -> None:
