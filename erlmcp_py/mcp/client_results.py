@@ -11,6 +11,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -116,9 +117,12 @@ class _ListRootsResult(BaseModel):
 def _problems(exc: ValidationError) -> str:
     """Each error as ``member.path: message``, without pydantic's union-branch tags."""
     return "; ".join(
-        f"{'.'.join(_members(err['loc'])) or 'result'}: {err['msg']}"
+        f"{'.'.join(_members(err['loc'])) or 'result'}: {_INSTANCE.sub('', err['msg'])}"
         for err in exc.errors(include_url=False, include_input=False)
     )
+
+
+_INSTANCE = re.compile(r" or instance of _\w+")
 
 
 def _members(loc: tuple[int | str, ...]) -> list[str]:
