@@ -135,7 +135,7 @@ __all__ = [
     "MrtrPeer",
     "NotificationSink",
     "RequestStateRefused",
-    "RunTool",
+    "RunCall",
     "open_continuations",
 ]
 
@@ -156,9 +156,10 @@ _ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
 #: a call across rounds, so every retry replays.
 MRTR_MODES: Final = ("auto", "suspend", "replay")
 
-RunTool = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
-"""Runs the tool with the given peer; returns its ``CallToolResult`` or raises
-:class:`JsonRpcError` (the answer to the call)."""
+RunCall = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
+"""Runs the call's function (a tool, a prompt) with the given peer; returns its complete result
+(a ``CallToolResult``, a ``GetPromptResult``) or raises :class:`JsonRpcError` (the answer to
+the call)."""
 
 NotificationSink = Callable[[str, Mapping[str, Any]], Awaitable[None]]
 """``await sink(method, params)`` sends one notification related to one request, on that
@@ -281,7 +282,7 @@ class _Continuation:
 
 
 class MrtrPeer:
-    """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless tool call.
+    """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless call.
 
     ``send_request`` records the request as an input request of the pending
     ``InputRequiredResult``; the retry's ``inputResponses`` answer it. Notifications go to the
@@ -433,7 +434,8 @@ class MrtrPeer:
 
 
 class ContinuationRegistry:
-    """The bounded in-memory registry of stateless tool calls and their sealed states.
+    """The bounded in-memory registry of stateless calls (``tools/call``, ``prompts/get``) and
+    their sealed states.
 
     Create with :func:`open_continuations` (its own nursery) or with a nursery you own.
 
@@ -532,7 +534,7 @@ class ContinuationRegistry:
         capabilities: ClientCapabilities,
         protocol_version: str,
         client_id: str,
-        run: RunTool,
+        run: RunCall,
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
@@ -572,7 +574,7 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
-        run: RunTool | None = None,
+        run: RunCall | None = None,
         protocol_version: str | None = None,
         client_id: str | None = None,
     ) -> dict[str, Any]:
@@ -668,7 +670,7 @@ class ContinuationRegistry:
         payload: Mapping[str, Any],
         raw_responses: object,
         call: _ReplayCall,
-        run: RunTool,
+        run: RunCall,
         sink: NotificationSink | None,
         progress_token: str | int | None,
         log_level: str | None,
@@ -728,7 +730,7 @@ class ContinuationRegistry:
         log.info("request_state_refused", reason=log_reason)
         raise RequestStateRefused(reason)
 
-    async def _runner(self, cont: _Continuation, run: RunTool) -> None:
+    async def _runner(self, cont: _Continuation, run: RunCall) -> None:
         try:
             with cont.life:
                 try:

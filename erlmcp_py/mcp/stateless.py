@@ -62,7 +62,7 @@ from erlmcp_py.mcp.meta import (
     RequestMeta,
     parse_request_meta,
 )
-from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink, RunTool
+from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink, RunCall
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
@@ -293,7 +293,7 @@ class StatelessEndpoint:
             progress_token=meta.progress_token,
         )
 
-    def _tool_runner(self, request: Request, meta: RequestMeta, tenant: Tenant) -> RunTool:
+    def _tool_runner(self, request: Request, meta: RequestMeta, tenant: Tenant) -> RunCall:
         """Check a ``tools/call``; what runs its tool with a given peer."""
         params = parse_params(CallToolParams, request.params, request.id)
         spec = self.server.tools.get(params.name)
@@ -314,7 +314,7 @@ class StatelessEndpoint:
 
         return run
 
-    def _prompt_runner(self, request: Request, meta: RequestMeta, tenant: Tenant) -> RunTool:
+    def _prompt_runner(self, request: Request, meta: RequestMeta, tenant: Tenant) -> RunCall:
         """Check a ``prompts/get``; what renders its prompt with a given peer."""
         features.prompt_spec(self.server, request)
 
