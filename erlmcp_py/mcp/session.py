@@ -20,6 +20,8 @@ elicitations ``abandoned``) and every pending callback gets :class:`PeerGone`.
 
 ``resources/read``, ``prompts/get`` and ``completion/complete`` (and the lists) call
 application functions, so they run as tasks too (:mod:`~erlmcp_py.mcp.features` answers them);
+a prompt function that takes a ``Context`` asks the client through this session, as a tool
+does, related to its ``prompts/get``;
 ``resources/subscribe`` and ``unsubscribe`` only touch this session's set of subscribed URIs,
 which :meth:`ServerSession.resource_updated` consults.
 

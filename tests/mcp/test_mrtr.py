@@ -1336,3 +1336,25 @@ def only_request_any(result: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     assert result["resultType"] == "input_required"
     ((key, request),) = result["inputRequests"].items()
     return key, request
+
+
+async def test_a_prompts_log_messages_go_to_the_request_it_works_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("logs", "1")
+
+    @server.prompt()
+    async def chatty(ctx: Context) -> str:
+        await ctx.log("info", "rendering")
+        return "done"
+
+    async with connect(server) as client:
+        params = {
+            "name": "chatty",
+            "_meta": {**meta(), "io.modelcontextprotocol/logLevel": "info"},
+        }
+        done = await client.request("prompts/get", params)
+        assert done["result"]["messages"][0]["content"]["text"] == "done"
+        logged = [f for f in client.out if f.get("method") == "notifications/message"]
+        assert [f["params"]["data"] for f in logged] == ["rendering"]
+        assert client.out.index(logged[0]) < client.out.index(done)  # before the response
