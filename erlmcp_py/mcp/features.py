@@ -19,7 +19,7 @@ item fits one page, so no cursor is ever handed out.
 
 A prompt function may take a ``Context`` and ask the client: the caller of :func:`answer`
 passes a :data:`ContextFor` that builds one for the prompt (a session's peer, or a 2026-07-28
-call's :class:`~erlmcp_py.mcp.mrtr.MrtrPeer`). :func:`prompt_spec` checks a ``prompts/get``
+call's :class:`~erlmcp_py.mcp.mrtr.MrtrPeer`). :func:`check_prompt` checks a ``prompts/get``
 before anything runs (what the stateless era does before it starts a continuation).
 """
 
@@ -57,7 +57,7 @@ __all__ = [
     "ContextFor",
     "answer",
     "offered",
-    "prompt_spec",
+    "check_prompt",
     "subscribable",
 ]
 
@@ -118,12 +118,22 @@ async def _prompts_list(
     return {"prompts": [spec.definition() for spec in server.prompts.values()]}
 
 
-def prompt_spec(server: Server, request: Request) -> PromptSpec:
-    """The prompt a ``prompts/get`` names.
+def check_prompt(server: Server, request: Request) -> PromptSpec:
+    """The prompt a ``prompts/get`` names, its arguments checked (nothing runs).
 
     Raises:
-        JsonRpcError: ``-32601`` (no prompts offered), ``-32602`` (bad params, unknown prompt).
+        JsonRpcError: ``-32601`` (no prompts offered), ``-32602`` (bad params, unknown prompt,
+            missing or invalid arguments).
     """
+    spec, params = _prompt_of(server, request)
+    try:
+        spec.bind(params.arguments)
+    except PromptArgumentsError as exc:
+        raise jsonrpc.invalid_params(str(exc), {"name": spec.name}, request.id) from None
+    return spec
+
+
+def _prompt_of(server: Server, request: Request) -> tuple[PromptSpec, GetPromptParams]:
     if not offered(server, request.method):
         raise jsonrpc.method_not_found(request.method, request.id)
     params = parse_params(GetPromptParams, request.params, request.id)
@@ -132,17 +142,16 @@ def prompt_spec(server: Server, request: Request) -> PromptSpec:
         raise jsonrpc.invalid_params(
             f"Unknown prompt: {params.name[:_SHOWN]}", {"name": params.name[:_SHOWN]}, request.id
         )
-    return spec
+    return spec, params
 
 
 async def _prompts_get(
     server: Server, request: Request, context: ContextFor | None
 ) -> dict[str, Any]:
-    spec = prompt_spec(server, request)
-    arguments = parse_params(GetPromptParams, request.params, request.id).arguments
+    spec, params = _prompt_of(server, request)
     make = None if context is None else partial(context, spec.name)
     try:
-        return await spec.render(arguments, make)
+        return await spec.render(params.arguments, make)
     except PromptArgumentsError as exc:
         raise jsonrpc.invalid_params(str(exc), {"name": spec.name}, request.id) from None
     except JsonRpcError:

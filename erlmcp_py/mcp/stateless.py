@@ -316,7 +316,7 @@ class StatelessEndpoint:
 
     def _prompt_runner(self, request: Request, meta: RequestMeta, tenant: Tenant) -> RunCall:
         """Check a ``prompts/get``; what renders its prompt with a given peer."""
-        features.prompt_spec(self.server, request)
+        features.check_prompt(self.server, request)
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any]:
             def context(name: str) -> Context:
