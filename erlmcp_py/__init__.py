@@ -75,6 +75,11 @@ from erlmcp_py.core.validation import (
     summarize as summarize,
     validate_answer as validate_answer,
 )
+from erlmcp_py.mcp.client_results import (
+    InvalidClientResult as InvalidClientResult,
+    Root as Root,
+    SampledMessage as SampledMessage,
+)
 from erlmcp_py.mcp.completion import CompletionRequest as CompletionRequest
 from erlmcp_py.mcp.context import Context as Context
 from erlmcp_py.mcp.errors import (
@@ -115,6 +120,7 @@ __all__ = [
     "FormType",
     "Format",
     "InvalidAnswer",
+    "InvalidClientResult",
     "Outcome",
     "Peer",
     "PeerError",
@@ -123,8 +129,10 @@ __all__ = [
     "RequestTooLarge",
     "ResourceNotFound",
     "ResultTooLarge",
+    "Root",
     "Runtime",
     "RuntimeConfig",
+    "SampledMessage",
     "SchemaNotAllowed",
     "Server",
     "Tenant",

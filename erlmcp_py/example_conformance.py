@@ -3,11 +3,12 @@ stateless server), for the bundled example server.
 
 :func:`add_conformance_tools` registers, on a :class:`~erlmcp_py.mcp.server.Server`:
 
-* the ``input-required-result-*`` tools: each asks what its scenario expects through the
-  ordinary imperative API (``ctx.elicit``, ``ctx.sample``, ``ctx.request``), so on 2026-07-28
-  the call answers an ``InputRequiredResult`` and the retry with ``inputResponses`` resumes the
-  same suspended coroutine (see ``docs/mrtr.md``); in a 2025 session the same tools send the
-  requests to the client;
+* the ``input-required-result-*`` tools and the prompt ``test_input_required_result_prompt``:
+  each asks what its scenario expects through the ordinary imperative API (``ctx.elicit``,
+  ``ctx.sample``, ``ctx.list_roots``), so on 2026-07-28 the call (``tools/call`` or
+  ``prompts/get``) answers an ``InputRequiredResult`` and the retry with ``inputResponses``
+  resumes the same suspended coroutine (see ``docs/mrtr.md``); in a 2025 session the same
+  functions send the requests to the client;
 * the diagnostic tools of the stateless-server scenario: ``test_missing_capability`` (needs
   ``sampling``: without it, ``-32021`` naming it), ``test_streaming_elicitation`` (asks for
   input: on 2026-07-28 the answer is an ``InputRequiredResult``, never a request on the stream)
@@ -37,6 +38,7 @@ __all__ = ["add_conformance_tools"]
 NAME_SCHEMA: Final = object_schema({"name": string_field()}, required=["name"])
 COLOR_SCHEMA: Final = object_schema({"color": string_field()}, required=["color"])
 OK_SCHEMA: Final = object_schema({"ok": boolean_field()}, required=["ok"])
+CONTEXT_SCHEMA: Final = object_schema({"context": string_field()}, required=["context"])
 
 
 def _text(outcome: Outcome, field: str) -> str:
@@ -46,28 +48,13 @@ def _text(outcome: Outcome, field: str) -> str:
     return type(outcome).__name__
 
 
-def _sampled_text(result: dict[str, Any]) -> str:
-    content = result.get("content")
-    text = content.get("text") if isinstance(content, dict) else None
-    return text if isinstance(text, str) else repr(content)
-
-
-def _root_uris(result: dict[str, Any]) -> list[str]:
-    roots = result.get("roots")
-    if not isinstance(roots, list):
-        return []
-    return [str(r.get("uri")) for r in roots if isinstance(r, dict)]
-
-
 async def _sample(ctx: Context, prompt: str, max_tokens: int) -> str:
     result = await ctx.sample(prompt, max_tokens=max_tokens, timeout=SAMPLING_TIMEOUT)
-    return _sampled_text(result)
+    return result.text if result.text is not None else repr(result.content)
 
 
 async def _list_roots(ctx: Context) -> list[str]:
-    if not ctx.client_capabilities.roots:
-        raise ToolError("the client does not support roots")
-    return _root_uris(await ctx.request("roots/list", {}, timeout=SAMPLING_TIMEOUT))
+    return [root.uri for root in await ctx.list_roots(timeout=SAMPLING_TIMEOUT)]
 
 
 async def test_input_required_result_elicitation(ctx: Context) -> str:
@@ -158,6 +145,18 @@ async def test_logging_tool(ctx: Context) -> str:
     return "Logged three messages"
 
 
+async def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]]:
+    """A prompt that first asks which context to use (input request ``user_context``)."""
+    outcome = await ctx.elicit(
+        "What context should the prompt use?", CONTEXT_SCHEMA, key="user_context"
+    )
+    context = _text(outcome, "context")
+    return [
+        {"role": "user", "content": {"type": "text", "text": f"Use this context: {context}"}},
+        {"role": "assistant", "content": {"type": "text", "text": "Understood."}},
+    ]
+
+
 TOOLS: Final = (
     test_input_required_result_elicitation,
     test_input_required_result_sampling,
@@ -173,8 +172,12 @@ TOOLS: Final = (
 )
 
 
+PROMPTS: Final = (test_input_required_result_prompt,)
+
+
 def add_conformance_tools(server: Server) -> None:
-    """Register the conformance suite's 2026-07-28 tools ``server`` does not have yet.
+    """Register the conformance suite's 2026-07-28 tools and prompts ``server`` does not have
+    yet.
 
     Args:
         server: The server to extend (usually the bundled example server).
@@ -182,3 +185,6 @@ def add_conformance_tools(server: Server) -> None:
     for fn in TOOLS:
         if fn.__name__ not in server.tools:
             server.add_tool(fn)
+    for prompt in PROMPTS:
+        if prompt.__name__ not in server.prompts:
+            server.add_prompt(prompt)

@@ -27,6 +27,7 @@ import trio
 from pydantic import Field
 
 from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.mcp.client_results import InvalidClientResult
 from erlmcp_py.mcp.completion import CompletionRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError, ToolError
@@ -227,11 +228,11 @@ def add_everything_tools(server: Server) -> None:
             raise ToolError("the client did not answer the sampling request in time") from None
         except ClientRequestError as exc:
             raise ToolError(f"sampling failed: {exc.message}") from None
+        except InvalidClientResult as exc:
+            raise ToolError(str(exc)) from None
         except PeerGone:
             raise ToolError("the client went away") from None
-        content = result.get("content")
-        text = content.get("text") if isinstance(content, dict) else None
-        shown = text if isinstance(text, str) else repr(content)
+        shown = result.text if result.text is not None else repr(result.content)
         return f"LLM response: {shown}"
 
     for fn in (

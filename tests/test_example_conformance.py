@@ -69,7 +69,7 @@ class Suite:
             "mcp-protocol-version": VERSION,
             "mcp-method": method,
         }
-        if method == "tools/call":
+        if method in ("tools/call", "prompts/get"):
             headers["mcp-name"] = str(params["name"])
         body = {
             "jsonrpc": "2.0",
@@ -138,6 +138,44 @@ async def test_elicitation_asks_under_the_key_user_name() -> None:
             responses={"user_name": accept({"name": "Alice"}), "extra": accept({"x": 1})},
         )
         assert text_of(done) == "Hello, Alice!"
+
+
+async def test_answers_a_first_call_brings_serve_the_named_request_and_extras_are_ignored() -> None:
+    async with suite() as s:
+        extra = {"unknown_extra_key": accept({"foo": "bar"}), "another": accept({"baz": 123})}
+        done = await s.call(
+            "test_input_required_result_elicitation",
+            responses={"user_name": accept({"name": "Alice"}), **extra},
+        )
+        assert text_of(done) == "Hello, Alice!"
+        wrong = await s.call(
+            "test_input_required_result_elicitation",
+            responses={"wrong_key": accept({"data": "wrong"})},
+        )
+        assert methods(wrong) == {"user_name": "elicitation/create"}  # asked again
+
+
+async def test_the_prompt_asks_for_its_context_then_returns_its_messages() -> None:
+    async with suite() as s:
+        params: dict[str, Any] = {"name": "test_input_required_result_prompt"}
+        first_response = await s.post("prompts/get", params)
+        assert first_response.status_code == 200
+        assert first_response.headers["content-type"] == "application/json"
+        first = first_response.json()["result"]
+        assert methods(first) == {"user_context": "elicitation/create"}
+        asked = first["inputRequests"]["user_context"]["params"]
+        assert asked["message"] == "What context should the prompt use?"
+        assert asked["requestedSchema"]["properties"] == {"context": {"type": "string"}}
+        assert asked["requestedSchema"]["required"] == ["context"]
+        retry = {
+            **params,
+            "requestState": first["requestState"],
+            "inputResponses": {"user_context": accept({"context": "test context"})},
+        }
+        done = (await s.post("prompts/get", retry)).json()["result"]
+        assert done["resultType"] == "complete"
+        texts = [m["content"]["text"] for m in done["messages"]]
+        assert texts == ["Use this context: test context", "Understood."]
 
 
 async def test_sampling_and_roots_are_input_requests() -> None:
@@ -305,3 +343,20 @@ async def test_in_a_2025_session_the_same_tools_send_requests(
             await wire.answer(asked["id"], accept({"name": "Alice"}))
             done = await wire.response(rid)
         assert text_of({"resultType": "complete", **done["result"]}) == "Hello, Alice!"
+
+
+async def test_in_a_2025_session_the_prompt_elicits_through_a_server_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connect(build_server()) as wire, trio.open_nursery() as nursery:
+        await wire.initialize({"elicitation": {}})
+        rid = next(wire.ids)
+        params = {"name": "test_input_required_result_prompt"}
+        msg = {"jsonrpc": "2.0", "id": rid, "method": "prompts/get", "params": params}
+        nursery.start_soon(wire.feed, msg)
+        asked = await wire.server_request(0)
+        assert asked["method"] == "elicitation/create"
+        assert asked["params"]["message"] == "What context should the prompt use?"
+        await wire.answer(asked["id"], accept({"context": "ops"}))
+        done = await wire.response(rid)
+        assert done["result"]["messages"][0]["content"]["text"] == "Use this context: ops"

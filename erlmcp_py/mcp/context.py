@@ -43,6 +43,12 @@ from erlmcp_py.core.schema import (
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
+from erlmcp_py.mcp.client_results import (
+    Root,
+    SampledMessage,
+    parse_create_message_result,
+    parse_list_roots_result,
+)
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
@@ -100,6 +106,19 @@ def _titled(options: Options) -> dict[str, str]:
             value, title = item
             out[value] = title
     return out
+
+
+#: Seconds a ``notifications/cancelled`` for an abandoned request of ours may take to send.
+_CANCEL_NOTICE_S = 5.0
+
+
+async def _tell_cancelled(peer: Any, request_id: str, reason: str) -> None:
+    """Tell a session's client we no longer wait for ``request_id`` (2026-07-28 has no
+    server→client request to cancel: its peer sends nothing)."""
+    with suppress(PeerGone):
+        await peer.send_notification(
+            "notifications/cancelled", {"requestId": request_id, "reason": reason}
+        )
 
 
 class Context:
@@ -186,19 +205,30 @@ class Context:
     # -- other requests to the client ---------------------------------------------------------
 
     async def request(
-        self, method: str, params: Mapping[str, Any], *, timeout: float = 60.0
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        timeout: float = 60.0,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Send a request to the client on behalf of this call and wait for its result.
 
-        On Streamable HTTP it travels on the stream of the ``tools/call``; on 2026-07-28 it
-        becomes an input request of the ``InputRequiredResult`` (the retry answers it). The
-        tool's clock pauses while the client is asked. Prefer the typed helpers
-        (:meth:`elicit`, :meth:`sample`): this one checks no capability.
+        In a session it travels as a server→client request (on Streamable HTTP, on the
+        stream of the ``tools/call`` or ``prompts/get``); on 2026-07-28 it becomes an input
+        request of the ``InputRequiredResult`` (the retry answers it). The tool's clock
+        pauses while the client is asked. Prefer the typed helpers (:meth:`elicit`,
+        :meth:`sample`, :meth:`list_roots`): this one checks no capability and no result.
+
+        When the call is cancelled (or the timeout passes) the wait ends, and a session's
+        client gets ``notifications/cancelled`` for the request.
 
         Args:
             method: E.g. ``"sampling/createMessage"`` or ``"roots/list"``.
             params: The request's params.
             timeout: Seconds to wait for the answer.
+            key: On 2026-07-28, the key of this request in ``inputRequests`` (default: a
+                generated one, e.g. ``sampling-1``). Ignored in a session.
 
         Returns:
             The client's ``result`` object.
@@ -206,9 +236,15 @@ class Context:
         Raises:
             ClientRequestError: the client answered with a JSON-RPC error.
             PeerGone: the client went away.
-            trio.TooSlowError: no answer in time (the client gets ``notifications/cancelled``).
+            trio.TooSlowError: no answer in time.
         """
-        peer = self._peer
+        peer: Any = self._peer
+        if key is not None:
+            if not isinstance(key, str) or not key:
+                raise TypeError("key must be a non-empty str")
+            with_key = getattr(peer, "with_key", None)  # MrtrPeer (2026-07-28) only
+            if with_key is not None:
+                peer = with_key(key)
         request_id = f"{method.replace('/', '-')[:40]}-{secrets.token_hex(8)}"
         done = trio.Event()
         answer: list[PeerResponse] = []
@@ -223,13 +259,16 @@ class Context:
                     method, dict(params), request_id=request_id, on_response=on_response
                 )
                 await done.wait()
+        except trio.Cancelled:
+            if not answer:
+                with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_NOTICE_S):
+                    await _tell_cancelled(peer, request_id, "cancelled")
+            raise
         finally:
             peer.forget_request(request_id)
         if not answer:
-            with suppress(PeerGone):
-                await peer.send_notification(
-                    "notifications/cancelled", {"requestId": request_id, "reason": "timed out"}
-                )
+            with trio.move_on_after(_CANCEL_NOTICE_S):
+                await _tell_cancelled(peer, request_id, "timed out")
             raise trio.TooSlowError(f"the client did not answer {method} in {timeout:g} s")
         response = answer[0]
         if isinstance(response, PeerError):
@@ -249,7 +288,8 @@ class Context:
         model_preferences: Mapping[str, Any] | None = None,
         include_context: str | None = None,
         timeout: float = 60.0,
-    ) -> dict[str, Any]:
+        key: str | None = None,
+    ) -> SampledMessage:
         """Ask the client's LLM for a message (``sampling/createMessage``).
 
         Args:
@@ -261,12 +301,15 @@ class Context:
             model_preferences: ``modelPreferences``.
             include_context: ``includeContext`` (``none``, ``thisServer``, ``allServers``).
             timeout: Seconds to wait for the answer.
+            key: On 2026-07-28, the key of this request in ``inputRequests``.
 
         Returns:
-            The ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``).
+            The client's answer: ``role``, ``content``, ``model``, ``stop_reason`` (and
+            ``text``, the first text block's).
 
         Raises:
             CapabilityMissing: the client did not declare ``sampling`` (nothing was sent).
+            InvalidClientResult: the answer is not a ``CreateMessageResult``.
             ClientRequestError, PeerGone, trio.TooSlowError: as for :meth:`request`.
         """
         if not self.client_capabilities.sampling:
@@ -282,7 +325,30 @@ class Context:
             "includeContext": include_context,
         }
         params.update({k: v for k, v in optional.items() if v is not None})
-        return await self.request("sampling/createMessage", params, timeout=timeout)
+        result = await self.request("sampling/createMessage", params, timeout=timeout, key=key)
+        return parse_create_message_result(result)
+
+    async def list_roots(
+        self, *, timeout: float = 60.0, key: str | None = None
+    ) -> tuple[Root, ...]:
+        """Ask the client for its roots (``roots/list``).
+
+        Args:
+            timeout: Seconds to wait for the answer.
+            key: On 2026-07-28, the key of this request in ``inputRequests``.
+
+        Returns:
+            The roots (``uri``, ``name``), in the client's order.
+
+        Raises:
+            CapabilityMissing: the client did not declare ``roots`` (nothing was sent).
+            InvalidClientResult: the answer is not a ``ListRootsResult``.
+            ClientRequestError, PeerGone, trio.TooSlowError: as for :meth:`request`.
+        """
+        if not self.client_capabilities.roots:
+            raise CapabilityMissing("roots")
+        result = await self.request("roots/list", {}, timeout=timeout, key=key)
+        return parse_list_roots_result(result)
 
     # -- form mode ----------------------------------------------------------------------------
 

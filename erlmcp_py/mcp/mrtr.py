@@ -1,5 +1,9 @@
 """MRTR continuations: imperative ``await ctx.elicit(...)`` on the stateless protocol (2026-07-28).
 
+A *call* is a ``tools/call`` or a ``prompts/get``: whatever runs a function that may ask the
+client (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``). This module knows only its method,
+params and a ``run(peer)`` coroutine; "the tool" below is that function.
+
 Theory of operation
 -------------------
 On 2026-07-28 a server cannot send ``elicitation/create``; a ``tools/call`` that needs input
@@ -24,6 +28,12 @@ fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
   resumes — and waits for the next yield. Missing answers are asked again; unknown keys are
   ignored; an invalid accepted answer is re-prompted by the runtime, which shows up as a new
   input request.
+* A first call (no ``requestState``) that already carries ``inputResponses`` is started like
+  any other: its entries answer, at once, the requests the tool makes under the same explicit
+  key (``key="user_name"``) before its first answer is decided, through the runtime like any
+  answer (validated, re-prompted, charged). Other entries are ignored and the tool asks what
+  is missing. The state's own guarantees are untouched: only a retry's state carries earlier
+  answers (the journal), and a state that fails verification is refused, never run fresh.
 * Between rounds nobody is attached, and the continuation lives until the state's expiry: past
   it no retry can ever open the state, so the runner is cancelled (its elicitations end
   ``abandoned`` through the owner watch) and the entry removed. The runtime's deadline
@@ -125,7 +135,7 @@ __all__ = [
     "MrtrPeer",
     "NotificationSink",
     "RequestStateRefused",
-    "RunTool",
+    "RunCall",
     "open_continuations",
 ]
 
@@ -146,9 +156,10 @@ _ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
 #: a call across rounds, so every retry replays.
 MRTR_MODES: Final = ("auto", "suspend", "replay")
 
-RunTool = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
-"""Runs the tool with the given peer; returns its ``CallToolResult`` or raises
-:class:`JsonRpcError` (the answer to the call)."""
+RunCall = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
+"""Runs the call's function (a tool, a prompt) with the given peer; returns its complete result
+(a ``CallToolResult``, a ``GetPromptResult``) or raises :class:`JsonRpcError` (the answer to
+the call)."""
 
 NotificationSink = Callable[[str, Mapping[str, Any]], Awaitable[None]]
 """``await sink(method, params)`` sends one notification related to one request, on that
@@ -170,7 +181,6 @@ _MESSAGES: Final[dict[str, str]] = {
     "ended, was cancelled, or the server restarted): call the tool again",
     "superseded": "requestState was already used: a later InputRequiredResult replaced it",
     "in_use": "requestState is being used by another request right now",
-    "missing_state": "inputResponses need the requestState of the InputRequiredResult they answer",
     "bad_input_responses": "Invalid inputResponses",
 }
 
@@ -180,8 +190,7 @@ class RequestStateRefused(JsonRpcError):
 
     Reasons: ``invalid`` (malformed, unknown key, bad signature, too large — the log has the
     precise one), ``expired``, ``wrong_principal``, ``request_mismatch``,
-    ``unknown_continuation``, ``superseded``, ``in_use``, ``missing_state``,
-    ``bad_input_responses``.
+    ``unknown_continuation``, ``superseded``, ``in_use``, ``bad_input_responses``.
     """
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -218,6 +227,7 @@ class _Continuation:
         "keys",
         "life",
         "log_level",
+        "offered",
         "outstanding",
         "peer",
         "principal",
@@ -261,6 +271,9 @@ class _Continuation:
         self.asked = 0
         self.questions = 0
         self.discarded = False
+        # A first call's own inputResponses, by key: offered to the requests the tool names
+        # with that key (``key=``) until its first answer is decided (see ``start``).
+        self.offered: dict[str, Mapping[str, Any]] = {}
 
     def touch(self) -> None:
         self.version += 1
@@ -269,7 +282,7 @@ class _Continuation:
 
 
 class MrtrPeer:
-    """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless tool call.
+    """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless call.
 
     ``send_request`` records the request as an input request of the pending
     ``InputRequiredResult``; the retry's ``inputResponses`` answer it. Notifications go to the
@@ -348,7 +361,7 @@ class MrtrPeer:
         """Record the request for the next ``InputRequiredResult``, under ``key`` if given
         (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``). In a replay, a request
         the retry's state has an answer for (the same method and params) is answered with it
-        at once."""
+        at once; so is a request under a ``key`` the first call's ``inputResponses`` answer."""
         await trio.lowlevel.checkpoint()
         cont = self._cont
         body = dict(params)
@@ -356,8 +369,11 @@ class MrtrPeer:
             body.setdefault("mode", "form")
         question = _question_of(method, body)
         replayed = cont.replay.get(question)
-        if replayed:
-            response = replayed.popleft()
+        response = replayed.popleft() if replayed else None
+        if response is None and key is not None and key in cont.offered:
+            offered = cont.offered.pop(key)
+            response = offered if _response_problem(method, offered) is None else None
+        if response is not None:  # answered at once: a replay, or the first call's answer
             cont.journal.append((question, response))
             on_response(response)
             return
@@ -418,7 +434,8 @@ class MrtrPeer:
 
 
 class ContinuationRegistry:
-    """The bounded in-memory registry of stateless tool calls and their sealed states.
+    """The bounded in-memory registry of stateless calls (``tools/call``, ``prompts/get``) and
+    their sealed states.
 
     Create with :func:`open_continuations` (its own nursery) or with a nursery you own.
 
@@ -517,7 +534,7 @@ class ContinuationRegistry:
         capabilities: ClientCapabilities,
         protocol_version: str,
         client_id: str,
-        run: RunTool,
+        run: RunCall,
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
@@ -527,15 +544,22 @@ class ContinuationRegistry:
         ``sink``, ``progress_token`` and ``log_level`` describe this request's channel: the
         tool's notifications go to ``sink`` until the result is decided (none: dropped).
 
+        ``inputResponses`` on a first call (no ``requestState``) answer, under their keys, the
+        requests the tool names with the same key (``ctx.elicit(..., key="user_name")``)
+        before its first answer is decided; each goes through the runtime like any answer
+        (validated, re-prompted, charged). Entries under other keys, or whose shape does
+        not fit the request, are ignored: the tool asks, and the answer is an
+        ``InputRequiredResult``.
+
         Raises:
-            RequestStateRefused: ``inputResponses`` came without a ``requestState``.
+            RequestStateRefused: ``inputResponses`` is not an object (``bad_input_responses``).
             JsonRpcError: the registry is full or closed, or the tool's own JSON-RPC error.
         """
-        if "inputResponses" in params:
-            self._refuse("missing_state", "missing_state")
         self._evict(trio.current_time())
+        offered = self._offered(params.get("inputResponses"))
         digest = request_digest(method, params)
         cont = self._open(principal, digest, capabilities, protocol_version, client_id)
+        cont.offered = offered
         self.counters["started"] += 1
         self._nursery.start_soon(self._runner, cont, run)
         return await self._attach(cont, math.inf, sink, progress_token, log_level)
@@ -550,7 +574,7 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
-        run: RunTool | None = None,
+        run: RunCall | None = None,
         protocol_version: str | None = None,
         client_id: str | None = None,
     ) -> dict[str, Any]:
@@ -646,7 +670,7 @@ class ContinuationRegistry:
         payload: Mapping[str, Any],
         raw_responses: object,
         call: _ReplayCall,
-        run: RunTool,
+        run: RunCall,
         sink: NotificationSink | None,
         progress_token: str | int | None,
         log_level: str | None,
@@ -674,6 +698,17 @@ class ContinuationRegistry:
         self._nursery.start_soon(self._runner, cont, run)
         return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
 
+    def _offered(self, raw: object) -> dict[str, Mapping[str, Any]]:
+        """A first call's ``inputResponses``: the object entries, by key (see :meth:`start`)."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            self.counters["refused.bad_input_responses"] += 1
+            raise RequestStateRefused("bad_input_responses", "inputResponses must be an object")
+        offered = {str(k): v for k, v in raw.items() if isinstance(v, Mapping)}
+        self.counters["first_call_answers"] += len(offered)
+        return offered
+
     def _checked_responses(
         self, raw: object, methods: Mapping[str, str]
     ) -> dict[str, Mapping[str, Any]]:
@@ -695,7 +730,7 @@ class ContinuationRegistry:
         log.info("request_state_refused", reason=log_reason)
         raise RequestStateRefused(reason)
 
-    async def _runner(self, cont: _Continuation, run: RunTool) -> None:
+    async def _runner(self, cont: _Continuation, run: RunCall) -> None:
         try:
             with cont.life:
                 try:
@@ -742,6 +777,7 @@ class ContinuationRegistry:
             # The answer is decided: nothing more goes to this request's channel, and what is
             # under way there finishes first (a notification never follows the response).
             cont.sink = None
+            cont.offered.clear()  # a first call's own answers serve its first round only
             while cont.sending:
                 cont.drained = trio.Event()
                 await cont.drained.wait()
@@ -929,21 +965,25 @@ def _check_responses(raw: object, methods: Mapping[str, str]) -> dict[str, Mappi
         method = methods.get(key)
         if method is None:
             continue  # unknown, or answered already: ignored (spec)
-        where = f"inputResponses.{str(key)[:64]}"
-        if not isinstance(value, Mapping):
-            raise RequestStateRefused("bad_input_responses", f"{where} must be an object")
-        if method == "elicitation/create":
-            if value.get("action") not in _ACTIONS:
-                raise RequestStateRefused(
-                    "bad_input_responses", f"{where}.action must be accept, decline or cancel"
-                )
-            content = value.get("content")
-            if content is not None and not isinstance(content, Mapping):
-                raise RequestStateRefused(
-                    "bad_input_responses", f"{where}.content must be an object"
-                )
+        problem = _response_problem(method, value)
+        if problem is not None:
+            where = f"inputResponses.{str(key)[:64]}"
+            raise RequestStateRefused("bad_input_responses", f"{where}{problem}")
         answers[key] = value
     return answers
+
+
+def _response_problem(method: str, value: object) -> str | None:
+    """What makes ``value`` no answer to a ``method`` request (``None``: it is one)."""
+    if not isinstance(value, Mapping):
+        return " must be an object"
+    if method == "elicitation/create":
+        if value.get("action") not in _ACTIONS:
+            return ".action must be accept, decline or cancel"
+        content = value.get("content")
+        if content is not None and not isinstance(content, Mapping):
+            return ".content must be an object"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,10 @@
 Prompt arguments are strings on the wire, so every parameter is ``str`` (the default when
 unhinted), ``str | None`` or a ``Literal`` of strings (whose values :mod:`completion` offers);
 a parameter without a default is a required argument. Its description comes from
-``Annotated[str, Field(description=...)]``.
+``Annotated[str, Field(description=...)]``. A parameter annotated with the ``Context`` class
+(:class:`~erlmcp_py.mcp.context.Context`) is no argument: the caller injects the request's
+context, through which the prompt may ask the client (``ctx.elicit``, ``ctx.sample``,
+``ctx.list_roots``) as a tool does.
 
 What a prompt function returns becomes the ``messages`` of a ``prompts/get`` result:
 
@@ -74,6 +77,7 @@ class PromptSpec:
         fn: Returns the messages (sync or async).
         arguments: Its arguments, in signature order.
         arguments_model: Validates ``arguments``.
+        context_param: The name of the injected ``Context`` parameter, if any.
     """
 
     name: str
@@ -82,6 +86,7 @@ class PromptSpec:
     fn: PromptFunction
     arguments: tuple[PromptArgument, ...]
     arguments_model: type[BaseModel]
+    context_param: str | None = None
 
     def argument(self, name: str) -> PromptArgument | None:
         """The argument called ``name``, if any."""
@@ -123,15 +128,26 @@ class PromptSpec:
             ) from None
         return {name: getattr(model, name) for name in type(model).model_fields}
 
-    async def render(self, arguments: Mapping[str, str] | None) -> dict[str, Any]:
+    async def render(
+        self, arguments: Mapping[str, str] | None, context: Callable[[], object] | None = None
+    ) -> dict[str, Any]:
         """Check ``arguments``, call the function; the ``prompts/get`` result.
+
+        Args:
+            arguments: The request's ``arguments``.
+            context: Builds the ``Context`` injected into a prompt that takes one.
 
         Raises:
             PromptArgumentsError: bad arguments.
-            TypeError: the function returned something that is not messages.
+            TypeError: the function returned something that is not messages, or it takes a
+                context and none was given.
             Exception: whatever the function raised.
         """
         kwargs = self.bind(arguments)
+        if self.context_param is not None:
+            if context is None:
+                raise TypeError(f"prompt {self.name!r} takes a context and none was given")
+            kwargs[self.context_param] = context()
         value = self.fn(**kwargs)
         if inspect.isawaitable(value):
             value = await value
@@ -171,6 +187,7 @@ def make_prompt(
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
+    context_type: type | None = None,
 ) -> PromptSpec:
     """Build a :class:`PromptSpec` from a function's signature.
 
@@ -179,6 +196,7 @@ def make_prompt(
         name: Wire name; default: the function's name.
         title: Optional display title.
         description: Default: the function's docstring.
+        context_type: The Context class (a parameter annotated with it is injected).
 
     Raises:
         TypeError: a parameter is variadic, positional-only or not string-typed.
@@ -190,10 +208,18 @@ def make_prompt(
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     choices: dict[str, tuple[str, ...]] = {}
+    context_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(f"prompt {prompt!r}: parameter {param.name!r} must be named")
         annotation = hints.get(param.name, str)
+        if (
+            context_type is not None
+            and isinstance(annotation, type)
+            and issubclass(annotation, context_type)
+        ):
+            context_param = param.name
+            continue
         choices[param.name] = _check_argument_type(prompt, param.name, annotation)
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)
@@ -218,6 +244,7 @@ def make_prompt(
         fn=fn,
         arguments=arguments,
         arguments_model=model,
+        context_param=context_param,
     )
 
 

@@ -281,6 +281,9 @@ class Server:
         of strings; required when without a default; described with
         ``Annotated[str, Field(description=...)]``). It returns the messages: a string (one
         user message), a content block, a ``{"role", "content"}`` message, or a list of those.
+        A parameter annotated with :class:`Context` receives one: the prompt may ask the
+        client (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) as a tool does, in a
+        session and on 2026-07-28 (``InputRequiredResult``, see ``docs/mrtr.md``).
 
         Args:
             name: Wire name; default: the function name.
@@ -308,7 +311,9 @@ class Server:
             ValueError: a prompt with that name exists.
             TypeError: a parameter is not string-typed.
         """
-        spec = make_prompt(fn, name=name, title=title, description=description)
+        spec = make_prompt(
+            fn, name=name, title=title, description=description, context_type=Context
+        )
         if spec.name in self.prompts:
             raise ValueError(f"prompt {spec.name!r} is already registered")
         self.prompts[spec.name] = spec

@@ -20,6 +20,8 @@ elicitations ``abandoned``) and every pending callback gets :class:`PeerGone`.
 
 ``resources/read``, ``prompts/get`` and ``completion/complete`` (and the lists) call
 application functions, so they run as tasks too (:mod:`~erlmcp_py.mcp.features` answers them);
+a prompt function that takes a ``Context`` asks the client through this session, as a tool
+does, related to its ``prompts/get``;
 ``resources/subscribe`` and ``unsubscribe`` only touch this session's set of subscribed URIs,
 which :meth:`ServerSession.resource_updated` consults.
 
@@ -514,8 +516,13 @@ class ServerSession:
                 await self._write(frame)
 
     async def _feature_answer(self, req: Request) -> bytes:
+        token = _progress_token(req.params)
+
+        def context(name: str) -> Context:  # a prompt that asks the client (prompts/get)
+            return self._context(req.id, name, ToolClock(trio.CancelScope(), None), token)
+
         try:
-            result = await features.answer(self._server, req)
+            result = await features.answer(self._server, req, context)
             return jsonrpc.encode_response(req.id, result)
         except JsonRpcError as exc:
             return exc.with_id(req.id).encode()
@@ -570,19 +577,26 @@ class ServerSession:
 
     # -- tool calls ---------------------------------------------------------------------------
 
+    def _context(
+        self, id: RequestId, name: str, clock: ToolClock, progress_token: str | int | None
+    ) -> Context:
+        """The ``Context`` of the tool or prompt request ``id``: it asks through this session,
+        related to that request."""
+        return Context(
+            server=self._server,
+            peer=RequestPeer(self, id),
+            runtime=self._runtime,
+            tenant=self.tenant,
+            request_id=id,
+            tool_name=name,
+            clock=clock,
+            progress_token=progress_token,
+            locale=self.locale,
+        )
+
     async def _tool_answer(self, id: RequestId, spec: ToolSpec, params: CallToolParams) -> bytes:
         def context(clock: ToolClock) -> Context:
-            return Context(
-                server=self._server,
-                peer=RequestPeer(self, id),
-                runtime=self._runtime,
-                tenant=self.tenant,
-                request_id=id,
-                tool_name=spec.name,
-                clock=clock,
-                progress_token=params.progress_token,
-                locale=self.locale,
-            )
+            return self._context(id, spec.name, clock, params.progress_token)
 
         try:
             result = await run_tool(spec, params.arguments, context, self._log)
@@ -602,8 +616,16 @@ _HANDLERS: Final[dict[str, Callable[[ServerSession, Request], Awaitable[None]]]]
 }
 
 
+def _progress_token(params: Params | None) -> str | int | None:
+    """``params._meta.progressToken``, when the client asked for progress."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+    return token if type(token) in (str, int) else None
+
+
 class RequestPeer:
-    """The session as seen by one ``tools/call``: the ``Peer`` its elicitations go through.
+    """The session as seen by one ``tools/call`` (or ``prompts/get``): the ``Peer`` its
+    elicitations go through.
 
     It carries the id of the originating request, so that a transport that can (Streamable
     HTTP) sends ``elicitation/create`` on that request's stream. On stdio it just delegates.

@@ -1,4 +1,5 @@
-"""Serving 2026-07-28 (stateless) requests: ``server/discover``, ``tools/list``, ``tools/call``.
+"""Serving 2026-07-28 (stateless) requests: ``server/discover``, the lists, ``tools/call``,
+``prompts/get``.
 
 Theory of operation
 -------------------
@@ -11,22 +12,26 @@ JSON-RPC error:
 * ``server/discover`` → supported versions (modern first), capabilities, server info;
 * ``tools/list`` → the tools (a cacheable result: ``ttlMs``, ``cacheScope``);
 * ``resources/list``, ``resources/templates/list``, ``resources/read``, ``prompts/list``,
-  ``prompts/get``, ``completion/complete`` → as in the session era (:mod:`features`; the lists
-  and ``resources/read`` are cacheable too), except that an unknown resource is ``-32602``
-  (with ``data.uri``); ``resources/subscribe`` needs a connection and is not served here;
-* ``tools/call`` → through the :class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: a call
-  without ``requestState`` starts the tool; a retry with one resumes the suspended tool
-  (``await ctx.elicit(...)`` returns the answer), so the result is either ``complete`` or an
+  ``completion/complete`` → as in the session era (:mod:`features`; the lists and
+  ``resources/read`` are cacheable too), except that an unknown resource is ``-32602`` (with
+  ``data.uri``); ``resources/subscribe`` needs a connection and is not served here;
+* ``tools/call`` and ``prompts/get`` (:data:`INPUT_METHODS`: their functions may ask the
+  client) → through the :class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`, on one path: a
+  call without ``requestState`` starts the tool or prompt function; a retry with one resumes
+  it where it is suspended (``await ctx.elicit(...)`` returns the answer) or replays it, so
+  the result is either ``complete`` (a ``CallToolResult`` or ``GetPromptResult``) or an
   ``InputRequiredResult``;
 * anything else (``ping``, ``logging/setLevel``… are gone in 2026-07-28) → ``-32601``.
 
 Transports: Streamable HTTP calls :meth:`StatelessEndpoint.handle` per POST (with the
 authenticated principal and tenant). On a byte stream (stdio), the session era's
 ``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
-:func:`open_for_session`), which runs each ``tools/call`` as its own task, honours
+:func:`open_for_session`), which runs each ``tools/call`` and ``prompts/get`` as its own task,
+honours
 ``notifications/cancelled``, and ends everything when the connection closes.
 
-Notifications of a tool (progress, log messages) relate to the ``tools/call`` being answered —
+Notifications of a tool or prompt (progress, log messages) relate to the request being
+answered —
 the first call, then each retry — and travel on that request's channel, before its response.
 The transport says how with the ``notify`` sink it passes to :meth:`StatelessEndpoint.handle`
 (one per request; see :data:`~erlmcp_py.mcp.mrtr.NotificationSink`); the request's
@@ -58,20 +63,31 @@ from erlmcp_py.mcp.meta import (
     RequestMeta,
     parse_request_meta,
 )
-from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink
+from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink, RunCall
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
-from erlmcp_py.mcp.tools import ToolSpec, text_result
+from erlmcp_py.mcp.tools import text_result
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
 
-__all__ = ["SessionStateless", "StatelessEndpoint", "open_for_session", "state_ttl_for"]
+__all__ = [
+    "INPUT_METHODS",
+    "SessionStateless",
+    "StatelessEndpoint",
+    "open_for_session",
+    "state_ttl_for",
+]
 
 log = structlog.get_logger("erlmcp.stateless")
 
 Send = Callable[[bytes], Awaitable[None]]
+
+#: The requests whose function may ask the client (``ctx.elicit``, ``ctx.sample``,
+#: ``ctx.list_roots``), answered through the continuation registry: a ``complete`` result or
+#: an ``InputRequiredResult``.
+INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get"})
 
 
 class StatelessEndpoint:
@@ -124,11 +140,11 @@ class StatelessEndpoint:
             tenant: The tenant scope (default: the endpoint's).
             client_id: The rate-limit key (default: the endpoint's).
             notify: Sends one notification related to this request on its channel (awaited
-                before the answer is returned, never after). A ``tools/call``'s progress and
-                log messages go there while this request is the one the tool works for;
-                without it they are dropped.
-            accept_language: The HTTP request's ``Accept-Language``, if any: a
-                ``tools/call``'s locale when its ``_meta`` declares none under
+                before the answer is returned, never after). The progress and log messages
+                of a ``tools/call`` or ``prompts/get`` go there while this request is the one
+                the function works for; without it they are dropped.
+            accept_language: The HTTP request's ``Accept-Language``, if any: the locale of a
+                ``tools/call`` or ``prompts/get`` whose ``_meta`` declares none under
                 :data:`~erlmcp_py.core.i18n.LOCALE_META_KEY`.
 
         Returns:
@@ -140,8 +156,8 @@ class StatelessEndpoint:
         """
         meta = parse_request_meta(request)
         method = request.method
-        if method == "tools/call":
-            result = await self._tools_call(
+        if method in INPUT_METHODS:
+            result = await self._input_call(
                 request,
                 meta,
                 principal or self.principal,
@@ -160,7 +176,7 @@ class StatelessEndpoint:
                 "ttlMs": 0,
                 "cacheScope": "public",
             }
-        elif method in features.METHODS:
+        elif method in features.METHODS:  # those that never ask the client
             result = {"resultType": "complete", **await _feature_answer(self.server, request)}
             if method in _CACHEABLE:
                 result.update(ttlMs=0, cacheScope="public")
@@ -209,7 +225,7 @@ class StatelessEndpoint:
                 caps[name] = offered[name]
         return caps
 
-    # -- tools/call -----------------------------------------------------------------------------
+    # -- tools/call, prompts/get -----------------------------------------------------------------
 
     def _with_server_info(self, result: dict[str, Any]) -> dict[str, Any]:
         info: dict[str, Any] = {"name": self.server.name, "version": self.server.version}
@@ -221,7 +237,7 @@ class StatelessEndpoint:
         result["_meta"] = meta
         return result
 
-    async def _tools_call(
+    async def _input_call(
         self,
         request: Request,
         meta: RequestMeta,
@@ -231,20 +247,16 @@ class StatelessEndpoint:
         notify: NotificationSink | None,
         accept_language: str | None,
     ) -> dict[str, Any]:
-        params = parse_params(CallToolParams, request.params, request.id)
+        """A request that may ask the client (:data:`INPUT_METHODS`), through the registry:
+        a first call starts it, a retry with ``requestState`` resumes or replays it."""
         raw = cast(Mapping[str, Any], request.params)
         raw_meta = raw.get("_meta")
         declared = raw_meta.get(LOCALE_META_KEY) if isinstance(raw_meta, Mapping) else None
         locale = client_locale(declared, accept_language)
-        spec = self.server.tools.get(params.name)
-        if spec is None:
-            raise jsonrpc.invalid_params(
-                f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, request.id
-            )
-
-        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
-            return await self._run_tool(spec, params, meta, request.id, tenant, peer, locale)
-
+        if request.method == "tools/call":
+            run = self._tool_runner(request, meta, tenant, locale)
+        else:
+            run = self._prompt_runner(request, meta, tenant, locale)
         if "requestState" in raw:
             return await self.registry.resume(
                 principal=principal,
@@ -258,7 +270,6 @@ class StatelessEndpoint:
                 protocol_version=meta.protocol_version,
                 client_id=client_id,
             )
-
         return await self.registry.start(
             principal=principal,
             method=request.method,
@@ -272,34 +283,65 @@ class StatelessEndpoint:
             log_level=meta.log_level,
         )
 
-    async def _run_tool(
+    def _context(
         self,
-        spec: ToolSpec,
-        params: CallToolParams,
-        meta: RequestMeta,
-        request_id: RequestId,
-        tenant: Tenant,
         peer: MrtrPeer,
+        request_id: RequestId,
+        name: str,
+        clock: ToolClock,
+        meta: RequestMeta,
+        tenant: Tenant,
         locale: str | None,
-    ) -> Mapping[str, Any]:
-        def context(clock: ToolClock) -> Context:
-            return Context(
-                server=self.server,
-                peer=cast(Any, peer),  # duck-types RequestPeer (peer_id, supports, session)
-                runtime=self.runtime,
-                tenant=tenant,
-                request_id=request_id,
-                tool_name=spec.name,
-                clock=clock,
-                progress_token=meta.progress_token,
-                locale=locale,
+    ) -> Context:
+        return Context(
+            server=self.server,
+            peer=cast(Any, peer),  # duck-types RequestPeer (peer_id, supports, session)
+            runtime=self.runtime,
+            tenant=tenant,
+            request_id=request_id,
+            tool_name=name,
+            clock=clock,
+            progress_token=meta.progress_token,
+            locale=locale,
+        )
+
+    def _tool_runner(
+        self, request: Request, meta: RequestMeta, tenant: Tenant, locale: str | None
+    ) -> RunCall:
+        """Check a ``tools/call``; what runs its tool with a given peer."""
+        params = parse_params(CallToolParams, request.params, request.id)
+        spec = self.server.tools.get(params.name)
+        if spec is None:
+            raise jsonrpc.invalid_params(
+                f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, request.id
             )
 
-        try:
-            return await run_tool(spec, params.arguments, context, log)
-        except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
-            urls = ", ".join(e["url"] for e in exc.elicitations)
-            return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
+        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
+            def context(clock: ToolClock) -> Context:
+                return self._context(peer, request.id, spec.name, clock, meta, tenant, locale)
+
+            try:
+                return await run_tool(spec, params.arguments, context, log)
+            except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
+                urls = ", ".join(e["url"] for e in exc.elicitations)
+                return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
+
+        return run
+
+    def _prompt_runner(
+        self, request: Request, meta: RequestMeta, tenant: Tenant, locale: str | None
+    ) -> RunCall:
+        """Check a ``prompts/get``; what renders its prompt with a given peer."""
+        features.check_prompt(self.server, request)
+
+        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
+            def context(name: str) -> Context:
+                clock = ToolClock(trio.CancelScope(), None)  # a prompt has no time budget
+                return self._context(peer, request.id, name, clock, meta, tenant, locale)
+
+            return await features.answer(self.server, request, context)
+
+        return run
 
 
 #: Results of 2026-07-28 that extend ``CacheableResult`` (besides ``tools/list`` and
@@ -336,8 +378,9 @@ class SessionStateless:
         self._calls: dict[RequestId, trio.CancelScope] = {}
 
     async def dispatch(self, request: Request) -> None:
-        """Answer ``request``; a ``tools/call`` runs in its own task (returns at once)."""
-        if request.method != "tools/call":
+        """Answer ``request``; a ``tools/call`` or ``prompts/get`` runs in its own task
+        (returns at once)."""
+        if request.method not in INPUT_METHODS:
             await self._write(await self.endpoint.respond(request))
             return
         if not self.start_call(request):
@@ -345,8 +388,9 @@ class SessionStateless:
             await self._write(error.with_id(request.id).encode())
 
     def start_call(self, request: Request) -> bool:
-        """Start a ``tools/call`` as its own task, without waiting; ``False`` (nothing done)
-        when a call with the same id is still in progress — the caller answers that."""
+        """Start a ``tools/call`` or ``prompts/get`` as its own task, without waiting;
+        ``False`` (nothing done) when a call with the same id is still in progress — the
+        caller answers that."""
         if request.id in self._calls:
             return False
         scope = trio.CancelScope()
@@ -355,7 +399,8 @@ class SessionStateless:
         return True
 
     def cancel(self, request_id: RequestId) -> bool:
-        """Cancel an in-flight ``tools/call`` (no answer is sent); False if unknown."""
+        """Cancel an in-flight ``tools/call`` or ``prompts/get`` (no answer is sent); False if
+        unknown."""
         scope = self._calls.get(request_id)
         if scope is None:
             return False

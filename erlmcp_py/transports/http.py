@@ -25,12 +25,12 @@ which picks exactly one channel per frame:
 Writes never block the session: each stream has a bounded queue, and a stream whose client
 does not keep up is ended (a slow client only hurts itself).
 
-*POST.* A ``tools/call`` (when the client accepts ``text/event-stream``) is answered as an SSE
-stream carrying that call's ``elicitation/create`` requests, progress and log notifications and
-finally its response; other requests are answered as ``application/json``. Notifications and
-responses get 202. If the client goes away while its call runs (the POST stream closes), the
-call is cancelled exactly as by ``notifications/cancelled``. Several POST streams of one
-session may be open at once.
+*POST.* A ``tools/call`` or ``prompts/get`` (when the client accepts ``text/event-stream``) is
+answered as an SSE stream carrying that call's requests to the client (``elicitation/create``…),
+progress and log notifications and finally its response; other requests are answered as
+``application/json``. Notifications and responses get 202. If the client goes away while its
+call runs (the POST stream closes), the call is cancelled exactly as by
+``notifications/cancelled``. Several POST streams of one session may be open at once.
 
 *Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
 on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
@@ -54,13 +54,14 @@ the transport's :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` answers it a
 (:func:`~erlmcp_py.transports.http_checks.http_status_for`: ``-32602`` — a refused
 ``requestState`` included, with ``data.reason`` —, ``-32021``, ``-32022``, ``-32020``: 400;
 ``-32601``: 404, which is also the answer to a modern ``initialize``, ``ping`` or any other
-method 2026-07-28 removed). A ``tools/call`` (first call or retry) is given a notification sink:
-the tool's progress and log notifications for that request (see :mod:`~erlmcp_py.mcp.mrtr`)
-switch its answer to an SSE stream at the first one, as a session-era ``tools/call`` POST (same
-events, no ids), and its response (``input_required``, ``complete`` or an error) is the last
-event, after which the stream ends. A call that sends no notification is answered as
-``application/json`` as above. The one difference: once the stream has started, the status (200)
-is already sent, so an error response goes out as the last event under 200 instead of its 4xx.
+method 2026-07-28 removed). A ``tools/call`` or ``prompts/get`` (first call or retry) is given a
+notification sink: the function's progress and log notifications for that request (see
+:mod:`~erlmcp_py.mcp.mrtr`) switch its answer to an SSE stream at the first one, as a
+session-era ``tools/call`` POST (same events, no ids), and its response (``input_required``,
+``complete`` or an error) is the last event, after which the stream ends. A call that sends no
+notification is answered as ``application/json`` as above. The one difference: once the stream
+has started, the status (200) is already sent, so an error response goes out as the last event
+under 200 instead of its 4xx.
 Notifications are queued without blocking the tool (bounded by ``stream_queue``); past that the
 client does not keep up and further ones are dropped and counted, as on a failing sink. Closing
 the POST cancels the request, and with it the tool call it was running or resuming. One
@@ -121,7 +122,7 @@ from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
 from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
-from erlmcp_py.mcp.stateless import StatelessEndpoint, state_ttl_for
+from erlmcp_py.mcp.stateless import INPUT_METHODS, StatelessEndpoint, state_ttl_for
 from erlmcp_py.transports._limits import (
     DEFAULT_BODY_BYTES,
     BodyPolicy,
@@ -821,7 +822,7 @@ class HttpTransport:
                 code=jsonrpc.INVALID_REQUEST,
                 id=message.id,
             )
-        sse = message.method == "tools/call"
+        sse = message.method in INPUT_METHODS  # their functions may ask the client
         stream = _Stream(self.config.stream_queue, sse=sse)
         hs.posts[message.id] = stream
         token = RELATED_REQUEST.set(message.id)
@@ -881,7 +882,7 @@ class HttpTransport:
         with trio.CancelScope() as gone:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_until_disconnect, receive, gone)
-                calls_tool = message.method == "tools/call"  # the only one that notifies
+                calls_tool = message.method in INPUT_METHODS  # the ones that notify
                 if calls_tool:
                     nursery.start_soon(pump)
                 else:

@@ -1,5 +1,7 @@
 """A stdio server for the 2026-07-28 end-to-end tests: ``python -m tests.mcp.mrtr_stdio_server``.
 
+A tool asking two questions one after the other, and a prompt asking three at once.
+
 Env: ``MRTR_FORM_DEADLINE`` (seconds, default 300) sets the runtime's form deadline.
 """
 
@@ -39,6 +41,27 @@ def build() -> Server:
         if not isinstance(sure, Accepted):
             return f"{plan}: no account ({type(sure).__name__})"
         return f"{plan}: {who.content.name} ({who.content.age}) confirmed={sure.content}"
+
+    @server.prompt()
+    async def briefing(ctx: Context, topic: str) -> str:
+        """Asks the user, the client's LLM and the client's roots at once, then briefs."""
+        got: dict[str, str] = {}
+
+        async def reader() -> None:
+            who = await ctx.elicit(f"Who reads the {topic} brief?", Person, key="reader")
+            got["reader"] = who.content.name if isinstance(who, Accepted) else type(who).__name__
+
+        async def draft() -> None:
+            sampled = await ctx.sample(f"Draft a {topic} brief", max_tokens=20, key="draft")
+            got["draft"] = str(sampled.text)
+
+        async def roots() -> None:
+            got["roots"] = ",".join(root.uri for root in await ctx.list_roots(key="roots"))
+
+        async with trio.open_nursery() as nursery:
+            for ask in (reader, draft, roots):
+                nursery.start_soon(ask)
+        return f"For {got['reader']}: {got['draft']} (roots: {got['roots']})"
 
     return server
 

@@ -98,6 +98,25 @@ class Client:
             params["inputResponses"] = dict(responses)
         return await self.request("tools/call", params)
 
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        state: str | None = None,
+        responses: Mapping[str, Any] | None = None,
+        caps: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One ``prompts/get`` attempt; the raw response frame."""
+        params: dict[str, Any] = {"name": name, "_meta": meta(caps)}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if state is not None:
+            params["requestState"] = state
+        if responses is not None:
+            params["inputResponses"] = dict(responses)
+        return await self.request("prompts/get", params)
+
 
 @asynccontextmanager
 async def connect(server: Server, mrtr: str = "auto", **config: Any) -> AsyncIterator[Client]:
@@ -419,10 +438,10 @@ async def test_sampling_and_roots_requests_join_an_elicitation_round(
             got["name"] = outcome.content if isinstance(outcome, Accepted) else None
 
         async def sample() -> None:
-            got["llm"] = (await ctx.sample("Hi?", max_tokens=5))["content"]["text"]
+            got["llm"] = (await ctx.sample("Hi?", max_tokens=5, key="llm")).text
 
         async def roots() -> None:
-            got["roots"] = (await ctx.request("roots/list", {}))["roots"][0]["uri"]
+            got["roots"] = (await ctx.list_roots(key="roots"))[0]
 
         async with trio.open_nursery() as nursery:
             for fn in (elicit, sample, roots):
@@ -433,28 +452,42 @@ async def test_sampling_and_roots_requests_join_an_elicitation_round(
     async with connect(server) as client:
         first = (await client.call("gather", caps=caps))["result"]
         asked = {key: r["method"] for key, r in first["inputRequests"].items()}
-        assert sorted(asked.values()) == [
-            "elicitation/create",
-            "roots/list",
-            "sampling/createMessage",
-        ]
-        assert asked["name"] == "elicitation/create"
-        sampling = next(r for r in first["inputRequests"].values() if r["method"].startswith("s"))
-        assert sampling["params"]["maxTokens"] == 5
-        answers = {
-            "elicitation/create": {"action": "accept", "content": {"value": "Ada"}},
-            "sampling/createMessage": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "Hello"},
-                "model": "m",
-            },
-            "roots/list": {"roots": [{"uri": "file:///r"}]},
+        assert asked == {
+            "name": "elicitation/create",
+            "llm": "sampling/createMessage",
+            "roots": "roots/list",
         }
-        responses = {key: answers[method] for key, method in asked.items()}
+        assert first["inputRequests"]["llm"]["params"]["maxTokens"] == 5
+        assert first["inputRequests"]["roots"]["params"] == {}
+        hello = {"type": "text", "text": "Hello"}
+        responses = {
+            "name": {"action": "accept", "content": {"value": "Ada"}},
+            "llm": {"role": "assistant", "content": hello, "model": "m"},
+            "roots": {"roots": [{"uri": "file:///r", "name": "R"}]},
+        }
         done = await client.call(
             "gather", state=first["requestState"], responses=responses, caps=caps
         )
-        assert done["result"]["content"][0]["text"] == "Ada|Hello|file:///r"
+        text = done["result"]["content"][0]["text"]
+        assert text == "Ada|Hello|Root(uri='file:///r', name='R')"
+
+
+async def test_a_request_a_tool_makes_with_ctx_request_is_an_input_request_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("raw", "1.0.0")
+
+    @server.tool()
+    async def raw(ctx: Context) -> str:
+        result = await ctx.request("roots/list", {}, key="mine")
+        return str(result["roots"][0]["uri"])
+
+    async with connect(server) as client:
+        first = (await client.call("raw", caps={"roots": {}}))["result"]
+        assert first["inputRequests"] == {"mine": {"method": "roots/list", "params": {}}}
+        responses = {"mine": {"roots": [{"uri": "file:///x"}]}}
+        done = await client.call("raw", state=first["requestState"], responses=responses)
+        assert done["result"]["content"][0]["text"] == "file:///x"
 
 
 async def test_no_elicitation_capability_gives_unsupported_and_no_input_request(
@@ -542,15 +575,19 @@ async def test_foreign_principal_is_refused(autojump_clock: trio.testing.MockClo
         assert done["content"][0]["text"] == "mine"
 
 
-async def test_retry_without_state_and_unknown_or_superseded_state(
+async def test_answers_without_state_ask_again_and_unknown_or_superseded_state_is_refused(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server, _ = make_server()
+    server, seen = make_server()
     async with connect(server, mrtr="suspend") as client:
         first = (await client.call("signup"))["result"]
         key, _ = only_request(first)
         answer = {key: {"action": "accept", "content": {"name": "Ada", "age": 36}}}
-        refused(await client.call("signup", responses=answer), "missing_state")
+        # Answers without a state, under a key the tool did not name: a fresh call, asked again.
+        fresh = (await client.call("signup", responses=answer))["result"]
+        assert only_request(fresh)[1]["message"] == "Who are you?"
+        assert fresh["requestState"] != first["requestState"]
+        assert seen["outcomes"] == []
 
         second = (await client.call("signup", state=first["requestState"], responses=answer))[
             "result"
@@ -967,3 +1004,357 @@ async def test_one_principal_holds_at_most_its_share_of_the_registry(
         assert other["resultType"] == "input_required"
         assert registry.counters[f"refused.{PRINCIPAL_BUSY}"] == 1
         registry.close()
+
+
+# -- prompts/get asks for input as tools/call does ----------------------------------------------
+
+ALL_CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+def prompt_server() -> tuple[Server, dict[str, Any]]:
+    server = Server("prompts", "1.0.0")
+    seen: dict[str, Any] = {"runs": 0, "tasks": set()}
+
+    @server.prompt()
+    async def review(ctx: Context, language: str) -> list[dict[str, Any]]:
+        """Asks who reviews, in one coroutine across rounds."""
+        seen["runs"] += 1
+        seen["tasks"].add(id(trio.lowlevel.current_task()))
+        who = await ctx.elicit(f"Who reviews the {language} code?", Person, key="reviewer")
+        name = who.content.name if isinstance(who, Accepted) else type(who).__name__
+        return [{"role": "user", "content": {"type": "text", "text": f"{name} reviews {language}"}}]
+
+    @server.prompt()
+    async def gather(ctx: Context) -> str:
+        """Asks the user, the client's LLM and its roots at once."""
+        got: dict[str, Any] = {}
+
+        async def ask_user() -> None:
+            outcome = await ctx.elicit("Topic?", str, key="topic")
+            got["topic"] = outcome.content if isinstance(outcome, Accepted) else None
+
+        async def ask_llm() -> None:
+            got["draft"] = (await ctx.sample("Draft it", max_tokens=9, key="draft")).text
+
+        async def ask_roots() -> None:
+            got["roots"] = [root.uri for root in await ctx.list_roots(key="roots")]
+
+        async with trio.open_nursery() as nursery:
+            for fn in (ask_user, ask_llm, ask_roots):
+                nursery.start_soon(fn)
+        return f"{got['topic']}: {got['draft']} in {got['roots']}"
+
+    @server.prompt()
+    async def needs_roots(ctx: Context) -> str:
+        """Raises CapabilityMissing without roots."""
+        return str(await ctx.list_roots())
+
+    @server.prompt()
+    def plain() -> str:
+        return "no questions"
+
+    return server, seen
+
+
+ADA = {"action": "accept", "content": {"name": "Ada", "age": 36}}
+
+
+async def test_a_prompt_that_elicits_answers_input_required_then_its_messages(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = prompt_server()
+    async with connect(server) as client:
+        first = (await client.get_prompt("review", {"language": "Rust"}))["result"]
+        key, params = only_request(first)
+        assert key == "reviewer"
+        assert params["message"] == "Who reviews the Rust code?"
+        assert "messages" not in first
+        done = (
+            await client.get_prompt(
+                "review",
+                {"language": "Rust"},
+                state=first["requestState"],
+                responses={key: ADA},
+            )
+        )["result"]
+        assert done["resultType"] == "complete"
+        assert done["messages"] == [
+            {"role": "user", "content": {"type": "text", "text": "Ada reviews Rust"}}
+        ]
+        assert done["description"] == "Asks who reviews, in one coroutine across rounds."
+        assert "serverInfo" in str(done["_meta"])
+    assert seen["runs"] == 1  # resumed, never re-run
+    assert len(seen["tasks"]) == 1
+
+
+async def test_a_prompt_asks_elicitation_sampling_and_roots_in_one_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = prompt_server()
+    async with connect(server) as client:
+        first = (await client.get_prompt("gather", caps=ALL_CAPS))["result"]
+        asked = {key: r["method"] for key, r in first["inputRequests"].items()}
+        assert asked == {
+            "topic": "elicitation/create",
+            "draft": "sampling/createMessage",
+            "roots": "roots/list",
+        }
+        responses = {
+            "topic": {"action": "accept", "content": {"value": "caching"}},
+            "draft": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "TTLs"},
+                "model": "m",
+            },
+            "roots": {"roots": [{"uri": "file:///repo"}]},
+        }
+        done = await client.get_prompt(
+            "gather", state=first["requestState"], responses=responses, caps=ALL_CAPS
+        )
+        text = done["result"]["messages"][0]["content"]["text"]
+        assert text == "caching: TTLs in ['file:///repo']"
+
+
+async def test_a_prompts_state_is_bound_to_its_prompt_and_arguments(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = prompt_server()
+    async with connect(server) as client:
+        first = (await client.get_prompt("review", {"language": "Rust"}))["result"]
+        state, answer = first["requestState"], {"reviewer": ADA}
+        other = {"language": "Go"}
+        refused(
+            await client.get_prompt("review", other, state=state, responses=answer),
+            "request_mismatch",
+        )
+        as_tool = await client.call("review", {"language": "Rust"}, state=state, responses=answer)
+        assert as_tool["error"]["code"] == -32602  # no such tool: never reaches the state
+        done = await client.get_prompt(
+            "review", {"language": "Rust"}, state=state, responses=answer
+        )
+        assert done["result"]["resultType"] == "complete"
+
+
+async def test_prompt_errors_are_answered_before_anything_runs(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, seen = prompt_server()
+    async with connect(server) as client:
+        unknown = await client.get_prompt("nope")
+        assert unknown["error"]["code"] == -32602
+        assert unknown["error"]["data"] == {"name": "nope"}
+        missing = await client.get_prompt("review")
+        assert missing["error"]["code"] == -32602
+        assert "language" in missing["error"]["message"]
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert "started" not in registry.snapshot()  # no continuation was opened for either
+        plain = (await client.get_prompt("plain"))["result"]
+        assert plain["resultType"] == "complete"
+        assert plain["messages"][0]["content"]["text"] == "no questions"
+        no_roots = await client.get_prompt("needs_roots", caps={})
+        assert no_roots["error"]["code"] == -32603
+        assert "the client does not support roots" in no_roots["error"]["message"]
+    assert seen["runs"] == 0  # bad arguments: the prompt function never ran
+
+
+async def test_a_prompt_is_cancelled_with_its_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("s", "1")
+    events: list[str] = []
+
+    @server.prompt()
+    async def slow(ctx: Context) -> str:
+        try:
+            await ctx.elicit_confirm("Go?")
+            await trio.sleep_forever()
+        finally:
+            events.append("cancelled")
+        return "unreachable"
+
+    async with connect(server) as client:
+        first = (await client.get_prompt("slow"))["result"]
+        key, _ = only_request(first)
+        params = {
+            "name": "slow",
+            "_meta": meta(),
+            "requestState": first["requestState"],
+            "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}},
+        }
+        await client.send({"jsonrpc": "2.0", "id": 77, "method": "prompts/get", "params": params})
+        await trio.sleep(1)
+        assert events == []
+        cancel = {"requestId": 77, "reason": "stop"}
+        await client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        await trio.sleep(1)
+        assert events == ["cancelled"]
+        assert not [f for f in client.out if f.get("id") == 77]
+
+
+# -- a first call that already carries inputResponses ------------------------------------------
+
+
+def named_server() -> tuple[Server, list[Outcome]]:
+    server = Server("named", "1.0.0")
+    outcomes: list[Outcome] = []
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        outcome = await ctx.elicit("Name?", Person, key="user_name")
+        outcomes.append(outcome)
+        return f"Hello, {outcome.content.name}!" if isinstance(outcome, Accepted) else "no"
+
+    @server.tool()
+    async def two_steps(ctx: Context) -> str:
+        first = await ctx.elicit_string("First?", "a")
+        second = await ctx.elicit("Second?", Person, key="second")
+        return f"{first.content if isinstance(first, Accepted) else first}/{second}"
+
+    return server, outcomes
+
+
+async def test_a_first_calls_answer_under_the_key_the_tool_names_is_used(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, outcomes = named_server()
+    async with connect(server) as client:
+        extra = {"action": "accept", "content": {"foo": "bar"}}
+        responses = {"user_name": ADA, "unknown_extra_key": extra, "junk": 3}
+        done = (await client.call("greet", responses=responses))["result"]
+        assert done["resultType"] == "complete"
+        assert done["content"][0]["text"] == "Hello, Ada!"
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert registry.snapshot()["first_call_answers"] == 2  # the object entries
+    assert outcomes == [Accepted(Person(name="Ada", age=36))]
+
+
+async def test_a_first_calls_answers_under_other_keys_are_ignored_and_the_tool_asks(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, outcomes = named_server()
+    async with connect(server) as client:
+        wrong = (await client.call("greet", responses={"wrong_key": ADA}))["result"]
+        assert only_request(wrong)[0] == "user_name"
+        # an answer of the wrong shape for its request is no answer: asked again
+        bad = {"user_name": {"action": "maybe"}}
+        assert only_request((await client.call("greet", responses=bad))["result"])[0] == "user_name"
+        params = {"name": "greet", "arguments": {}, "_meta": meta(), "inputResponses": ["x"]}
+        not_an_object = await client.request("tools/call", params)
+        refused(not_an_object, "bad_input_responses")
+    assert outcomes == []
+
+
+async def test_a_first_calls_invalid_answer_is_validated_and_reprompted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, outcomes = named_server()
+    async with connect(server) as client:
+        invalid = {"user_name": {"action": "accept", "content": {"name": "Ada", "age": "old"}}}
+        again = (await client.call("greet", responses=invalid))["result"]
+        key, params = only_request(again)
+        assert key == "user_name"  # a re-prompt keeps its key
+        assert "age" in params["message"]
+        assert "old" not in params["message"]
+        done = await client.call("greet", state=again["requestState"], responses={key: ADA})
+        assert done["result"]["content"][0]["text"] == "Hello, Ada!"
+    assert outcomes == [Accepted(Person(name="Ada", age=36))]
+
+
+async def test_a_first_calls_answers_serve_its_first_round_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = named_server()
+    async with connect(server) as client:
+        first = (await client.call("two_steps", responses={"second": ADA}))["result"]
+        key, params = only_request(first)
+        assert params["message"] == "First?"
+        answer = {key: {"action": "accept", "content": {"a": "one"}}}
+        second = await client.call("two_steps", state=first["requestState"], responses=answer)
+        key2, params2 = only_request(second["result"])  # the early answer was not kept
+        assert (key2, params2["message"]) == ("second", "Second?")
+
+
+async def test_a_refused_state_never_falls_back_to_the_first_calls_answers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, outcomes = named_server()
+    async with connect(server) as client:
+        first = (await client.call("greet"))["result"]
+        forged = flip(first["requestState"], 10)
+        refused(await client.call("greet", state=forged, responses={"user_name": ADA}), "invalid")
+    assert outcomes == []
+
+
+# -- sampling and roots over MRTR: deadline, malformed answers -------------------------------------
+
+
+async def test_an_input_request_nobody_answers_times_out_in_the_tool(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("slow", "1")
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        try:
+            await ctx.list_roots(timeout=20)
+        except trio.TooSlowError as exc:
+            return f"timed out: {exc}"
+        return "answered"
+
+    async with connect(server) as client:
+        first = (await client.call("roots", caps=ALL_CAPS))["result"]
+        key, _ = only_request_any(first)
+        await trio.sleep(21)
+        late = await client.call(
+            "roots", state=first["requestState"], responses={key: {"roots": []}}, caps=ALL_CAPS
+        )
+        text = late["result"]["content"][0]["text"]
+        assert text == "timed out: the client did not answer roots/list in 20 s"
+
+
+async def test_a_malformed_sampling_answer_is_a_clear_tool_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("llm", "1")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        return str((await ctx.sample("Hi", max_tokens=3, key="llm")).text)
+
+    async with connect(server) as client:
+        first = (await client.call("ask", caps=ALL_CAPS))["result"]
+        bad = {"llm": {"role": "assistant", "content": {"type": "text", "text": "x"}}}
+        done = (await client.call("ask", state=first["requestState"], responses=bad))["result"]
+        assert done["isError"] is True
+        assert (
+            "sampling/createMessage is malformed: model: Field required"
+            in (done["content"][0]["text"])
+        )
+
+
+def only_request_any(result: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    assert result["resultType"] == "input_required"
+    ((key, request),) = result["inputRequests"].items()
+    return key, request
+
+
+async def test_a_prompts_log_messages_go_to_the_request_it_works_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("logs", "1")
+
+    @server.prompt()
+    async def chatty(ctx: Context) -> str:
+        await ctx.log("info", "rendering")
+        return "done"
+
+    async with connect(server) as client:
+        params = {
+            "name": "chatty",
+            "_meta": {**meta(), "io.modelcontextprotocol/logLevel": "info"},
+        }
+        done = await client.request("prompts/get", params)
+        assert done["result"]["messages"][0]["content"]["text"] == "done"
+        logged = [f for f in client.out if f.get("method") == "notifications/message"]
+        assert [f["params"]["data"] for f in logged] == ["rendering"]
+        assert client.out.index(logged[0]) < client.out.index(done)  # before the response

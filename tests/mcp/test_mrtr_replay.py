@@ -83,8 +83,8 @@ def make_server(seen: dict[str, Any], **runtime: Any) -> Server:
         """Ask the client's LLM, then the user: a sampling request replays too."""
         seen["starts"] += 1
         draft = await ctx.sample("Write a haiku", max_tokens=50)
-        keep = await ctx.elicit_confirm(f"Keep {draft['content']['text']!r}?")
-        return f"{draft['content']['text']}: {keep}"
+        keep = await ctx.elicit_confirm(f"Keep {draft.text!r}?")
+        return f"{draft.text}: {keep}"
 
     return server
 
@@ -375,4 +375,42 @@ async def test_a_sampling_answer_replays_like_an_elicitation(
         assert params["message"] == "Keep 'old pond'?"
         done = await attempt(server, call("haiku", state2, {key2: YES}), mrtr="replay")
     assert done["result"]["content"][0]["text"] == "old pond: Accepted(content=True)"
+    assert seen["starts"] == 3
+
+
+@pytest.mark.parametrize("mrtr", ["auto", "replay"])
+async def test_a_prompt_replays_on_a_new_registry_as_a_tool_does(
+    mrtr: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    seen = new_seen()
+    server = make_server(seen)
+
+    @server.prompt()
+    async def onboarding(ctx: Context, team: str) -> str:
+        seen["starts"] += 1
+        who = await ctx.elicit("Who are you?", Person, key="who")
+        sure = await ctx.elicit_confirm(f"Add them to {team}?")
+        name = who.content.name if isinstance(who, Accepted) else "nobody"
+        return f"{name} -> {team}: {sure}"
+
+    def get(state: str | None = None, responses: Mapping[str, Any] | None = None) -> Any:
+        params: dict[str, Any] = {"name": "onboarding", "arguments": {"team": "core"}}
+        if state is not None:
+            params["requestState"] = state
+            params["inputResponses"] = dict(responses or {})
+        return params
+
+    async def prompt_attempt(params: Mapping[str, Any]) -> Any:
+        async with replica(server, mrtr=mrtr) as client:
+            return await client.request_raw("prompts/get", client.with_meta(params))
+
+    async with server.running():
+        key, params, state = asked(await prompt_attempt(get()))
+        assert (key, params["message"]) == ("who", "Who are you?")
+        key2, params2, state2 = asked(await prompt_attempt(get(state, {key: ADA})))
+        assert params2["message"] == "Add them to core?"
+        done = await prompt_attempt(get(state2, {key2: YES}))
+    assert done["result"]["resultType"] == "complete"
+    text = done["result"]["messages"][0]["content"]["text"]
+    assert text == "Ada -> core: Accepted(content=True)"
     assert seen["starts"] == 3

@@ -1,9 +1,11 @@
 """2026-07-28 end to end over a real stdio subprocess: raw frames, and the official SDK client.
 
 The server is ``tests/mcp/mrtr_stdio_server.py`` (a tool asking two questions with
-``await ctx.elicit(...)``). ``mcp==2.3.0``'s ``Client`` speaks 2026-07-28 and drives MRTR itself
-(``InputRequiredResult`` → elicitation callback → retry with ``inputResponses``), so it is the
-peer here, pinned to 2026-07-28 and in ``auto`` mode (``server/discover`` probe).
+``await ctx.elicit(...)``; a prompt asking the user, the client's LLM and its roots at once).
+``mcp==2.3.0``'s ``Client`` speaks 2026-07-28 and drives MRTR itself (``InputRequiredResult`` →
+its callbacks → retry with ``inputResponses``, for ``call_tool`` and ``get_prompt``), so it is
+the peer here, pinned to 2026-07-28, in ``auto`` mode (``server/discover`` probe), and in
+``legacy`` mode (a 2025 session: server→client requests).
 """
 
 from __future__ import annotations
@@ -186,3 +188,39 @@ async def test_official_sdk_client_drives_imperative_elicitation(mode: str) -> N
                 assert result.content[0].text == expected  # type: ignore[union-attr]
                 assert asked[0] == "Who are you?"
                 assert len(asked) == len(scenario)
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+async def test_official_sdk_client_gets_a_prompt_that_asks_three_things(mode: str) -> None:
+    mcp_types = pytest.importorskip("mcp_types")
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        asked.append("elicitation")
+        return mcp_types.ElicitResult(action="accept", content={"name": "Ada", "age": 36})
+
+    async def on_sample(context: Any, params: Any) -> Any:
+        asked.append("sampling")
+        text = mcp_types.TextContent(type="text", text="Keep TTLs short")
+        return mcp_types.CreateMessageResult(role="assistant", content=text, model="test-llm")
+
+    async def on_roots(context: Any) -> Any:
+        asked.append("roots")
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri="file:///srv", name="srv")])
+
+    params = StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(ROOT))
+    with trio.fail_after(60):
+        async with Client(  # type: ignore[arg-type]
+            params,
+            mode=mode,
+            elicitation_callback=on_elicit,
+            sampling_callback=on_sample,
+            list_roots_callback=on_roots,
+        ) as client:
+            result = await client.get_prompt("briefing", {"topic": "cache"})
+    text = result.messages[0].content.text  # type: ignore[union-attr]
+    assert text == "For Ada: Keep TTLs short (roots: file:///srv)"
+    assert sorted(asked) == ["elicitation", "roots", "sampling"]

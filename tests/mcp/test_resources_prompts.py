@@ -14,11 +14,14 @@ import trio.testing
 from pydantic import Field
 
 from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.example_everything import PNG_1X1, STATIC_TEXT
 from erlmcp_py.example_server import build_server
+from erlmcp_py.mcp.client_results import SampledMessage
 from erlmcp_py.mcp.completion import MAX_VALUES, CompletionRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
+from erlmcp_py.mcp.prompts import make_prompt
 from erlmcp_py.mcp.resources import Contents, ResourceNotFound
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import MAX_SUBSCRIPTIONS
@@ -320,8 +323,11 @@ async def test_everything_prompts(autojump_clock: trio.testing.MockClock) -> Non
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
             "test_prompt_with_image",
+            "test_input_required_result_prompt",
         }
         assert all(p["description"] for p in prompts)
+        # its Context parameter is injected, not an argument
+        assert "arguments" not in by_name["test_input_required_result_prompt"]
         assert by_name["test_prompt_with_arguments"]["arguments"] == [
             {"name": "arg1", "description": "First test argument", "required": True},
             {"name": "arg2", "description": "Second test argument", "required": True},
@@ -429,6 +435,72 @@ async def test_prompt_return_shapes(autojump_clock: trio.testing.MockClock) -> N
         whole_result = (await wire.request("prompts/get", {"name": "whole"}))["result"]
         assert whole_result["description"] == "custom"
         assert error_of(await wire.request("prompts/get", {"name": "bad_role"}))[0] == -32603
+
+
+def test_a_prompts_context_parameter_is_injected_not_an_argument() -> None:
+    async def ask(ctx: Context, topic: str) -> str:
+        return topic
+
+    spec = make_prompt(ask, context_type=Context)
+    assert spec.context_param == "ctx"
+    assert [a.name for a in spec.arguments] == ["topic"]
+    # without a context type the parameter would be an argument, and not a string one
+    with pytest.raises(TypeError, match="ctx"):
+        make_prompt(ask)
+
+
+async def test_a_prompt_that_takes_a_context_needs_one_to_render() -> None:
+    async def ask(ctx: Context) -> str:
+        return "never"
+
+    with pytest.raises(TypeError, match="takes a context"):
+        await make_prompt(ask, context_type=Context).render({})
+
+
+async def test_in_a_session_a_prompt_asks_through_server_requests(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("t", "1")
+
+    @server.prompt()
+    async def brief(ctx: Context, topic: str) -> str:
+        outcome = await ctx.elicit_string(f"Who reads the {topic} brief?", "reader")
+        draft = await ctx.sample(f"Draft a {topic} brief", max_tokens=10)
+        roots = await ctx.list_roots()
+        reader = outcome.content if isinstance(outcome, Accepted) else type(outcome).__name__
+        return f"{reader}: {draft.text} ({roots[0].uri})"
+
+    @server.prompt()
+    async def samples(ctx: Context) -> str:
+        return str(await ctx.sample("x", max_tokens=1))
+
+    async with connect(server) as wire, trio.open_nursery() as nursery:
+        await wire.initialize({"elicitation": {}, "sampling": {}, "roots": {}})
+        rid = next(wire.ids)
+        params = {"name": "brief", "arguments": {"topic": "cache"}}
+        msg = {"jsonrpc": "2.0", "id": rid, "method": "prompts/get", "params": params}
+        nursery.start_soon(wire.feed, msg)
+        asked = await wire.server_request(0)
+        assert asked["method"] == "elicitation/create"
+        assert asked["params"]["message"] == "Who reads the cache brief?"
+        await wire.answer(asked["id"], {"action": "accept", "content": {"reader": "Ada"}})
+        sampled = await wire.server_request(1)
+        assert sampled["method"] == "sampling/createMessage"
+        reply = {"role": "assistant", "content": {"type": "text", "text": "TTL"}, "model": "m"}
+        await wire.answer(sampled["id"], reply)
+        listed = await wire.server_request(2)
+        assert listed["method"] == "roots/list"
+        await wire.answer(listed["id"], {"roots": [{"uri": "file:///r"}]})
+        done = (await wire.response(rid))["result"]
+        assert done["messages"][0]["content"]["text"] == "Ada: TTL (file:///r)"
+        assert "resultType" not in done  # the session era's GetPromptResult
+
+    async with connect(server) as wire:
+        await wire.initialize({"elicitation": {}})  # no sampling: a clear error, nothing sent
+        code, message = error_of(await wire.request("prompts/get", {"name": "samples"}))
+        assert code == -32603
+        assert message == "Prompt 'samples' failed: the client does not support sampling"
+        assert not [f for f in wire.out if "method" in f and "id" in f]
 
 
 # -- completion ----------------------------------------------------------------------------------
@@ -544,7 +616,7 @@ def sampling_server() -> tuple[Server, list[Any]]:
             outcomes.append(exc)
             return f"failed: {type(exc).__name__}"
         outcomes.append(result)
-        return str(result["content"]["text"])
+        return str(result.text)
 
     return server, outcomes
 
@@ -565,7 +637,9 @@ async def test_sample_round_trip(autojump_clock: trio.testing.MockClock) -> None
         await wire.answer(request["id"], reply)
         response = await wire.response(call)
         assert response["result"]["content"][0]["text"] == "4"
-        assert outcomes == [reply]
+        assert outcomes == [
+            SampledMessage(role="assistant", content=reply["content"], model="m", stop_reason=None)
+        ]
 
 
 async def test_sample_errors(autojump_clock: trio.testing.MockClock) -> None:

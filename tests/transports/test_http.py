@@ -292,6 +292,28 @@ async def test_accept_content_type_and_method_checks() -> None:
 # -- elicitation over HTTP --------------------------------------------------------------------
 
 
+async def test_a_prompts_elicitation_goes_out_on_its_post_stream() -> None:
+    server = build_server(Probe())
+
+    @server.prompt()
+    async def greeting(ctx: Context) -> str:
+        outcome = await ctx.elicit("Your name?", SCHEMA)
+        return describe(outcome)
+
+    async with serving(server=server) as listening, client(listening) as c:
+        await c.initialize()
+        with trio.fail_after(TIMEOUT):
+            async with c.stream(message("prompts/get", {"name": "greeting"}, id=3)) as events:
+                request = await events.next()
+                assert request is not None
+                assert request["method"] == "elicitation/create"
+                await c.answer(request, {"action": "accept", "content": {"name": "Ada"}})
+                (response,) = await events.rest()
+        assert response["id"] == 3
+        text = response["result"]["messages"][0]["content"]["text"]
+        assert text == 'action=accept, content={"name": "Ada"}'
+
+
 async def test_elicitation_goes_out_on_the_originating_post_stream() -> None:
     probe = Probe()
     async with serving(probe) as listening, client(listening) as c:

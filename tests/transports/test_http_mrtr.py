@@ -307,8 +307,6 @@ async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
         assert refused(mismatch, 400, -32602)["data"] == {"reason": "request_mismatch"}
         no_state = c.call_params()
         no_state["inputResponses"] = answer
-        missing = await c.post("tools/call", no_state)
-        assert refused(missing, 400, -32602)["data"] == {"reason": "missing_state"}
         bad = {key: {"action": "maybe"}}
         assert refused(await c.call(state, bad, x_principal="alice"), 400, -32602)["data"] == {
             "reason": "bad_input_responses"
@@ -320,6 +318,10 @@ async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
         assert params["message"] == "Create a pro account for Ada?"
         assert probe.tenants == [Tenant(user="header:alice")]
         assert probe.starts == 1
+        # answers without a state (under a key the tool did not name): a fresh call, asked again
+        fresh = ok(await c.post("tools/call", no_state))
+        assert only_request(fresh)[1]["message"] == first["inputRequests"][key]["params"]["message"]
+        assert probe.starts == 2
 
 
 async def test_versions_headers_and_methods() -> None:
