@@ -124,12 +124,22 @@ class Child:
             self.process.kill()
             self.process.wait(STOP_LIMIT)
 
+    def terminate(self) -> None:
+        """SIGTERM, when it runs."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+    def wait(self, timeout: float = STOP_LIMIT) -> int:
+        """Wait for it to exit; its exit status."""
+        assert self.process is not None
+        return self.process.wait(timeout)
+
     def stop(self) -> int | None:
         """SIGTERM, SIGKILL past :data:`STOP_LIMIT`; the exit status (``None``: never started)."""
         if self.process is None:
             return None
+        self.terminate()
         if self.process.poll() is None:
-            self.process.terminate()
             try:
                 self.process.wait(STOP_LIMIT)
             except subprocess.TimeoutExpired:
@@ -187,16 +197,6 @@ class Replica(Child):
             if all(event.get(key) == value for key, value in match.items())
         ]
 
-    def metric(self, name: str) -> float:
-        """The sum of a Prometheus metric's samples on this replica's ``/metrics``."""
-        status, body = http_get(self.port, "/metrics")
-        assert status == 200, body
-        total = 0.0
-        for line in body.splitlines():
-            if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " "):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
 
 @dataclass
 class Cluster:
@@ -235,24 +235,28 @@ class Cluster:
                 chunks.append(chunk)
         return b"".join(chunks).decode(errors="replace")
 
-    def server_states(self) -> dict[str, str]:
-        """HAProxy's view of each replica (``UP``, ``DOWN``, ``MAINT``, ``UP 1/2`` …)."""
+    def stats(self) -> dict[str, dict[str, str]]:
+        """HAProxy's ``show stat`` rows of the backend: each replica's, and ``BACKEND``'s."""
         text = self.admin("show stat").lstrip("# ")
-        rows = csv.DictReader(text.splitlines())
         return {
-            row["svname"]: row["status"]
-            for row in rows
-            if row["pxname"] == BACKEND and row["svname"] in self.replicas
+            row["svname"]: row
+            for row in csv.DictReader(text.splitlines())
+            if row["pxname"] == BACKEND and row["svname"] in (*self.replicas, "BACKEND")
         }
 
-    def served(self) -> dict[str, int]:
-        """Requests HAProxy sent to each replica so far (its ``stot`` counters)."""
-        text = self.admin("show stat").lstrip("# ")
-        return {
-            row["svname"]: int(row["stot"])
-            for row in csv.DictReader(text.splitlines())
-            if row["pxname"] == BACKEND and row["svname"] in self.replicas
-        }
+    def server_states(self) -> dict[str, str]:
+        """HAProxy's view of each replica (``UP``, ``DOWN``, ``MAINT``, ``UP 1/2`` …)."""
+        return {name: row["status"] for name, row in self.stats().items() if name != "BACKEND"}
+
+    def requests(self) -> dict[str, int]:
+        """Connections HAProxy opened to each replica so far: one per request (the
+        connection to a replica closes after each response)."""
+        return {name: int(row["stot"]) for name, row in self.stats().items() if name != "BACKEND"}
+
+    def retried(self) -> int:
+        """Requests HAProxy retried (and redispatched) on another replica so far."""
+        backend = self.stats()["BACKEND"]
+        return int(backend["wretr"] or 0) + int(backend["wredis"] or 0)
 
     def wait_states(self, wanted: Mapping[str, str], timeout: float = START_LIMIT) -> None:
         self.haproxy.check_running()
@@ -336,7 +340,7 @@ def _replica_command(port: int, keyring: Path, extra: Sequence[str]) -> list[str
         "--server",
         "tests.cluster.servers:build",
         "--shutdown-timeout",
-        "3",
+        "2",
         *extra,
     ]
 
@@ -409,10 +413,14 @@ def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluste
 
 
 def _stop_all(cluster: Cluster) -> None:
-    """Stop HAProxy first (no new requests), then the replicas, then Redis; every process
-    ever started must be gone."""
-    for child in reversed(cluster.children()):
-        child.stop()
+    """Stop HAProxy first (no new requests), then the replicas (all at once: each drains
+    its suspended calls), then Redis; every process ever started must be gone."""
+    cluster.haproxy.stop()
+    for replica in cluster.replicas.values():
+        replica.terminate()
+    for replica in cluster.replicas.values():
+        replica.stop()
+    cluster.redis.stop()
     left = [
         (child.name, pid) for child in cluster.children() for pid in child.pids if _exists(pid)
     ]

@@ -7,7 +7,7 @@ not hold its call is replayed there from the answers sealed in ``requestState``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -29,7 +29,7 @@ async def signup(
     cluster: Cluster,
     tag: str,
     answers: list[dict[str, Any]],
-    between_rounds: Callable[[int], None] = lambda _n: None,
+    between_rounds: Callable[[int], Awaitable[None]] | None = None,
 ) -> tuple[str, list[str]]:
     """Call ``signup`` through HAProxy with the official client, accepting ``answers`` in
     turn; ``between_rounds(n)`` runs before the ``n``-th answer is given (from 0). The
@@ -39,7 +39,8 @@ async def signup(
     asked: list[str] = []
 
     async def on_elicit(_ctx: Any, params: Any) -> types.ElicitResult:
-        between_rounds(len(asked))
+        if between_rounds is not None:
+            await between_rounds(len(asked))
         asked.append(params.message)
         return types.ElicitResult(action="accept", content=answers[len(asked) - 1])
 
@@ -59,7 +60,7 @@ def served_by(cluster: Cluster, tag: str) -> set[str]:
 
 
 async def test_rounds_land_on_every_replica_and_the_call_completes(cluster: Cluster) -> None:
-    before = cluster.served()
+    before = cluster.requests()
     text, asked = await signup(
         cluster, "spread", [INVALID_WHO, WHO, {"city": "Lisbon"}, {"confirm": True}]
     )
@@ -69,14 +70,14 @@ async def test_rounds_land_on_every_replica_and_the_call_completes(cluster: Clus
     assert asked[2:] == ["Where do you live, Ada?", "Create a pro account for Ada?"]
     # five rounds, one request each, round-robin: every replica served some of them
     assert served_by(cluster, "spread") == set(cluster.replicas)
-    after = cluster.served()
+    after = cluster.requests()
     assert all(after[name] > before[name] for name in cluster.replicas), (before, after)
 
 
 async def test_a_replica_killed_between_rounds_does_not_end_the_call(cluster: Cluster) -> None:
     killed: list[str] = []
 
-    def kill_the_first_rounds_replica(n: int) -> None:
+    async def kill_the_first_rounds_replica(n: int) -> None:
         if n == 0:
             [first] = served_by(cluster, "killed")
             cluster.kill(first)  # SIGKILL: its suspended call dies with it
@@ -106,7 +107,7 @@ async def test_a_replica_restarted_with_the_same_key_ring_replays_the_call(
     old_pid = cluster.replicas["r1"].pid
     restarted: list[int] = []
 
-    def restart_r1(n: int) -> None:
+    async def restart_r1(n: int) -> None:
         if n == 1:
             restarted.append(cluster.restart("r1"))  # SIGTERM, then the same command again
             cluster.wait_states({"r1": "UP"})
@@ -122,3 +123,40 @@ async def test_a_replica_restarted_with_the_same_key_ring_replays_the_call(
     # the first incarnation ran the tool once; the second replayed it for the last round
     # (the name given to the first incarnation is in its question)
     assert len(runs) == 2
+
+
+
+async def test_a_replica_draining_on_sigterm_costs_no_request_an_error(cluster: Cluster) -> None:
+    """A rolling restart's first step: a replica stopped with SIGTERM drains (it refuses new
+    work with 503 while its own calls go on, then stops), and HAProxy retries what it refuses
+    on another replica: no client sees an error."""
+    from mcp import Client
+
+    cluster.only("r1")
+    cluster.admin("set server erlmcp-py/r2 state ready")
+    cluster.wait_states({"r1": "UP", "r2": "UP", "r3": "MAINT"})  # round-robin: r1, r2, r1 …
+    retried = cluster.retried()
+    drained: list[str] = []
+    listed: list[str] = []
+
+    async def list_tools_while_the_first_rounds_replica_drains(n: int) -> None:
+        if n == 0:
+            [first] = served_by(cluster, "draining")
+            cluster.replicas[first].terminate()  # SIGTERM: it drains, holding this call
+            drained.append(first)
+            async with Client(cluster.url, mode=VERSION) as client:
+                for _ in range(4):  # every other one reaches the draining replica
+                    tools = await client.list_tools(cache_mode="bypass")
+                    listed.extend(tool.name for tool in tools.tools)
+
+    text, _ = await signup(
+        cluster,
+        "draining",
+        [WHO, {"city": "Lisbon"}, {"confirm": True}],
+        list_tools_while_the_first_rounds_replica_drains,
+    )
+    assert text == DONE
+    assert listed == ["signup"] * 4
+    [first] = drained
+    assert cluster.replicas[first].wait() == 0  # its drain ended, then a clean stop
+    assert cluster.retried() > retried  # what the draining replica refused went elsewhere
