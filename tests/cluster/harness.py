@@ -49,9 +49,7 @@ def store_args(redis_url: str) -> tuple[str, ...]:
     return ()
 
 
-def shipped_haproxy_config(
-    frontend: int, replicas: Mapping[str, int], stats_socket: Path
-) -> str:
+def shipped_haproxy_config(frontend: int, replicas: Mapping[str, int], stats_socket: Path) -> str:
     """The shipped HAProxy configuration with this cluster's ports and stats socket.
 
     Each replaced string must be in the shipped file (so the test follows the file): its
@@ -105,7 +103,7 @@ class Child:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=REPO,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         self.pids.append(self.process.pid)
 
@@ -421,9 +419,7 @@ def _stop_all(cluster: Cluster) -> None:
     for replica in cluster.replicas.values():
         replica.stop()
     cluster.redis.stop()
-    left = [
-        (child.name, pid) for child in cluster.children() for pid in child.pids if _exists(pid)
-    ]
+    left = [(child.name, pid) for child in cluster.children() for pid in child.pids if _exists(pid)]
     assert not left, f"processes left behind: {left}"
 
 

@@ -125,7 +125,6 @@ async def test_a_replica_restarted_with_the_same_key_ring_replays_the_call(
     assert len(runs) == 2
 
 
-
 async def test_a_replica_draining_on_sigterm_costs_no_request_an_error(cluster: Cluster) -> None:
     """A rolling restart's first step: a replica stopped with SIGTERM drains (it refuses new
     work with 503 while its own calls go on, then stops), and HAProxy retries what it refuses
