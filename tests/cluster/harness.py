@@ -40,10 +40,11 @@ POLL = 0.05  # seconds between two looks
 
 
 def store_args(redis_url: str) -> tuple[str, ...]:
-    """The replicas' shared-store options, given the cluster's Redis URL.
+    """The replicas' shared-store options, given the cluster's Redis URL: the one place
+    that says what the replicas share besides the key ring.
 
-    ``serve`` keeps its state in memory for now: the replicas share the key ring only, and
-    Redis runs beside them unused.
+    None: each replica keeps its rate limits, caps and records in its own memory, and Redis
+    runs beside them unused.
     """
     del redis_url
     return ()
