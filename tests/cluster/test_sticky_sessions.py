@@ -59,8 +59,8 @@ async def test_a_session_stays_on_the_replica_that_opened_it(cluster: Cluster) -
     assert texts == ["pro: Ada, 36, Lisbon, confirmed=True"] * 3
     now = {name: len(r.events(event="session_opened")) for name, r in cluster.replicas.items()}
     [home] = [name for name in cluster.replicas if now[name] > opened[name]]
-    # a dozen requests of the session (calls, answers, its stream), all on one replica: any
-    # other replica would have answered 404 (unknown session) and failed the client
+    # every request of the session (its calls, the answers to their elicitations, its GET
+    # stream) on one replica: any other would have answered 404 (unknown session)
     for n in range(3):
         assert replicas_with(cluster, tag=f"sticky-{n}") == {home}
 
