@@ -135,15 +135,19 @@ class Child:
 
     def stop(self) -> int | None:
         """SIGTERM, SIGKILL past :data:`STOP_LIMIT`; the exit status (``None``: never started)."""
+        self.terminate()
+        return self.reap()
+
+    def reap(self) -> int | None:
+        """Wait for it to exit, SIGKILL past :data:`STOP_LIMIT`; the exit status (``None``:
+        never started)."""
         if self.process is None:
             return None
-        self.terminate()
-        if self.process.poll() is None:
-            try:
-                self.process.wait(STOP_LIMIT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_LIMIT)
+        try:
+            self.process.wait(STOP_LIMIT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(STOP_LIMIT)
         return self.process.returncode
 
     def log_text(self) -> str:
@@ -415,13 +419,15 @@ def _stop_all(cluster: Cluster) -> None:
     """Stop HAProxy first (no new requests), then the replicas (all at once: each drains
     its suspended calls), then Redis; every process ever started must be gone."""
     cluster.haproxy.stop()
-    for replica in cluster.replicas.values():
+    running = [replica for replica in cluster.replicas.values() if replica.running]
+    for replica in running:
         replica.terminate()
-    for replica in cluster.replicas.values():
-        replica.stop()
+    statuses = {replica.name: replica.reap() for replica in running}
     cluster.redis.stop()
     left = [(child.name, pid) for child in cluster.children() for pid in child.pids if _exists(pid)]
     assert not left, f"processes left behind: {left}"
+    unclean = {name: status for name, status in statuses.items() if status != 0}
+    assert not unclean, f"replicas that did not stop cleanly on SIGTERM: {unclean}"
 
 
 def _exists(pid: int) -> bool:
