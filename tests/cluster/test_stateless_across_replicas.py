@@ -1,7 +1,7 @@
 """2026-07-28 tool calls through HAProxy (round-robin, no stickiness) on three replicas that
 share one key ring: the official ``mcp`` client answers every round, and the rounds land on
-different replicas, on a replica killed between rounds, and on one restarted in the middle of
-the call. Every replica holds only its own memory: a retry that reaches a replica that does
+different replicas, around a replica killed between rounds, on one restarted in the middle of
+the call, and around one draining on SIGTERM. Every replica holds only its own memory: a retry that reaches a replica that does
 not hold its call is replayed there from the answers sealed in ``requestState``.
 """
 
@@ -120,8 +120,8 @@ async def test_a_replica_restarted_with_the_same_key_ring_replays_the_call(
     [new_pid] = restarted
     assert new_pid != old_pid
     runs = cluster.replicas["r1"].events(tag="restarted", event="tool_run")
-    # the first incarnation ran the tool once; the second replayed it for the last round
-    # (the name given to the first incarnation is in its question)
+    # the first process ran the tool once; the second replayed it from the state, with the
+    # first answer it never saw, and resumed it for the last round
     assert len(runs) == 2
 
 
