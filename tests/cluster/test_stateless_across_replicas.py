@@ -1,8 +1,9 @@
-"""2026-07-28 tool calls through HAProxy (round-robin, no stickiness) on three replicas that
-share one key ring: the official ``mcp`` client answers every round, and the rounds land on
-different replicas, around a replica killed between rounds, on one restarted in the middle of
-the call, and around one draining on SIGTERM. Every replica holds only its own memory: a retry that reaches a replica that does
-not hold its call is replayed there from the answers sealed in ``requestState``.
+"""2026-07-28 tool calls through HAProxy (round-robin, no stickiness) on three replicas that share
+one key ring: the official ``mcp`` client answers every round, and the rounds land on different
+replicas, around a replica killed between rounds, on one restarted in the middle of the call,
+and around one draining on SIGTERM. Every replica holds only its own memory: a retry that
+reaches a replica that does not hold its call is replayed there from the answers sealed in
+``requestState``.
 """
 
 from __future__ import annotations
