@@ -21,9 +21,14 @@ PACKAGES = {
 }
 
 
+#: Where system daemons are installed, searched after ``PATH``.
+SBIN = os.pathsep.join(("/usr/local/sbin", "/usr/sbin", "/sbin"))
+
+
 def require(executable: str) -> str:
     """The path of ``executable``; skip the test without it, or fail it under CI."""
-    path = shutil.which(executable)
+    # the sbin directories too: a user's PATH often lacks them (haproxy is /usr/sbin/haproxy)
+    path = shutil.which(executable) or shutil.which(executable, path=SBIN)
     if path is not None:
         return path
     package = PACKAGES.get(executable, executable)

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from tests import components
@@ -17,3 +19,14 @@ def test_a_missing_component_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_present_component_gives_its_path() -> None:
     assert components.require("python3").endswith("python3")
+
+
+def test_a_daemon_off_the_path_is_found_in_sbin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    daemon = tmp_path / "some-daemon"
+    daemon.write_text("#!/bin/sh\n")
+    daemon.chmod(0o755)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(components, "SBIN", str(tmp_path))
+    assert components.require("some-daemon") == str(daemon)

@@ -104,6 +104,7 @@ import heapq
 import itertools
 import math
 import secrets
+import time
 from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -603,7 +604,7 @@ class ContinuationRegistry:
                 state,
                 principal=principal,
                 request_digest=digest,
-                now=now,
+                now=now + _wall_offset(),
                 keyring=self.keyring,
                 max_chars=self.max_state_chars,
             )
@@ -844,7 +845,7 @@ class ContinuationRegistry:
                 payload,
                 principal=cont.principal,
                 request_digest=cont.digest,
-                now=now,
+                now=now + _wall_offset(),
                 ttl=self.state_ttl,
                 keyring=self.keyring,
                 max_chars=self.max_state_chars,
@@ -1025,6 +1026,24 @@ def _replay_plan(
             raise TypeError("a request must be [key, method, question]")
         requests[item[0]] = (item[1], item[2])
     return earlier, requests, charged, round_
+
+
+_WALL_OFFSET: Final = trio.lowlevel.RunVar[float]("erlmcp_mrtr_wall_offset")
+
+
+def _wall_offset() -> float:
+    """What turns this run's trio clock into the time states are sealed and opened on.
+
+    A state's issue and expiry times are read by other processes (replicas, the next process
+    after a restart), and trio's clock is this process's own: states use the trio clock
+    shifted, once per run, to the wall clock that every process shares.
+    """
+    try:
+        return _WALL_OFFSET.get()
+    except LookupError:
+        offset = time.time() - trio.current_time()
+        _WALL_OFFSET.set(offset)
+        return offset
 
 
 def _question_of(method: str, params: Mapping[str, Any]) -> str:

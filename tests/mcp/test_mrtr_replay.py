@@ -414,3 +414,27 @@ async def test_a_prompt_replays_on_a_new_registry_as_a_tool_does(
     text = done["result"]["messages"][0]["content"]["text"]
     assert text == "Ada -> core: Accepted(content=True)"
     assert seen["starts"] == 3
+
+
+def test_a_state_opens_in_another_process_whose_clock_reads_otherwise() -> None:
+    """trio's clock is each process's own (its system clock starts at a random offset): the
+    state's times are on the wall clock, so another process opens it (two runs here, the
+    second one's trio clock a million seconds apart from the first one's)."""
+    seen = new_seen()
+    server = make_server(seen)
+
+    async def first_round() -> tuple[str, dict[str, Any], str]:
+        async with server.running():
+            return asked(await attempt(server, call(plan="pro"), mrtr="replay"))
+
+    async def second_round(key: str, state: str) -> tuple[str, dict[str, Any], str]:
+        async with server.running():
+            answer = {key: ADA}
+            return asked(await attempt(server, call("signup", state, answer, plan="pro")))
+
+    key, _, state = trio.run(first_round, clock=trio.testing.MockClock())
+    elsewhere = trio.testing.MockClock()
+    elsewhere.jump(1_000_000)
+    _, params, _ = trio.run(second_round, key, state, clock=elsewhere)
+    assert params["message"] == "Create the account?"
+    assert seen["starts"] == 2  # issued by the first run, replayed by the second

@@ -1,0 +1,39 @@
+"""Fixtures of the cluster tests: one cluster per test module, healed before each test, and
+every process's log attached to a failing test's report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster.harness import Cluster, open_cluster
+
+
+@pytest.fixture(scope="module")
+def running_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """Redis, three replicas and HAProxy for the module; the replicas get the module's
+    ``REPLICA_ARGS`` (a sequence of ``serve`` options) when it defines them."""
+    extra = getattr(request.module, "REPLICA_ARGS", ())
+    with open_cluster(tmp_path_factory.mktemp("cluster"), extra) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(running_cluster: Cluster) -> Cluster:
+    """The module's cluster with every replica running and in rotation."""
+    running_cluster.heal()
+    return running_cluster
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    funcargs = getattr(item, "funcargs", {})
+    cluster = funcargs.get("cluster") or funcargs.get("running_cluster")
+    if report.failed and isinstance(cluster, Cluster):
+        for name, text in cluster.logs().items():
+            report.sections.append((f"cluster log: {name}", text[-20_000:]))
