@@ -18,16 +18,23 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
+from erlmcp_py.actors.pages import PageQuestion, PageRegistry
 from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
-from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
+from erlmcp_py.core.forms import (
+    CompiledForm,
+    FileField,
+    FormDefinition,
+    compile_form,
+    validate_form_answer,
+)
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import (
     boolean_field,
@@ -37,6 +44,13 @@ from erlmcp_py.core.schema import (
     multi_select_field,
     object_schema,
     string_field,
+)
+from erlmcp_py.core.sensitive import (
+    DEFAULT_SENSITIVE_NAMES,
+    SensitiveField,
+    schema_sensitive_fields,
+    strip_sensitive_markers,
+    type_sensitive_fields,
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
@@ -73,9 +87,59 @@ class _FormValidator:
         return self.compiled.url_values(content)
 
 
-# What elicit() sends and checks with: (requestedSchema, validator, FormType or None). A tuple,
-# not a value type: it lives for one call, and is unpacked at once.
-_Prepared = tuple[Mapping[str, Any], Any, FormType[Any] | None]
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What elicit() sends and checks with. ``schema`` is ``None`` when the form may not go
+    out in form mode (``needs_page`` says why): it is asked on the hosted page, which renders
+    ``page_schema`` with ``widgets``."""
+
+    schema: Mapping[str, Any] | None
+    validator: Any
+    form_type: FormType[Any] | None
+    page_schema: Mapping[str, Any] = field(default_factory=dict)
+    widgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    needs_page: str | None = None
+
+
+def _on_page(
+    schema: Mapping[str, Any],
+    validator: Any,
+    form_type: FormType[Any] | None,
+    found: tuple[SensitiveField, ...],
+) -> _Prepared:
+    return _Prepared(
+        None,
+        validator,
+        form_type,
+        page_schema=schema,
+        widgets={f.name: {"sensitive": True} for f in found},
+        needs_page="; ".join(f.describe() for f in found),
+    )
+
+
+def _form_widgets(compiled: CompiledForm) -> dict[str, dict[str, Any]]:
+    """The page's rendering facts of a form definition's fields (file inputs, text areas,
+    password inputs, placeholders)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in compiled.form.fields:
+        if f.rendering.hidden:
+            continue
+        w: dict[str, Any] = {}
+        if isinstance(f, FileField):
+            w["kind"] = "file"
+            rules = f.validation
+            accept = [*(rules.allowed_extensions or ()), *(rules.allowed_mime_types or ())]
+            if accept:
+                w["accept"] = ",".join(accept)
+        elif f.id in compiled.url_mode_fields:
+            w["sensitive"] = True
+        elif f.type == "text" and f.rendering.rows:
+            w["kind"] = "textarea"
+            w["rows"] = f.rendering.rows
+        if f.rendering.placeholder:
+            w["placeholder"] = f.rendering.placeholder
+        out[f.id] = w
+    return out
 
 
 def _titled(options: Options) -> dict[str, str]:
@@ -272,27 +336,44 @@ class Context:
 
     def _prepare(self, form: FormLike) -> _Prepared:
         version = self.protocol_version
+        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
         if isinstance(form, type):  # the common case, first: a class is never a FormType
             form = schema_for(form)
         if isinstance(form, FormType):
-            return form.requested_schema(version), form, form
+            found = type_sensitive_fields(form.type, form.schema, names)
+            if found:
+                return _on_page(form.schema, form, form, found)
+            return _Prepared(form.requested_schema(version), form, form)
         if isinstance(form, FormDefinition | CompiledForm):
             compiled = (
                 form
                 if isinstance(form, CompiledForm) and form.version == version
-                else compile_form(form.form if isinstance(form, CompiledForm) else form, version)
+                else compile_form(
+                    form.form if isinstance(form, CompiledForm) else form,
+                    version,
+                    sensitive_names=names,
+                )
             )
             if compiled.requested_schema is None:
-                raise SchemaNotAllowed(
-                    "", "mode", f"this form needs URL mode: {compiled.needs_url_mode}"
+                return _Prepared(
+                    None,
+                    _FormValidator(compiled),
+                    None,
+                    page_schema=compiled.validation_schema,
+                    widgets=_form_widgets(compiled),
+                    needs_page=compiled.needs_url_mode,
                 )
-            return compiled.requested_schema, _FormValidator(compiled), None
+            return _Prepared(compiled.requested_schema, _FormValidator(compiled), None)
         if isinstance(form, Mapping):
             if "fields" in form and "properties" not in form:
-                return self._prepare(compile_form(form, version))
-            check_requested_schema(form, "2026-07-28")
-            wire = downlevel(form, version)
-            return wire, compile_validator(wire), None
+                return self._prepare(compile_form(form, version, sensitive_names=names))
+            found = schema_sensitive_fields(form, names)
+            plain = strip_sensitive_markers(form)
+            check_requested_schema(plain, "2026-07-28")
+            if found:
+                return _on_page(plain, compile_validator(plain), None, found)
+            wire = downlevel(plain, version)
+            return _Prepared(wire, compile_validator(wire), None)
         return self._prepare(schema_for(form))
 
     async def elicit(self, message: str, form: FormLike, *, key: str | None = None) -> Outcome:
@@ -329,21 +410,55 @@ class Context:
             if with_key is not None:
                 peer = with_key(key)
         try:
-            schema, validator, form_type = self._prepare(form)
+            prepared = self._prepare(form)
         except SchemaNotAllowed as exc:
             if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
                 return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
             raise
-        request = ElicitationRequest(
-            message=message, mode="form", requested_schema=schema, validator=validator
-        )
-        outcome = await self._ask(request, peer)
+        form_type = prepared.form_type
+        if prepared.schema is None:
+            outcome = await self._ask_on_page(message, prepared, peer)
+        else:
+            request = ElicitationRequest(
+                message=message,
+                mode="form",
+                requested_schema=prepared.schema,
+                validator=prepared.validator,
+            )
+            outcome = await self._ask(request, peer)
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
         if not isinstance(content, Mapping):
             return outcome
         return Accepted(form_type.from_valid(content))
+
+    async def _ask_on_page(self, message: str, prepared: _Prepared, peer: Peer) -> Outcome:
+        """Ask a question that may not go out in form mode on the server's hosted page: a
+        URL-mode elicitation whose URL is a single-use page token, closed when it ends."""
+        pages: PageRegistry | None = getattr(self.runtime, "pages", None)
+        if pages is None or not pages.available:
+            raise SchemaNotAllowed(
+                "",
+                "mode",
+                f"{prepared.needs_page}; the MCP spec forbids asking for it in form mode and "
+                "this server serves no hosted elicitation page to ask it on (serve over HTTP)",
+            )
+        if not peer.supports("url"):
+            return Unsupported("url")
+        question = PageQuestion(message, prepared.page_schema, prepared.widgets)
+        ticket = pages.open(question, self.tenant)
+        try:
+            request = ElicitationRequest(
+                message=message, mode="url", url=ticket.url, validator=prepared.validator
+            )
+            handle: ElicitationHandle = await self.runtime.create_elicitation(
+                request, peer=peer, tenant=self.tenant, **self._charge()
+            )
+            pages.bind(ticket, handle.id)
+            return await self._wait(handle)
+        finally:
+            pages.close(ticket)
 
     def _charge(self) -> dict[str, bool]:
         """The rate-limit keyword of one new question: on 2026-07-28 a replayed call asks
@@ -377,12 +492,18 @@ class Context:
         if not self.supports("form"):
             return Unsupported("form")
         schema = object_schema({name: prop}, required=[name])
-        try:
-            wire = downlevel(schema, self.protocol_version)
-        except SchemaNotAllowed:
-            return Unsupported("form")  # cannot be expressed for this client's version
-        request = ElicitationRequest(message=message, mode="form", requested_schema=wire)
-        outcome = await self._ask(request)
+        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
+        found = schema_sensitive_fields(schema, names)
+        if found:  # e.g. elicit_string("...", "api_key"): on the hosted page only
+            prepared = _on_page(schema, compile_validator(schema), None, found)
+            outcome = await self._ask_on_page(message, prepared, self._peer)
+        else:
+            try:
+                wire = downlevel(schema, self.protocol_version)
+            except SchemaNotAllowed:
+                return Unsupported("form")  # cannot be expressed for this client's version
+            request = ElicitationRequest(message=message, mode="form", requested_schema=wire)
+            outcome = await self._ask(request)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
             return Accepted(outcome.content.get(name))
         return outcome
