@@ -32,6 +32,9 @@ from erlmcp_py.core.forms import (
     CompiledForm,
     FileField,
     FormDefinition,
+    MultiSelectField,
+    Option,
+    SelectField,
     compile_form,
     validate_form_answer,
 )
@@ -136,6 +139,8 @@ def _form_widgets(compiled: CompiledForm) -> dict[str, dict[str, Any]]:
         elif f.type == "text" and f.rendering.rows:
             w["kind"] = "textarea"
             w["rows"] = f.rendering.rows
+        if isinstance(f, SelectField | MultiSelectField):
+            w["titles"] = {o.value: o.title for o in f.options if isinstance(o, Option) and o.title}
         if f.rendering.placeholder:
             w["placeholder"] = f.rendering.placeholder
         out[f.id] = w
