@@ -45,7 +45,8 @@ class PageQuestion:
             every rule the form has: what the page renders and checks before submitting.
         widgets: Per field, rendering facts the schema does not carry: ``sensitive`` (a
             password input), ``kind`` (``"file"``, ``"textarea"``), ``accept`` (file types),
-            ``placeholder``, ``rows``, ``titles`` (option value -> title).
+            ``placeholder``, ``help`` (help text), ``rows``, ``titles`` (option value ->
+            title).
 
     The page's answer is validated by the runtime (the elicitation's own validator) when the
     page completes the elicitation.

@@ -143,6 +143,8 @@ def _form_widgets(compiled: CompiledForm) -> dict[str, dict[str, Any]]:
             w["titles"] = {o.value: o.title for o in f.options if isinstance(o, Option) and o.title}
         if f.rendering.placeholder:
             w["placeholder"] = f.rendering.placeholder
+        if f.rendering.help_text:
+            w["help"] = f.rendering.help_text
         out[f.id] = w
     return out
 

@@ -22,7 +22,9 @@ user would (``answer_elicitation``).
 
 Every response has a fresh CSP nonce (``default-src 'none'``, the page's one style and one
 script by nonce, ``form-action 'self'``, ``frame-ancestors 'none'``), ``no-store`` caching,
-no referrer, and the locale ``Accept-Language`` asks for (en-US or pt-BR).
+a ``same-origin`` referrer policy (the token never leaves the origin; ``no-referrer`` would
+make the browser send ``Origin: null`` with the page's own POST), and the locale
+``Accept-Language`` asks for (en-US or pt-BR).
 """
 
 from __future__ import annotations
@@ -295,7 +297,7 @@ class _Responder:
             (b"cache-control", b"no-store, max-age=0"),
             (b"pragma", b"no-cache"),
             (b"expires", b"0"),
-            (b"referrer-policy", b"no-referrer"),
+            (b"referrer-policy", b"same-origin"),
             (b"x-content-type-options", b"nosniff"),
             (b"x-frame-options", b"DENY"),
             (b"content-length", str(len(body)).encode()),

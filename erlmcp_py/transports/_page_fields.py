@@ -155,7 +155,7 @@ def page_fields(question: PageQuestion) -> tuple[PageField, ...]:
         if isinstance(titles, Mapping):
             options = tuple((v, str(titles.get(v, t))) for v, t in options)
         title = prop.get("title")
-        description = prop.get("description")
+        description = prop.get("description", widget.get("help"))
         rows = widget.get("rows")
         out.append(
             PageField(

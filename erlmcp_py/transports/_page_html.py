@@ -47,7 +47,8 @@ input[type=file]{font:inherit}
 [aria-invalid=true]{border-color:var(--err);outline-color:var(--err)}
 .switch{display:flex;align-items:center;gap:10px;font-weight:600}
 .switch input{width:2.6rem;height:1.4rem;accent-color:var(--accent)}
-.choice{display:flex;align-items:center;gap:8px;font-weight:400;margin:2px 0}
+.choice{display:flex;align-items:center;gap:8px;margin:2px 0}
+.choice label{font-weight:400;margin:0}
 .actions{display:flex;gap:10px;flex-wrap:wrap;margin-top:20px}
 button{font:inherit;border-radius:8px;padding:8px 16px;border:1px solid var(--line);
 background:transparent;color:inherit;cursor:pointer}
@@ -57,7 +58,9 @@ button:disabled{opacity:.5;cursor:not-allowed}
 .alert{border-left:4px solid var(--err);padding:6px 10px;margin:0 0 16px}
 """
 
-# Checks each field as the user types (touched fields only), keeps Submit disabled while a
+# Checks each field as the user types or changes it (touched fields only: an error appears
+# under the field being edited, never under one the focus merely left, which would move the
+# buttons under the pointer), keeps Submit disabled while a
 # required field is empty or a field breaks a rule, counts down the last 30 s, and sends the
 # Cancel button on Esc. The server checks everything again.
 _SCRIPT: Final = r"""
@@ -134,7 +137,6 @@ data.fields.forEach(function(f){
   var el=document.getElementById(f.id);
   function touch(){touched[f.id]=true;delete data.server_errors[f.id];check();}
   el.addEventListener("input",touch);el.addEventListener("change",touch);
-  el.addEventListener("focusout",function(){touched[f.id]=true;check();});
   if(f.kind==="file"){el.addEventListener("change",function(){
     var file=value(f), meta=document.getElementById(f.id+"-meta");
     meta.value=file?JSON.stringify({filename:file.name,content_type:file.type||
@@ -159,8 +161,9 @@ function tick(){
   setTimeout(tick,250);
 }
 check();tick();
-var first=form.querySelector("[aria-invalid=true]")||form.querySelector("input,select,textarea");
-if(first&&first.type!=="hidden"){first.focus();}
+var first=form.querySelector("[aria-invalid=true]")||
+  form.querySelector("input:not([type=hidden]),select,textarea");
+if(first){first.focus();}
 })();
 """
 
@@ -181,7 +184,7 @@ def _head(title: str, locale: str, nonce: str) -> str:
     return (
         f'<!doctype html>\n<html lang="{locale}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="same-origin"><link rel="icon" href="data:,">'
         f"<title>{escape(title)}</title><style{_attr('nonce', nonce)}>{_STYLE}</style></head>"
     )
 
@@ -208,7 +211,7 @@ def _required_attrs(f: PageField) -> str:
 
 def _label(f: PageField, locale: str, tag: str = "label") -> str:
     mark = (
-        f'<span class="req">{escape(text("mcp.elicitation.field_required", locale))}</span>'
+        f' <span class="req">{escape(text("mcp.elicitation.field_required", locale))}</span>'
         if f.required
         else ""
     )
@@ -296,12 +299,12 @@ def _field(f: PageField, value: Any, error: str | None, locale: str) -> str:
     )
     if f.kind == "switch":
         mark = (
-            f'<span class="req">{escape(text("mcp.elicitation.field_required", locale))}</span>'
+            f' <span class="req">{escape(text("mcp.elicitation.field_required", locale))}</span>'
             if f.required
             else ""
         )
         label = (
-            f'<label class="switch"{_attr("for", f.id)}>{control}{escape(f.title)}{mark}</label>'
+            f'<label class="switch"{_attr("for", f.id)}>{control} {escape(f.title)}{mark}</label>'
         )
         return f'<div class="field">{label}{help_text}{err}</div>'
     if f.kind == "multi":

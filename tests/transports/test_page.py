@@ -239,7 +239,7 @@ async def test_sensitive_question_goes_to_the_page_with_its_fields_and_security_
         assert page.status_code == 200
         html = page.text
         assert 'role="dialog" aria-modal="true"' in html
-        assert '<label for="f-0">User name<span class="req">Required</span></label>' in html
+        assert '<label for="f-0">User name <span class="req">Required</span></label>' in html
         assert 'type="password"' in html
         assert 'name="api_key"' in html
         assert 'aria-describedby="f-0-help f-0-err"' in html
@@ -255,7 +255,7 @@ async def test_sensitive_question_goes_to_the_page_with_its_fields_and_security_
         assert "unsafe-inline" not in csp
         assert "http" not in csp
         assert headers["cache-control"].startswith("no-store")
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
         assert headers["content-language"] == "en-US"
         assert "<link" not in html
         assert "src=" not in html
@@ -273,6 +273,7 @@ async def test_every_field_type_renders() -> None:
         for needle in (
             '<input type="text" id="f-0"',  # text
             'placeholder="Ada Lovelace"',
+            "As on your card",  # help text
             '<textarea id="f-1"',  # textarea
             '<input type="password" id="f-2"',  # the sensitive field
             'type="number" id="f-3"',
