@@ -118,11 +118,13 @@ def opened(browser: Any, url: str, locale: str) -> Any:
     return page
 
 
-# -- T1: the form mounts ---------------------------------------------------------------------------
+# -- T1: the form mounts --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
-async def test_form_mounts_with_its_fields_labels_and_words(chromium: Chromium, locale: str) -> None:
+async def test_form_mounts_with_its_fields_labels_and_words(
+    chromium: Chromium, locale: str
+) -> None:
     words = WORDS[locale]
 
     def look(browser: Any) -> dict[str, Any]:
@@ -160,7 +162,7 @@ async def test_form_mounts_with_its_fields_labels_and_words(chromium: Chromium, 
     assert seen["lang"] == locale
 
 
-# -- T2: validation before submit ----------------------------------------------------------------
+# -- T2: validation before submit -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -223,18 +225,13 @@ async def test_accept_gives_the_tool_the_values_and_the_client_the_completion(
         notice, closed = (await chromium.run(answer)).split("|")
         messages = await events.rest()
         assert tool_text(messages) == "accept user=ada key=k-123"
-        runtime = listening.transport.runtime
-        (row,) = await runtime.list_elicitations(tenant=next(iter(_tenants(runtime))))
-        assert await completion_notified(c, messages) == row.id
+        ticket = listening.transport.runtime.pages.get(url.rsplit("/", 1)[1])
+        assert await completion_notified(c, messages) == ticket.elicitation_id
     assert words["sent"] in notice
     assert words["closed"] in closed  # single use
 
 
-def _tenants(runtime: Any) -> set[Any]:
-    return {t.tenant for t in runtime.pages._tickets.values()}
-
-
-# -- T4 and T5: reject, and Esc ------------------------------------------------------------------
+# -- T4 and T5: reject, and Esc -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -264,7 +261,7 @@ async def test_escape_cancels(chromium: Chromium, locale: str) -> None:
         assert tool_text(await events.rest()) == "cancel by client"
 
 
-# -- T7: the deadline --------------------------------------------------------------------------------
+# -- T7: the deadline -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -281,16 +278,16 @@ async def test_deadline_counts_down_and_the_page_shows_it_closed(
         page.context.close()
         return countdown, closed
 
-    async with page_server(url_deadline_s=2.5, warn_before_s=0) as listening:
-        async with asked(listening) as (_c, events, url):
-            countdown, closed = await chromium.run(wait_out)
-            assert tool_text(await events.rest()) == "timed out"
+    server = page_server(url_deadline_s=2.5, warn_before_s=0)
+    async with server as listening, asked(listening) as (_c, events, url):
+        countdown, closed = await chromium.run(wait_out)
+        assert tool_text(await events.rest()) == "timed out"
     assert countdown.startswith(words["closing"])
     assert countdown.endswith("s")
     assert words["closed"] in closed
 
 
-# -- every field type, and the screenshots ------------------------------------------------------------
+# -- every field type, and the screenshots --------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
