@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+import trio
+
 from erlmcp_py.core.outcomes import Tenant
 
 __all__ = ["PAGE_PATH", "PageQuestion", "PageRegistry", "PageTicket"]
@@ -57,10 +59,13 @@ class PageQuestion:
     widgets: Mapping[str, Mapping[str, Any]]
 
 
+_ANSWERED: Final = PageQuestion("", {}, {})
+
+
 class PageTicket:
     """One question's token and state (``open`` -> ``used`` -> ``closed``)."""
 
-    __slots__ = ("csrf", "elicitation_id", "question", "state", "tenant", "token", "url")
+    __slots__ = ("bound", "csrf", "elicitation_id", "question", "state", "tenant", "token", "url")
 
     def __init__(self, token: str, url: str, question: PageQuestion, tenant: Tenant) -> None:
         self.token = token
@@ -69,6 +74,7 @@ class PageTicket:
         self.question = question
         self.tenant = tenant
         self.elicitation_id: str | None = None
+        self.bound = trio.Event()  # set once the elicitation is bound (its URL may be opened first)
         self.state: Literal["open", "used", "closed"] = "open"
 
     def claim(self) -> bool:
@@ -121,6 +127,7 @@ class PageRegistry:
     def bind(self, ticket: PageTicket, elicitation_id: str) -> None:
         """Bind the elicitation created for ``ticket``."""
         ticket.elicitation_id = elicitation_id
+        ticket.bound.set()
 
     def owns(self, url: str) -> bool:
         """Whether ``url`` is the page of an open ticket (the runtime needs no URL check
@@ -140,6 +147,8 @@ class PageRegistry:
         if ticket.state == "closed":
             return
         ticket.state = "closed"
+        ticket.question = _ANSWERED  # a closed ticket keeps no question, only its token
+        ticket.bound.set()
         self._closed.append(ticket.token)
         while len(self._closed) > self._remembered:
             self._tickets.pop(self._closed.popleft(), None)

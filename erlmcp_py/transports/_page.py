@@ -64,6 +64,7 @@ _FORM: Final = "application/x-www-form-urlencoded"
 _TERMINAL: Final = frozenset(
     {"completed", "declined", "cancelled", "timed_out", "abandoned", "failed"}
 )
+_BIND_WAIT_S: Final = 2.0
 _DONE: Final = {
     "accept": "mcp.elicitation.page.accepted",
     "decline": "mcp.elicitation.page.declined",
@@ -149,6 +150,8 @@ class ElicitationPage:
 
     async def _remaining(self, ticket: PageTicket) -> float | int:
         """Seconds left to answer ``ticket``, or the status to refuse it with (404, 410)."""
+        with trio.move_on_after(_BIND_WAIT_S):  # the URL can reach the browser before the
+            await ticket.bound.wait()  # tool's task has bound its elicitation to the ticket
         if ticket.state != "open" or ticket.elicitation_id is None:
             return 410
         try:

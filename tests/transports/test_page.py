@@ -21,11 +21,12 @@ import trio
 from pydantic import BaseModel, Field, SecretStr
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.actors.pages import PageQuestion
+from erlmcp_py.actors.pages import PageQuestion, PageRegistry
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, TimedOut
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
+from erlmcp_py.testing import open_memory_client
 from erlmcp_py.transports.http import Listening, serve_http
 
 TIMEOUT = 10
@@ -473,8 +474,6 @@ async def ask_with(
     form: str, *, page: bool = True, tool: str = "ask", arg: str = "form", **config: Any
 ) -> tuple[str, list[Mapping[str, Any]]]:
     """Call ``tool`` over the in-memory transport; consent/decline every question."""
-    from erlmcp_py.testing import open_memory_client
-
     server = routing_server(**config)
     seen: list[Mapping[str, Any]] = []
 
@@ -535,8 +534,6 @@ async def test_marker_and_server_policy_override_the_name_list() -> None:
 
 
 async def test_a_client_without_url_mode_gets_unsupported_and_nothing_is_sent() -> None:
-    from erlmcp_py.testing import open_memory_client
-
     server = routing_server()
     async with server.running() as runtime:
         runtime.pages.base_url = "https://srv.example"
@@ -548,8 +545,6 @@ async def test_a_client_without_url_mode_gets_unsupported_and_nothing_is_sent() 
 
 
 def test_page_registry_tokens_are_unguessable_and_bound() -> None:
-    from erlmcp_py.actors.pages import PageRegistry
-
     pages = PageRegistry("https://srv.example")
     question = PageQuestion("q", {"type": "object", "properties": {}}, {})
     a = pages.open(question, Tenant(user="a"))
@@ -571,3 +566,4 @@ def test_page_registry_tokens_are_unguessable_and_bound() -> None:
     assert not a.claim()
     assert not pages.owns(a.url)
     assert pages.get(a.token) is a  # remembered: "expired or used"
+    assert a.question.schema == {}  # but not its question
