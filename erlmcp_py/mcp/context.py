@@ -11,6 +11,13 @@ nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest`
 with the tool's task as owner. While the outcome is pending the tool's own clock is paused. An
 ``Accepted`` answer to a typed form is converted to the type (a model instance, an enum member,
 a bare value).
+
+A question that may not go out in form mode -- a secret, by
+:mod:`~erlmcp_py.core.sensitive` (``SecretStr``, ``format: password``, ``writeOnly``, the
+name list of the server's policy), or a form definition that needs URL mode -- is asked on
+the server's hosted page instead: a URL-mode elicitation whose URL is a single-use ticket of
+``runtime.pages`` (served by the HTTP transport at ``/elicit/{token}``), closed when the
+elicitation ends. Without a page it is refused (``SchemaNotAllowed`` naming the field and why).
 """
 
 from __future__ import annotations
@@ -402,8 +409,12 @@ class Context:
             ``TimedOut`` | ``Unsupported`` (the client cannot show this form; nothing was
             sent) | ``Failed(reason)``.
 
+        A form with a secret (see the module docstring) is asked on the server's hosted page
+        in URL mode (``Unsupported("url")`` when the client has no URL mode).
+
         Raises:
-            SchemaNotAllowed: the form is outside the MCP subset.
+            SchemaNotAllowed: the form is outside the MCP subset, or asks for a secret and the
+                server serves no hosted page (the message names the field and why).
             TypeError: the type cannot be a form.
             RateLimited, TooManyElicitations: the runtime refused to ask now.
         """
