@@ -27,6 +27,9 @@ from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, Timed
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.testing import open_memory_client
+from erlmcp_py.transports._page_fields import content_from_form, page_fields
+from erlmcp_py.transports._page_html import render_form
+from erlmcp_py.transports._page_texts import TEXTS, negotiate, text
 from erlmcp_py.transports.http import Listening, serve_http
 
 TIMEOUT = 10
@@ -566,3 +569,109 @@ def test_page_registry_tokens_are_unguessable_and_bound() -> None:
     assert not pages.owns(a.url)
     assert pages.get(a.token) is a  # remembered: "expired or used"
     assert a.question.schema == {}  # but not its question
+
+
+# -- the page's parts: locale, rendering, reading a posted form ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "locale"),
+    [
+        (None, "en-US"),
+        ("", "en-US"),
+        ("pt-BR,pt;q=0.9,en;q=0.8", "pt-BR"),
+        ("pt", "pt-BR"),
+        ("pt-PT", "pt-BR"),
+        ("en-GB, pt-BR;q=0.5", "en-US"),
+        ("fr-FR, pt;q=0.4, en;q=0.3", "pt-BR"),
+        ("pt-BR;q=0, en;q=0.1", "en-US"),  # q=0: not acceptable
+        ("de, *;q=0.1", "en-US"),
+        ("pt-BR;q=abc", "en-US"),  # a broken weight counts as 0
+    ],
+)
+def test_accept_language_picks_the_page_locale(header: str | None, locale: str) -> None:
+    assert negotiate(header) == locale
+
+
+def test_every_text_has_both_locales_and_the_brief_keys() -> None:
+    for key, by_locale in TEXTS.items():
+        assert set(by_locale) == {"en-US", "pt-BR"}, key
+    assert text("mcp.elicitation.timeout_warning", "pt-BR", seconds=7) == "Fechando em 7s"
+    assert text("mcp.elicitation.action.reject", "pt-BR") == "Recusar"
+    assert text("mcp.elicitation.field_required", "en-US") == "Required"
+
+
+def test_question_text_is_escaped_everywhere() -> None:
+    evil = '<script>alert("x")</script>'
+    question = PageQuestion(
+        evil,
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "title": evil, "description": evil, "default": evil},
+                "b": {"type": "string", "enum": [evil]},
+            },
+        },
+        {},
+    )
+    html = render_form(
+        locale="en-US",
+        nonce="N",
+        action="/elicit/t",
+        csrf="c",
+        message=evil,
+        fields=page_fields(question),
+        remaining_s=60,
+        errors={"a": evil},
+    )
+    assert evil not in html
+    assert "&lt;script&gt;" in html
+    assert html.count("<script") == 2  # the data block and the nonce'd script, nothing else
+    assert "\\u003cscript" in html  # inside the data block too
+
+
+def test_a_posted_form_is_read_back_by_field_type() -> None:
+    fields = page_fields(
+        PageQuestion(
+            "q",
+            {
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer"},
+                    "x": {"type": "number"},
+                    "on": {"type": "boolean"},
+                    "off": {"type": "boolean"},
+                    "many": {"type": "array", "items": {"enum": ["a", "b"]}},
+                    "none": {"type": "array", "items": {"enum": ["a", "b"]}},
+                    "empty": {"type": "string"},
+                    "s": {"type": "string"},
+                    "bad": {"type": "integer"},
+                    "f": {"type": "object"},
+                },
+                "required": ["none"],
+            },
+            {"f": {"kind": "file"}},
+        )
+    )
+    form = {
+        "n": ["42"],
+        "x": ["2.5"],
+        "on": ["true"],
+        "many": ["a", "b"],
+        "empty": [""],
+        "s": ["text"],
+        "bad": ["4.5"],
+        "f": ['{"filename": "a.pdf", "content_type": "application/pdf", "size": 3}'],
+        "_csrf": ["ignored"],
+    }
+    assert content_from_form(fields, form) == {
+        "n": 42,
+        "x": 2.5,
+        "on": True,
+        "off": False,
+        "many": ["a", "b"],
+        "none": [],  # required: the runtime says which choice is missing
+        "s": "text",
+        "bad": "4.5",  # kept as text: the runtime reports the field's type
+        "f": {"filename": "a.pdf", "content_type": "application/pdf", "size": 3},
+    }
