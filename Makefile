@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The directories ruff checks (examples/ when present).
 LINTED := supervisors erlmcp_py tests benchmarks $(wildcard examples)
 
-.PHONY: demo test lint typecheck pytest bench-quick clean
+.PHONY: demo test lint typecheck pytest bench-quick screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ pytest: $(STAMP)
 
 bench-quick: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b --quick || exit 1; done
+
+# PNGs of the hosted elicitation page in en-US and pt-BR (headless Chromium, /usr/bin/chromium).
+screenshots: $(STAMP)
+	ERLMCP_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -p no:cacheprovider -q \
+		tests/transports/test_page_browser.py -k every_field_type
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -198,6 +198,12 @@ class RuntimeConfig(BaseModel):
     call_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
     max_restarts: int = Field(5, ge=0)
     restart_period_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+    sensitive_names: tuple[str, ...] = Field(
+        (), description="names added to the sensitive-name list (core/sensitive.py)"
+    )
+    not_sensitive_names: tuple[str, ...] = Field(
+        (), description="names removed from the sensitive-name list"
+    )
     locale: str = Field(
         DEFAULT_LOCALE,
         description="the language of the runtime's texts for a client that asks for none "

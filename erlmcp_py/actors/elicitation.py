@@ -57,6 +57,7 @@ from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.ratelimiter import Acquire, Release, ReleaseMany, ResetPending
 from erlmcp_py.actors.record import (
+    AnswerIt,
     CancelIt,
     CompleteIt,
     Create,
@@ -194,6 +195,12 @@ class ElicitationActor(Actor):
             return ErrorReply(ExtensionDenied(reply.reason, reply.max_extensions))
         if kind is CompleteIt:
             return await self._complete(record, msg.content)
+        if kind is AnswerIt:
+            effects = record.core.handle(Answer(msg.action, None))
+            if not effects:  # an accept is being validated
+                return ErrorReply(AnswerInFlight(record.id))
+            record.apply(effects)
+            return record.info()
         raise TypeError(f"unknown elicitation call {kind.__name__}")
 
     async def _ask(self, ref: ActorRef, msg: Any) -> Any:

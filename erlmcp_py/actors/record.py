@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from erlmcp_py.actors.elicitation import ElicitationActor
 
 __all__ = [
+    "AnswerIt",
     "CancelIt",
     "CompleteIt",
     "Create",
@@ -111,6 +112,15 @@ class CompleteIt:
     elicitation_id: str
     tenant: Tenant
     content: Any
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerIt:
+    """Decline or cancel one elicitation on its user's behalf (the hosted page's buttons)."""
+
+    elicitation_id: str
+    tenant: Tenant
+    action: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,14 +30,24 @@ from erlmcp_py.actors.api import (
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.metrics import Metrics
+from erlmcp_py.actors.pages import PageRegistry
 from erlmcp_py.actors.peer import Peer
 from erlmcp_py.actors.ratelimiter import RateLimiterActor
-from erlmcp_py.actors.record import CancelIt, CompleteIt, Create, ExtendIt, GetStatus, ListAll
+from erlmcp_py.actors.record import (
+    AnswerIt,
+    CancelIt,
+    CompleteIt,
+    Create,
+    ExtendIt,
+    GetStatus,
+    ListAll,
+)
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
@@ -63,6 +73,12 @@ class Runtime:
 
     Every call takes the caller's tenant; another tenant's elicitation id behaves exactly
     like an unknown id (``ElicitationNotFound``).
+
+    Attributes:
+        sensitive_names: The name list that makes a field sensitive (the documented list with
+            the config's ``sensitive_names`` added and ``not_sensitive_names`` removed).
+        pages: The hosted elicitation page's tickets (its ``base_url`` is ``None`` until a
+            transport serves the page).
     """
 
     def __init__(self, config: RuntimeConfig, resolver: Resolver | None = None) -> None:
@@ -70,6 +86,10 @@ class Runtime:
         self.resolver = resolver
         self.policy = config.to_policy()
         self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
+        self.sensitive_names = DEFAULT_SENSITIVE_NAMES.with_changes(
+            config.sensitive_names, config.not_sensitive_names
+        )
+        self.pages = PageRegistry()
         self._metrics = Metrics()
         self._registry = Registry()
         self.supervisor = Supervisor(
@@ -149,7 +169,7 @@ class Runtime:
         if request.mode == "form":
             assert request.requested_schema is not None
             check_requested_schema(request.requested_schema, _version_of(peer))
-        else:
+        elif not self.pages.owns(request.url or ""):  # the server's own page needs no check
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)
             if url != request.url:
@@ -275,6 +295,21 @@ class Runtime:
             ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer.
         """
         info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
+        return info
+
+    async def answer_elicitation(
+        self, elicitation_id: str, action: str, *, tenant: Tenant
+    ) -> ElicitationInfo:
+        """Decline or cancel on the user's behalf, as the client would (the hosted page's
+        Reject and Cancel): the outcome is ``Declined`` or ``Cancelled(by="client")``.
+
+        Raises:
+            ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
+            ElicitationNotFound, AlreadyTerminal, AnswerInFlight.
+        """
+        if action not in ("decline", "cancel"):
+            raise ValueError(f"action must be 'decline' or 'cancel', got {action!r}")
+        info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
         return info
 
     async def extend_timeout(

@@ -17,6 +17,7 @@ Python field type                         form field
 ``str`` / ``int`` / ``float`` / ``bool``  string / integer / number / boolean
 ``datetime.date`` / ``datetime.datetime`` string with ``format`` date / date-time (parsed)
 ``Annotated[str, Format("email")]``       string with ``format`` email (or uri)
+``pydantic.SecretStr`` / ``SecretBytes``  string, sensitive: asked on the hosted page only
 ``Literal["a", "b"]``                     single-select (``enum``)
 ``Enum`` / ``StrEnum``                    single-select of the member values (member names
                                           when a value is not a string); parsed to the member
@@ -299,7 +300,20 @@ def _scalar(tp: Any, meta: list[Any]) -> tuple[dict[str, Any], Convert, Convert]
         return {"type": "string", "format": "date-time"}, _to_datetime, _datetime_to_wire
     if tp is dt.date:
         return {"type": "string", "format": "date"}, _to_date, _date_to_wire
+    if tp is pydantic.SecretStr or tp is pydantic.SecretBytes:
+        # A secret: asked only on the hosted page (core/sensitive.py), never in form mode.
+        return {"type": "string"}, _SECRETS[tp], _no_secret_default
     raise _Unsupported(_why_not(tp))
+
+
+_SECRETS: Final[dict[Any, Convert]] = {
+    pydantic.SecretStr: pydantic.SecretStr,
+    pydantic.SecretBytes: lambda v: pydantic.SecretBytes(v.encode()),
+}
+
+
+def _no_secret_default(v: Any) -> Any:
+    raise _Unsupported("a secret field cannot have a default (it would be shown to the user)")
 
 
 def _date_to_wire(v: Any) -> Any:

@@ -13,6 +13,13 @@ with the tool's task as owner. A question's own deadline (``timeout=`` in second
 the runtime clamps it to the server's policy. While the outcome is pending the tool's own
 clock is paused. An ``Accepted`` answer to a typed form is converted to the type (a model
 instance, an enum member, a bare value).
+
+A question that may not go out in form mode -- a secret, by
+:mod:`~erlmcp_py.core.sensitive` (``SecretStr``, ``format: password``, ``writeOnly``, the
+name list of the server's policy), or a form definition that needs URL mode -- is asked on
+the server's hosted page instead: a URL-mode elicitation whose URL is a single-use ticket of
+``runtime.pages`` (served by the HTTP transport at ``/elicit/{token}``), closed when the
+elicitation ends. Without a page it is refused (``SchemaNotAllowed`` naming the field and why).
 """
 
 from __future__ import annotations
@@ -20,16 +27,26 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
+from erlmcp_py.actors.pages import PageQuestion, PageRegistry
 from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
-from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
+from erlmcp_py.core.forms import (
+    CompiledForm,
+    FileField,
+    FormDefinition,
+    MultiSelectField,
+    Option,
+    SelectField,
+    compile_form,
+    validate_form_answer,
+)
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import (
@@ -40,6 +57,13 @@ from erlmcp_py.core.schema import (
     multi_select_field,
     object_schema,
     string_field,
+)
+from erlmcp_py.core.sensitive import (
+    DEFAULT_SENSITIVE_NAMES,
+    SensitiveField,
+    schema_sensitive_fields,
+    strip_sensitive_markers,
+    type_sensitive_fields,
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
@@ -82,16 +106,70 @@ class _FormValidator:
         return self.compiled.url_values(content)
 
 
-# What elicit() sends and checks with: (requestedSchema, validator, FormType or None, the
-# form's own timeout in seconds or None). A tuple, not a value type: it lives for one call,
-# and is unpacked at once.
-_Prepared = tuple[Mapping[str, Any], Any, FormType[Any] | None, float | None]
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What elicit() sends and checks with. ``schema`` is ``None`` when the form may not go
+    out in form mode (``needs_page`` says why): it is asked on the hosted page, which renders
+    ``page_schema`` with ``widgets``."""
+
+    schema: Mapping[str, Any] | None
+    validator: Any
+    form_type: FormType[Any] | None
+    page_schema: Mapping[str, Any] = field(default_factory=dict)
+    widgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    needs_page: str | None = None
+    timeout: float | None = None  # the form's own deadline in seconds (a form definition's)
+
+
+def _on_page(
+    schema: Mapping[str, Any],
+    validator: Any,
+    form_type: FormType[Any] | None,
+    found: tuple[SensitiveField, ...],
+) -> _Prepared:
+    return _Prepared(
+        None,
+        validator,
+        form_type,
+        page_schema=schema,
+        widgets={f.name: {"sensitive": True} for f in found},
+        needs_page="; ".join(f.describe() for f in found),
+    )
 
 
 def _checked_timeout(timeout: float | None) -> float | None:
     """``timeout`` checked before anything is decided (a bad one is an error even when the
     client cannot be asked)."""
     return None if timeout is None else check_timeout("timeout", timeout)
+
+
+def _form_widgets(compiled: CompiledForm) -> dict[str, dict[str, Any]]:
+    """The page's rendering facts of a form definition's fields (file inputs, text areas,
+    password inputs, placeholders)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in compiled.form.fields:
+        if f.rendering.hidden:
+            continue
+        w: dict[str, Any] = {}
+        if isinstance(f, FileField):
+            w["kind"] = "file"
+            rules = f.validation
+            accept = [*(rules.allowed_extensions or ()), *(rules.allowed_mime_types or ())]
+            if accept:
+                w["accept"] = ",".join(accept)
+        elif f.id in compiled.url_mode_fields:
+            w["sensitive"] = True
+        elif f.type == "text" and f.rendering.rows:
+            w["kind"] = "textarea"
+            w["rows"] = f.rendering.rows
+        if isinstance(f, SelectField | MultiSelectField):
+            w["titles"] = {o.value: o.title for o in f.options if isinstance(o, Option) and o.title}
+        if f.rendering.placeholder:
+            w["placeholder"] = f.rendering.placeholder
+        if f.rendering.help_text:
+            w["help"] = f.rendering.help_text
+        out[f.id] = w
+    return out
 
 
 def _titled(options: Options) -> dict[str, str]:
@@ -354,27 +432,50 @@ class Context:
 
     def _prepare(self, form: FormLike) -> _Prepared:
         version = self.protocol_version
+        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
         if isinstance(form, type):  # the common case, first: a class is never a FormType
             form = schema_for(form)
         if isinstance(form, FormType):
-            return form.requested_schema(version), form, form, None
+            found = type_sensitive_fields(form.type, form.schema, names)
+            if found:
+                return _on_page(form.schema, form, form, found)
+            return _Prepared(form.requested_schema(version), form, form)
         if isinstance(form, FormDefinition | CompiledForm):
             compiled = (
                 form
                 if isinstance(form, CompiledForm) and form.version == version
-                else compile_form(form.form if isinstance(form, CompiledForm) else form, version)
+                else compile_form(
+                    form.form if isinstance(form, CompiledForm) else form,
+                    version,
+                    sensitive_names=names,
+                )
             )
             if compiled.requested_schema is None:
-                raise SchemaNotAllowed(
-                    "", "mode", f"this form needs URL mode: {compiled.needs_url_mode}"
+                return _Prepared(
+                    None,
+                    _FormValidator(compiled),
+                    None,
+                    page_schema=compiled.validation_schema,
+                    widgets=_form_widgets(compiled),
+                    needs_page=compiled.needs_url_mode,
+                    timeout=compiled.timeout_s,
                 )
-            return compiled.requested_schema, _FormValidator(compiled), None, compiled.timeout_s
+            return _Prepared(
+                compiled.requested_schema,
+                _FormValidator(compiled),
+                None,
+                timeout=compiled.timeout_s,
+            )
         if isinstance(form, Mapping):
             if "fields" in form and "properties" not in form:
-                return self._prepare(compile_form(form, version))
-            check_requested_schema(form, "2026-07-28")
-            wire = downlevel(form, version)
-            return wire, compile_validator(wire), None, None
+                return self._prepare(compile_form(form, version, sensitive_names=names))
+            found = schema_sensitive_fields(form, names)
+            plain = strip_sensitive_markers(form)
+            check_requested_schema(plain, "2026-07-28")
+            if found:
+                return _on_page(plain, compile_validator(plain), None, found)
+            wire = downlevel(plain, version)
+            return _Prepared(wire, compile_validator(wire), None)
         return self._prepare(schema_for(form))
 
     async def elicit(
@@ -406,8 +507,12 @@ class Context:
             ``TimedOut`` | ``Unsupported`` (the client cannot show this form; nothing was
             sent) | ``Failed(reason)``.
 
+        A form with a secret (see the module docstring) is asked on the server's hosted page
+        in URL mode (``Unsupported("url")`` when the client has no URL mode).
+
         Raises:
-            SchemaNotAllowed: the form is outside the MCP subset.
+            SchemaNotAllowed: the form is outside the MCP subset, or asks for a secret and the
+                server serves no hosted page (the message names the field and why).
             TypeError: the type cannot be a form, or ``timeout`` is not a number.
             ValueError: ``timeout`` is not a positive, finite number of seconds.
             RateLimited, TooManyElicitations: the runtime refused to ask now.
@@ -423,26 +528,65 @@ class Context:
             if with_key is not None:
                 peer = with_key(key)
         try:
-            schema, validator, form_type, form_timeout = self._prepare(form)
+            prepared = self._prepare(form)
         except SchemaNotAllowed as exc:
             if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
                 return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
             raise
-        request = ElicitationRequest(
-            message=message,
-            mode="form",
-            requested_schema=schema,
-            validator=validator,
-            timeout=form_timeout if timeout is None else timeout,
-            locale=self.locale,
-        )
-        outcome = await self._ask(request, peer)
+        form_type = prepared.form_type
+        deadline = prepared.timeout if timeout is None else timeout
+        if prepared.schema is None:
+            outcome = await self._ask_on_page(message, prepared, peer, deadline)
+        else:
+            request = ElicitationRequest(
+                message=message,
+                mode="form",
+                requested_schema=prepared.schema,
+                validator=prepared.validator,
+                timeout=deadline,
+                locale=self.locale,
+            )
+            outcome = await self._ask(request, peer)
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
         if not isinstance(content, Mapping):
             return outcome
         return Accepted(form_type.from_valid(content))
+
+    async def _ask_on_page(
+        self, message: str, prepared: _Prepared, peer: Peer, timeout: float | None
+    ) -> Outcome:
+        """Ask a question that may not go out in form mode on the server's hosted page: a
+        URL-mode elicitation whose URL is a single-use page token, closed when it ends."""
+        pages: PageRegistry | None = getattr(self.runtime, "pages", None)
+        if pages is None or not pages.available:
+            raise SchemaNotAllowed(
+                "",
+                "mode",
+                f"{prepared.needs_page}; the MCP spec forbids asking for it in form mode and "
+                "this server serves no hosted elicitation page to ask it on (serve over HTTP)",
+            )
+        if not peer.supports("url"):
+            return Unsupported("url")
+        question = PageQuestion(message, prepared.page_schema, prepared.widgets)
+        ticket = pages.open(question, self.tenant)
+        try:
+            request = ElicitationRequest(
+                message=message,
+                mode="url",
+                url=ticket.url,
+                validator=prepared.validator,
+                timeout=timeout,
+                locale=self.locale,
+            )
+            handle: ElicitationHandle = await self.runtime.create_elicitation(
+                request, peer=peer, tenant=self.tenant, **self._charge()
+            )
+            pages.bind(ticket, handle.id)
+            return await self._wait(handle)
+        finally:
+            pages.close(ticket)
 
     def _charge(self) -> dict[str, bool]:
         """The rate-limit keyword of one new question: on 2026-07-28 a replayed call asks
@@ -479,18 +623,24 @@ class Context:
         if not self.supports("form"):
             return Unsupported("form")
         schema = object_schema({name: prop}, required=[name])
-        try:
-            wire = downlevel(schema, self.protocol_version)
-        except SchemaNotAllowed:
-            return Unsupported("form")  # cannot be expressed for this client's version
-        request = ElicitationRequest(
-            message=message,
-            mode="form",
-            requested_schema=wire,
-            timeout=timeout,
-            locale=self.locale,
-        )
-        outcome = await self._ask(request)
+        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
+        found = schema_sensitive_fields(schema, names)
+        if found:  # e.g. elicit_string("...", "api_key"): on the hosted page only
+            prepared = _on_page(schema, compile_validator(schema), None, found)
+            outcome = await self._ask_on_page(message, prepared, self._peer, timeout)
+        else:
+            try:
+                wire = downlevel(schema, self.protocol_version)
+            except SchemaNotAllowed:
+                return Unsupported("form")  # cannot be expressed for this client's version
+            request = ElicitationRequest(
+                message=message,
+                mode="form",
+                requested_schema=wire,
+                timeout=timeout,
+                locale=self.locale,
+            )
+            outcome = await self._ask(request)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
             return Accepted(outcome.content.get(name))
         return outcome

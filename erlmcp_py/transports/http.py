@@ -98,6 +98,10 @@ with ``Retry-After`` (``/readyz`` too); answers to the server's requests, notifi
 retries of suspended 2026-07-28 calls and requests already under way go on, so the calls
 that run can finish.
 
+*Hosted elicitation page.* ``/elicit/{token}`` serves the form of a question that may not be
+asked in form mode (:mod:`~erlmcp_py.transports._page`), at the first bound address unless
+the application set ``runtime.pages.base_url``.
+
 *Operations.* ``GET /healthz``, ``/readyz`` and ``/metrics`` (Prometheus text) are answered
 beside the MCP endpoint (:mod:`~erlmcp_py.transports._ops`).
 """
@@ -133,6 +137,7 @@ from erlmcp_py.transports._limits import (
     read_body,
 )
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
+from erlmcp_py.transports._page import ElicitationPage, is_page_path
 from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
 from erlmcp_py.transports.http_checks import (
     HEADER_MISMATCH,
@@ -480,6 +485,7 @@ class HttpTransport:
         auth = self.config.auth
         self._verifier = BearerVerifier(auth) if auth is not None else None
         self._metadata_paths = metadata_paths(auth) if auth is not None else frozenset()
+        self.page = ElicitationPage(runtime, self.policy, self._body)
 
     @property
     def draining(self) -> bool:
@@ -604,6 +610,9 @@ class HttpTransport:
             return
         if scope.get("path") in self._metadata_paths:
             await self._resource_metadata(scope, send)
+            return
+        if is_page_path(scope.get("path")):  # the hosted elicitation page (its own checks)
+            await self.page(scope, receive, send)
             return
         if self._verifier is not None and scope.get("path") == self.config.path:
             try:
@@ -1143,6 +1152,7 @@ async def serve_http(
                     _serve_hypercorn, serve, transport, hconfig, shutdown_trigger, stopped
                 )
                 urls = tuple(f"{b}{config.path}" for b in binds)
+                transport.page.serve_at(binds[0])
                 ops_url: str | None = None
                 if config.ops_port is not None:
                     ops_config = copy.copy(hconfig)

@@ -98,3 +98,18 @@ def test_sensitive_terms_do_not_match_inside_words(name: str) -> None:
 )
 def test_sensitive_terms_still_match_as_words(name: str, term: str) -> None:
     assert sensitive_name(name) == term
+
+
+def test_the_server_policy_changes_which_fields_force_url_mode() -> None:
+    from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
+
+    vault = {"id": "vault_code", "type": "text", "label": "Vault code"}
+    form = {"id": "f", "title": "A form", "fields": [NAME, vault]}
+    assert compile_form(form, V).needs_url_mode is None
+    added = DEFAULT_SENSITIVE_NAMES.with_changes(add=["vault code"])
+    assert compile_form(form, V, sensitive_names=added).url_mode_fields == ("vault_code",)
+    pin = {"id": "pin", "type": "text", "label": "PIN"}
+    form = {"id": "f", "title": "A form", "fields": [NAME, pin]}
+    assert compile_form(form, V).url_mode_fields == ("pin",)
+    removed = DEFAULT_SENSITIVE_NAMES.with_changes(remove=["pin"])
+    assert compile_form(form, V, sensitive_names=removed).needs_url_mode is None

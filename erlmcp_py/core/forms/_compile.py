@@ -52,6 +52,7 @@ from erlmcp_py.core.forms._jsonschema import (
 from erlmcp_py.core.forms._sensitive import sensitive_reason
 from erlmcp_py.core.forms._wire import _wire_schema
 from erlmcp_py.core.schema import FrozenDict, freeze
+from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES, SensitiveNames
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import ValidationResult
 
@@ -135,6 +136,7 @@ def compile_form(
     version: str,
     *,
     url_policy: UrlPolicy | None = None,
+    sensitive_names: SensitiveNames = DEFAULT_SENSITIVE_NAMES,
 ) -> CompiledForm:
     """Compile a form for a protocol version.
 
@@ -143,6 +145,7 @@ def compile_form(
         version: The negotiated protocol version (``2025-06-18``, ``2025-11-25``,
             ``2026-07-28``); the wire schema is down-levelled to it.
         url_policy: The policy for ``url`` fields; defaults to :class:`UrlPolicy`'s.
+        sensitive_names: The name list that makes a field sensitive (the server's policy).
 
     Returns:
         The :class:`CompiledForm`. When a field forces URL mode, ``requested_schema`` is
@@ -224,7 +227,7 @@ def compile_form(
             reasons.append(f"field {p.id!r} is a file upload, which form mode cannot carry")
             url_fields.append(p.id)
             continue
-        why = sensitive_reason(p.field)
+        why = sensitive_reason(p.field, sensitive_names)
         if why is not None:
             reasons.append(
                 f"field {p.id!r} asks for sensitive data ({why}); "

@@ -1,0 +1,677 @@
+"""The hosted elicitation page over real HTTP: routing, rendering, CSRF, token binding.
+
+A small server on 127.0.0.1 (in-process, trio) asks sensitive questions; a hand-driven
+Streamable HTTP client consents to the URL-mode elicitation, and httpx2 plays the browser.
+The browser tests (tests/transports/test_page_browser.py) reuse :func:`page_server` and
+:class:`Client`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+from pydantic import BaseModel, Field, SecretStr
+
+from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.actors.pages import PageQuestion, PageRegistry
+from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, TimedOut
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.testing import open_memory_client
+from erlmcp_py.transports._page_fields import content_from_form, page_fields
+from erlmcp_py.transports._page_html import render_form
+from erlmcp_py.transports._page_texts import TEXTS, negotiate, text
+from erlmcp_py.transports.http import Listening, serve_http
+
+TIMEOUT = 10
+ACCEPT_BOTH = "application/json, text/event-stream"
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"elicitation": {"form": {}, "url": {}}},
+    "clientInfo": {"name": "test-page", "version": "1"},
+}
+
+
+class Login(BaseModel):
+    """Two fields, one of them a secret: asked on the hosted page."""
+
+    user: str = Field(title="User name", description="The account to sign in to")
+    api_key: SecretStr = Field(title="API key")
+
+
+#: A form definition with every field type the page renders, and a password.
+EVERYTHING = {
+    "id": "everything",
+    "title": "Every field",
+    "fields": [
+        {"id": "name", "type": "text", "label": "Name", "required": True,
+         "rendering": {"helpText": "As on your card", "placeholder": "Ada Lovelace"}},
+        {"id": "bio", "type": "text", "label": "About you", "rendering": {"rows": 3}},
+        {"id": "password", "type": "text", "label": "Password", "required": True},
+        {"id": "age", "type": "number", "label": "Age",
+         "validation": {"integer": True, "minimum": 18, "maximum": 120}},
+        {"id": "ratio", "type": "number", "label": "Ratio", "default": 0.5},
+        {"id": "news", "type": "boolean", "label": "Send me news", "default": True},
+        {"id": "plan", "type": "select", "label": "Plan",
+         "options": [{"value": "free", "title": "Free"}, {"value": "pro", "title": "Pro"}]},
+        {"id": "topics", "type": "multi_select", "label": "Topics",
+         "options": ["ai", "web", "ops"]},
+        {"id": "start", "type": "date", "label": "Start date"},
+        {"id": "site", "type": "url", "label": "Web site"},
+        {"id": "cv", "type": "file", "label": "CV",
+         "validation": {"maxSize": 1000000, "allowedExtensions": ["pdf"]}},
+    ],
+}  # fmt: skip
+
+
+def describe(outcome: Any) -> str:
+    if isinstance(outcome, Accepted):
+        content = outcome.content
+        if isinstance(content, Login):
+            return f"accept user={content.user} key={content.api_key.get_secret_value()}"
+        return "accept " + json.dumps(content, sort_keys=True)
+    if isinstance(outcome, Declined):
+        return "decline"
+    if isinstance(outcome, Cancelled):
+        return f"cancel by {outcome.by}"
+    if isinstance(outcome, TimedOut):
+        return "timed out"
+    return repr(outcome)
+
+
+def build_server(**config: Any) -> Server:
+    server = Server("page-test", "1.0", runtime_config=RuntimeConfig.model_validate(config))
+
+    @server.tool()
+    async def login(ctx: Context) -> str:
+        """Ask for a user name and an API key."""
+        return describe(await ctx.elicit("Sign in to Acme", Login))
+
+    @server.tool()
+    async def everything(ctx: Context) -> str:
+        """Ask every field type."""
+        return describe(await ctx.elicit("Tell us about you", EVERYTHING))
+
+    return server
+
+
+@asynccontextmanager
+async def page_server(**config: Any) -> AsyncIterator[Listening]:
+    """A page-test server on a free port of 127.0.0.1."""
+    server = build_server(**config)
+    async with server.running(), trio.open_nursery() as nursery:
+        listening: Listening = await nursery.start(
+            partial(serve_http, server, host="127.0.0.1", port=0)
+        )
+        try:
+            yield listening
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+class Client:
+    """A hand-driven Streamable HTTP MCP client that declares form and URL elicitation."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.session_id = ""
+
+    def headers(self) -> dict[str, str]:
+        out = {"accept": ACCEPT_BOTH, "content-type": "application/json"}
+        if self.session_id:
+            out.update({"mcp-session-id": self.session_id, "mcp-protocol-version": "2025-11-25"})
+        return out
+
+    async def post(self, message: Mapping[str, Any]) -> httpx2.Response:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        return await self.http.post(self.url, content=body, headers=self.headers())
+
+    async def initialize(self) -> None:
+        response = await self.post({"id": 0, "method": "initialize", "params": INIT})
+        assert response.status_code == 200, response.text
+        self.session_id = response.headers["mcp-session-id"]
+        assert (await self.post({"method": "notifications/initialized"})).status_code == 202
+
+    async def answer(self, request: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        response = await self.post({"id": request["id"], "result": dict(result)})
+        assert response.status_code == 202, response.text
+
+    @asynccontextmanager
+    async def call(self, tool: str) -> AsyncIterator[Events]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool}}
+        async with self.http.stream(
+            "POST", self.url, content=json.dumps(body).encode(), headers=self.headers()
+        ) as response:
+            assert response.status_code == 200
+            yield Events(response)
+
+
+class Events:
+    """The server-sent events of one ``tools/call``, as JSON-RPC messages."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._chunks = response.aiter_bytes()
+        self._buf = b""
+
+    async def next(self) -> dict[str, Any] | None:
+        while True:
+            while b"\n\n" in self._buf:
+                event, self._buf = self._buf.split(b"\n\n", 1)
+                data = [line[5:].lstrip() for line in event.split(b"\n") if line[:5] == b"data:"]
+                if data and b"".join(data).strip():
+                    parsed: dict[str, Any] = json.loads(b"\n".join(data))
+                    return parsed
+            try:
+                self._buf += await self._chunks.__anext__()
+            except StopAsyncIteration:
+                return None
+
+    async def rest(self) -> list[dict[str, Any]]:
+        out = []
+        while (msg := await self.next()) is not None:
+            out.append(msg)
+        return out
+
+
+@asynccontextmanager
+async def asked(
+    listening: Listening, tool: str = "login"
+) -> AsyncIterator[tuple[Client, Events, str]]:
+    """Call ``tool``, consent to its URL-mode elicitation; yield the page's URL."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        c = Client(http, listening.url)
+        await c.initialize()
+        async with c.call(tool) as events:
+            request = await events.next()
+            assert request is not None
+            assert request["method"] == "elicitation/create"
+            params = request["params"]
+            assert params["mode"] == "url"
+            assert "requestedSchema" not in params
+            await c.answer(request, {"action": "accept"})  # the user agreed to open the page
+            yield c, events, params["url"]
+
+
+def tool_text(messages: list[dict[str, Any]]) -> str:
+    (response,) = [m for m in messages if "id" in m and "result" in m]
+    text: str = response["result"]["content"][0]["text"]
+    return text
+
+
+async def completion_notified(c: Client, messages: list[dict[str, Any]]) -> str:
+    """The ``elicitationId`` of the ``notifications/elicitation/complete`` the client got: on
+    the call's stream, or (sent after the call's answer ended it) on the GET stream."""
+    found = [m for m in messages if m.get("method") == "notifications/elicitation/complete"]
+    if not found:
+        headers = {**c.headers(), "accept": "text/event-stream"}
+        with trio.fail_after(TIMEOUT):
+            async with c.http.stream("GET", c.url, headers=headers) as response:
+                message = await Events(response).next()
+        assert message is not None
+        found = [message]
+    assert found[0]["method"] == "notifications/elicitation/complete"
+    elicitation_id: str = found[0]["params"]["elicitationId"]
+    return elicitation_id
+
+
+CSRF = re.compile(r'name="_csrf" value="([^"]+)"')
+
+
+async def form_post(
+    http: httpx2.AsyncClient, url: str, data: Mapping[str, Any], **headers: str
+) -> httpx2.Response:
+    return await http.post(url, data=dict(data), headers=headers)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+async def test_sensitive_question_goes_to_the_page_with_its_fields_and_security_headers() -> None:
+    async with page_server() as listening, asked(listening) as (c, events, url):
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/elicit/[A-Za-z0-9_-]{43}", url)
+        page = await c.http.get(url)
+        assert page.status_code == 200
+        html = page.text
+        assert 'role="dialog" aria-modal="true"' in html
+        assert '<label for="f-0">User name <span class="req">Required</span></label>' in html
+        assert 'type="password"' in html
+        assert 'name="api_key"' in html
+        assert 'aria-describedby="f-0-help f-0-err"' in html
+        assert "The account to sign in to" in html
+        headers = page.headers
+        csp = headers["content-security-policy"]
+        nonce = re.search(r"'nonce-([^']+)'", csp)
+        assert nonce is not None
+        assert f'<script nonce="{nonce.group(1)}">' in html
+        assert csp.startswith("default-src 'none';")
+        assert "form-action 'self'" in csp
+        assert "frame-ancestors 'none'" in csp
+        assert "unsafe-inline" not in csp
+        assert "http" not in csp
+        assert headers["cache-control"].startswith("no-store")
+        assert headers["referrer-policy"] == "same-origin"
+        assert headers["content-language"] == "en-US"
+        assert re.search(r'(src|href)="(?!data:)', html) is None  # no external asset
+        # a second GET gets a fresh nonce
+        again = await c.http.get(url)
+        assert again.headers["content-security-policy"] != csp
+        await c.http.post(url, data={"_csrf": CSRF.findall(html)[0], "_action": "cancel"})
+        assert tool_text(await events.rest()) == "cancel by client"
+
+
+async def test_every_field_type_renders() -> None:
+    async with page_server() as listening, asked(listening, "everything") as (c, events, url):
+        html = (await c.http.get(url, headers={"accept-language": "pt-BR,pt;q=0.9"})).text
+        assert '<html lang="pt-BR">' in html
+        for needle in (
+            '<input type="text" id="f-0"',  # text
+            'placeholder="Ada Lovelace"',
+            "As on your card",  # help text
+            '<textarea id="f-1"',  # textarea
+            '<input type="password" id="f-2"',  # the sensitive field
+            'type="number" id="f-3"',
+            'step="1" min="18" max="120"',  # integer with bounds
+            'step="any" value="0.5"',  # number with its default
+            'role="switch" value="true" id="f-5"',  # boolean switch, default on
+            '<select id="f-6"',  # single choice
+            '<option value="pro">Pro</option>',
+            '<fieldset class="field"><legend>Topics</legend>',  # multi choice
+            'type="checkbox" id="f-7-2" name="topics" value="ops"',
+            '<input type="date" id="f-8"',
+            '<input type="url" id="f-9"',
+            '<input type="file" id="f-10"',
+            'accept=".pdf"',
+            "Obrigatório",
+            "Enviar",
+            "Recusar",
+            "Cancelar",
+            "Abrindo página externa",
+        ):
+            assert needle in html, needle
+        await c.http.post(url, data={"_csrf": CSRF.findall(html)[0], "_action": "decline"})
+        assert tool_text(await events.rest()) == "decline"
+
+
+# -- answers --------------------------------------------------------------------------------------
+
+
+async def test_accept_completes_the_elicitation_and_notifies_the_client() -> None:
+    async with page_server() as listening, asked(listening) as (c, events, url):
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        done = await c.http.post(
+            url, data={"_csrf": csrf, "_action": "accept", "user": "ada", "api_key": "k-123"}
+        )
+        assert done.status_code == 200
+        assert "Your answer was sent" in done.text
+        messages = await events.rest()
+        assert tool_text(messages) == "accept user=ada key=k-123"
+        await completion_notified(c, messages)
+        # used: the token only says so, and never answers again
+        used = await c.http.get(url)
+        assert used.status_code == 410
+        assert "expired or was already answered" in used.text
+        again = await c.http.post(url, data={"_csrf": csrf, "_action": "accept", "user": "x"})
+        assert again.status_code == 410
+
+
+async def test_invalid_answer_is_shown_per_field_and_the_token_stays_usable() -> None:
+    async with page_server() as listening, asked(listening, "everything") as (c, events, url):
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        bad = await c.http.post(
+            url,
+            data={"_csrf": csrf, "_action": "accept", "name": "Ada", "password": "s3cret!",
+                  "age": "12"},
+        )  # fmt: skip
+        assert bad.status_code == 422
+        assert 'id="f-3" aria-invalid="true"' in bad.text
+        assert "s3cret!" not in bad.text  # a secret is never written back
+        assert 'value="Ada"' in bad.text
+        meta = json.dumps({"filename": "cv.pdf", "content_type": "application/pdf", "size": 10})
+        good = await c.http.post(
+            url,
+            data={"_csrf": csrf, "_action": "accept", "name": "Ada", "password": "pw",
+                  "age": "30", "news": "true", "topics": ["ai", "ops"], "plan": "pro",
+                  "start": "2026-01-31", "site": "https://example.com/", "cv": meta},
+        )  # fmt: skip
+        assert good.status_code == 200, good.text
+        content = json.loads(tool_text(await events.rest()).removeprefix("accept "))
+        assert content["age"] == 30
+        assert content["news"] is True
+        assert content["topics"] == ["ai", "ops"]
+        assert content["password"] == "pw"
+        assert content["cv"] == {
+            "filename": "cv.pdf",
+            "content_type": "application/pdf",
+            "size": 10,
+        }
+
+
+# -- CSRF and origin ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("csrf", "headers"),
+    [
+        ("wrong", {}),
+        (None, {"origin": "https://evil.example"}),
+        (None, {"origin": "null"}),
+        (None, {"sec-fetch-site": "cross-site"}),
+    ],
+)
+async def test_post_needs_the_page_csrf_value_and_its_own_origin(
+    csrf: str | None, headers: dict[str, str]
+) -> None:
+    async with page_server() as listening, asked(listening) as (c, events, url):
+        good = CSRF.findall((await c.http.get(url)).text)[0]
+        data = {"_csrf": csrf or good, "_action": "accept", "user": "u", "api_key": "k"}
+        refused = await c.http.post(url, data=data, headers=headers)
+        assert refused.status_code == 403
+        # still open: the right page's own post works
+        origin = url.split("/elicit/")[0]
+        ok = await c.http.post(
+            url,
+            data={**data, "_csrf": good},
+            headers={"origin": origin, "sec-fetch-site": "same-origin"},
+        )
+        assert ok.status_code == 200
+        assert tool_text(await events.rest()) == "accept user=u key=k"
+
+
+# -- tokens ---------------------------------------------------------------------------------------
+
+
+async def test_unknown_token_is_not_found() -> None:
+    async with page_server() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        base = listening.url.removesuffix("/mcp")
+        page = await http.get(f"{base}/elicit/{'A' * 43}")
+        assert page.status_code == 404
+        assert "no such request" in page.text
+        assert page.headers["cache-control"].startswith("no-store")
+
+
+async def test_a_token_never_reaches_another_tenants_elicitation() -> None:
+    async with page_server() as listening, asked(listening) as (c, events, url):
+        runtime = listening.transport.runtime
+        mine = runtime.pages.get(url.rsplit("/", 1)[1])
+        assert mine is not None
+        # a ticket of another tenant, bound to this elicitation's id: as unknown to it
+        other = runtime.pages.open(
+            PageQuestion("theirs", {"type": "object", "properties": {}}, {}),
+            Tenant(user="mallory"),
+        )
+        runtime.pages.bind(other, mine.elicitation_id)
+        page = await c.http.get(other.url)
+        assert page.status_code == 404
+        assert "Sign in to Acme" not in page.text
+        post = await c.http.post(other.url, data={"_csrf": other.csrf, "_action": "decline"})
+        assert post.status_code == 404
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        await c.http.post(url, data={"_csrf": csrf, "_action": "decline"})
+        assert tool_text(await events.rest()) == "decline"
+        runtime.pages.close(other)
+
+
+async def test_the_token_expires_with_its_elicitation() -> None:
+    server = page_server(url_deadline_s=0.5, warn_before_s=0)
+    async with server as listening, asked(listening) as (c, events, url):
+        assert tool_text(await events.rest()) == "timed out"
+        page = await c.http.get(url)
+        assert page.status_code == 410
+        assert "expired" in page.text
+
+
+# -- routing: which questions go to the page ------------------------------------------------------
+
+
+def routing_server(**config: Any) -> Server:
+    server = Server("routing", "1.0", runtime_config=RuntimeConfig.model_validate(config))
+
+    @server.tool()
+    async def ask(ctx: Context, form: str) -> str:
+        """Ask one of the forms below; a refusal is returned as text."""
+        try:
+            return describe(await ctx.elicit("Q", FORMS[form]))
+        except SchemaNotAllowed as exc:
+            return f"refused: {exc}"
+
+    @server.tool()
+    async def ask_string(ctx: Context, field: str) -> str:
+        """elicit_string with a field name."""
+        return describe(await ctx.elicit_string("Q", field))
+
+    return server
+
+
+FORMS: dict[str, Any] = {
+    "login": Login,
+    "password_format": {
+        "type": "object",
+        "properties": {"pin_code": {"type": "string", "format": "password"}},
+    },
+    "write_only": {"type": "object", "properties": {"x": {"type": "string", "writeOnly": True}}},
+    "token_kept": {
+        "type": "object",
+        "properties": {"token": {"type": "string", "x-sensitive": False}},
+    },
+    "plain": {"type": "object", "properties": {"city": {"type": "string"}}},
+    "vault": {"type": "object", "properties": {"vault_code": {"type": "string"}}},
+    "form_password": {"id": "f", "title": "F", "fields": [
+        {"id": "passwd", "type": "text", "label": "Password"}]},
+}  # fmt: skip
+
+CAPS = {"elicitation": {"form": {}, "url": {}}}
+
+
+async def ask_with(
+    form: str, *, page: bool = True, tool: str = "ask", arg: str = "form", **config: Any
+) -> tuple[str, list[Mapping[str, Any]]]:
+    """Call ``tool`` over the in-memory transport; consent/decline every question."""
+    server = routing_server(**config)
+    seen: list[Mapping[str, Any]] = []
+
+    def handler(request: Any) -> Mapping[str, Any]:
+        seen.append(request.params)
+        return {"action": "decline"}
+
+    async with server.running() as runtime:
+        if page:
+            runtime.pages.base_url = "https://srv.example"
+        async with open_memory_client(server, handler=handler, capabilities=CAPS) as client:
+            result = await client.call_tool(tool, {arg: form})
+    return result["content"][0]["text"], seen
+
+
+@pytest.mark.parametrize(
+    ("form", "why"),
+    [
+        ("login", "field 'api_key' asks for sensitive data (its format is password)"),
+        ("password_format", "field 'pin_code' asks for sensitive data (its format is password)"),
+        ("write_only", "field 'x' asks for sensitive data (it is writeOnly)"),
+        ("form_password", "field 'passwd' asks for sensitive data (its id looks like 'passwd')"),
+    ],
+)
+async def test_sensitive_questions_go_to_the_page_in_url_mode(form: str, why: str) -> None:
+    text, seen = await ask_with(form)
+    assert text == "decline"
+    (params,) = seen
+    assert params["mode"] == "url"
+    assert params["url"].startswith("https://srv.example/elicit/")
+    assert "requestedSchema" not in params
+    refused, nothing = await ask_with(form, page=False)
+    assert nothing == []
+    assert refused.startswith("refused: ")
+    assert why in refused
+    assert "no hosted elicitation page" in refused
+
+
+async def test_a_helper_with_a_sensitive_field_name_goes_to_the_page() -> None:
+    _, seen = await ask_with("api_key", tool="ask_string", arg="field")
+    assert seen[0]["mode"] == "url"
+    _, seen = await ask_with("city", tool="ask_string", arg="field")
+    assert seen[0].get("mode", "form") == "form"
+
+
+async def test_marker_and_server_policy_override_the_name_list() -> None:
+    _, seen = await ask_with("token_kept")
+    assert seen[0].get("mode", "form") == "form"
+    assert seen[0]["requestedSchema"]["properties"] == {"token": {"type": "string"}}
+    _, seen = await ask_with("plain")
+    assert seen[0].get("mode", "form") == "form"
+    _, seen = await ask_with("vault")
+    assert seen[0].get("mode", "form") == "form"
+    _, seen = await ask_with("vault", sensitive_names=["vault code"])
+    assert seen[0]["mode"] == "url"
+    _, seen = await ask_with("form_password", not_sensitive_names=["passwd", "password"])
+    assert seen[0].get("mode", "form") == "form"
+
+
+async def test_a_client_without_url_mode_gets_unsupported_and_nothing_is_sent() -> None:
+    server = routing_server()
+    async with server.running() as runtime:
+        runtime.pages.base_url = "https://srv.example"
+        async with open_memory_client(server) as client:  # form mode only
+            result = await client.call_tool("ask", {"form": "login"})
+            assert client.server_requests == []
+    assert result["content"][0]["text"] == "Unsupported(mode='url')"
+    assert len(runtime.pages) == 0
+
+
+def test_page_registry_tokens_are_unguessable_and_bound() -> None:
+    pages = PageRegistry("https://srv.example")
+    question = PageQuestion("q", {"type": "object", "properties": {}}, {})
+    a = pages.open(question, Tenant(user="a"))
+    b = pages.open(question, Tenant(user="b"))
+    assert a.token != b.token
+    assert len(a.token) == 43
+    assert a.csrf != b.csrf
+    assert a.url == f"https://srv.example/elicit/{a.token}"
+    assert not a.claim()  # not bound to an elicitation yet
+    pages.bind(a, "e1")
+    assert pages.owns(a.url)
+    assert not pages.owns("https://srv.example/elicit/other")
+    assert a.claim()
+    assert not a.claim()
+    a.release()
+    assert a.claim()
+    pages.close(a)
+    assert a.state == "closed"
+    assert not a.claim()
+    assert not pages.owns(a.url)
+    assert pages.get(a.token) is a  # remembered: "expired or used"
+    assert a.question.schema == {}  # but not its question
+
+
+# -- the page's parts: locale, rendering, reading a posted form ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "locale"),
+    [
+        (None, "en-US"),
+        ("", "en-US"),
+        ("pt-BR,pt;q=0.9,en;q=0.8", "pt-BR"),
+        ("pt", "pt-BR"),
+        ("pt-PT", "pt-BR"),
+        ("en-GB, pt-BR;q=0.5", "en-US"),
+        ("fr-FR, pt;q=0.4, en;q=0.3", "pt-BR"),
+        ("pt-BR;q=0, en;q=0.1", "en-US"),  # q=0: not acceptable
+        ("de, *;q=0.1", "en-US"),
+        ("pt-BR;q=abc", "en-US"),  # a broken weight counts as 0
+    ],
+)
+def test_accept_language_picks_the_page_locale(header: str | None, locale: str) -> None:
+    assert negotiate(header) == locale
+
+
+def test_every_text_has_both_locales_and_the_brief_keys() -> None:
+    for key, by_locale in TEXTS.items():
+        assert set(by_locale) == {"en-US", "pt-BR"}, key
+    assert text("mcp.elicitation.timeout_warning", "pt-BR", seconds=7) == "Fechando em 7s"
+    assert text("mcp.elicitation.action.reject", "pt-BR") == "Recusar"
+    assert text("mcp.elicitation.field_required", "en-US") == "Required"
+
+
+def test_question_text_is_escaped_everywhere() -> None:
+    evil = '<script>alert("x")</script>'
+    question = PageQuestion(
+        evil,
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "title": evil, "description": evil, "default": evil},
+                "b": {"type": "string", "enum": [evil]},
+            },
+        },
+        {},
+    )
+    html = render_form(
+        locale="en-US",
+        nonce="N",
+        action="/elicit/t",
+        csrf="c",
+        message=evil,
+        fields=page_fields(question),
+        remaining_s=60,
+        errors={"a": evil},
+    )
+    assert evil not in html
+    assert "&lt;script&gt;" in html
+    assert html.count("<script") == 2  # the data block and the nonce'd script, nothing else
+    assert "\\u003cscript" in html  # inside the data block too
+
+
+def test_a_posted_form_is_read_back_by_field_type() -> None:
+    fields = page_fields(
+        PageQuestion(
+            "q",
+            {
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer"},
+                    "x": {"type": "number"},
+                    "on": {"type": "boolean"},
+                    "off": {"type": "boolean"},
+                    "many": {"type": "array", "items": {"enum": ["a", "b"]}},
+                    "none": {"type": "array", "items": {"enum": ["a", "b"]}},
+                    "empty": {"type": "string"},
+                    "s": {"type": "string"},
+                    "bad": {"type": "integer"},
+                    "f": {"type": "object"},
+                },
+                "required": ["none"],
+            },
+            {"f": {"kind": "file"}},
+        )
+    )
+    form = {
+        "n": ["42"],
+        "x": ["2.5"],
+        "on": ["true"],
+        "many": ["a", "b"],
+        "empty": [""],
+        "s": ["text"],
+        "bad": ["4.5"],
+        "f": ['{"filename": "a.pdf", "content_type": "application/pdf", "size": 3}'],
+        "_csrf": ["ignored"],
+    }
+    assert content_from_form(fields, form) == {
+        "n": 42,
+        "x": 2.5,
+        "on": True,
+        "off": False,
+        "many": ["a", "b"],
+        "none": [],  # required: the runtime says which choice is missing
+        "s": "text",
+        "bad": "4.5",  # kept as text: the runtime reports the field's type
+        "f": {"filename": "a.pdf", "content_type": "application/pdf", "size": 3},
+    }
