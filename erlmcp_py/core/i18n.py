@@ -102,6 +102,90 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _PT: "Abrindo página externa",
     },
     "mcp.elicitation.field_required": {_EN: "Required", _PT: "Obrigatório"},
+    # -- the hosted elicitation page (erlmcp_py.transports._page) -------------------------------
+    "mcp.elicitation.page.title": {
+        _EN: "Information requested",
+        _PT: "Informação solicitada",
+    },
+    "mcp.elicitation.page.secure_note": {
+        _EN: "What you enter here goes to the server only, never through the chat.",
+        _PT: "O que você digitar aqui vai apenas para o servidor, nunca pelo chat.",
+    },
+    "mcp.elicitation.page.choose": {_EN: "Choose…", _PT: "Escolha…"},
+    "mcp.elicitation.page.accepted": {
+        _EN: "Thank you. Your answer was sent; you can close this page.",
+        _PT: "Obrigado. Sua resposta foi enviada; você pode fechar esta página.",
+    },
+    "mcp.elicitation.page.declined": {
+        _EN: "You rejected this request. You can close this page.",
+        _PT: "Você recusou este pedido. Você pode fechar esta página.",
+    },
+    "mcp.elicitation.page.cancelled": {
+        _EN: "You cancelled this request. You can close this page.",
+        _PT: "Você cancelou este pedido. Você pode fechar esta página.",
+    },
+    "mcp.elicitation.page.closed": {
+        _EN: "This request is closed: it expired or was already answered.",
+        _PT: "Este pedido está encerrado: expirou ou já foi respondido.",
+    },
+    "mcp.elicitation.page.not_found": {
+        _EN: "There is no such request.",
+        _PT: "Este pedido não existe.",
+    },
+    "mcp.elicitation.page.forbidden": {
+        _EN: "This answer did not come from this page; reload the page and try again.",
+        _PT: "Esta resposta não veio desta página; recarregue a página e tente de novo.",
+    },
+    "mcp.elicitation.page.busy": {
+        _EN: "Your answer is being checked; try again in a moment.",
+        _PT: "Sua resposta está sendo verificada; tente de novo em instantes.",
+    },
+    "mcp.elicitation.page.fix_errors": {
+        _EN: "Please correct the fields marked below.",
+        _PT: "Corrija os campos indicados abaixo.",
+    },
+    "mcp.elicitation.page.invalid": {_EN: "Invalid value", _PT: "Valor inválido"},
+    "mcp.elicitation.page.too_short": {
+        _EN: "At least {n} characters",
+        _PT: "Pelo menos {n} caracteres",
+    },
+    "mcp.elicitation.page.too_long": {
+        _EN: "At most {n} characters",
+        _PT: "No máximo {n} caracteres",
+    },
+    "mcp.elicitation.page.too_small": {
+        _EN: "Must be at least {n}",
+        _PT: "Deve ser no mínimo {n}",
+    },
+    "mcp.elicitation.page.too_large": {
+        _EN: "Must be at most {n}",
+        _PT: "Deve ser no máximo {n}",
+    },
+    "mcp.elicitation.page.not_integer": {
+        _EN: "Must be a whole number",
+        _PT: "Deve ser um número inteiro",
+    },
+    "mcp.elicitation.page.not_number": {_EN: "Must be a number", _PT: "Deve ser um número"},
+    "mcp.elicitation.page.not_email": {
+        _EN: "Must be an email address",
+        _PT: "Deve ser um endereço de e-mail",
+    },
+    "mcp.elicitation.page.not_url": {
+        _EN: "Must be a web address (https://…)",
+        _PT: "Deve ser um endereço web (https://…)",
+    },
+    "mcp.elicitation.page.not_date": {
+        _EN: "Must be a date (YYYY-MM-DD)",
+        _PT: "Deve ser uma data (AAAA-MM-DD)",
+    },
+    "mcp.elicitation.page.pattern": {
+        _EN: "Does not have the expected form",
+        _PT: "Não está no formato esperado",
+    },
+    "mcp.elicitation.page.choices": {
+        _EN: "Choose between {lo} and {hi}",
+        _PT: "Escolha entre {lo} e {hi}",
+    },
     # == the terminal client (erlmcp-py connect) ===============================================
     # -- connection and REPL -------------------------------------------------------------------
     "connected": {

@@ -46,10 +46,10 @@ from erlmcp_py.core.errors import (
     InvalidAnswer,
     ResultTooLarge,
 )
+from erlmcp_py.core.i18n import Texts, negotiate
 from erlmcp_py.transports._limits import BodyPolicy, BodyTooLarge, BodyTooSlow, read_body
 from erlmcp_py.transports._page_fields import content_from_form, page_fields
 from erlmcp_py.transports._page_html import render_form, render_notice
-from erlmcp_py.transports._page_texts import negotiate, text
 from erlmcp_py.transports.http_checks import HostPolicy
 
 __all__ = ["ElicitationPage", "is_page_path"]
@@ -223,7 +223,7 @@ class ElicitationPage:
                         form_error = form_error or message
             else:
                 form_error = (
-                    text("mcp.elicitation.page.busy", respond.locale)
+                    Texts(respond.locale)("mcp.elicitation.page.busy")
                     if isinstance(exc, AnswerInFlight)
                     else str(exc)
                 )

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Final
 
+from erlmcp_py.core.i18n import CATALOG, Texts
 from erlmcp_py.transports._page_fields import PageField
-from erlmcp_py.transports._page_texts import TEXTS, text
 
 __all__ = ["render_form", "render_notice"]
 
@@ -170,7 +170,7 @@ if(first){first.focus();}
 #: The texts the script needs (all the validation words, the countdown, Required).
 _SCRIPT_TEXTS: Final = tuple(
     k
-    for k in TEXTS
+    for k in CATALOG
     if k.startswith("mcp.elicitation.page.")
     or k in ("mcp.elicitation.field_required", "mcp.elicitation.timeout_warning")
 )
@@ -191,12 +191,12 @@ def _head(title: str, locale: str, nonce: str) -> str:
 
 def render_notice(locale: str, nonce: str, key: str) -> str:
     """A short page that says one thing (answered, rejected, closed, not found ...)."""
-    title = text("mcp.elicitation.page.title", locale)
+    title = Texts(locale)("mcp.elicitation.page.title")
     return (
         f'{_head(title, locale, nonce)}<body><div class="backdrop">'
         '<div class="dialog" role="dialog" aria-modal="true" aria-labelledby="title">'
         f'<h1 id="title">{escape(title)}</h1>'
-        f'<p id="notice" role="status">{escape(text(key, locale))}</p></div></div></body></html>'
+        f'<p id="notice" role="status">{escape(Texts(locale)(key))}</p></div></div></body></html>'
     )
 
 
@@ -211,7 +211,7 @@ def _required_attrs(f: PageField) -> str:
 
 def _label(f: PageField, locale: str, tag: str = "label") -> str:
     mark = (
-        f' <span class="req">{escape(text("mcp.elicitation.field_required", locale))}</span>'
+        f' <span class="req">{escape(Texts(locale)("mcp.elicitation.field_required"))}</span>'
         if f.required
         else ""
     )
@@ -238,7 +238,7 @@ def _control(f: PageField, value: Any, locale: str) -> str:
         checked = " checked" if value is True else ""
         return f'<input type="checkbox" role="switch" value="true"{named}{checked}>'
     if f.kind == "select":
-        choose = escape(text("mcp.elicitation.page.choose", locale))
+        choose = escape(Texts(locale)("mcp.elicitation.page.choose"))
         options = [f'<option value="">{choose}</option>']
         for v, title in f.options:
             selected = " selected" if value == v else ""
@@ -299,7 +299,7 @@ def _field(f: PageField, value: Any, error: str | None, locale: str) -> str:
     )
     if f.kind == "switch":
         mark = (
-            f' <span class="req">{escape(text("mcp.elicitation.field_required", locale))}</span>'
+            f' <span class="req">{escape(Texts(locale)("mcp.elicitation.field_required"))}</span>'
             if f.required
             else ""
         )
@@ -346,15 +346,15 @@ def render_form(
     """
     errors = errors or {}
     values = values if values is not None else {f.key: f.default for f in fields}
-    title = text("mcp.elicitation.page.title", locale)
+    title = Texts(locale)("mcp.elicitation.page.title")
     body = "".join(_field(f, values.get(f.key), errors.get(f.key), locale) for f in fields)
     alert = ""
     if errors or form_error:
-        summary = form_error or text("mcp.elicitation.page.fix_errors", locale)
+        summary = form_error or Texts(locale)("mcp.elicitation.page.fix_errors")
         alert = f'<p class="alert" role="alert" id="form-error">{escape(summary)}</p>'
     data = {
         "remaining": max(remaining_s, 0.0),
-        "texts": {k: text(k, locale) for k in _SCRIPT_TEXTS},
+        "texts": {k: CATALOG[k][locale] for k in _SCRIPT_TEXTS},  # templates: the script fills them
         "fields": [
             {
                 "id": f.id,
@@ -369,21 +369,21 @@ def render_form(
     }
     buttons = (
         f'<button type="submit" class="primary" id="submit" name="_action" value="accept">'
-        f"{escape(text('mcp.elicitation.action.accept', locale))}</button>"
+        f"{escape(Texts(locale)('mcp.elicitation.action.accept'))}</button>"
         f'<button type="submit" id="reject" name="_action" value="decline" formnovalidate>'
-        f"{escape(text('mcp.elicitation.action.reject', locale))}</button>"
+        f"{escape(Texts(locale)('mcp.elicitation.action.reject'))}</button>"
         f'<button type="submit" id="cancel" name="_action" value="cancel" formnovalidate>'
-        f"{escape(text('mcp.elicitation.action.cancel', locale))}</button>"
+        f"{escape(Texts(locale)('mcp.elicitation.action.cancel'))}</button>"
     )
     return (
         f'{_head(title, locale, nonce)}<body><div class="backdrop">'
         '<div class="dialog" role="dialog" aria-modal="true" aria-labelledby="title" '
         'aria-describedby="message">'
         f'<p class="status" role="status" id="opening">'
-        f"{escape(text('mcp.elicitation.url_mode.opening', locale))}</p>"
+        f"{escape(Texts(locale)('mcp.elicitation.url_mode.opening'))}</p>"
         f'<h1 id="title">{escape(title)}</h1>'
         f'<p class="message" id="message">{escape(message)}</p>'
-        f'<p class="note">{escape(text("mcp.elicitation.page.secure_note", locale))}</p>'
+        f'<p class="note">{escape(Texts(locale)("mcp.elicitation.page.secure_note"))}</p>'
         '<p class="countdown" id="countdown" role="timer" aria-live="polite" hidden></p>'
         f"{alert}"
         f'<form id="form" method="post" novalidate{_attr("action", action)}>'

@@ -23,13 +23,13 @@ from pydantic import BaseModel, Field, SecretStr
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.pages import PageQuestion, PageRegistry
 from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.i18n import CATALOG, Texts, negotiate
 from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, TimedOut
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.testing import open_memory_client
 from erlmcp_py.transports._page_fields import content_from_form, page_fields
 from erlmcp_py.transports._page_html import render_form
-from erlmcp_py.transports._page_texts import TEXTS, negotiate, text
 from erlmcp_py.transports.http import Listening, serve_http
 
 TIMEOUT = 10
@@ -593,12 +593,12 @@ def test_accept_language_picks_the_page_locale(header: str | None, locale: str) 
     assert negotiate(header) == locale
 
 
-def test_every_text_has_both_locales_and_the_brief_keys() -> None:
-    for key, by_locale in TEXTS.items():
-        assert set(by_locale) == {"en-US", "pt-BR"}, key
-    assert text("mcp.elicitation.timeout_warning", "pt-BR", seconds=7) == "Fechando em 7s"
-    assert text("mcp.elicitation.action.reject", "pt-BR") == "Recusar"
-    assert text("mcp.elicitation.field_required", "en-US") == "Required"
+def test_the_page_texts_have_both_locales_and_the_ui_keys() -> None:
+    for key in (k for k in CATALOG if k.startswith("mcp.elicitation.page.")):
+        assert set(CATALOG[key]) == {"en-US", "pt-BR"}, key
+    assert Texts("pt-BR")("mcp.elicitation.timeout_warning", seconds=7) == "Fechando em 7s"
+    assert Texts("pt-BR")("mcp.elicitation.action.reject") == "Recusar"
+    assert Texts("en-US")("mcp.elicitation.field_required") == "Required"
 
 
 def test_question_text_is_escaped_everywhere() -> None:
