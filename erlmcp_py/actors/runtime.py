@@ -64,11 +64,16 @@ class Runtime:
     like an unknown id (``ElicitationNotFound``).
     """
 
-    def __init__(self, config: RuntimeConfig, resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        resolver: Resolver | None = None,
+        url_policy: UrlPolicy | None = None,
+    ) -> None:
         self.config = config
         self.resolver = resolver
         self.policy = config.to_policy()
-        self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
+        self.url_policy = url_policy or UrlPolicy(allow_http_loopback_dev=config.url_dev)
         self._metrics = Metrics()
         self._registry = Registry()
         self.supervisor = Supervisor(
@@ -300,19 +305,23 @@ async def open_runtime(
     config: RuntimeConfig | Mapping[str, Any] | None = None,
     *,
     resolver: Resolver | None = None,
+    url_policy: UrlPolicy | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start the supervision tree; stop it (in reverse order) when the block exits.
 
     Args:
         config: a :class:`RuntimeConfig`, a mapping of its fields, or ``None`` for defaults.
         resolver: host-name resolver for URL checks (default: the system's, via trio).
+        url_policy: the policy of every URL check the runtime makes (the URL of a URL-mode
+            request, the ``url`` fields of an answer); default: ``https`` to public hosts,
+            with ``http`` to loopback hosts when ``config.url_dev``.
 
     Raises:
         pydantic.ValidationError: the configuration is invalid (raised before anything starts).
     """
     if not isinstance(config, RuntimeConfig):
         config = RuntimeConfig.model_validate(dict(config or {}))
-    runtime = Runtime(config, resolver)
+    runtime = Runtime(config, resolver, url_policy)
     async with trio.open_nursery() as nursery:
         await nursery.start(runtime.supervisor.run)
         try:

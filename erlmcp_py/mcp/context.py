@@ -280,7 +280,11 @@ class Context:
             compiled = (
                 form
                 if isinstance(form, CompiledForm) and form.version == version
-                else compile_form(form.form if isinstance(form, CompiledForm) else form, version)
+                else compile_form(
+                    form.form if isinstance(form, CompiledForm) else form,
+                    version,
+                    url_policy=self._server.url_policy,
+                )
             )
             if compiled.requested_schema is None:
                 raise SchemaNotAllowed(
@@ -289,7 +293,9 @@ class Context:
             return compiled.requested_schema, _FormValidator(compiled), None
         if isinstance(form, Mapping):
             if "fields" in form and "properties" not in form:
-                return self._prepare(compile_form(form, version))
+                return self._prepare(
+                    compile_form(form, version, url_policy=self._server.url_policy)
+                )
             check_requested_schema(form, "2026-07-28")
             wire = downlevel(form, version)
             return wire, compile_validator(wire), None

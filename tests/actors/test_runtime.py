@@ -34,6 +34,7 @@ from erlmcp_py import (
     TooManyElicitations,
     UnsafeURLError,
     Unsupported,
+    UrlPolicy,
     open_runtime,
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
@@ -416,6 +417,49 @@ async def test_url_mode_consent_then_application_completes(
     assert peer.notifications == [
         ("notifications/elicitation/complete", {"elicitationId": handle.id})
     ]
+
+
+@pytest.mark.parametrize("content", [["s3cr3t", "list"], "s3cr3t text", 7, True])
+async def test_url_mode_completion_with_a_non_object_says_what_is_wrong(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, content: object
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept"})
+    handle = await rt.create_elicitation(
+        ElicitationRequest("Sign in", mode="url", url="https://example.com/login"),
+        peer=peer,
+        tenant=ALICE,
+    )
+    await peer.wait_request()
+    with pytest.raises(InvalidAnswer) as refused:
+        await rt.complete_elicitation(handle.id, content, tenant=ALICE)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "valid" not in message.replace("invalid", "")
+    assert "must be an object" in message
+    assert [e.constraint for e in refused.value.errors] == ["type"]  # type: ignore[attr-defined]
+    assert "s3cr3t" not in message
+    info = await rt.complete_elicitation(handle.id, {"signed_in": True}, tenant=ALICE)
+    assert info.status == "completed"
+
+
+async def test_the_url_policy_given_to_the_runtime_is_the_one_it_applies(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    idn = "https://bücher.example/login"
+    async with open_runtime(resolver=public_resolver) as strict:
+        with pytest.raises(UnsafeURLError) as refused:
+            await strict.create_elicitation(
+                ElicitationRequest("go", mode="url", url=idn), peer=MemoryPeer(), tenant=ALICE
+            )
+        assert refused.value.reason == "idn"
+    marking = UrlPolicy(idn="mark")
+    async with open_runtime(resolver=public_resolver, url_policy=marking) as rt:
+        assert rt.url_policy is marking
+        peer = MemoryPeer()
+        await rt.create_elicitation(
+            ElicitationRequest("go", mode="url", url=idn), peer=peer, tenant=ALICE
+        )
+        request = await peer.wait_request()
+        assert request.params["url"] == "https://xn--bcher-kva.example/login"
 
 
 async def test_url_mode_refuses_unsafe_urls(
