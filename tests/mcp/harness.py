@@ -119,7 +119,9 @@ async def connect(server: Server, config: Mapping[str, Any] | None = None) -> As
         merged = {**server.runtime_config.model_dump(), **config}
         server.runtime_config = RuntimeConfig.model_validate(merged)
         server.url_policy = UrlPolicy(allow_http_loopback_dev=server.runtime_config.url_dev)
-    async with server.running() as runtime:
-        async with open_session(server, runtime, wire.write, peer_id="test") as session:
-            wire.session = session
-            yield wire
+    async with (
+        server.running() as runtime,
+        open_session(server, runtime, wire.write, peer_id="test") as session,
+    ):
+        wire.session = session
+        yield wire
