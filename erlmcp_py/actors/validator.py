@@ -45,6 +45,6 @@ class ValidatorActor(Actor):
             # URL mode without a schema: any JSON object (or nothing) is a valid completion;
             # anything else is refused for what it is (its JSON type, never its value).
             if msg.content is None or isinstance(msg.content, Mapping):
-                return ValidationResult(True, msg.content, ())
+                return ValidationResult(True, None if msg.content is None else dict(msg.content))
             return not_an_object(msg.content)
         return self.cache.get(msg.schema).validate(msg.content)

@@ -7,7 +7,7 @@ file extensions, and cross-field rules. Separate because each is native code, no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING, Any, Final
 
 from erlmcp_py.core.errors import UnsafeURLError
@@ -56,7 +56,7 @@ _URL_WORDS: Final = {
 
 
 def _extra_errors(
-    compiled: CompiledForm, p: _Plan, value: Any, wrong_type: set[str] | frozenset[str] = frozenset()
+    compiled: CompiledForm, p: _Plan, value: Any, wrong_type: Set[str] = frozenset()
 ) -> list[AnswerError]:
     """Every failing check JSON Schema cannot express, on a value of the field's type.
 
