@@ -27,7 +27,7 @@ from erlmcp_py.actors.api import (
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors.elicitation import ElicitationActor, json_size
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import Peer
 from erlmcp_py.actors.ratelimiter import RateLimiterActor
@@ -139,7 +139,9 @@ class Runtime:
                 this question (an MRTR replay asks it again; the pending caps still apply).
 
         Raises:
-            RequestTooLarge: the message exceeds the size policy.
+            RequestTooLarge: the message (``message_bytes``) or the requestedSchema
+                (``schema_bytes``, its compact JSON encoding) exceeds the size policy; the
+                error names the part, its size and the limit, never the content.
             SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
@@ -151,6 +153,11 @@ class Runtime:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
         if request.mode == "form":
             assert request.requested_schema is not None
+            # Every way of asking (a type, a form definition, a raw schema, a request built
+            # by hand) reaches the wire through here: the schema's size is checked once.
+            schema_size = json_size(request.requested_schema)
+            if schema_size > sizes.schema_bytes:
+                raise RequestTooLarge("requestedSchema", schema_size, sizes.schema_bytes)
             check_requested_schema(request.requested_schema, _version_of(peer))
         else:
             assert request.url is not None

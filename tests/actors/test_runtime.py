@@ -474,6 +474,38 @@ async def test_url_mode_refuses_unsafe_urls(
     assert peer.requests == []
 
 
+async def test_a_schema_over_schema_bytes_is_refused_at_create(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    hidden = "S3CRET-TITLE"
+    wide = {
+        "type": "object",
+        "properties": {
+            f"f{i}": {"type": "string", "title": f"{hidden} {'x' * 80}"} for i in range(60)
+        },
+    }
+    fields: dict[str, Any] = {
+        f"f{i}": (str, pydantic.Field(title=f"{hidden} {'x' * 80}")) for i in range(60)
+    }
+    model = pydantic.create_model("Wide", **fields)
+    async with open_runtime({"schema_bytes": 1000}) as rt:
+        peer = MemoryPeer()
+        with pytest.raises(RequestTooLarge) as by_request:
+            await rt.create_elicitation(form(schema=wide), peer=peer, tenant=ALICE)
+        with pytest.raises(RequestTooLarge) as by_type:
+            await rt.ask("Fill this in", model, peer=peer, tenant=ALICE)
+        for refused in (by_request.value, by_type.value):
+            assert (refused.part, refused.limit) == ("requestedSchema", 1000)
+            assert refused.size > 6000
+            assert str(refused) == f"requestedSchema too large: {refused.size} bytes > 1000 bytes"
+            assert hidden not in str(refused)
+        assert peer.requests == []
+        assert await rt.list_elicitations(tenant=ALICE) == []
+        # a schema within the limit is asked
+        await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        assert len(await rt.list_elicitations(tenant=ALICE)) == 1
+
+
 async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.MockClock) -> None:
     async with open_runtime({"answer_bytes": 100}) as rt:
         peer = MemoryPeer()
