@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import AnswerTooLarge, Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import CompiledForm, FormDefinition, compile_form, validate_form_answer
@@ -41,6 +41,7 @@ from erlmcp_py.core.schema import (
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
+from erlmcp_py.mcp.jsonrpc import INVALID_REQUEST
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.versions import ClientCapabilities
@@ -220,6 +221,12 @@ class Context:
             raise ClientRequestError(response.code, response.message, response.data)
         if isinstance(response, PeerGone):
             raise response
+        if isinstance(response, AnswerTooLarge):
+            raise ClientRequestError(
+                INVALID_REQUEST,
+                f"the client's answer was over the frame limit of {response.limit} bytes",
+                {"reason": "answer_too_large", "size": response.size, "limit": response.limit},
+            )
         return dict(response)
 
     async def sample(

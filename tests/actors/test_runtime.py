@@ -38,7 +38,7 @@ from erlmcp_py import (
     open_runtime,
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
-from erlmcp_py.actors.peer import PeerError
+from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
@@ -320,6 +320,23 @@ async def test_garbage_or_error_answer_fails_transport(
     assert isinstance(outcome, Failed)
     assert outcome.reason == "transport"
     assert detail in outcome.detail
+
+
+async def test_an_answer_too_large_to_read_fails_at_once(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    request = await peer.wait_request()
+    start = trio.current_time()
+    peer.answer(request.id, AnswerTooLarge(5_000_000, 1 << 20))
+    outcome = await handle.outcome()
+    assert outcome == Failed(
+        "answer_too_large", "answer of at least 5000000 bytes > frame limit 1048576"
+    )
+    assert trio.current_time() == start  # at once, not at the deadline
+    info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    assert info.status == "failed"
 
 
 async def test_client_disconnect_fails_transport(
