@@ -21,6 +21,7 @@ from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
 from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
 from tests.mcp.harness import connect
@@ -590,3 +591,32 @@ async def test_a_schema_over_schema_bytes_is_refused_at_once_every_way_of_asking
         assert 5000 < exc.size < 8000
         assert f"{exc.size} bytes > 1000 bytes" in str(exc)
         assert HIDDEN not in str(exc)
+
+
+async def test_an_answer_too_large_to_read_ends_a_tools_own_request_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("t", "1")
+    seen: list[ClientRequestError] = []
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        try:
+            await ctx.request("roots/list", {}, timeout=600)
+        except ClientRequestError as exc:
+            seen.append(exc)
+        return "done"
+
+    async with connect(server) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "roots")
+            asked = await wire.server_request()
+            start = trio.current_time()
+            assert wire.session.answer_too_large(asked["id"], 5_000_000, 1 << 20) is True
+            await wire.response(rid)
+        assert trio.current_time() == start
+        assert wire.session.answer_too_large(asked["id"], 5_000_000, 1 << 20) is False
+    (refused,) = seen
+    assert refused.code == -32600
+    assert refused.data == {"reason": "answer_too_large", "size": 5_000_000, "limit": 1 << 20}
