@@ -18,6 +18,9 @@ The conversation, seen from a peer:
    * ``{"action": "decline"}`` or ``{"action": "cancel"}`` (no ``content``);
    * :class:`PeerError` — the client answered with an error (the elicitation fails with
      reason ``"transport"``);
+   * :class:`AnswerTooLarge` — the client answered, but its answer was over the transport's
+     frame limit and was discarded unread (the elicitation fails with reason
+     ``"answer_too_large"``);
    * a :class:`PeerGone` instance — the connection ended while the request was open.
 
    Any other shape (no ``action``, an unknown action) fails the elicitation as an invalid
@@ -33,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Peer", "PeerError", "PeerGone", "PeerResponse"]
+__all__ = ["AnswerTooLarge", "Peer", "PeerError", "PeerGone", "PeerResponse"]
 
 
 class PeerGone(Exception):
@@ -49,10 +52,25 @@ class PeerError:
     data: Any = None
 
 
-PeerResponse = Mapping[str, Any] | PeerError | PeerGone
+@dataclass(frozen=True, slots=True)
+class AnswerTooLarge:
+    """The client's answer to our request was over the transport's frame limit: it was
+    discarded without being read (its content is unknown).
+
+    Attributes:
+        size: Bytes of the answer seen (a lower bound when the rest was never read).
+        limit: The frame limit, in bytes.
+    """
+
+    size: int
+    limit: int
+
+
+PeerResponse = Mapping[str, Any] | PeerError | PeerGone | AnswerTooLarge
 """What ``on_response`` receives: the result mapping ``{"action": "accept" | "decline" |
-"cancel", "content": {...}}``, the client's :class:`PeerError`, or a :class:`PeerGone` if the
-connection ended while the request was outstanding."""
+"cancel", "content": {...}}``, the client's :class:`PeerError`, :class:`AnswerTooLarge` when
+the answer was over the frame limit, or a :class:`PeerGone` if the connection ended while the
+request was outstanding."""
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from erlmcp_py.actors.api import ElicitationInfo, ElicitationRequest, Mode
-from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import AnswerTooLarge, Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.core.lifecycle import (
     Answer,
     Effect,
@@ -259,6 +259,10 @@ class Record:
             return
         if isinstance(response, PeerError):
             self.feed(TransportFailed(f"client error {response.code}: {response.message}"))
+            return
+        if isinstance(response, AnswerTooLarge):
+            detail = f"answer of at least {response.size} bytes > frame limit {response.limit}"
+            self.feed(TransportFailed(detail, reason="answer_too_large"))
             return
         action = response.get("action") if isinstance(response, Mapping) else None
         if action not in _ACTIONS:

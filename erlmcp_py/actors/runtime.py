@@ -28,7 +28,7 @@ from erlmcp_py.actors.api import (
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors.elicitation import ElicitationActor, json_size
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.pages import PageRegistry
 from erlmcp_py.actors.peer import Peer
@@ -81,11 +81,16 @@ class Runtime:
             transport serves the page).
     """
 
-    def __init__(self, config: RuntimeConfig, resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        resolver: Resolver | None = None,
+        url_policy: UrlPolicy | None = None,
+    ) -> None:
         self.config = config
         self.resolver = resolver
         self.policy = config.to_policy()
-        self.url_policy = UrlPolicy(allow_http_loopback_dev=config.url_dev)
+        self.url_policy = url_policy or UrlPolicy(allow_http_loopback_dev=config.url_dev)
         self.sensitive_names = DEFAULT_SENSITIVE_NAMES.with_changes(
             config.sensitive_names, config.not_sensitive_names
         )
@@ -156,7 +161,9 @@ class Runtime:
                 this question (an MRTR replay asks it again; the pending caps still apply).
 
         Raises:
-            RequestTooLarge: the message exceeds the size policy.
+            RequestTooLarge: the message (``message_bytes``) or the requestedSchema
+                (``schema_bytes``, its compact JSON encoding) exceeds the size policy; the
+                error names the part, its size and the limit, never the content.
             SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
@@ -168,6 +175,11 @@ class Runtime:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
         if request.mode == "form":
             assert request.requested_schema is not None
+            # Every way of asking (a type, a form definition, a raw schema, a request built
+            # by hand) reaches the wire through here: the schema's size is checked once.
+            schema_size = json_size(request.requested_schema)
+            if schema_size > sizes.schema_bytes:
+                raise RequestTooLarge("requestedSchema", schema_size, sizes.schema_bytes)
             check_requested_schema(request.requested_schema, _version_of(peer))
         elif not self.pages.owns(request.url or ""):  # the server's own page needs no check
             assert request.url is not None
@@ -344,19 +356,23 @@ async def open_runtime(
     config: RuntimeConfig | Mapping[str, Any] | None = None,
     *,
     resolver: Resolver | None = None,
+    url_policy: UrlPolicy | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start the supervision tree; stop it (in reverse order) when the block exits.
 
     Args:
         config: a :class:`RuntimeConfig`, a mapping of its fields, or ``None`` for defaults.
         resolver: host-name resolver for URL checks (default: the system's, via trio).
+        url_policy: the policy of every URL check the runtime makes (the URL of a URL-mode
+            request, the ``url`` fields of an answer); default: ``https`` to public hosts,
+            with ``http`` to loopback hosts when ``config.url_dev``.
 
     Raises:
         pydantic.ValidationError: the configuration is invalid (raised before anything starts).
     """
     if not isinstance(config, RuntimeConfig):
         config = RuntimeConfig.model_validate(dict(config or {}))
-    runtime = Runtime(config, resolver)
+    runtime = Runtime(config, resolver, url_policy)
     async with trio.open_nursery() as nursery:
         await nursery.start(runtime.supervisor.run)
         try:

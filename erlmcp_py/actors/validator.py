@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from erlmcp_py.actors.api import AnswerValidator
-from erlmcp_py.core.validation import ValidationResult, ValidatorCache
+from erlmcp_py.core.validation import ValidationResult, ValidatorCache, not_an_object
 from supervisors import Actor, ActorRef, ReplyTo
 
 __all__ = ["Validate", "ValidatorActor"]
@@ -42,7 +42,9 @@ class ValidatorActor(Actor):
         if msg.validator is not None:
             return msg.validator.validate(msg.content)
         if msg.schema is None:
-            # URL mode without a schema: any JSON object (or nothing) is a valid completion.
-            ok = msg.content is None or isinstance(msg.content, dict)
-            return ValidationResult(ok, msg.content if ok else None, ())
+            # URL mode without a schema: any JSON object (or nothing) is a valid completion;
+            # anything else is refused for what it is (its JSON type, never its value).
+            if msg.content is None or isinstance(msg.content, Mapping):
+                return ValidationResult(True, None if msg.content is None else dict(msg.content))
+            return not_an_object(msg.content)
         return self.cache.get(msg.schema).validate(msg.content)

@@ -303,13 +303,17 @@ class RuntimeRestart:
 
 @dataclass(frozen=True, slots=True)
 class TransportFailed:
-    """Sending to the client failed, or the client's session went away.
+    """Sending to the client failed, the client's session went away, or its answer could
+    not be read.
 
     Attributes:
         detail: Free text for logs and ``Failed.detail``.
+        reason: The ``Failed.reason`` code: ``transport``, or ``answer_too_large`` when the
+            client's answer was over the transport's frame limit.
     """
 
     detail: str = ""
+    reason: str = "transport"
 
 
 Event: TypeAlias = (
@@ -777,7 +781,7 @@ class Elicitation:
         return self._resolve(Status.FAILED, outcome, notice=self._outstanding)
 
     def _on_transport_failed(self, event: TransportFailed) -> list[Effect]:
-        return self._resolve(Status.FAILED, Failed("transport", event.detail), notice=False)
+        return self._resolve(Status.FAILED, Failed(event.reason, event.detail), notice=False)
 
 
 # --------------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ class Failed:
     """The elicitation could not finish: ``reason`` is a stable code.
 
     Codes: ``validation`` (re-prompts exhausted), ``transport`` (peer gone or send failed),
-    ``runtime_restarted`` (an actor restarted under the waiter), ``abandoned`` (owner gone).
+    ``answer_too_large`` (the client's answer was over the transport's frame limit and was
+    not read), ``runtime_restarted`` (an actor restarted under the waiter), ``abandoned``
+    (owner gone).
     """
 
     reason: str

@@ -430,16 +430,15 @@ def _check_value(f: _Field, value: Any, errors: list[AnswerError]) -> bool:
             )
         )
         return False
+    # Every failing keyword is reported: a multi-select with a repeated choice and a choice
+    # that is not an option gets both errors (the array's, then each item's).
+    before = len(errors)
     if f.value_validator is not None:
-        found = [
+        errors.extend(
             _convert(f, e.validator, e.validator_value, value, (f.name,), item=False)
             for e in f.value_validator.iter_errors(value)
-        ]
-        if found:
-            errors.extend(found)
-            return False
+        )
     if f.item_validator is not None:
-        before = len(errors)
         for i, item in enumerate(value):
             where = (f.name, i)
             if not isinstance(item, str):
@@ -449,8 +448,7 @@ def _check_value(f: _Field, value: Any, errors: list[AnswerError]) -> bool:
                 _convert(f, e.validator, e.validator_value, item, where, item=True)
                 for e in f.item_validator.iter_errors(item)
             )
-        return len(errors) == before
-    return True
+    return len(errors) == before
 
 
 def _convert(

@@ -34,7 +34,7 @@ import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
 from erlmcp_py.actors.pages import PageQuestion, PageRegistry
-from erlmcp_py.actors.peer import Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import AnswerTooLarge, Peer, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import (
@@ -74,6 +74,7 @@ from erlmcp_py.mcp.client_results import (
     parse_list_roots_result,
 )
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
+from erlmcp_py.mcp.jsonrpc import INVALID_REQUEST
 from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.versions import ClientCapabilities
@@ -353,6 +354,12 @@ class Context:
             raise ClientRequestError(response.code, response.message, response.data)
         if isinstance(response, PeerGone):
             raise response
+        if isinstance(response, AnswerTooLarge):
+            raise ClientRequestError(
+                INVALID_REQUEST,
+                f"the client's answer was over the frame limit of {response.limit} bytes",
+                {"reason": "answer_too_large", "size": response.size, "limit": response.limit},
+            )
         return dict(response)
 
     async def sample(
@@ -448,6 +455,7 @@ class Context:
                     form.form if isinstance(form, CompiledForm) else form,
                     version,
                     sensitive_names=names,
+                    url_policy=self._server.url_policy,
                 )
             )
             if compiled.requested_schema is None:
@@ -468,7 +476,14 @@ class Context:
             )
         if isinstance(form, Mapping):
             if "fields" in form and "properties" not in form:
-                return self._prepare(compile_form(form, version, sensitive_names=names))
+                return self._prepare(
+                    compile_form(
+                        form,
+                        version,
+                        sensitive_names=names,
+                        url_policy=self._server.url_policy,
+                    )
+                )
             found = schema_sensitive_fields(form, names)
             plain = strip_sensitive_markers(form)
             check_requested_schema(plain, "2026-07-28")

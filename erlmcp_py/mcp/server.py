@@ -62,8 +62,11 @@ class Server:
         instructions: Optional ``instructions`` in the initialize result.
         runtime_config: Policy of the elicitation runtime opened by ``serve_*`` helpers: a
             :class:`RuntimeConfig`, or a mapping of its fields (as ``open_runtime`` takes).
-        url_policy: Policy for URL-mode URLs (``https`` to public hosts by default).
-        url_resolver: Resolver used by the URL check (tests inject one).
+        url_policy: Policy of every URL check: URL-mode URLs, and the ``url`` fields of
+            answers (``https`` to public hosts by default; ``http`` to loopback hosts too
+            when ``runtime_config.url_dev``). The runtime opened by :meth:`running` applies
+            this one policy.
+        url_resolver: Resolver used by the URL checks (tests inject one).
         tenant: Maps a session to its tenant scope; default: user ``local``, one
             conversation per connection.
 
@@ -389,8 +392,11 @@ class Server:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Runtime]:
-        """Open the elicitation runtime for this server (sets :attr:`runtime`)."""
-        async with open_runtime(self.runtime_config) as runtime:
+        """Open the elicitation runtime for this server (sets :attr:`runtime`), with the
+        server's URL policy and resolver."""
+        async with open_runtime(
+            self.runtime_config, resolver=self.url_resolver, url_policy=self.url_policy
+        ) as runtime:
             self.runtime = runtime
             try:
                 yield runtime

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
-from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import AnswerTooLarge, PeerError, PeerGone, PeerResponse
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
@@ -409,6 +409,19 @@ class ServerSession:
             self._log.info("client_error_without_id", code=message.code)
         else:
             self._deliver(message.id, PeerError(message.code, message.message, message.data))
+
+    def answer_too_large(self, id: RequestId, size: int, limit: int) -> bool:
+        """The client's answer to our request ``id`` was over the transport's frame limit and
+        was discarded unread: end that request with :class:`AnswerTooLarge` (its elicitation
+        fails ``answer_too_large`` at once). Only this session's own open requests can be
+        named.
+
+        Returns:
+            Whether ``id`` named an open request of this session.
+        """
+        known = id in self._pending
+        self._deliver(id, AnswerTooLarge(size, limit))
+        return known
 
     def _deliver(self, id: RequestId, response: PeerResponse) -> None:
         callback = self._pending.pop(id, None)

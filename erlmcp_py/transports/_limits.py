@@ -1,7 +1,11 @@
 """Connection hygiene and fair limits of the HTTP transport: request bodies and principals.
 
+*Frames.* :func:`frame_limit` is the frame limit of every transport: the server's
+``frame_bytes`` policy, which a transport's own setting can only narrow.
+
 *Bodies.* :func:`read_body` reads one ASGI request body under two bounds: a size cap (a
-declared ``Content-Length`` over it is refused before anything is read) and a minimum rate.
+declared ``Content-Length`` over it is refused after at most its first ``head_bytes``,
+kept to tell whose answer it was) and a minimum rate.
 A body must arrive within ``grace_s`` plus one second per ``min_rate`` bytes received so far,
 so a client that trickles bytes is cut off after ``grace_s`` while one that sends at the
 minimum rate or faster is never. The request head is bounded by the server's keep-alive
@@ -17,9 +21,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
+
+if TYPE_CHECKING:
+    from erlmcp_py.mcp.server import Server
 
 __all__ = [
     "DEFAULT_BODY_BYTES",
@@ -28,6 +35,7 @@ __all__ = [
     "BodyTooSlow",
     "PrincipalCounter",
     "PrincipalLimits",
+    "frame_limit",
     "read_body",
 ]
 
@@ -67,13 +75,35 @@ class PrincipalLimits:
     suspended: int = 256
 
 
-class BodyTooLarge(Exception):
-    """The body is larger than allowed."""
+def frame_limit(server: Server, own: int | None = None) -> int:
+    """The frame limit of a transport serving ``server``.
 
-    def __init__(self, size: int, limit: int) -> None:
+    Args:
+        server: The server; its ``runtime_config.frame_bytes`` is the policy.
+        own: The transport's own limit, if it has one.
+
+    Returns:
+        The policy's ``frame_bytes``, or ``own`` when that is smaller.
+    """
+    policy = server.runtime_config.frame_bytes
+    return policy if own is None else min(own, policy)
+
+
+class BodyTooLarge(Exception):
+    """The body is larger than allowed.
+
+    Attributes:
+        size: Its size: the declared length, or the bytes received (a lower bound).
+        limit: The cap.
+        head: Its first bytes as far as they were read (at most the ``head_bytes`` asked
+            for), to tell whose answer it was.
+    """
+
+    def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
         super().__init__(f"body of at least {size} bytes over the limit of {limit}")
         self.size = size
         self.limit = limit
+        self.head = head
 
 
 class BodyTooSlow(Exception):
@@ -88,6 +118,8 @@ async def read_body(
     receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
     declared: int | None,
     policy: BodyPolicy,
+    *,
+    head_bytes: int = 0,
 ) -> bytes | None:
     """Read a whole ASGI request body.
 
@@ -95,6 +127,9 @@ async def read_body(
         receive: The ASGI ``receive``.
         declared: The ``Content-Length``, when given.
         policy: The bounds.
+        head_bytes: How much of a body over the cap to keep for :attr:`BodyTooLarge.head`.
+            A body declared over the cap is read only that far (within ``grace_s``); ``0``:
+            refused before anything is read.
 
     Returns:
         The body, or ``None`` when the client went away before it was complete.
@@ -103,9 +138,16 @@ async def read_body(
         BodyTooLarge: the declared or received size is over ``policy.max_bytes``.
         BodyTooSlow: the body did not keep up with ``policy.min_rate`` after ``grace_s``.
     """
-    if declared is not None and declared > policy.max_bytes:
-        raise BodyTooLarge(declared, policy.max_bytes)
     start = trio.current_time()
+    if declared is not None and declared > policy.max_bytes:
+        head = bytearray()
+        with trio.move_on_at(start + policy.grace_s):
+            while len(head) < head_bytes:
+                message = await receive()
+                head += message.get("body", b"")
+                if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                    break
+        raise BodyTooLarge(declared, policy.max_bytes, bytes(head[:head_bytes]))
     body = bytearray()
     while True:
         deadline = start + policy.grace_s + len(body) / policy.min_rate
@@ -115,7 +157,7 @@ async def read_body(
                 return None
             body += message.get("body", b"")
             if len(body) > policy.max_bytes:
-                raise BodyTooLarge(len(body), policy.max_bytes)
+                raise BodyTooLarge(len(body), policy.max_bytes, bytes(body[:head_bytes]))
             if not message.get("more_body", False):
                 return bytes(body)
             continue

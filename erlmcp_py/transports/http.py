@@ -34,9 +34,13 @@ call runs (the POST stream closes), the call is cancelled exactly as by
 
 *Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
 on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
-over ``max_frame_bytes`` gets 413 and one slower than ``body_min_rate`` after
+over the frame limit (``max_frame_bytes``, narrowed to the server's ``frame_bytes`` policy)
+gets 413 with a JSON-RPC error body, and one slower than ``body_min_rate`` after
 ``body_grace_s`` gets 408, both closing the connection
-(:func:`~erlmcp_py.transports._limits.read_body`); an idle connection, or one whose request
+(:func:`~erlmcp_py.transports._limits.read_body`). When the first bytes of a session's
+oversized body show the answer to one of that session's ``elicitation/create`` requests (its
+``id`` before its ``result``: :mod:`~erlmcp_py.transports._frame_head`), that elicitation
+ends at once, ``Failed("answer_too_large")``. An idle connection, or one whose request
 head is not complete, is closed after ``keep_alive_s``; malformed JSON-RPC gets 400 with the
 JSON-RPC error;
 ``MCP-Protocol-Version`` is checked after ``initialize``
@@ -127,6 +131,7 @@ from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_contin
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import INPUT_METHODS, StatelessEndpoint, state_ttl_for
+from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
 from erlmcp_py.transports._limits import (
     DEFAULT_BODY_BYTES,
     BodyPolicy,
@@ -134,6 +139,7 @@ from erlmcp_py.transports._limits import (
     BodyTooSlow,
     PrincipalCounter,
     PrincipalLimits,
+    frame_limit,
     read_body,
 )
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
@@ -173,9 +179,9 @@ class HttpConfig:
         path: The MCP endpoint.
         allowed_hosts: Host names accepted besides the loopback ones (DNS-rebinding guard).
         allowed_origins: Exact origins accepted besides those on an allowed host.
-        max_frame_bytes: Largest POST body (413 beyond it). 1 MiB by default: a JSON parse
-            holds the event loop for its whole length (see
-            :data:`~erlmcp_py.transports._limits.DEFAULT_BODY_BYTES`).
+        max_frame_bytes: Largest POST body (413 beyond it), at most the server's
+            ``frame_bytes`` policy. 1 MiB by default: a JSON parse holds the event loop for
+            its whole length (see :data:`~erlmcp_py.transports._limits.DEFAULT_BODY_BYTES`).
         max_sessions: Open sessions at most, over all principals: the last resort behind
             ``limits.sessions``; ``initialize`` beyond it gets 503 with ``Retry-After``.
         idle_timeout: Seconds a session without an open stream lives on.
@@ -395,7 +401,7 @@ class _HttpSession:
                 transport.server,
                 transport.runtime,
                 self.write,
-                max_frame_bytes=transport.config.max_frame_bytes,
+                max_frame_bytes=transport.max_frame_bytes,
                 user=self.principal if transport.config.auth is not None else None,
                 client_key=self.principal,
                 accept_language=self.accept_language,
@@ -476,8 +482,10 @@ class HttpTransport:
         limits = self.config.limits
         self._session_shares = PrincipalCounter(limits.sessions)
         self._request_shares = PrincipalCounter(limits.requests)
+        #: The frame limit applied: ``config.max_frame_bytes`` within the server's policy.
+        self.max_frame_bytes = frame_limit(server, self.config.max_frame_bytes)
         self._body = BodyPolicy(
-            self.config.max_frame_bytes, self.config.body_grace_s, self.config.body_min_rate
+            self.max_frame_bytes, self.config.body_grace_s, self.config.body_min_rate
         )
         self._draining = False
         self._refusals: Counter[str] = Counter()
@@ -762,20 +770,46 @@ class HttpTransport:
         closes the connection (the rest of the body is never read)."""
         length = (_header(scope, b"content-length") or "").strip()
         close = [(b"connection", b"close")]
+        in_session = _header(scope, b"mcp-session-id") is not None
         try:
-            return await read_body(receive, int(length) if length.isdigit() else None, self._body)
+            return await read_body(
+                receive,
+                int(length) if length.isdigit() else None,
+                self._body,
+                head_bytes=HEAD_BYTES if in_session else 0,
+            )
         except BodyTooLarge as exc:
             self._refusals["body_too_large"] += 1
+            head = frame_head(exc.head)
+            if head.kind == "response" and head.id is not None:
+                self._answer_too_large(scope, head.id, exc)
             too_large = jsonrpc.FrameTooLarge(exc.size, exc.limit)
             message = f"Payload Too Large: the body exceeds the limit of {exc.limit} bytes"
             raise _HttpError(
-                413, message, code=too_large.code, data=too_large.data, headers=close
+                413,
+                message,
+                code=too_large.code,
+                id=head.id if head.kind == "request" else None,
+                data=too_large.data,
+                headers=close,
             ) from None
         except BodyTooSlow:
             self._refusals["body_too_slow"] += 1
             raise _HttpError(
                 408, "Request Timeout: the body came too slowly", headers=close
             ) from None
+
+    def _answer_too_large(self, scope: Scope, id: RequestId, exc: BodyTooLarge) -> None:
+        """An oversized body answers request ``id`` of the POST's session: end that request
+        (and its elicitation) now. Only the session the request names, and only for its
+        principal, as for any other POST."""
+        try:
+            hs = self._session_for(scope)
+        except _HttpError:
+            return  # no such session (or not this principal's): nothing to end
+        assert hs.session is not None
+        known = hs.session.answer_too_large(id, exc.size, exc.limit)
+        log.info("answer_too_large", size=exc.size, limit=exc.limit, open_request=known)
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         accept = _header(scope, b"accept")
@@ -790,7 +824,7 @@ class HttpTransport:
         if body is None:
             return  # the client left before sending its message
         try:
-            message = jsonrpc.parse(body, max_bytes=self.config.max_frame_bytes)
+            message = jsonrpc.parse(body, max_bytes=self.max_frame_bytes)
         except JsonRpcError as exc:
             if exc.response_id is not None and _header(scope, b"mcp-session-id") is not None:
                 # a malformed answer to one of our requests: fail that request

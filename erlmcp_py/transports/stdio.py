@@ -1,10 +1,17 @@
 """stdio transport: newline-delimited JSON-RPC on stdin/stdout.
 
 Frames are split on ``b"\\n"`` only (a JSON text never contains a raw newline, and ``\\r`` is
-JSON whitespace). Nothing but MCP frames is written to stdout; logs go to stderr. A line longer
-than the frame limit is refused with ``-32600`` (``data.reason = "frame_too_large"``) and
-skipped up to its newline without being buffered. End of input ends the session: tool calls
-are cancelled, so their elicitations end ``abandoned``.
+JSON whitespace). Nothing but MCP frames is written to stdout; logs go to stderr. End of input
+ends the session: tool calls are cancelled, so their elicitations end ``abandoned``.
+
+The frame limit is the server's ``frame_bytes`` policy (``RuntimeConfig.frame_bytes``; a
+smaller ``max_frame_bytes`` may narrow it). A line longer than that is never buffered: only
+its first bytes are kept while the rest is skipped up to its newline, and the server goes on
+reading. It is refused with ``-32600`` (``data.reason = "frame_too_large"``), carrying the id
+of a request when its head names one. When its head shows the answer to one of our
+``elicitation/create`` requests (the ``id`` before the ``result``: see
+:mod:`~erlmcp_py.transports._frame_head`), that elicitation ends at once,
+``Failed("answer_too_large")``, instead of waiting for its deadline.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import trio
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
+from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
+from erlmcp_py.transports._limits import frame_limit
 
 __all__ = ["LineSplitter", "Oversize", "serve_stdio", "serve_stream"]
 
@@ -31,9 +40,16 @@ _READ_SIZE = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Oversize:
-    """A line exceeded the limit (it was skipped; ``size`` is a lower bound)."""
+    """A line exceeded the limit (it was skipped).
+
+    Attributes:
+        size: Its length in bytes, newline excluded.
+        head: Its first bytes (at most :data:`~erlmcp_py.transports._frame_head.HEAD_BYTES`),
+            to tell whose answer it was.
+    """
 
     size: int
+    head: bytes = b""
 
 
 class LineSplitter:
@@ -43,12 +59,13 @@ class LineSplitter:
         max_bytes: Longest accepted line, newline excluded.
     """
 
-    __slots__ = ("_buf", "_skipping", "max_bytes")
+    __slots__ = ("_buf", "_head", "_skipping", "max_bytes")
 
     def __init__(self, max_bytes: int = jsonrpc.MAX_FRAME_BYTES) -> None:
         self.max_bytes = max_bytes
         self._buf = bytearray()
         self._skipping = 0  # > 0: bytes of an oversize line seen so far
+        self._head = b""  # the first bytes of the oversize line being skipped
 
     def feed(self, data: bytes | bytearray) -> list[bytes | Oversize]:
         """Add bytes; return the complete lines (blank lines dropped) and oversize markers."""
@@ -64,12 +81,14 @@ class LineSplitter:
                 self._buf += data[start:end]
                 if len(self._buf) > self.max_bytes:
                     self._skipping = len(self._buf)
+                    self._head = bytes(self._buf[:HEAD_BYTES])
                     self._buf.clear()
             if nl < 0:
                 break
             if self._skipping:
-                out.append(Oversize(self._skipping))
+                out.append(Oversize(self._skipping, self._head))
                 self._skipping = 0
+                self._head = b""
             elif self._buf.strip():
                 out.append(bytes(self._buf))
             self._buf.clear()
@@ -89,7 +108,7 @@ async def serve_stream(
     send: trio.abc.SendStream,
     *,
     peer_id: str = "stdio",
-    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    max_frame_bytes: int | None = None,
     continuations: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve one client over a pair of byte streams until end of input.
@@ -100,7 +119,8 @@ async def serve_stream(
         receive: Client → server bytes.
         send: Server → client bytes.
         peer_id: Connection id.
-        max_frame_bytes: Longest accepted frame.
+        max_frame_bytes: Longest accepted frame; default and ceiling: the server's
+            ``frame_bytes`` policy.
         continuations: Keyword arguments of the 2026-07-28 continuation registry
             (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``mrtr``, ``keyring``…).
     """
@@ -108,20 +128,21 @@ async def serve_stream(
     async def write(frame: bytes) -> None:
         await send.send_all(frame + b"\n")
 
-    splitter = LineSplitter(max_frame_bytes)
+    limit = frame_limit(server, max_frame_bytes)
+    splitter = LineSplitter(limit)
     async with open_session(
         server,
         runtime,
         write,
         peer_id=peer_id,
-        max_frame_bytes=max_frame_bytes,
+        max_frame_bytes=limit,
         continuations=continuations,
     ) as session:
         try:
             async for chunk in receive:
                 for item in splitter.feed(chunk):
                     if isinstance(item, Oversize):
-                        await _refuse(session, item, max_frame_bytes)
+                        await _refuse(session, item, limit)
                     else:
                         await session.feed(item)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -132,8 +153,15 @@ async def serve_stream(
 
 
 async def _refuse(session: ServerSession, item: Oversize, limit: int) -> None:
-    log.info("frame_too_large", size=item.size, limit=limit)
-    error = jsonrpc.FrameTooLarge(item.size, limit)
+    head = frame_head(item.head)
+    error: jsonrpc.JsonRpcError = jsonrpc.FrameTooLarge(item.size, limit)
+    if head.kind == "response" and head.id is not None:
+        # the answer to one of our requests: its elicitation ends now, not at its deadline
+        known = session.answer_too_large(head.id, item.size, limit)
+        log.info("answer_too_large", size=item.size, limit=limit, open_request=known)
+    elif head.kind == "request" and head.id is not None:
+        error = error.with_id(head.id)  # the client's request gets its answer
+    log.info("frame_too_large", size=item.size, limit=limit, kind=head.kind)
     try:
         await session.send_raw(error.encode())
     except Exception:  # the client may be gone; nothing else to do
@@ -145,7 +173,7 @@ async def serve_stdio(
     *,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
-    max_frame_bytes: int = jsonrpc.MAX_FRAME_BYTES,
+    max_frame_bytes: int | None = None,
     continuations: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve one client on this process's stdin/stdout until EOF.
@@ -161,7 +189,8 @@ async def serve_stdio(
         server: The server.
         stdin_fd: File descriptor to read frames from.
         stdout_fd: File descriptor to write frames to (nothing else is written there).
-        max_frame_bytes: Longest accepted frame.
+        max_frame_bytes: Longest accepted frame; default and ceiling: the server's
+            ``frame_bytes`` policy.
         continuations: Keyword arguments of the 2026-07-28 continuation registry
             (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``mrtr``, ``keyring``…).
     """

@@ -35,10 +35,11 @@ from erlmcp_py import (
     TooManyElicitations,
     UnsafeURLError,
     Unsupported,
+    UrlPolicy,
     open_runtime,
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
-from erlmcp_py.actors.peer import PeerError
+from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
@@ -444,6 +445,23 @@ async def test_garbage_or_error_answer_fails_transport(
     assert detail in outcome.detail
 
 
+async def test_an_answer_too_large_to_read_fails_at_once(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    request = await peer.wait_request()
+    start = trio.current_time()
+    peer.answer(request.id, AnswerTooLarge(5_000_000, 1 << 20))
+    outcome = await handle.outcome()
+    assert outcome == Failed(
+        "answer_too_large", "answer of at least 5000000 bytes > frame limit 1048576"
+    )
+    assert trio.current_time() == start  # at once, not at the deadline
+    info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    assert info.status == "failed"
+
+
 async def test_client_disconnect_fails_transport(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -541,6 +559,49 @@ async def test_url_mode_consent_then_application_completes(
     ]
 
 
+@pytest.mark.parametrize("content", [["s3cr3t", "list"], "s3cr3t text", 7, True])
+async def test_url_mode_completion_with_a_non_object_says_what_is_wrong(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, content: object
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept"})
+    handle = await rt.create_elicitation(
+        ElicitationRequest("Sign in", mode="url", url="https://example.com/login"),
+        peer=peer,
+        tenant=ALICE,
+    )
+    await peer.wait_request()
+    with pytest.raises(InvalidAnswer) as refused:
+        await rt.complete_elicitation(handle.id, content, tenant=ALICE)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "valid" not in message.replace("invalid", "")
+    assert "must be an object" in message
+    assert [e.constraint for e in refused.value.errors] == ["type"]  # type: ignore[attr-defined]
+    assert "s3cr3t" not in message
+    info = await rt.complete_elicitation(handle.id, {"signed_in": True}, tenant=ALICE)
+    assert info.status == "completed"
+
+
+async def test_the_url_policy_given_to_the_runtime_is_the_one_it_applies(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    idn = "https://bücher.example/login"
+    async with open_runtime(resolver=public_resolver) as strict:
+        with pytest.raises(UnsafeURLError) as refused:
+            await strict.create_elicitation(
+                ElicitationRequest("go", mode="url", url=idn), peer=MemoryPeer(), tenant=ALICE
+            )
+        assert refused.value.reason == "idn"
+    marking = UrlPolicy(idn="mark")
+    async with open_runtime(resolver=public_resolver, url_policy=marking) as rt:
+        assert rt.url_policy is marking
+        peer = MemoryPeer()
+        await rt.create_elicitation(
+            ElicitationRequest("go", mode="url", url=idn), peer=peer, tenant=ALICE
+        )
+        request = await peer.wait_request()
+        assert request.params["url"] == "https://xn--bcher-kva.example/login"
+
+
 async def test_url_mode_refuses_unsafe_urls(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -551,6 +612,38 @@ async def test_url_mode_refuses_unsafe_urls(
                 ElicitationRequest("go", mode="url", url=url), peer=peer, tenant=ALICE
             )
     assert peer.requests == []
+
+
+async def test_a_schema_over_schema_bytes_is_refused_at_create(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    hidden = "S3CRET-TITLE"
+    wide = {
+        "type": "object",
+        "properties": {
+            f"f{i}": {"type": "string", "title": f"{hidden} {'x' * 80}"} for i in range(60)
+        },
+    }
+    fields: dict[str, Any] = {
+        f"f{i}": (str, pydantic.Field(title=f"{hidden} {'x' * 80}")) for i in range(60)
+    }
+    model = pydantic.create_model("Wide", **fields)
+    async with open_runtime({"schema_bytes": 1000}) as rt:
+        peer = MemoryPeer()
+        with pytest.raises(RequestTooLarge) as by_request:
+            await rt.create_elicitation(form(schema=wide), peer=peer, tenant=ALICE)
+        with pytest.raises(RequestTooLarge) as by_type:
+            await rt.ask("Fill this in", model, peer=peer, tenant=ALICE)
+        for refused in (by_request.value, by_type.value):
+            assert (refused.part, refused.limit) == ("requestedSchema", 1000)
+            assert refused.size > 6000
+            assert str(refused) == f"requestedSchema too large: {refused.size} bytes > 1000 bytes"
+            assert hidden not in str(refused)
+        assert peer.requests == []
+        assert await rt.list_elicitations(tenant=ALICE) == []
+        # a schema within the limit is asked
+        await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+        assert len(await rt.list_elicitations(tenant=ALICE)) == 1
 
 
 async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.MockClock) -> None:

@@ -199,6 +199,12 @@ CASES: list[tuple[str, Event, Status, list[Effect]]] = [
         [Resolve(Failed("runtime_restarted")), CANCELLED_NOTICE],
     ),
     ("active", TransportFailed(), Status.FAILED, [Resolve(Failed("transport"))]),
+    (
+        "active",
+        TransportFailed("5 MB > 1 MB", reason="answer_too_large"),
+        Status.FAILED,
+        [Resolve(Failed("answer_too_large", "5 MB > 1 MB"))],
+    ),
     # ---- active, validating (no request outstanding) ---------------------------------
     ("validating", Sent(2.0), Status.ACTIVE, []),
     ("validating", Answer("accept", {"other": 1}), Status.ACTIVE, []),

@@ -40,6 +40,7 @@ from erlmcp_py.core.validation import (
     summarize,
     validate_answer,
 )
+from erlmcp_py.core.wording import json_pointer
 from tests.core.test_schema import (
     _SAMPLES,
     SEP1034_DEFAULTS,
@@ -209,6 +210,22 @@ def test_several_keyword_errors_on_one_value() -> None:
     assert errors_of(schema, {"f": ["a", "a"]}) == [("/f", "maxItems"), ("/f", "uniqueItems")]
 
 
+@pytest.mark.parametrize("titled", [False, True], ids=["untitled", "titled"])
+def test_a_repeated_choice_and_a_choice_that_is_not_an_option_are_both_reported(
+    titled: bool,
+) -> None:
+    options: Any = TITLED if titled else ["s", "m", "l"]
+    schema = one(multi_select_field(options, max_items=2))
+    errors = errors_of(schema, {"f": ["s", "s", "xl"]})
+    item = "anyOf" if titled else "enum"
+    assert errors == [("/f", "maxItems"), ("/f", "uniqueItems"), ("/f/2", item)]
+
+
+def test_text_too_long_and_not_an_email_gets_both_errors() -> None:
+    schema = one(string_field(max_length=5, format="email"))
+    assert errors_of(schema, {"f": "not an email"}) == [("/f", "maxLength"), ("/f", "format")]
+
+
 # --------------------------------------------------------------------------------------------
 # The object: required, extra keys, defaults
 # --------------------------------------------------------------------------------------------
@@ -348,7 +365,9 @@ def test_no_error_field_or_summary_contains_the_submitted_value() -> None:
         for fragment in fragments:
             assert fragment not in text
     # only non-sensitive facts about the value
-    by_field = {e.field: e for e in result.errors}
+    by_field: dict[str | None, AnswerError] = {}
+    for err in result.errors:  # the first error of each field
+        by_field.setdefault(err.field, err)
     assert by_field["email"].actual_type == "string"
     assert by_field["email"].actual_length == len(SECRET)
     assert by_field["many"].actual_items == 2
@@ -773,6 +792,96 @@ def test_agrees_with_whole_schema_jsonschema(data: st.DataObject) -> None:
     # jsonschema reports "required" at the root; ours at the field
     if all(e.constraint != "required" for e in ours.errors):
         assert bad_fields == oracle_fields
+
+
+def _oracle_places(oracle: Any, answer: dict[str, Any]) -> tuple[set[tuple[str, str]], set[str]]:
+    """What the whole-schema jsonschema run finds: (JSON pointer, keyword) of every value
+    error, and the names of the missing required fields."""
+    places: set[tuple[str, str]] = set()
+    missing: set[str] = set()
+    for e in oracle.iter_errors(answer):
+        if e.validator == "required" and not e.path:
+            missing.update(n for n in e.validator_value if n not in answer)
+        else:
+            places.add((json_pointer(*e.path), str(e.validator)))
+    return places, missing
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_violated_keyword_is_reported(data: st.DataObject) -> None:
+    """Each keyword a value violates has its error -- not only the first one. The oracle is
+    one jsonschema run over the whole answer; where a value (or a choice) has the wrong type,
+    ours reports only that, and the oracle's other errors at that place are not asked for."""
+    schema = data.draw(requested_schemas())
+    oracle = Draft202012Validator(_answer_schema(schema), format_checker=_ORACLE_FORMATS)
+    answer = data.draw(valid_answers(schema))
+    for name in data.draw(st.lists(st.sampled_from(sorted(schema["properties"])), max_size=3)):
+        prop = schema["properties"][name]
+        choices = [_json_leaf, value_for(prop), st.text(max_size=12)]
+        if "enum" in prop or "oneOf" in prop or "items" in prop:
+            opts = [v for v, _ in enum_options(prop)]
+            choices.append(
+                st.lists(st.sampled_from([*opts, NOT_AN_OPTION, 7]), max_size=len(opts) + 2)
+            )
+        answer[name] = data.draw(st.one_of(choices))
+    result = validate_answer(schema, answer)
+    expected, missing = _oracle_places(oracle, answer)
+    ours = {(e.path, e.constraint) for e in result.errors if e.constraint != "required"}
+    assert {e.field for e in result.errors if e.constraint == "required"} == missing
+    wrong_type = {path for path, c in ours if c == "type"}
+    for path in wrong_type:
+        assert any(p == path for p, _ in expected), (path, expected)
+    expected = {(p, c) for p, c in expected if p not in wrong_type}
+    assert ours == expected | {(p, "type") for p in wrong_type}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_every_violated_keyword_of_a_multi_select_is_reported(data: st.DataObject) -> None:
+    """The same, aimed at multi-selects: too few or too many choices, a repeat, choices that
+    are not options and choices that are not text, in any mix, each get their error."""
+    opts = data.draw(st.lists(st.text("abcxyz", min_size=1, max_size=3), min_size=1, max_size=4,
+                              unique=True))  # fmt: skip
+    options: Any = {o: o.upper() for o in opts} if data.draw(st.booleans()) else opts
+    low = data.draw(st.none() | st.integers(0, len(opts)))
+    high = data.draw(st.none() | st.integers(low or 0, len(opts)))
+    schema = one(multi_select_field(options, min_items=low, max_items=high))
+    oracle = Draft202012Validator(_answer_schema(schema), format_checker=_ORACLE_FORMATS)
+    choices = data.draw(st.lists(st.sampled_from([*opts, NOT_AN_OPTION, "zz", 7]), max_size=6))
+    answer = {"f": choices}
+    expected, _ = _oracle_places(oracle, answer)
+    ours = set(errors_of(schema, answer))
+    wrong_type = {path for path, c in ours if c == "type"}
+    assert ours == {(p, c) for p, c in expected if p not in wrong_type} | {
+        (p, "type") for p in wrong_type
+    }
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_no_error_ever_holds_a_submitted_secret(data: st.DataObject) -> None:
+    """Over every error path of the validator, a secret put anywhere in the answer (a value,
+    a choice, an unexpected key, inside a nested value) never reaches an error or summary."""
+    schema = data.draw(requested_schemas())
+    secret = "S3cr3t-" + data.draw(st.text("abcdefXYZ0123456789", min_size=8, max_size=12))
+    carriers = st.one_of(
+        st.just(secret),
+        st.just(secret * 300),
+        st.lists(st.sampled_from([secret, "a", 1]), min_size=1, max_size=4),
+        st.dictionaries(st.just(secret), st.just(secret), min_size=1),
+        st.text(max_size=3).map(lambda t: t + secret + t),
+    )
+    answer = data.draw(valid_answers(schema))
+    for name in data.draw(st.lists(st.sampled_from(sorted(schema["properties"])), max_size=4)):
+        answer[name] = data.draw(carriers)
+    if data.draw(st.booleans()):
+        answer[secret] = secret
+    result = validate_answer(schema, answer)
+    texts = [summarize(result.errors), repr(result.errors)]  # a valid answer holds its values
+    for text in texts:
+        assert secret not in text
+        assert secret[:10] not in text
 
 
 def test_any_mapping_is_validated_as_an_object() -> None:

@@ -11,7 +11,6 @@ import pydantic_core
 import trio
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.actors.runtime import open_runtime
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
@@ -120,8 +119,9 @@ async def connect(server: Server, config: Mapping[str, Any] | None = None) -> As
         merged = {**server.runtime_config.model_dump(), **config}
         server.runtime_config = RuntimeConfig.model_validate(merged)
         server.url_policy = UrlPolicy(allow_http_loopback_dev=server.runtime_config.url_dev)
-    async with open_runtime(server.runtime_config) as runtime:
-        server.runtime = runtime
-        async with open_session(server, runtime, wire.write, peer_id="test") as session:
-            wire.session = session
-            yield wire
+    async with (
+        server.running() as runtime,
+        open_session(server, runtime, wire.write, peer_id="test") as session,
+    ):
+        wire.session = session
+        yield wire

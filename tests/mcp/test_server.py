@@ -1,11 +1,15 @@
-"""``Server``: its runtime policy given as a ``RuntimeConfig`` or as a mapping of its fields."""
+"""``Server``: its runtime policy given as a ``RuntimeConfig`` or as a mapping of its fields;
+its URL policy is the one its runtime applies."""
 
 from __future__ import annotations
 
 import pydantic
 import pytest
+import trio
+import trio.testing
 
-from erlmcp_py import RuntimeConfig, Server
+from erlmcp_py import Context, RuntimeConfig, Server, Unsupported, UrlPolicy
+from tests.mcp.harness import connect
 
 
 def test_runtime_config_accepts_a_mapping_as_open_runtime_does() -> None:
@@ -24,3 +28,51 @@ def test_runtime_config_defaults_and_objects_are_kept() -> None:
 def test_a_bad_runtime_config_mapping_names_the_field() -> None:
     with pytest.raises(pydantic.ValidationError, match="rate"):
         Server("s", "1", runtime_config={"rate": "many"})
+
+
+async def _public(host: str) -> list[str]:
+    await trio.lowlevel.checkpoint()
+    return ["93.184.215.14"]
+
+
+async def test_the_servers_url_policy_is_the_one_its_runtime_applies(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    marking = UrlPolicy(idn="mark")
+    server = Server("s", "1", url_policy=marking, url_resolver=_public)
+    started: list[str] = []
+
+    @server.tool()
+    async def visit(ctx: Context) -> str:
+        handle = await ctx.begin_elicit_url("Open the shop", "https://bücher.example/cart")
+        assert not isinstance(handle, Unsupported)
+        started.append(handle.id)
+        return "asked"
+
+    form = {
+        "id": "shop",
+        "title": "Your shop",
+        "fields": [{"id": "site", "type": "url", "label": "Site", "required": True}],
+    }
+
+    @server.tool()
+    async def ask_site(ctx: Context) -> str:
+        outcome = await ctx.elicit("Where is your shop?", form)
+        return repr(outcome)
+
+    async with connect(server) as wire:
+        assert server.runtime is not None
+        assert server.runtime.url_policy is marking
+        await wire.initialize({"elicitation": {"form": {}, "url": {}}})
+        result = (await wire.call("visit"))["result"]
+        assert result.get("isError") is not True, result
+        request = await wire.server_request(0)
+        assert request["params"]["url"] == "https://xn--bcher-kva.example/cart"
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "ask_site")
+            asked = await wire.server_request(1)
+            site = {"site": "https://xn--bcher-kva.example/"}  # an IDN host: accepted when marked
+            await wire.answer(asked["id"], {"action": "accept", "content": site})
+            answered = await wire.response(rid)
+        assert "Accepted" in answered["result"]["content"][0]["text"], answered
+    assert len(started) == 1

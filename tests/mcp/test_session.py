@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pydantic
 import pydantic_core
 import pytest
 import structlog.testing
@@ -14,10 +15,13 @@ import trio.testing
 from pydantic import BaseModel
 
 from erlmcp_py.actors.peer import PeerError, PeerGone
+from erlmcp_py.core.errors import RequestTooLarge
+from erlmcp_py.core.forms import load_form
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
 from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
 from tests.mcp.harness import connect
@@ -512,3 +516,107 @@ async def test_every_frame_is_dropped_once_the_session_is_closed(frame: bytes) -
         await trio.testing.wait_all_tasks_blocked()
         assert transport.out == []
         assert session.phase == "closed"
+
+
+# -- the schema size limit, every way of asking, both eras ---------------------------------------
+
+HIDDEN = "S3CRET-FIELD-TITLE"  # in the form's text: never in the refusal
+WIDE = 60  # fields of about 100 bytes each: a schema of about 6 KB
+
+
+def _wide_model() -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        f"f{i}": (str, pydantic.Field(description=f"{HIDDEN} {'x' * 60}")) for i in range(WIDE)
+    }
+    model: type[BaseModel] = pydantic.create_model("Wide", **fields)
+    return model
+
+
+WIDE_RAW = {
+    "type": "object",
+    "properties": {
+        f"f{i}": {"type": "string", "title": f"{HIDDEN} {'x' * 60}"} for i in range(WIDE)
+    },
+}
+WIDE_FORM = {
+    "id": "wide",
+    "title": "Wide",
+    "fields": [
+        {"id": f"f{i}", "type": "text", "label": f"{HIDDEN} {'x' * 60}"} for i in range(WIDE)
+    ],
+}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_schema_over_schema_bytes_is_refused_at_once_every_way_of_asking(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = Server("t", "1", runtime_config={"schema_bytes": 1000})
+    refusals: list[RequestTooLarge] = []
+    forms: dict[str, Any] = {
+        "model": _wide_model(),
+        "raw": WIDE_RAW,
+        "definition": WIDE_FORM,
+        "compiled": load_form(WIDE_FORM),
+    }
+
+    @server.tool()
+    async def ask(ctx: Context, way: str) -> str:
+        try:
+            await ctx.elicit("Fill this in", forms[way])
+        except RequestTooLarge as exc:
+            refusals.append(exc)
+            return f"refused: {exc}"
+        return "asked"
+
+    async with connect(server) as wire:
+        if era == "2025-11-25":
+            await wire.initialize()
+        for way in forms:
+            params: dict[str, Any] = {"name": "ask", "arguments": {"way": way}}
+            if era == "2026-07-28":
+                params["_meta"] = MODERN_META
+            result = (await wire.request("tools/call", params))["result"]
+            assert result["content"][0]["text"].startswith("refused: requestedSchema"), result
+        assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
+        assert "inputRequests" not in str(wire.out)
+    assert len(refusals) == len(forms)
+    for exc in refusals:
+        assert (exc.part, exc.limit) == ("requestedSchema", 1000)
+        assert 5000 < exc.size < 8000
+        assert f"{exc.size} bytes > 1000 bytes" in str(exc)
+        assert HIDDEN not in str(exc)
+
+
+async def test_an_answer_too_large_to_read_ends_a_tools_own_request_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("t", "1")
+    seen: list[ClientRequestError] = []
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        try:
+            await ctx.request("roots/list", {}, timeout=600)
+        except ClientRequestError as exc:
+            seen.append(exc)
+        return "done"
+
+    async with connect(server) as wire:
+        await wire.initialize()
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "roots")
+            asked = await wire.server_request()
+            start = trio.current_time()
+            assert wire.session.answer_too_large(asked["id"], 5_000_000, 1 << 20) is True
+            await wire.response(rid)
+        assert trio.current_time() == start
+        assert wire.session.answer_too_large(asked["id"], 5_000_000, 1 << 20) is False
+    (refused,) = seen
+    assert refused.code == -32600
+    assert refused.data == {"reason": "answer_too_large", "size": 5_000_000, "limit": 1 << 20}

@@ -8,6 +8,7 @@ its own.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -18,6 +19,7 @@ import httpx2
 import pytest
 import trio
 
+from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports._limits import (
     DEFAULT_BODY_BYTES,
     BodyPolicy,
@@ -25,12 +27,24 @@ from erlmcp_py.transports._limits import (
     BodyTooSlow,
     PrincipalCounter,
     PrincipalLimits,
+    frame_limit,
     read_body,
 )
 from erlmcp_py.transports.http import HttpConfig, Listening
 from tests.deploy.support import poll
 from tests.transports import test_http_mrtr as mrtr
-from tests.transports.test_http import INIT, TIMEOUT, McpHttp, call, message, serving
+from tests.transports.test_http import (
+    INIT,
+    TIMEOUT,
+    McpHttp,
+    Probe,
+    call,
+    client,
+    message,
+    serving,
+    settle,
+    statuses,
+)
 
 SSE = "text/event-stream"
 
@@ -118,16 +132,62 @@ async def test_read_body_cuts_off_a_trickle_after_the_grace(autojump_clock: obje
 
 async def test_read_body_refuses_a_declared_or_received_size_over_the_cap() -> None:
     policy = BodyPolicy(max_bytes=10)
+    reads = 0
 
     async def receive() -> dict[str, object]:
+        nonlocal reads
+        reads += 1
         return {"type": "http.request", "body": b"x" * 6, "more_body": True}
 
     with pytest.raises(BodyTooLarge) as declared:
         await read_body(receive, 11, policy)
-    assert (declared.value.size, declared.value.limit) == (11, 10)
+    assert (declared.value.size, declared.value.limit, declared.value.head) == (11, 10, b"")
+    assert reads == 0  # refused before a byte of it is read
     with pytest.raises(BodyTooLarge) as received:
         await read_body(receive, None, policy)
     assert received.value.size == 12
+
+
+async def test_read_body_keeps_the_head_of_a_body_over_the_cap() -> None:
+    policy = BodyPolicy(max_bytes=10)
+    reads = 0
+
+    async def receive() -> dict[str, object]:
+        nonlocal reads
+        reads += 1
+        return {"type": "http.request", "body": b"0123456", "more_body": True}
+
+    with pytest.raises(BodyTooLarge) as declared:
+        await read_body(receive, 1 << 30, policy, head_bytes=9)
+    assert declared.value.head == b"012345601"
+    assert reads == 2  # the head, no further
+    with pytest.raises(BodyTooLarge) as received:
+        await read_body(receive, None, policy, head_bytes=9)
+    assert received.value.head == b"012345601"
+
+
+async def test_read_body_waits_for_a_head_no_longer_than_the_grace(
+    autojump_clock: object,
+) -> None:
+    policy = BodyPolicy(max_bytes=10, grace_s=2.0)
+
+    async def receive() -> dict[str, object]:
+        await trio.sleep(1.5)
+        return {"type": "http.request", "body": b"ab", "more_body": True}
+
+    start = trio.current_time()
+    with pytest.raises(BodyTooLarge) as declared:
+        await read_body(receive, 1 << 30, policy, head_bytes=100)
+    assert declared.value.head == b"ab"
+    assert trio.current_time() - start == pytest.approx(2.0)
+
+
+def test_the_frame_limit_is_the_policy_or_a_smaller_one_of_the_transport() -> None:
+    server = Server("s", "1", runtime_config=SMALL)
+    assert frame_limit(server) == 64 << 10
+    assert frame_limit(server, 1 << 20) == 64 << 10
+    assert frame_limit(server, 1000) == 1000
+    assert frame_limit(Server("s", "1"), DEFAULT_BODY_BYTES) == DEFAULT_BODY_BYTES
 
 
 def test_principal_counter_caps_each_principal_on_its_own() -> None:
@@ -225,7 +285,7 @@ async def test_an_oversized_body_is_answered_413_while_another_client_is_served(
         with trio.fail_after(TIMEOUT):
             other = McpHttp(http, listening.url)
             await other.initialize()
-            # declared: refused before a byte of the body is read
+            # declared: refused after at most the head of the body is read
             declared = await http.post(
                 listening.url,
                 content=b"x" * (DEFAULT_BODY_BYTES + 1),
@@ -258,6 +318,84 @@ async def test_an_oversized_body_is_answered_413_while_another_client_is_served(
             assert refused.startswith(b"HTTP/1.1 413"), refused[:200]
             assert answers == [200] * 20
             assert listening.transport.refusals["body_too_large"] == 2
+
+
+SMALL = {"frame_bytes": 64 << 10, "answer_bytes": 16 << 10, "message_bytes": 4 << 10,
+         "schema_bytes": 16 << 10}  # fmt: skip
+
+
+async def test_the_policy_frame_limit_narrows_the_body_limit() -> None:
+    async with serving(**SMALL) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        with trio.fail_after(TIMEOUT):
+            assert listening.transport.max_frame_bytes == 64 << 10
+            c = McpHttp(http, listening.url)
+            await c.initialize()
+            ping = {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"x": "a" * (70 << 10)}}
+            refused = await c.post(json.dumps(ping).encode())
+            assert refused.status_code == 413
+            assert refused.json()["error"]["data"] == {
+                "reason": "frame_too_large",
+                "limit": 64 << 10,
+            }
+            assert refused.json()["id"] == 5  # its head names the request
+            served = await c.post(message("ping", {"x": "a" * (60 << 10)}, id=6))
+            assert served.status_code == 200
+
+
+async def _in_chunks(body: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(body), 65536):
+        yield body[start : start + 65536]
+
+
+@pytest.mark.parametrize("framing", ["declared", "chunked"])
+async def test_an_answer_over_the_body_limit_fails_its_elicitation_at_once(framing: str) -> None:
+    probe = Probe()
+    async with (
+        serving(probe) as listening,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
+        httpx2.AsyncClient(timeout=TIMEOUT) as other_http,
+    ):
+        with trio.fail_after(TIMEOUT):  # the elicitation's deadline is 300 s
+            c = McpHttp(http, listening.url)
+            other = McpHttp(other_http, listening.url)
+            await c.initialize()
+            await other.initialize()
+            async with c.stream(call(7)) as events:
+                request = await events.next()
+                assert request is not None
+                content = {"name": "S3CRET" * (900 << 10)}  # 5.4 MB
+                answer = {"jsonrpc": "2.0", "id": request["id"],
+                          "result": {"action": "accept", "content": content}}  # fmt: skip
+                body = json.dumps(answer).encode()
+                sent = body if framing == "declared" else _in_chunks(body)
+                refused = await http.post(listening.url, content=sent, headers=c.headers())
+                assert refused.status_code == 413
+                (response,) = await events.rest()
+            text = response["result"]["content"][0]["text"]
+            assert text.startswith("failed: answer_too_large"), text
+            assert "S3CRET" not in text
+            assert (await other.post(message("ping", id=1))).status_code == 200
+        assert await statuses(listening, probe) == ["failed"]
+
+
+async def test_an_oversized_answer_names_only_its_own_sessions_requests() -> None:
+    probe = Probe()
+    async with serving(probe) as listening, client(listening) as c, client(listening) as intruder:
+        with trio.fail_after(TIMEOUT):
+            await c.initialize()
+            await intruder.initialize()
+            async with c.stream(call(7)) as events:
+                request = await events.next()
+                assert request is not None
+                big = {"action": "accept", "content": {"name": "a" * (2 << 20)}}
+                answer = {"jsonrpc": "2.0", "id": request["id"], "result": big}
+                refused = await intruder.post(json.dumps(answer).encode())
+                assert refused.status_code == 413
+                await settle()
+                assert await statuses(listening, probe) == ["active"]  # not another's to end
+                await c.answer(request, {"action": "accept", "content": {"name": "Ada"}})
+                (response,) = await events.rest()
+            assert response["result"]["content"][0]["text"].startswith("action=accept")
 
 
 # -- fair limits per principal: loopback abuse -------------------------------------------------

@@ -5,6 +5,7 @@ Subprocess tests are bounded by ``fail_after``; they synchronise on frames, neve
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -12,9 +13,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+import trio.testing
 
 from erlmcp_py.mcp.client import ServerRequest, StdioClient, open_stdio_client
-from erlmcp_py.transports.stdio import LineSplitter, Oversize
+from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.transports._frame_head import HEAD_BYTES
+from erlmcp_py.transports.stdio import LineSplitter, Oversize, serve_stream
 
 SERVE = [sys.executable, "-m", "erlmcp_py.cli", "serve", "--dev", "--log-level", "warning"]
 LIMIT = 20.0  # seconds any subprocess test may take
@@ -36,9 +41,18 @@ def test_splitter_refuses_oversize_lines_without_buffering_them() -> None:
     s = LineSplitter(10)
     assert s.feed(b"0123456789") == []
     assert s.feed(b"abc") == []
-    assert s.feed(b"def\nok\n") == [Oversize(16), b"ok"]
-    assert s.feed(b"x" * 50 + b"\n") == [Oversize(50)]
+    assert s.feed(b"def\nok\n") == [Oversize(16, b"0123456789abc"), b"ok"]
+    assert s.feed(b"x" * 50 + b"\n") == [Oversize(50, b"x" * 50)]
     assert s._buf == bytearray()
+
+
+def test_splitter_keeps_only_the_head_of_an_oversize_line() -> None:
+    s = LineSplitter(10)
+    for _ in range(100):  # 6.4 MB of one line, 64 KiB at a time: nothing piles up
+        assert s.feed(b"y" * 65536) == []
+        assert len(s._buf) == 0
+    (item,) = s.feed(b"\n")
+    assert item == Oversize(100 * 65536, b"y" * HEAD_BYTES)
 
 
 # -- the subprocess ------------------------------------------------------------------------------
@@ -80,7 +94,9 @@ async def test_bad_input_gets_the_right_error_and_the_server_keeps_serving() -> 
         refused = await raw(big)
         assert refused["error"]["code"] == -32600
         assert refused["error"]["data"]["reason"] == "frame_too_large"
-        assert refused["id"] is None
+        assert refused["id"] == 1  # its head names the request: the client gets its answer
+        nameless = b'{"jsonrpc":"2.0","method":"ping","params":{"x":"' + b"a" * (4 << 20) + b'"}}'
+        assert (await raw(nameless))["id"] is None
         unknown = await client.request_raw("no/such/method")
         assert unknown["error"]["code"] == -32601
         wrong = await client.request_raw("tools/call", {"name": ["not", "a", "string"]})
@@ -307,3 +323,122 @@ async def test_plain_function_handler_is_answered_by_the_reader() -> None:
             assert client.frames == []  # nothing kept
             assert client.server_requests == []
     assert seen == ["elicitation/create"] * 3
+
+
+# -- the frame limit of the server's policy, in-process ------------------------------------------
+
+SMALL = {"frame_bytes": 64 << 10, "answer_bytes": 16 << 10, "message_bytes": 4 << 10,
+         "schema_bytes": 16 << 10}  # fmt: skip
+
+
+class Pipe:
+    """The client end of :func:`serve_stream` over memory streams: lines in, frames out."""
+
+    def __init__(self, send: trio.abc.SendStream, receive: trio.abc.ReceiveStream) -> None:
+        self.send = send
+        self.receive = receive
+        self.frames: list[dict[str, Any]] = []
+        self._splitter = LineSplitter(1 << 30)
+
+    async def line(self, data: bytes) -> None:
+        await self.send.send_all(data + b"\n")
+
+    async def message(self, **fields: Any) -> None:
+        await self.line(json.dumps({"jsonrpc": "2.0", **fields}).encode())
+
+    async def frame(self, predicate: Any) -> dict[str, Any]:
+        """The first frame matching ``predicate`` (fails after an hour of virtual time)."""
+        with trio.fail_after(3600):
+            return await self._frame(predicate)
+
+    async def _frame(self, predicate: Any) -> dict[str, Any]:
+        while True:
+            for frame in self.frames:
+                if predicate(frame):
+                    self.frames.remove(frame)
+                    return frame
+            chunk = await self.receive.receive_some()
+            self.frames.extend(json.loads(line) for line in self._splitter.feed(chunk))  # type: ignore[arg-type]
+
+    async def response(self, id: Any) -> dict[str, Any]:
+        return await self.frame(lambda f: f.get("id") == id and "method" not in f)
+
+    async def request(self, method: str) -> dict[str, Any]:
+        return await self.frame(lambda f: f.get("method") == method)
+
+
+def small_server() -> Server:
+    server = Server("limits", "1", runtime_config=SMALL)
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        outcome = await ctx.elicit_string("Paste it")
+        return repr(outcome)
+
+    return server
+
+
+@asynccontextmanager
+async def piped(server: Server) -> AsyncIterator[Pipe]:
+    to_server, from_client = trio.testing.memory_stream_one_way_pair()
+    to_client, from_server = trio.testing.memory_stream_one_way_pair()
+    async with server.running() as runtime, trio.open_nursery() as nursery:
+        nursery.start_soon(serve_stream, server, runtime, from_client, to_client)
+        pipe = Pipe(to_server, from_server)
+        await pipe.message(id=0, method="initialize", params={
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}})  # fmt: skip
+        await pipe.response(0)
+        await pipe.message(method="notifications/initialized")
+        yield pipe
+        await to_server.aclose()
+
+
+async def test_the_policy_frame_limit_refuses_a_frame_and_the_server_keeps_serving(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with piped(small_server()) as pipe:
+        big = {"x": "a" * (70 << 10)}  # over the policy's 64 KiB, far under the 4 MiB default
+        await pipe.message(id=1, method="ping", params=big)
+        refused = await pipe.response(1)
+        assert refused["error"]["code"] == -32600
+        assert refused["error"]["data"] == {"reason": "frame_too_large", "limit": 64 << 10}
+        await pipe.message(id=2, method="ping", params={"x": "a" * (60 << 10)})
+        assert (await pipe.response(2))["result"] == {}
+
+
+async def test_an_answer_over_the_frame_limit_fails_its_elicitation_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with piped(small_server()) as pipe:
+        await pipe.message(id=1, method="tools/call", params={"name": "ask", "arguments": {}})
+        asked = await pipe.request("elicitation/create")
+        start = trio.current_time()
+        content = {"value": "S3CRET" * (20 << 10)}  # 120 KiB
+        await pipe.message(id=asked["id"], result={"action": "accept", "content": content})
+        refusal = await pipe.frame(lambda f: f.get("error", {}).get("code") == -32600)
+        assert refusal["id"] is None  # an answer to our request: there is no request to answer
+        result = (await pipe.response(1))["result"]
+        text = result["content"][0]["text"]
+        assert text.startswith("Failed(reason='answer_too_large'"), text
+        assert "S3CRET" not in text
+        assert trio.current_time() - start < 1  # at once, not at the 300 s deadline
+        await pipe.message(id=3, method="ping")
+        assert (await pipe.response(3))["result"] == {}
+
+
+async def test_an_oversize_answer_whose_id_comes_last_cannot_be_told_and_fails_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with piped(small_server()) as pipe:
+        await pipe.message(id=1, method="tools/call", params={"name": "ask", "arguments": {}})
+        asked = await pipe.request("elicitation/create")
+        start = trio.current_time()
+        result = {"action": "accept", "content": {"value": "a" * (70 << 10)}}
+        await pipe.line(
+            json.dumps({"jsonrpc": "2.0", "result": result, "id": asked["id"]}).encode()
+        )
+        await pipe.frame(lambda f: f.get("error", {}).get("code") == -32600)
+        text = (await pipe.response(1))["result"]["content"][0]["text"]
+        assert text == "TimedOut()"  # nothing guessed: the elicitation waited for its deadline
+        assert trio.current_time() - start >= 299

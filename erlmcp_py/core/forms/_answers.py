@@ -6,8 +6,10 @@ Theory of operation
 for absent optional fields; conditions are evaluated in dependency order and every field they
 hide is removed (a hidden field is treated as absent, whatever the client sent; a
 ``rendering.hidden`` field then takes its default, like an HTML hidden input); the
-``validation_schema`` runs; then the checks JSON Schema cannot express
-(:mod:`~erlmcp_py.core.forms._extra_checks`) run on the fields that passed it. Errors are
+``validation_schema`` runs; the checks JSON Schema cannot express
+(:mod:`~erlmcp_py.core.forms._extra_checks`) run on every value of the right type, so each
+failing constraint of a field is reported (a file too large *and* of a refused extension
+gets both errors). Errors are
 :class:`~erlmcp_py.core.validation.AnswerError` values
 (``field / constraint / expected / path / message``); like every error of the runtime they
 never contain the submitted value.
@@ -24,7 +26,7 @@ from erlmcp_py.core.forms._extra_checks import _extra_errors, _rule_errors
 from erlmcp_py.core.forms._fields import AnyField, NumberField
 from erlmcp_py.core.forms._messages import _MISSING, _error, _from_jsonschema
 from erlmcp_py.core.validation import AnswerError, ValidationResult, not_an_object
-from erlmcp_py.core.wording import plural
+from erlmcp_py.core.wording import json_pointer, plural
 
 if TYPE_CHECKING:
     from erlmcp_py.core.forms._compile import CompiledForm
@@ -42,7 +44,10 @@ def _controlled_by(p: _Plan, fields: set[str]) -> bool:
 
 
 def _value_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerError]:
-    """Every error of one field's value (schema, then the extra checks)."""
+    """Every error of one field's value: each failing schema keyword, then each failing
+    check JSON Schema cannot express (a file too large *and* of the wrong extension gets
+    both errors). A wrong type hides the rest of its place; one error per (place,
+    constraint)."""
     if isinstance(value, float) and not math.isfinite(value):
         return [_error(p, "finite", "finite number", value, "must be a finite number")]
     sub = compiled._field_validators[p.id]
@@ -51,14 +56,16 @@ def _value_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerEr
         for e in sub.iter_errors(value)
     ]
     wrong_type = {e.path for e in found if e.constraint == "type"}
+    if json_pointer(p.id) not in wrong_type:  # the extra checks need a value of the right type
+        found.extend(_extra_errors(compiled, p, value, wrong_type))
     seen: set[tuple[str, str]] = set()
     kept: list[AnswerError] = []
-    for e in found:  # a wrong type hides the rest; one error per (place, constraint)
+    for e in found:
         key = (e.path, e.constraint)
         if key not in seen and (e.constraint == "type" or e.path not in wrong_type):
             seen.add(key)
             kept.append(e)
-    return kept or _extra_errors(compiled, p, value)
+    return kept
 
 
 def validate_form_answer(

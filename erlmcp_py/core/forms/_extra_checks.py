@@ -1,4 +1,4 @@
-"""The answer checks JSON Schema cannot express, run on values that passed the schema.
+"""The answer checks JSON Schema cannot express, run on values of the field's type.
 
 Date ranges, the URL policy of
 :func:`erlmcp_py.core.urlpolicy.parse_url` (parsing only -- resolution belongs to the shell),
@@ -7,7 +7,7 @@ file extensions, and cross-field rules. Separate because each is native code, no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING, Any, Final
 
 from erlmcp_py.core.errors import UnsafeURLError
@@ -22,6 +22,7 @@ from erlmcp_py.core.forms._fields import (
 from erlmcp_py.core.forms._messages import _error
 from erlmcp_py.core.urlpolicy import parse_url
 from erlmcp_py.core.validation import AnswerError
+from erlmcp_py.core.wording import json_pointer
 
 if TYPE_CHECKING:
     from erlmcp_py.core.forms._compile import CompiledForm
@@ -54,9 +55,20 @@ _URL_WORDS: Final = {
 }
 
 
-def _extra_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerError]:
-    """Checks the JSON Schema cannot express, on a value that passed the schema."""
+def _extra_errors(
+    compiled: CompiledForm, p: _Plan, value: Any, wrong_type: Set[str] = frozenset()
+) -> list[AnswerError]:
+    """Every failing check JSON Schema cannot express, on a value of the field's type.
+
+    Args:
+        compiled: The form.
+        p: The field.
+        value: Its value (of the field's JSON type).
+        wrong_type: JSON pointers of the parts of ``value`` whose type is wrong (a file's
+            ``filename`` that is not text is not judged by its extension).
+    """
     f = p.field
+    errors: list[AnswerError] = []
     if isinstance(f, DateField):
         moment = _parse_moment(value, f.validation.format)
         for name, sign in (("minimum", -1), ("maximum", 1)):
@@ -66,7 +78,7 @@ def _extra_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerEr
             bound = _parse_moment(bound_text, f.validation.format)
             if bound is not None and _compare(moment, bound) == sign:
                 word = "on or after" if sign < 0 else "on or before"
-                return [_error(p, name, bound_text, value, f"must be {word} {bound_text}")]
+                errors.append(_error(p, name, bound_text, value, f"must be {word} {bound_text}"))
     elif isinstance(f, UrlField):
         try:
             parsed = parse_url(value, compiled.url_policy)
@@ -78,23 +90,28 @@ def _extra_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerEr
             elif constraint in ("format", "maxLength"):
                 expected = "uri"
             words = _URL_WORDS.get(exc.reason, "must not point at a private or reserved address")
-            return [_error(p, constraint, expected, value, f"{words} [{exc.reason}]")]
-        if parsed.scheme not in f.validation.allowed_schemes:
-            schemes = ", ".join(f.validation.allowed_schemes)
-            return [
-                _error(
-                    p,
-                    "allowedSchemes",
-                    f.validation.allowed_schemes,
-                    value,
-                    f"must use {schemes} [scheme]",
+            errors.append(_error(p, constraint, expected, value, f"{words} [{exc.reason}]"))
+        else:
+            if parsed.scheme not in f.validation.allowed_schemes:
+                schemes = ", ".join(f.validation.allowed_schemes)
+                errors.append(
+                    _error(
+                        p,
+                        "allowedSchemes",
+                        f.validation.allowed_schemes,
+                        value,
+                        f"must use {schemes} [scheme]",
+                    )
                 )
-            ]
     elif isinstance(f, FileField) and f.validation.allowed_extensions is not None:
-        name = str(value.get("filename", "")).lower()
-        if not name.endswith(f.validation.allowed_extensions):
+        name = value.get("filename")
+        if (
+            isinstance(name, str)
+            and json_pointer(p.id, "filename") not in wrong_type
+            and not name.lower().endswith(f.validation.allowed_extensions)
+        ):
             allowed = ", ".join(f.validation.allowed_extensions)
-            return [
+            errors.append(
                 _error(
                     p,
                     "allowedExtensions",
@@ -102,8 +119,8 @@ def _extra_errors(compiled: CompiledForm, p: _Plan, value: Any) -> list[AnswerEr
                     value,
                     f"the file name must end with one of: {allowed}",
                 )
-            ]
-    return []
+            )
+    return errors
 
 
 def _rule_errors(
