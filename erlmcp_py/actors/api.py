@@ -21,6 +21,7 @@ from erlmcp_py.core.policy import (
     RetentionPolicy,
     SizePolicy,
 )
+from erlmcp_py.core.shared import parse_store_url
 from erlmcp_py.core.validation import ValidationResult
 
 if TYPE_CHECKING:
@@ -180,10 +181,14 @@ class RuntimeConfig(BaseModel):
     call_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
     max_restarts: int = Field(5, ge=0)
     restart_period_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+    store: str = Field(
+        "memory", description="shared state: 'memory' (embedded) or redis://HOST:PORT/DB"
+    )
 
     @model_validator(mode="after")
     def _check_policy(self) -> RuntimeConfig:
         self.to_policy()  # the core's own checks, surfaced as a validation error
+        parse_store_url(self.store)
         return self
 
     def to_policy(self) -> Policy:

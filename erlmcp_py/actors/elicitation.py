@@ -33,6 +33,10 @@ the client's ``accept`` only means the user agreed to open the page, so the reco
 waiting for the application's ``complete_elicitation``; then
 ``notifications/elicitation/complete`` goes to the initiating client.
 
+Every change of a record marks it for publication: one task writes the marked records to the
+store in batches (``Store.publish``), so other replicas see their status; when the store
+cannot take them they stay marked and are written when it is back.
+
 If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
 takes every child task with it; ``terminate`` tells each client to drop its open request and
 then feeds ``RuntimeRestart`` to every live record: each waiter gets
@@ -42,6 +46,7 @@ then feeds ``RuntimeRestart`` to every live record: each waiter gets
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import secrets
 from collections import Counter
@@ -65,6 +70,7 @@ from erlmcp_py.actors.record import (
     ListAll,
     NotifyComplete,
     Record,
+    Republish,
     ResponseRoute,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
@@ -76,6 +82,7 @@ from erlmcp_py.core.errors import (
     ExtensionDenied,
     InvalidAnswer,
     ResultTooLarge,
+    StoreUnavailable,
     UnsafeURLError,
 )
 from erlmcp_py.core.lifecycle import (
@@ -100,8 +107,10 @@ from erlmcp_py.core.outcomes import Accepted, Failed
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
+from erlmcp_py.core.shared import SharedRecord
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
+from erlmcp_py.store import Store
 from supervisors import Actor, ActorGone, ActorRef, Busy, ErrorReply, MonitorHub, ReplyTo
 
 __all__ = ["ElicitationActor", "json_size"]
@@ -110,6 +119,8 @@ log = structlog.get_logger("erlmcp_py.elicitation")
 
 #: The name of every elicitation child task.
 _CHILD_TASK = f"{__name__}.ElicitationActor.child"
+_PUBLISH_BATCH = 512  # records per write to the store
+_PUBLISH_RETRY_S = 1.0  # wait before writing again to a store that could not take them
 
 
 def json_size(value: Any) -> int:
@@ -128,10 +139,12 @@ class ElicitationActor(Actor):
         policy: Policy,
         registry: dict[str, ActorRef],
         metrics: Metrics,
+        store: Store,
         url_policy: UrlPolicy | None = None,
         resolver: Resolver | None = None,
     ) -> None:
         self.policy = policy
+        self.store = store
         self.url_policy = url_policy
         self.resolver = resolver
         self.metrics = metrics
@@ -149,6 +162,9 @@ class ElicitationActor(Actor):
         self._releases: Counter[str] = Counter()
         self._releases_due = trio.Event()
         self.nursery.start_soon(self._flush_releases)
+        self._changed: dict[str, Record] = {}  # records to publish to the store
+        self._changed_due = trio.Event()
+        self.nursery.start_soon(self._publish_changes)
         # Every elicitation of a previous incarnation died with it: free their slots. If the
         # limiter is itself dead, it restarts empty and rest_for_one restarts us after it.
         with contextlib.suppress(ActorGone, Busy):
@@ -162,6 +178,13 @@ class ElicitationActor(Actor):
         return len(self.records) - len(self.retention)
 
     # -- API ---------------------------------------------------------------------------------
+
+    async def handle_cast(self, msg: Any) -> None:
+        if type(msg) is Republish:
+            for record in self.records.values():
+                self.changed(record)
+        else:
+            await super().handle_cast(msg)  # raises: an unknown cast crashes the actor
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         self._evict(self.now())
@@ -229,6 +252,7 @@ class ElicitationActor(Actor):
         # an application completion that comes before the child's first turn is honoured.
         record.start()
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
+        self.changed(record)
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
@@ -275,6 +299,34 @@ class ElicitationActor(Actor):
             expiry = self.retention.next_expiry()
             self._evict_at = math.inf if expiry is None else expiry
         self.event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
+
+    def changed(self, record: Record) -> None:
+        """``record``'s status row may have changed: publish it to the store."""
+        self._changed[record.id] = record
+        self._changed_due.set()
+
+    async def _publish_changes(self) -> None:
+        """Write the changed records to the store, in batches; keep them when it fails."""
+        replica = self.store.replica
+        while True:
+            await self._changed_due.wait()
+            self._changed_due = trio.Event()
+            batch = dict(list(self._changed.items())[:_PUBLISH_BATCH])
+            for elicitation_id in batch:
+                del self._changed[elicitation_id]
+            if self._changed:
+                self._changed_due.set()
+            rows = [
+                SharedRecord(dataclasses.asdict(r.info()), r.tenant, replica)
+                for r in batch.values()
+            ]
+            try:
+                await self.store.publish(rows)
+            except StoreUnavailable:
+                for elicitation_id, record in batch.items():
+                    self._changed.setdefault(elicitation_id, record)
+                await trio.sleep(_PUBLISH_RETRY_S)
+                self._changed_due.set()
 
     def _evict(self, now: float) -> None:
         if now < self._evict_at:
@@ -515,6 +567,13 @@ class ElicitationActor(Actor):
         for record in live:
             if record.rid is not None:
                 record.peer.forget_request(record.rid)
+        # Their ends go to the store now: this replica lives on, and nobody else would.
+        rows = [
+            SharedRecord(dataclasses.asdict(r.info()), r.tenant, self.store.replica)
+            for r in self._changed.values()
+        ]
+        with trio.move_on_after(1.0), contextlib.suppress(StoreUnavailable):
+            await self.store.publish(rows)
 
 
 def _request_params(record: Record, effect: SendRequest) -> dict[str, Any]:

@@ -48,6 +48,7 @@ __all__ = [
     "ListAll",
     "NotifyComplete",
     "Record",
+    "Republish",
     "ResponseRoute",
 ]
 
@@ -111,6 +112,11 @@ class CompleteIt:
     elicitation_id: str
     tenant: Tenant
     content: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Republish:
+    """Publish every record to the store again (a cast: the store lost this replica's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +242,7 @@ class Record:
                     self.warned = True
                 self.work.append(effect)
         self.wake()
+        self.actor.changed(self)
         return replies
 
     def on_response(self, rid: str, response: PeerResponse) -> None:
