@@ -216,7 +216,8 @@ class ElicitationActor(Actor):
         raise TypeError(f"unknown elicitation call {kind.__name__}")
 
     async def _ask(self, ref: ActorRef, msg: Any) -> Any:
-        """Call a sibling actor; its Busy/death becomes the caller's typed error.
+        """Call a sibling actor; its Busy/death (or the store's outage) becomes the caller's
+        typed error.
 
         Never raises: an exception escaping ``handle_call`` would crash this actor and fail
         every pending waiter for one caller's bad luck. No timeout: a sibling that dies fails
@@ -224,12 +225,14 @@ class ElicitationActor(Actor):
         """
         try:
             return await ref.call(msg, timeout=None)
-        except (Busy, ActorGone) as exc:
+        except (Busy, ActorGone, StoreUnavailable) as exc:
             return ErrorReply(exc)
 
     async def _create(self, msg: Create) -> Any:
         decision = await self._ask(self.ratelimiter, Acquire(msg.client, msg.charge))
         if isinstance(decision, ErrorReply):
+            if isinstance(decision.error, StoreUnavailable):
+                self.metrics.on_refused("store_unavailable")
             return decision
         if isinstance(decision, Refused):
             self.metrics.on_refused(decision.limit)
