@@ -62,6 +62,7 @@ __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
     "INTROSPECTION_CLIENT_ENV",
     "STATE_KEYS_ENV",
+    "STORE_ENV",
     "http_config",
     "load_server",
     "auth_config",
@@ -70,6 +71,7 @@ __all__ = [
     "parse_args",
     "runtime_config",
     "state_keyring",
+    "store_url",
 ]
 
 #: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
@@ -84,9 +86,15 @@ log = structlog.get_logger("erlmcp.serve")
 #: Environment variable holding the ``requestState`` key ring when ``--keyring`` is not given.
 STATE_KEYS_ENV = "ERLMCP_STATE_KEYS"
 
+#: Environment variable naming the shared store when ``--store`` is not given.
+STORE_ENV = "ERLMCP_STORE"
+
 
 def runtime_config(
-    elicitation_timeout: float | None, dev: bool, rate: int | None = None
+    elicitation_timeout: float | None,
+    dev: bool,
+    rate: int | None = None,
+    store: str | None = None,
 ) -> RuntimeConfig:
     """The runtime policy for ``serve``'s options.
 
@@ -95,10 +103,14 @@ def runtime_config(
             defaults (300 s / 600 s); the expiry warning comes at most a quarter of it early.
         dev: Allow ``http://`` URLs to loopback hosts in URL mode.
         rate: New elicitations per client per minute, or ``None`` for the default (10).
+        store: The shared store (``memory`` or ``redis://HOST:PORT/DB``), or ``None`` for the
+            default (``memory``).
     """
     fields: dict[str, object] = {"url_dev": dev}
     if rate is not None:
         fields["rate"] = rate
+    if store is not None:
+        fields["store"] = store
     if elicitation_timeout is not None:
         fields.update(
             form_deadline_s=elicitation_timeout,
@@ -258,12 +270,27 @@ def _read_or_create_keyring(path: str) -> str:
     return text
 
 
+def store_url(value: str | None, environ: Mapping[str, str]) -> str | None:
+    """The shared store: ``--store``'s value, else the environment variable
+    :data:`STORE_ENV`, else ``None`` (the embedded in-memory store).
+
+    Raises:
+        ValueError: not ``memory`` nor ``redis://HOST:PORT/DB`` (the message says why).
+    """
+    from erlmcp_py.core.shared import parse_store_url
+
+    value = value if value is not None else environ.get(STORE_ENV) or None
+    if value is not None:
+        parse_store_url(value)
+    return value
+
+
 def load_server(spec: str, config: RuntimeConfig) -> Server:
     """The server named by ``--server MODULE:NAME``.
 
     ``NAME`` is a :class:`~erlmcp_py.mcp.server.Server`, or a function that takes the
     :class:`RuntimeConfig` built from the command's options (``--rate``,
-    ``--elicitation-timeout``, ``--dev``) and returns one, like the bundled
+    ``--elicitation-timeout``, ``--dev``, ``--store``) and returns one, like the bundled
     ``erlmcp_py.example_server:build_server``. A ``Server`` object keeps its own policy, except
     for what those options set. The current directory is importable.
 
@@ -405,6 +432,14 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         f"default: ${STATE_KEYS_ENV}, else a random key per process",
     )
     serve.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="state shared between replicas (rate limits, pending caps, elicitation records, "
+        "URL-mode completion, replica failure): redis://HOST:PORT/DB on Redis or Valkey, or "
+        f"memory for this process only; default: ${STORE_ENV}, else memory",
+    )
+    serve.add_argument(
         "--auth-issuer",
         default=None,
         metavar="URL",
@@ -467,7 +502,12 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
 
 def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
-    config = runtime_config(args.elicitation_timeout, args.dev, args.rate)
+    try:
+        store = store_url(args.store, os.environ)
+    except ValueError as exc:
+        print(f"erlmcp-py serve: --store: {exc}", file=sys.stderr)
+        return 2
+    config = runtime_config(args.elicitation_timeout, args.dev, args.rate, store)
     server: Server | None = None
     if args.server is not None:
         try:

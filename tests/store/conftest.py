@@ -1,69 +1,15 @@
-"""A real ``redis-server`` per test module: a free loopback port, a temporary directory, no
-persistence. Each test names its own key prefix, so tests never see each other's state."""
+"""A real ``redis-server`` per test module (``tests/store/server.py``). Each test names its own
+key prefix, so tests never see each other's state."""
 
 from __future__ import annotations
 
-import secrets
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.components import require
-
-
-class RedisServer:
-    """One ``redis-server`` process that a test can stop and start again on the same port."""
-
-    def __init__(self, executable: str, directory: str) -> None:
-        self.executable = executable
-        self.directory = directory
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def url(self, **options: str) -> str:
-        """A store URL on this server with a fresh key prefix (and fast heartbeats)."""
-        query = {"prefix": f"t{secrets.token_hex(4)}", "timeout": "0.5", "heartbeat": "0.1",
-                 "heartbeat_ttl": "0.6", **options}  # fmt: skip
-        return f"redis://127.0.0.1:{self.port}/0?" + "&".join(f"{k}={v}" for k, v in query.items())
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                self.executable,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.directory,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(10)
-            self.process = None
+from tests.store.server import RedisServer
 
 
 @pytest.fixture(scope="module")

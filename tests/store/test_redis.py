@@ -32,7 +32,7 @@ from erlmcp_py import (
 )
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.testing import MemoryPeer
-from tests.store.conftest import RedisServer
+from tests.store.server import RedisServer
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ALICE = Tenant("alice", "ws1")
