@@ -313,6 +313,8 @@ class ElicitationActor(Actor):
         replica = self.store.replica
         while True:
             await self._changed_due.wait()
+            if self.store.publish_delay_s:
+                await trio.sleep(self.store.publish_delay_s)
             self._changed_due = trio.Event()
             batch = dict(list(self._changed.items())[:_PUBLISH_BATCH])
             for elicitation_id in batch:

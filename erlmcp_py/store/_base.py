@@ -43,6 +43,10 @@ class Store(Protocol):
     replica: str
     """This replica's id (random per process)."""
 
+    publish_delay_s: float
+    """How long a change waits to be published, so that the changes of a fast elicitation
+    (created, sent, answered) become one write: 0 in memory."""
+
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         """Admit one new elicitation of ``client`` or say which limit refuses, as
         :meth:`~erlmcp_py.core.ratelimit.RateLimiter.try_acquire` (``now``: the shell's

@@ -23,6 +23,8 @@ __all__ = ["MemoryStore"]
 class MemoryStore:
     """The in-memory :class:`~erlmcp_py.store.Store` (``--store memory``, the default)."""
 
+    publish_delay_s = 0.0
+
     def __init__(self, policy: RatePolicy, replica: str) -> None:
         self.replica = replica
         self._policy = policy

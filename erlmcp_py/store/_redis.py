@@ -14,8 +14,8 @@ The heartbeat (every ``heartbeat`` s) registers this replica in the live set for
 expired: their live records are marked dead (read back as ``Failed(runtime_restarted)``)
 and their pending counts dropped. When the heartbeat finds this replica was not registered
 (it was found dead during an outage, or the server restarted empty), it asks the host to
-publish every record again. The heartbeat also writes the releases that failed while the
-store was down.
+publish every record again. Releases are written in the background (the rate limiter never waits for
+them); the heartbeat writes those that failed while the store was down.
 
 Admission is one script (``ADMIT``): the client's pending count and the total, summed over
 the live replicas, then the token bucket. Records are written by ``PUBLISH`` and read by
@@ -83,6 +83,8 @@ def _text(value: Any) -> str:
 class RedisStore:
     """The Redis/Valkey :class:`~erlmcp_py.store.Store`. Open it with :func:`open_redis_store`."""
 
+    publish_delay_s = 0.005
+
     def __init__(
         self,
         url: StoreUrl,
@@ -118,6 +120,7 @@ class RedisStore:
         self._forwarded = 0
         self._owed: Counter[str] = Counter()  # releases not written yet
         self._reset_owed = False
+        self._owed_due = trio.Event()
         self._pending: Counter[str] = Counter()  # this replica's admitted, not released
         self._admitted = 0
         self._refused: Counter[str] = Counter()
@@ -199,8 +202,15 @@ class RedisStore:
             else:
                 self._pending.pop(client, None)
         self._owed.update(counts)
-        if self.available:
-            await self._write_owed()
+        self._owed_due.set()  # written by _flush_owed: the caller does not wait for it
+        await trio.lowlevel.checkpoint()
+
+    async def _flush_owed(self) -> None:
+        while True:
+            await self._owed_due.wait()
+            self._owed_due = trio.Event()
+            with suppress(StoreUnavailable):  # else written by the heartbeat once it is back
+                await self._write_owed()
 
     async def _write_owed(self) -> None:
         """Write the releases (and a reset) not written yet; on failure they stay owed."""
@@ -412,6 +422,7 @@ class RedisStore:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._heartbeat)
+                nursery.start_soon(self._flush_owed)
                 nursery.start_soon(self._subscribe)
                 try:
                     yield self
