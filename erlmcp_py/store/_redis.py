@@ -398,10 +398,13 @@ class RedisStore:
                 while True:
                     message = await client.get_pubsub_message()
                     self._on_message(message.message)
+            except GlideError as exc:  # the subscription broke for good: open a new one
+                log.warning("store_subscription_lost", error=type(exc).__name__)
             finally:
                 with trio.move_on_after(_CLOSE_S) as cleanup:
                     cleanup.shield = True
                     await client.close()
+            await trio.sleep(self.url.heartbeat_s)
 
     def stats(self) -> dict[str, Any]:
         return {

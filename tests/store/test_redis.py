@@ -143,6 +143,8 @@ async def test_status_and_list_span_replicas_and_stay_tenant_scoped(
                 await runtime.get_elicitation_status("no-such-id", tenant=BOB)
             assert str(foreign.value) == str(unknown.value)
             assert await runtime.list_elicitations(tenant=BOB) == []
+        extended = await b.extend_timeout(handle.id, tenant=ALICE, seconds=30)  # forwarded to a
+        assert (extended.extensions_used, extended.deadline) == (1, row.deadline + 30)
         await b.cancel_elicitation(handle.id, tenant=ALICE)  # forwarded to a
         assert (await handle.outcome()).__class__.__name__ == "Cancelled"
         ended = await eventually(
