@@ -85,6 +85,20 @@ async def test_the_rate_limit_holds_across_replicas(redis_server: RedisServer) -
         assert b.metrics()["refused"] == {"rate": 1}
 
 
+async def test_the_shared_bucket_refills_at_the_rate_and_retry_after_is_never_short(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=2, rate_window_s=0.4) as (a, b):
+        peer = MemoryPeer(peer_id="client-1")
+        await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await b.create_elicitation(form(), peer=peer, tenant=ALICE)
+        with pytest.raises(RateLimited) as limited:
+            await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        assert 0 < limited.value.retry_after <= 0.200001  # one token: 0.4 s / 2
+        await trio.sleep(limited.value.retry_after)
+        await b.create_elicitation(form(), peer=peer, tenant=ALICE)  # refilled, on the other
+
+
 async def test_a_replayed_question_takes_no_token_on_another_replica(
     redis_server: RedisServer,
 ) -> None:
@@ -277,6 +291,22 @@ async def test_a_store_outage_is_a_clear_error_without_a_hang_and_recovers(
             lambda: _store_row(a, held.id),
             lambda row: row is not None and row.row["status"] == "cancelled",
         )
+
+
+async def test_a_replica_starts_while_the_store_is_down_and_admits_once_it_is_up(
+    redis_server: RedisServer,
+) -> None:
+    redis_server.stop()
+    try:
+        async with replicas(redis_server.url(), 1, rate=100) as (a,):
+            peer = MemoryPeer()
+            with trio.fail_after(2), pytest.raises(StoreUnavailable):
+                await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+            redis_server.start()
+            await eventually(lambda: _try_create(a, peer), bool)
+    finally:
+        if redis_server.process is None:
+            redis_server.start()
 
 
 async def _store_row(runtime: Runtime, elicitation_id: str) -> Any:
