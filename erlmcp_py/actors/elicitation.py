@@ -33,9 +33,8 @@ the client's ``accept`` only means the user agreed to open the page, so the reco
 waiting for the application's ``complete_elicitation``; then
 ``notifications/elicitation/complete`` goes to the initiating client.
 
-Every change of a record marks it for publication: one task writes the marked records to the
-store in batches (``Store.publish``), so other replicas see their status; when the store
-cannot take them they stay marked and are written when it is back.
+Every change of a record is handed to the store (``Store.changed``), which publishes its
+status row for the other replicas (the in-memory store has none, and does nothing).
 
 If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
 takes every child task with it; ``terminate`` tells each client to drop its open request and
@@ -46,7 +45,6 @@ then feeds ``RuntimeRestart`` to every live record: each waiter gets
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import secrets
 from collections import Counter
@@ -107,7 +105,6 @@ from erlmcp_py.core.outcomes import Accepted, Failed
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
-from erlmcp_py.core.shared import SharedRecord
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
 from erlmcp_py.store import Store
@@ -119,8 +116,6 @@ log = structlog.get_logger("erlmcp_py.elicitation")
 
 #: The name of every elicitation child task.
 _CHILD_TASK = f"{__name__}.ElicitationActor.child"
-_PUBLISH_BATCH = 512  # records per write to the store
-_PUBLISH_RETRY_S = 1.0  # wait before writing again to a store that could not take them
 
 
 def json_size(value: Any) -> int:
@@ -162,9 +157,6 @@ class ElicitationActor(Actor):
         self._releases: Counter[str] = Counter()
         self._releases_due = trio.Event()
         self.nursery.start_soon(self._flush_releases)
-        self._changed: dict[str, Record] = {}  # records to publish to the store
-        self._changed_due = trio.Event()
-        self.nursery.start_soon(self._publish_changes)
         # Every elicitation of a previous incarnation died with it: free their slots. If the
         # limiter is itself dead, it restarts empty and rest_for_one restarts us after it.
         with contextlib.suppress(ActorGone, Busy):
@@ -304,34 +296,8 @@ class ElicitationActor(Actor):
         self.event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
 
     def changed(self, record: Record) -> None:
-        """``record``'s status row may have changed: publish it to the store."""
-        self._changed[record.id] = record
-        self._changed_due.set()
-
-    async def _publish_changes(self) -> None:
-        """Write the changed records to the store, in batches; keep them when it fails."""
-        replica = self.store.replica
-        while True:
-            await self._changed_due.wait()
-            if self.store.publish_delay_s:
-                await trio.sleep(self.store.publish_delay_s)
-            self._changed_due = trio.Event()
-            batch = dict(list(self._changed.items())[:_PUBLISH_BATCH])
-            for elicitation_id in batch:
-                del self._changed[elicitation_id]
-            if self._changed:
-                self._changed_due.set()
-            rows = [
-                SharedRecord(dataclasses.asdict(r.info()), r.tenant, replica)
-                for r in batch.values()
-            ]
-            try:
-                await self.store.publish(rows)
-            except StoreUnavailable:
-                for elicitation_id, record in batch.items():
-                    self._changed.setdefault(elicitation_id, record)
-                await trio.sleep(_PUBLISH_RETRY_S)
-                self._changed_due.set()
+        """``record``'s status row may have changed: hand it to the store."""
+        self.store.changed(record.id, record.shared)
 
     def _evict(self, now: float) -> None:
         if now < self._evict_at:
@@ -572,13 +538,6 @@ class ElicitationActor(Actor):
         for record in live:
             if record.rid is not None:
                 record.peer.forget_request(record.rid)
-        # Their ends go to the store now: this replica lives on, and nobody else would.
-        rows = [
-            SharedRecord(dataclasses.asdict(r.info()), r.tenant, self.store.replica)
-            for r in self._changed.values()
-        ]
-        with trio.move_on_after(1.0), contextlib.suppress(StoreUnavailable):
-            await self.store.publish(rows)
 
 
 def _request_params(record: Record, effect: SendRequest) -> dict[str, Any]:

@@ -22,7 +22,6 @@ forward here.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,6 +46,7 @@ from erlmcp_py.actors.record import (
     GetStatus,
     ListAll,
     Republish,
+    info_row,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
@@ -354,7 +354,7 @@ class Runtime:
         else:
             message = CompleteIt(elicitation_id, tenant, argument)
         info: ElicitationInfo = await self._call(message)
-        return dataclasses.asdict(info)
+        return info_row(info)
 
     def rejoined(self) -> None:
         """The store lost this replica's records: the elicitation actor publishes them all."""

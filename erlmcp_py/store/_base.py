@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from erlmcp_py.core.outcomes import Tenant
@@ -36,16 +36,12 @@ class Store(Protocol):
 
     Every method that reaches a server runs under the store's deadline and raises
     :class:`~erlmcp_py.core.errors.StoreUnavailable` past it (or at once while the store is
-    known to be down); :meth:`release` and :meth:`publish` keep what they could not write
-    and write it when the store is back.
+    known to be down); :meth:`release` and :meth:`changed` hand their writes over, and the
+    store keeps what it could not write until it is back.
     """
 
     replica: str
     """This replica's id (random per process)."""
-
-    publish_delay_s: float
-    """How long a change waits to be published, so that the changes of a fast elicitation
-    (created, sent, answered) become one write: 0 in memory."""
 
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         """Admit one new elicitation of ``client`` or say which limit refuses, as
@@ -65,12 +61,10 @@ class Store(Protocol):
         """Admission counters of this replica."""
         ...
 
-    async def publish(self, records: Sequence[SharedRecord]) -> None:
-        """Write this replica's records (terminal ones are kept for the retention period).
-
-        Raises:
-            StoreUnavailable: nothing was written; publish them again later.
-        """
+    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+        """An elicitation of this replica changed: publish it for the other replicas
+        (``snapshot`` is called when the store writes it; terminal ones are kept for the
+        retention period). Never blocks, never raises."""
         ...
 
     async def find(self, elicitation_id: str, tenant: Tenant) -> SharedRecord | None:

@@ -6,7 +6,7 @@ other replicas: their records are none, and no call is ever forwarded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -22,8 +22,6 @@ __all__ = ["MemoryStore"]
 
 class MemoryStore:
     """The in-memory :class:`~erlmcp_py.store.Store` (``--store memory``, the default)."""
-
-    publish_delay_s = 0.0
 
     def __init__(self, policy: RatePolicy, replica: str) -> None:
         self.replica = replica
@@ -44,8 +42,8 @@ class MemoryStore:
     def rate_stats(self) -> RateLimiterStats:
         return self._limiter.stats()
 
-    async def publish(self, records: Sequence[SharedRecord]) -> None:
-        await trio.lowlevel.checkpoint()
+    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+        pass  # no other replica to tell
 
     async def find(self, elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
         await trio.lowlevel.checkpoint()

@@ -14,13 +14,15 @@ The heartbeat (every ``heartbeat`` s) registers this replica in the live set for
 expired: their live records are marked dead (read back as ``Failed(runtime_restarted)``)
 and their pending counts dropped. When the heartbeat finds this replica was not registered
 (it was found dead during an outage, or the server restarted empty), it asks the host to
-publish every record again. Releases are written in the background (the rate limiter never waits for
-them); the heartbeat writes those that failed while the store was down.
+publish every record again.
 
 Admission is one script (``ADMIT``): the client's pending count and the total, summed over
-the live replicas, then the token bucket. Records are written by ``PUBLISH`` and read by
-``HMGET``/``LIST``. A call forwarded to the holder replica is a message on its channel; the
-holder runs it through its runtime and answers on the caller's channel.
+the live replicas, then the token bucket. Releases are written in the background (the rate
+limiter never waits for them); the heartbeat writes those that failed while the store was
+down. A changed record is written a few milliseconds later, in a batch (``PUBLISH``), and
+read by ``HMGET``/``LIST``; one that cannot be written waits for the next try. A call
+forwarded to the holder replica is a message on its channel; the holder runs it through its
+runtime and answers on the caller's channel.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ log = structlog.get_logger("erlmcp_py.store")
 T = TypeVar("T")
 
 _CLOSE_S = 1.0  # longest wait for a client to close
+_PUBLISH_DELAY_S = 0.005  # a fast elicitation's changes (created, sent, ended): one write
+_PUBLISH_BATCH = 512  # records per write
 
 
 def _text(value: Any) -> str:
@@ -82,8 +86,6 @@ def _text(value: Any) -> str:
 
 class RedisStore:
     """The Redis/Valkey :class:`~erlmcp_py.store.Store`. Open it with :func:`open_redis_store`."""
-
-    publish_delay_s = 0.005
 
     def __init__(
         self,
@@ -121,6 +123,8 @@ class RedisStore:
         self._owed: Counter[str] = Counter()  # releases not written yet
         self._reset_owed = False
         self._owed_due = trio.Event()
+        self._outbox: dict[str, Callable[[], SharedRecord]] = {}  # records to publish
+        self._outbox_due = trio.Event()
         self._pending: Counter[str] = Counter()  # this replica's admitted, not released
         self._admitted = 0
         self._refused: Counter[str] = Counter()
@@ -248,9 +252,36 @@ class RedisStore:
 
     # -- records ------------------------------------------------------------------------------
 
-    async def publish(self, records: Sequence[SharedRecord]) -> None:
-        if not records:
-            return
+    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+        self._outbox[elicitation_id] = snapshot
+        self._outbox_due.set()
+
+    async def _flush_outbox(self) -> None:
+        """Publish the changed records in batches, a moment after the first change; what
+        cannot be written stays for the next try (a newer change of it wins)."""
+        while True:
+            await self._outbox_due.wait()
+            await trio.sleep(_PUBLISH_DELAY_S)
+            self._outbox_due = trio.Event()
+            try:
+                await self._publish_some()
+            except StoreUnavailable:
+                await trio.sleep(self.url.heartbeat_s)
+            if self._outbox:
+                self._outbox_due.set()
+
+    async def _publish_some(self) -> None:
+        batch = dict(list(self._outbox.items())[:_PUBLISH_BATCH])
+        for elicitation_id in batch:
+            del self._outbox[elicitation_id]
+        try:
+            await self._publish([snapshot() for snapshot in batch.values()])
+        except StoreUnavailable:
+            for elicitation_id, snapshot in batch.items():
+                self._outbox.setdefault(elicitation_id, snapshot)
+            raise
+
+    async def _publish(self, records: Sequence[SharedRecord]) -> None:
         args = [self.replica, self.keys.live_prefix, self.keys.record_prefix,
                 self.keys.index_prefix, str(self._live_ttl_ms), str(self._keep_ms),
                 str(self._keep_n)]  # fmt: skip
@@ -426,6 +457,7 @@ class RedisStore:
                 self._nursery = nursery
                 nursery.start_soon(self._heartbeat)
                 nursery.start_soon(self._flush_owed)
+                nursery.start_soon(self._flush_outbox)
                 nursery.start_soon(self._subscribe)
                 try:
                     yield self
@@ -433,9 +465,11 @@ class RedisStore:
                     nursery.cancel_scope.cancel()
         finally:
             self._nursery = None
-            with trio.move_on_after(self.url.timeout_s + _CLOSE_S) as cleanup:
+            with trio.move_on_after(2 * self.url.timeout_s + _CLOSE_S) as cleanup:
                 cleanup.shield = True
                 try:
+                    while self._outbox and self.available:  # the outcomes of the stop
+                        await self._publish_some()
                     await self._beat(0)
                 except StoreUnavailable:
                     log.warning("store_leave_failed", replica=self.replica)

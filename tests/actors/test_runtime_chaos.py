@@ -474,7 +474,7 @@ async def check_quiescent(chaos: Chaos) -> None:
     leftover = [
         t.name
         for t in actor.nursery.child_tasks
-        if not t.name.endswith(("_flush_releases", "_publish_changes")) and t.name != idle_watcher
+        if not t.name.endswith("_flush_releases") and t.name != idle_watcher
     ]
     assert not leftover, f"a child task outlived its elicitation: {leftover}"
     for i, handle in chaos.handles.items():
