@@ -437,7 +437,8 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         metavar="URL",
         help="state shared between replicas (rate limits, pending caps, elicitation records, "
         "URL-mode completion, replica failure): redis://HOST:PORT/DB on Redis or Valkey, or "
-        f"memory for this process only; default: ${STORE_ENV}, else memory",
+        f"memory for this process only; default: ${STORE_ENV} (where a URL with a password "
+        "belongs), else memory",
     )
     serve.add_argument(
         "--auth-issuer",
@@ -758,6 +759,7 @@ def parse_args(argv: list[str] | None, environ: Mapping[str, str]) -> argparse.N
 
 def _check_config(path: str) -> int:
     """``erlmcp-py check-config FILE``: 0 and the options when valid, else 2 and each problem."""
+    from erlmcp_py.core.shared import parse_store_url
     from erlmcp_py.serve_config import ConfigError, load_serve_config
 
     try:
@@ -772,6 +774,8 @@ def _check_config(path: str) -> int:
         print(f"{path}: state_keys: {exc}", file=sys.stderr)
         return 2
     for key, value in sorted(options.items()):
+        if key == "store":  # without its password
+            value = str(parse_store_url(value))
         print(f"{key} = {value!r}")
     return 0
 

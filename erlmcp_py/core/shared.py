@@ -33,9 +33,9 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
@@ -88,6 +88,8 @@ class StoreUrl:
         heartbeat_s: How often a replica says it is alive (query ``heartbeat``, default 1 s).
         heartbeat_ttl_s: How long a silent replica counts as alive (query ``heartbeat_ttl``,
             default 5 s): past it, a survivor fails its elicitations.
+        username: The ACL user (``redis://USER:PASSWORD@HOST``), if any.
+        password: The password (``redis://:PASSWORD@HOST``), if any; never shown.
     """
 
     kind: StoreKind = "memory"
@@ -98,6 +100,8 @@ class StoreUrl:
     timeout_s: float = 1.0
     heartbeat_s: float = 1.0
     heartbeat_ttl_s: float = 5.0
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         if self.kind == "memory":
@@ -110,30 +114,35 @@ _QUERY = {"prefix": "prefix", "timeout": "timeout_s", "heartbeat": "heartbeat_s"
 
 
 def parse_store_url(text: str) -> StoreUrl:
-    """Parse ``memory`` or ``redis://HOST[:PORT][/DB][?prefix=…&timeout=…&heartbeat=…
-    &heartbeat_ttl=…]`` (``valkey://`` is the same).
+    """Parse ``memory`` or ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=…&timeout=…
+    &heartbeat=…&heartbeat_ttl=…]`` (``valkey://`` is the same).
 
     Raises:
-        ValueError: not one of these forms, or a value out of range (the message names it).
+        ValueError: not one of these forms, or a value out of range (the message names it,
+            never the password).
     """
     if text == "memory":
         return StoreUrl()
     parts = urlsplit(text)
     if parts.scheme not in ("redis", "valkey"):
-        raise ValueError(f"a store is 'memory' or redis://HOST:PORT/DB, got {text!r}")
-    if parts.username or parts.password:
-        raise ValueError("a store URL carries no credentials")
+        scheme = f"a {parts.scheme}: URL" if parts.scheme else repr(text)
+        raise ValueError(f"a store is 'memory' or redis://HOST:PORT/DB, got {scheme}")
     if not parts.hostname:
-        raise ValueError(f"the store URL {text!r} names no host")
+        raise ValueError("the store URL names no host")
     try:
         port = parts.port or 6379
     except ValueError:
-        raise ValueError(f"the store URL {text!r} has a bad port") from None
+        raise ValueError("the store URL has a bad port") from None
     path = parts.path.strip("/")
     if path and not path.isdigit():
         raise ValueError(f"the store URL's database must be a number, got {path!r}")
     fields: dict[str, Any] = {"kind": "redis", "host": parts.hostname, "port": port,
                               "db": int(path or 0)}  # fmt: skip
+    if parts.password:
+        fields["password"] = unquote(parts.password)
+        fields["username"] = unquote(parts.username) if parts.username else None
+    elif parts.username:
+        raise ValueError("the store URL names a user without a password")
     for key, values in parse_qs(parts.query, keep_blank_values=True, strict_parsing=False).items():
         if key not in _QUERY:
             raise ValueError(f"unknown store URL option {key!r} (known: {', '.join(_QUERY)})")

@@ -44,6 +44,7 @@ from glide import (
     LogLevel as GlideLogLevel,
     NodeAddress,
     Script,
+    ServerCredentials,
 )
 
 from erlmcp_py.core.errors import ErlmcpError, StoreUnavailable
@@ -143,6 +144,9 @@ class RedisStore:
         return GlideClientConfiguration(
             [NodeAddress(self.url.host, self.url.port)],
             database_id=self.url.db,
+            credentials=None
+            if self.url.password is None
+            else ServerCredentials(self.url.password, self.url.username),
             request_timeout=max(1, round(self.url.timeout_s * 1000)),
             client_name=f"erlmcp-{self.replica}",
             pubsub_subscriptions=subscriptions,

@@ -67,7 +67,8 @@ def test_store_urls_name_memory_or_a_redis_server_with_options() -> None:
         ("redis://", "names no host"),
         ("redis://h:99999/0", "bad port"),
         ("redis://h/zero", "database must be a number"),
-        ("redis://user:secret@h/0", "no credentials"),
+        ("redis://user@h/0", "a user without a password"),
+        ("rediss://:secret@h/0", "got a rediss: URL"),
         ("redis://h/0?speed=1", "unknown store URL option"),
         ("redis://h/0?timeout=-1", "positive number"),
         ("redis://h/0?prefix=a:b", "prefix"),
@@ -77,6 +78,17 @@ def test_store_urls_name_memory_or_a_redis_server_with_options() -> None:
 def test_a_bad_store_url_says_what_is_wrong(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         parse_store_url(text)
+
+
+def test_a_store_password_is_taken_and_never_shown() -> None:
+    url = parse_store_url("redis://app:s%40cret@h:6380/1")
+    assert (url.username, url.password) == ("app", "s@cret")
+    assert "cret" not in repr(url)
+    assert "cret" not in str(url)
+    assert parse_store_url("redis://:pw@h").username is None
+    with pytest.raises(ValueError) as refused:
+        parse_store_url("redis://:pw@h:port/0")
+    assert "pw" not in str(refused.value)
 
 
 def test_every_key_starts_with_the_prefix() -> None:

@@ -12,34 +12,29 @@ import time
 class RedisServer:
     """One ``redis-server`` process that a test can stop and start again on the same port."""
 
-    def __init__(self, executable: str, directory: str) -> None:
+    def __init__(self, executable: str, directory: str, *extra: str) -> None:
         self.executable = executable
         self.directory = directory
+        self.extra = extra  # more redis-server options
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.process: subprocess.Popen[bytes] | None = None
 
-    def url(self, **options: str) -> str:
-        """A store URL on this server with a fresh key prefix (and fast heartbeats)."""
+    def url(self, credentials: str = "", **options: str) -> str:
+        """A store URL on this server with a fresh key prefix (and fast heartbeats);
+        ``credentials``: ``USER:PASSWORD@`` or ``:PASSWORD@``."""
         query = {"prefix": f"t{secrets.token_hex(4)}", "timeout": "0.5", "heartbeat": "0.1",
                  "heartbeat_ttl": "0.6", **options}  # fmt: skip
-        return f"redis://127.0.0.1:{self.port}/0?" + "&".join(f"{k}={v}" for k, v in query.items())
+        options_text = "&".join(f"{k}={v}" for k, v in query.items())
+        return f"redis://{credentials}127.0.0.1:{self.port}/0?{options_text}"
 
     def start(self) -> None:
         self.process = subprocess.Popen(
             [
-                self.executable,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.directory,
+                *(self.executable, "--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", self.directory),
+                *self.extra,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -311,3 +311,18 @@ async def test_a_replica_starts_while_the_store_is_down_and_admits_once_it_is_up
 
 async def _store_row(runtime: Runtime, elicitation_id: str) -> Any:
     return await runtime.store.find(elicitation_id, ALICE)
+
+
+async def test_a_server_with_a_password_takes_it_from_the_url(tmp_path: Any) -> None:
+    from tests.components import require
+
+    server = RedisServer(require("redis-server"), str(tmp_path), "--requirepass", "s3cret")
+    server.start()
+    try:
+        async with replicas(server.url(":s3cret@"), 1, rate=100) as (a,):
+            await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        async with replicas(server.url(":wrong@"), 1, rate=100) as (b,):
+            with trio.fail_after(2), pytest.raises(StoreUnavailable):
+                await b.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+    finally:
+        server.stop()
