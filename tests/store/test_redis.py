@@ -24,6 +24,7 @@ from erlmcp_py import (
     ElicitationNotFound,
     ElicitationRequest,
     Failed,
+    InvalidAnswer,
     RateLimited,
     Runtime,
     Tenant,
@@ -200,6 +201,22 @@ async def test_a_url_completion_on_one_replica_reaches_the_one_holding_it(
             assert await handle.outcome() == Accepted({"ok": True})
         await eventually(lambda: _notified(peer), bool)
         assert b.metrics()["store"]["forwarded"] == 1
+
+
+async def test_a_forwarded_completion_is_validated_by_the_holder_and_refused_with_its_errors(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+        handle = await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        await eventually(lambda: _status(b, handle.id, ALICE), lambda info: info is not None)
+        with pytest.raises(InvalidAnswer) as refused:
+            await b.complete_elicitation(handle.id, {"name": 5}, tenant=ALICE)
+        ((error,),) = (refused.value.errors,)
+        assert (error.field, error.constraint) == ("name", "type")
+        assert "5" not in str(refused.value)  # the submitted value never travels back
+        info = await b.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
+        assert info.status == "completed"
+        assert await handle.outcome() == Accepted({"name": "Ada"})
 
 
 async def _notified(peer: MemoryPeer) -> bool:
