@@ -63,6 +63,7 @@ __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
     "INTROSPECTION_CLIENT_ENV",
     "STATE_KEYS_ENV",
+    "STORE_ENV",
     "http_config",
     "load_server",
     "auth_config",
@@ -71,6 +72,7 @@ __all__ = [
     "parse_args",
     "runtime_config",
     "state_keyring",
+    "store_url",
 ]
 
 #: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
@@ -85,12 +87,16 @@ log = structlog.get_logger("erlmcp.serve")
 #: Environment variable holding the ``requestState`` key ring when ``--keyring`` is not given.
 STATE_KEYS_ENV = "ERLMCP_STATE_KEYS"
 
+#: Environment variable naming the shared store when ``--store`` is not given.
+STORE_ENV = "ERLMCP_STORE"
+
 
 def runtime_config(
     elicitation_timeout: float | None,
     dev: bool,
     rate: int | None = None,
     locale: str | None = None,
+    store: str | None = None,
 ) -> RuntimeConfig:
     """The runtime policy for ``serve``'s options.
 
@@ -101,12 +107,16 @@ def runtime_config(
         rate: New elicitations per client per minute, or ``None`` for the default (10).
         locale: The language of the server's texts for a client that asks for none
             (``en-US`` or ``pt-BR``), or ``None`` for the default (en-US).
+        store: The shared store (``memory`` or ``redis://HOST:PORT/DB``), or ``None`` for the
+            default (``memory``).
     """
     fields: dict[str, object] = {"url_dev": dev}
     if rate is not None:
         fields["rate"] = rate
     if locale is not None:
         fields["locale"] = locale
+    if store is not None:
+        fields["store"] = store
     if elicitation_timeout is not None:
         fields.update(
             form_deadline_s=elicitation_timeout,
@@ -266,14 +276,29 @@ def _read_or_create_keyring(path: str) -> str:
     return text
 
 
+def store_url(value: str | None, environ: Mapping[str, str]) -> str | None:
+    """The shared store: ``--store``'s value, else the environment variable
+    :data:`STORE_ENV`, else ``None`` (the embedded in-memory store).
+
+    Raises:
+        ValueError: not ``memory`` nor ``redis://HOST:PORT/DB`` (the message says why).
+    """
+    from erlmcp_py.core.shared import parse_store_url
+
+    value = value if value is not None else environ.get(STORE_ENV) or None
+    if value is not None:
+        parse_store_url(value)
+    return value
+
+
 def load_server(spec: str, config: RuntimeConfig) -> Server:
     """The server named by ``--server MODULE:NAME``.
 
     ``NAME`` is a :class:`~erlmcp_py.mcp.server.Server`, or a function that takes the
     :class:`RuntimeConfig` built from the command's options (``--rate``,
-    ``--elicitation-timeout``, ``--dev``, ``--locale``) and returns one, like the bundled
-    ``erlmcp_py.example_server:build_server``. A ``Server`` object keeps its own policy, except
-    for what those options set. The current directory is importable.
+    ``--elicitation-timeout``, ``--dev``, ``--locale``, ``--store``) and returns one, like the
+    bundled ``erlmcp_py.example_server:build_server``. A ``Server`` object keeps its own policy,
+    except for what those options set. The current directory is importable.
 
     Raises:
         ValueError: ``spec`` is not ``MODULE:NAME``, or does not name a server or a factory.
@@ -420,6 +445,15 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         f"default: ${STATE_KEYS_ENV}, else a random key per process",
     )
     serve.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="state shared between replicas (rate limits, pending caps, elicitation records, "
+        "URL-mode completion, replica failure): redis://HOST:PORT/DB on Redis or Valkey, or "
+        f"memory for this process only; default: ${STORE_ENV} (where a URL with a password "
+        "belongs), else memory",
+    )
+    serve.add_argument(
         "--auth-issuer",
         default=None,
         metavar="URL",
@@ -482,7 +516,14 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
 
 def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
-    config = runtime_config(args.elicitation_timeout, args.dev, args.rate, args.locale)
+    try:
+        store = store_url(args.store, os.environ)
+    except ValueError as exc:
+        print(f"erlmcp-py serve: --store: {exc}", file=sys.stderr)
+        return 2
+    config = runtime_config(
+        args.elicitation_timeout, args.dev, args.rate, locale=args.locale, store=store
+    )
     server: Server | None = None
     if args.server is not None:
         try:
@@ -733,6 +774,7 @@ def parse_args(argv: list[str] | None, environ: Mapping[str, str]) -> argparse.N
 
 def _check_config(path: str) -> int:
     """``erlmcp-py check-config FILE``: 0 and the options when valid, else 2 and each problem."""
+    from erlmcp_py.core.shared import parse_store_url
     from erlmcp_py.serve_config import ConfigError, load_serve_config
 
     try:
@@ -747,6 +789,8 @@ def _check_config(path: str) -> int:
         print(f"{path}: state_keys: {exc}", file=sys.stderr)
         return 2
     for key, value in sorted(options.items()):
+        if key == "store":  # without its password
+            value = str(parse_store_url(value))
         print(f"{key} = {value!r}")
     return 0
 

@@ -17,6 +17,7 @@ Example::
     session_idle_timeout = 300
     sessions_per_client = 32
     state_keys = "/etc/erlmcp-py/state-keys"
+    store = "redis://127.0.0.1:6379/0"
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from erlmcp_py.core.shared import parse_store_url
 
 __all__ = ["ENV_PREFIX", "ConfigError", "ServeConfig", "load_serve_config"]
 
@@ -71,6 +74,7 @@ class ServeConfig(BaseModel):
     requests_per_client: int | None = Field(None, gt=0)
     suspended_per_client: int | None = Field(None, gt=0)
     state_keys: str | None = Field(None, min_length=1)
+    store: str | None = Field(None, min_length=1)
     auth_issuer: str | None = Field(None, min_length=1)
     auth_resource: str | None = Field(None, min_length=1)
     auth_jwks_url: str | None = Field(None, min_length=1)
@@ -87,6 +91,13 @@ class ServeConfig(BaseModel):
         # TOML writes 10 for ten seconds: take an integer where seconds are meant.
         if type(value) is int:
             return float(value)
+        return value
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_store_url(value)  # a ValueError names what is wrong
         return value
 
     def options(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import trio
 
 from erlmcp_py.cli import (
     STATE_KEYS_ENV,
+    STORE_ENV,
     _parser,
     auth_config,
     http_config,
@@ -22,6 +23,7 @@ from erlmcp_py.cli import (
     parse_args,
     runtime_config,
     state_keyring,
+    store_url,
 )
 from erlmcp_py.core.state_token import TOKEN_VERSION
 from erlmcp_py.transports.http import PrincipalLimits
@@ -56,6 +58,72 @@ def test_serve_rate_option_refuses_bad_values(bad: str, capsys: pytest.CaptureFi
         _parser().parse_args(["serve", "--rate", bad])
     assert exited.value.code == 2
     assert "--rate" in capsys.readouterr().err
+
+
+def test_serve_store_comes_from_the_option_else_the_environment_else_memory() -> None:
+    args = _parser().parse_args(["serve", "--store", "redis://127.0.0.1:6380/2"])
+    store = store_url(args.store, {STORE_ENV: "redis://elsewhere:6379/0"})
+    assert runtime_config(None, False, None, store).store == "redis://127.0.0.1:6380/2"
+    from_env = store_url(None, {STORE_ENV: "redis://elsewhere:6379/0"})
+    assert from_env == "redis://elsewhere:6379/0"
+    assert store_url(None, {}) is None
+    assert runtime_config(None, False).store == "memory"
+    with pytest.raises(ValueError, match="redis://HOST:PORT/DB"):
+        store_url("mysql://db", {})
+
+
+def test_serve_refuses_a_bad_store_url() -> None:
+    command = serve_command("--transport", "http", "--store", "redis://")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "erlmcp-py serve: --store: " in done.stderr
+
+
+async def test_serve_publishes_its_elicitations_to_the_store_it_is_given(tmp_path: Path) -> None:
+    from glide import GlideClient, GlideClientConfiguration, NodeAddress
+
+    from tests.components import require
+    from tests.store.server import RedisServer
+
+    redis = RedisServer(require("redis-server"), str(tmp_path))
+    redis.start()
+    port = free_port()
+    url = redis.url(prefix="cli")
+    command = serve_command("--transport", "http", "--port", str(port), "--store", url)
+    try:
+        with (tmp_path / "stderr").open("wb") as err, trio.fail_after(30):
+            process = await trio.lowlevel.open_process(
+                command, stdin=subprocess.DEVNULL, stderr=err
+            )
+            try:
+                async with httpx2.AsyncClient(timeout=5) as http:
+                    modern = Modern(http, f"http://127.0.0.1:{port}/mcp")
+                    params = {"name": "demo_confirm", "arguments": {}, "_meta": META}
+                    while True:
+                        try:
+                            answer = await modern.post("tools/call", params)
+                            break
+                        except httpx2.TransportError:
+                            await trio.sleep(0.05)
+                assert answer.json()["result"]["resultType"] == "input_required"
+                config = GlideClientConfiguration([NodeAddress("127.0.0.1", redis.port)])
+                client = await GlideClient.create(config)
+                try:
+                    records: Any = []
+                    for _ in range(100):  # the record is written in the background
+                        records = await client.custom_command(["KEYS", "cli:rec:*"])
+                        if records:
+                            break
+                        await trio.sleep(0.05)
+                    assert len(records) == 1
+                    assert await client.zcard("cli:replicas") == 1
+                finally:
+                    await client.close()
+            finally:
+                process.terminate()
+                await process.wait()
+    finally:
+        redis.stop()
 
 
 def test_demo_prints_every_scene_and_each_outcome() -> None:

@@ -212,6 +212,13 @@ def test_core_reads_no_clock() -> None:
     assert not found
 
 
+def test_the_store_imports_only_the_core() -> None:
+    """The store client is I/O for the actors: it knows the core, never the layers above."""
+    forbidden = ("supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
+                 *APPLICATION)  # fmt: skip
+    assert not _violations("erlmcp_py.store", forbidden)
+
+
 def test_actors_never_import_mcp_or_transports() -> None:
     forbidden = ("erlmcp_py.mcp", "erlmcp_py.transports", *APPLICATION)
     assert not _violations("erlmcp_py.actors", forbidden)

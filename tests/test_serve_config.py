@@ -72,3 +72,13 @@ def test_an_unreadable_or_malformed_file_is_an_error(tmp_path: Path) -> None:
         load_serve_config(write(tmp_path, "port = = 1\n"), {})
     with pytest.raises(ConfigError, match="port: Input should be a valid integer"):
         load_serve_config(write(tmp_path, "port = 8000.5\n"), {})
+
+
+def test_the_store_key_takes_a_store_url_and_names_a_bad_one(tmp_path: Path) -> None:
+    path = write(tmp_path, 'store = "redis://10.0.0.5:6380/2"\n')
+    assert load_serve_config(path, {}).options() == {"store": "redis://10.0.0.5:6380/2"}
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(path, {"ERLMCP_SERVE_STORE": "postgres://db/1"})
+    (problem,) = info.value.problems
+    assert problem.startswith("store (from ERLMCP_SERVE_STORE): ")
+    assert "redis://HOST:PORT/DB" in problem

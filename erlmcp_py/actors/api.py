@@ -23,6 +23,7 @@ from erlmcp_py.core.policy import (
     SizePolicy,
     check_timeout,
 )
+from erlmcp_py.core.shared import parse_store_url
 from erlmcp_py.core.validation import ValidationResult
 
 if TYPE_CHECKING:
@@ -198,6 +199,9 @@ class RuntimeConfig(BaseModel):
     call_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
     max_restarts: int = Field(5, ge=0)
     restart_period_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+    store: str = Field(
+        "memory", description="shared state: 'memory' (embedded) or redis://HOST:PORT/DB"
+    )
     sensitive_names: tuple[str, ...] = Field(
         (), description="names added to the sensitive-name list (core/sensitive.py)"
     )
@@ -220,6 +224,7 @@ class RuntimeConfig(BaseModel):
     @model_validator(mode="after")
     def _check_policy(self) -> RuntimeConfig:
         self.to_policy()  # the core's own checks, surfaced as a validation error
+        parse_store_url(self.store)
         return self
 
     def to_policy(self) -> Policy:

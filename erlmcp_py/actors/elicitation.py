@@ -33,6 +33,9 @@ the client's ``accept`` only means the user agreed to open the page, so the reco
 waiting for the application's ``complete_elicitation``; then
 ``notifications/elicitation/complete`` goes to the initiating client.
 
+Every change of a record is handed to the store (``Store.changed``), which publishes its
+status row for the other replicas (the in-memory store has none, and does nothing).
+
 If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
 takes every child task with it; ``terminate`` tells each client to drop its open request and
 then feeds ``RuntimeRestart`` to every live record: each waiter gets
@@ -66,6 +69,7 @@ from erlmcp_py.actors.record import (
     ListAll,
     NotifyComplete,
     Record,
+    Republish,
     ResponseRoute,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
@@ -77,6 +81,7 @@ from erlmcp_py.core.errors import (
     ExtensionDenied,
     InvalidAnswer,
     ResultTooLarge,
+    StoreUnavailable,
     UnsafeURLError,
 )
 from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
@@ -104,6 +109,7 @@ from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import AnswerError, json_type, summarize
+from erlmcp_py.store import Store
 from supervisors import Actor, ActorGone, ActorRef, Busy, ErrorReply, MonitorHub, ReplyTo
 
 __all__ = ["ElicitationActor", "json_size"]
@@ -130,6 +136,7 @@ class ElicitationActor(Actor):
         policy: Policy,
         registry: dict[str, ActorRef],
         metrics: Metrics,
+        store: Store,
         url_policy: UrlPolicy | None = None,
         resolver: Resolver | None = None,
         *,
@@ -137,6 +144,7 @@ class ElicitationActor(Actor):
     ) -> None:
         self.policy = policy
         self.locale = locale  # for a request that names none
+        self.store = store
         self.url_policy = url_policy
         self.resolver = resolver
         self.metrics = metrics
@@ -167,6 +175,13 @@ class ElicitationActor(Actor):
         return len(self.records) - len(self.retention)
 
     # -- API ---------------------------------------------------------------------------------
+
+    async def handle_cast(self, msg: Any) -> None:
+        if type(msg) is Republish:
+            for record in self.records.values():
+                self.changed(record)
+        else:
+            await super().handle_cast(msg)  # raises: an unknown cast crashes the actor
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         self._evict(self.now())
@@ -204,7 +219,8 @@ class ElicitationActor(Actor):
         raise TypeError(f"unknown elicitation call {kind.__name__}")
 
     async def _ask(self, ref: ActorRef, msg: Any) -> Any:
-        """Call a sibling actor; its Busy/death becomes the caller's typed error.
+        """Call a sibling actor; its Busy/death (or the store's outage) becomes the caller's
+        typed error.
 
         Never raises: an exception escaping ``handle_call`` would crash this actor and fail
         every pending waiter for one caller's bad luck. No timeout: a sibling that dies fails
@@ -212,12 +228,14 @@ class ElicitationActor(Actor):
         """
         try:
             return await ref.call(msg, timeout=None)
-        except (Busy, ActorGone) as exc:
+        except (Busy, ActorGone, StoreUnavailable) as exc:
             return ErrorReply(exc)
 
     async def _create(self, msg: Create) -> Any:
         decision = await self._ask(self.ratelimiter, Acquire(msg.client, msg.charge))
         if isinstance(decision, ErrorReply):
+            if isinstance(decision.error, StoreUnavailable):
+                self.metrics.on_refused("store_unavailable")
             return decision
         if isinstance(decision, Refused):
             self.metrics.on_refused(decision.limit)
@@ -240,6 +258,7 @@ class ElicitationActor(Actor):
         # an application completion that comes before the child's first turn is honoured.
         record.start()
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
+        self.changed(record)
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
@@ -286,6 +305,10 @@ class ElicitationActor(Actor):
             expiry = self.retention.next_expiry()
             self._evict_at = math.inf if expiry is None else expiry
         self.event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
+
+    def changed(self, record: Record) -> None:
+        """``record``'s status row may have changed: hand it to the store."""
+        self.store.changed(record.id, record.shared)
 
     def _evict(self, now: float) -> None:
         if now < self._evict_at:

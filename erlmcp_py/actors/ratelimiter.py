@@ -1,22 +1,27 @@
-"""RateLimiterActor: a thin shell owning one pure ``core.ratelimit.RateLimiter``.
+"""RateLimiterActor: a thin shell asking the store to admit and release.
 
 It reads trio's clock (the core never does), answers the calls ``Acquire`` and
-``ResetPending`` and takes the casts ``Release`` and ``ReleaseMany``. Its state is soft: when
-it restarts, the elicitation actor restarts after it (rest_for_one) and every pending
-elicitation has already ended, so starting from empty buckets loses nothing that matters.
+``ResetPending`` and takes the casts ``Release`` and ``ReleaseMany``, each by one call to the
+store (``erlmcp_py.store``): the in-memory store runs the pure ``core.ratelimit.RateLimiter``,
+the Redis/Valkey store runs the same bucket atomically for every replica. A store that
+cannot answer refuses the admission with ``StoreUnavailable``.
+
+The state lives in the store, not in the actor, so a restart of the actor keeps it; the
+elicitation actor restarts after it (rest_for_one) and resets the pending counts, since every
+pending elicitation of its previous incarnation has ended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from erlmcp_py.core.policy import RatePolicy
-from erlmcp_py.core.ratelimit import RateLimiter
-from supervisors import Actor, ActorRef, ReplyTo
+from erlmcp_py.core.errors import StoreUnavailable
+from erlmcp_py.store import Store
+from supervisors import Actor, ActorRef, ErrorReply, ReplyTo
 
 __all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPending"]
 
@@ -25,7 +30,7 @@ __all__ = ["Acquire", "RateLimiterActor", "Release", "ReleaseMany", "ResetPendin
 class Acquire:
     """Admit one elicitation of ``client``; ``charge=False``: no token (already counted)."""
 
-    client: Hashable
+    client: str
     charge: bool = True
 
 
@@ -33,14 +38,14 @@ class Acquire:
 class Release:
     """Release one pending slot of ``client`` (a cast)."""
 
-    client: Hashable
+    client: str
 
 
 @dataclass(frozen=True, slots=True)
 class ReleaseMany:
     """Release ``count`` pending slots per client in one cast (batched by the caller)."""
 
-    counts: Mapping[Any, int]
+    counts: Mapping[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,31 +57,31 @@ class RateLimiterActor(Actor):
     name = "ratelimiter"
     mailbox_size = 8192
 
-    def __init__(self, policy: RatePolicy, registry: dict[str, ActorRef]) -> None:
-        self._policy = policy
+    def __init__(self, store: Store, registry: dict[str, ActorRef]) -> None:
+        self.store = store
         self._registry = registry
 
     async def init(self) -> None:
         self.now: Callable[[], float] = trio.lowlevel.current_clock().current_time
-        self.limiter = RateLimiter(self._policy)
         self._registry["ratelimiter"] = self.ref
 
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         if type(msg) is Acquire:
-            return self.limiter.try_acquire(msg.client, self.now(), charge=msg.charge)
+            try:
+                return await self.store.admit(msg.client, self.now(), charge=msg.charge)
+            except StoreUnavailable as exc:
+                return ErrorReply(exc)
         if type(msg) is ResetPending:
-            self.limiter = RateLimiter(self._policy)
+            await self.store.reset_pending()
             return None
         if msg == "stats":
-            return self.limiter.stats()
+            return self.store.rate_stats()
         raise TypeError(f"unknown rate limiter call {type(msg).__name__}")
 
     async def handle_cast(self, msg: Any) -> None:
         if type(msg) is Release:
-            self.limiter.release(msg.client)
+            await self.store.release({msg.client: 1})
         elif type(msg) is ReleaseMany:
-            for client, count in msg.counts.items():
-                for _ in range(count):
-                    self.limiter.release(client)
+            await self.store.release(msg.counts)
         else:
             await super().handle_cast(msg)  # raises: an unknown cast crashes the actor

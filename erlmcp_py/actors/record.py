@@ -13,9 +13,10 @@ elicitation actor's mailbox; the actor answers each in its own task.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -34,6 +35,7 @@ from erlmcp_py.core.lifecycle import (
     TransportFailed,
 )
 from erlmcp_py.core.outcomes import Outcome, Tenant
+from erlmcp_py.core.shared import SharedRecord
 from supervisors import MonitorRef
 
 if TYPE_CHECKING:
@@ -49,10 +51,18 @@ __all__ = [
     "ListAll",
     "NotifyComplete",
     "Record",
+    "Republish",
     "ResponseRoute",
+    "info_row",
 ]
 
 _ACTIONS = ("accept", "decline", "cancel")  # compared by equality: any JSON value is safe
+_INFO_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ElicitationInfo))
+
+
+def info_row(info: ElicitationInfo) -> dict[str, Any]:
+    """A status row as a plain dict (what the store keeps; ``ElicitationInfo(**row)`` again)."""
+    return {name: getattr(info, name) for name in _INFO_FIELDS}
 
 
 # -- the elicitation actor's call protocol -----------------------------------------------------
@@ -121,6 +131,11 @@ class AnswerIt:
     elicitation_id: str
     tenant: Tenant
     action: str
+
+
+@dataclass(frozen=True, slots=True)
+class Republish:
+    """Publish every record to the store again (a cast: the store lost this replica's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +263,7 @@ class Record:
                     self.warned = True
                 self.work.append(effect)
         self.wake()
+        self.actor.changed(self)
         return replies
 
     def on_response(self, rid: str, response: PeerResponse) -> None:
@@ -324,6 +340,10 @@ class Record:
     def abort_park(self, _: Any) -> trio.lowlevel.Abort:
         self.waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+    def shared(self) -> SharedRecord:
+        """This elicitation as the store publishes it (taken when the store writes)."""
+        return SharedRecord(info_row(self.info()), self.tenant, self.actor.store.replica)
 
     def info(self) -> ElicitationInfo:
         """This elicitation's status row."""

@@ -11,10 +11,17 @@ validator restarts, the elicitation actor restarts after it and picks up the fre
 
 Every runtime API call is one message to the elicitation actor's mailbox (``Runtime._call``);
 :meth:`Runtime.ask` is :meth:`Runtime.create_elicitation` followed by ``handle.outcome()``.
+
+The runtime opens the store (``RuntimeConfig.store``; ``erlmcp_py.store``) before the tree and
+closes it after. An id this replica does not hold is looked up in the store
+(``Runtime._elsewhere``): its status row, or a cancel, extend or complete forwarded to the
+replica that holds it. The runtime is the store's host: it runs the calls other replicas
+forward here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -41,16 +48,20 @@ from erlmcp_py.actors.record import (
     ExtendIt,
     GetStatus,
     ListAll,
+    Republish,
+    info_row,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
-from erlmcp_py.core.errors import RequestTooLarge
+from erlmcp_py.core.errors import AlreadyTerminal, ElicitationNotFound, RequestTooLarge
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
+from erlmcp_py.core.shared import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
-from supervisors import ActorGone, ActorRef, ChildSpec, Supervisor, actor_starter
+from erlmcp_py.store import Store, open_store
+from supervisors import ActorGone, ActorRef, Busy, ChildSpec, Supervisor, actor_starter
 
 __all__ = ["Runtime", "open_runtime"]
 
@@ -97,11 +108,12 @@ class Runtime:
         self.pages = PageRegistry()
         self._metrics = Metrics()
         self._registry = Registry()
+        self.store: Store  # set by open_runtime before the tree starts
         self.supervisor = Supervisor(
             [
                 ChildSpec(
                     "ratelimiter",
-                    actor_starter(lambda: RateLimiterActor(self.policy.rate, self._registry)),
+                    actor_starter(lambda: RateLimiterActor(self.store, self._registry)),
                 ),
                 ChildSpec("validator", actor_starter(lambda: ValidatorActor(self._registry))),
                 ChildSpec(
@@ -111,6 +123,7 @@ class Runtime:
                             self.policy,
                             self._registry,
                             self._metrics,
+                            self.store,
                             self.url_policy,
                             self.resolver,
                             locale=config.locale,
@@ -167,6 +180,7 @@ class Runtime:
             SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
+            StoreUnavailable: the shared store cannot admit it now.
             Busy, ActorGone, CallTimeout: the runtime cannot take the request now.
         """
         sizes = self.policy.sizes
@@ -277,22 +291,37 @@ class Runtime:
 
         Raises:
             ElicitationNotFound: unknown, evicted, or another tenant's.
+            StoreUnavailable: not held here, and the shared store cannot say.
         """
-        info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+        try:
+            info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+        except ElicitationNotFound:
+            return await self._elsewhere(None, elicitation_id, tenant)
         return info
 
     async def list_elicitations(self, *, tenant: Tenant) -> list[ElicitationInfo]:
-        """Every retained elicitation of ``tenant``."""
+        """Every retained elicitation of ``tenant``, of every replica sharing the store.
+
+        Raises:
+            StoreUnavailable: the shared store cannot list the other replicas'.
+        """
         rows: list[ElicitationInfo] = await self._call(ListAll(tenant))
+        held = {row.id for row in rows}
+        for record in await self.store.list_for(tenant):
+            if record.row["id"] not in held:
+                rows.append(ElicitationInfo(**record.row))
         return rows
 
     async def cancel_elicitation(self, elicitation_id: str, *, tenant: Tenant) -> ElicitationInfo:
         """Cancel (outcome ``Cancelled(by="server")``; the client is told to drop it).
 
         Raises:
-            ElicitationNotFound, AlreadyTerminal.
+            ElicitationNotFound, AlreadyTerminal, StoreUnavailable.
         """
-        info: ElicitationInfo = await self._call(CancelIt(elicitation_id, tenant))
+        try:
+            info: ElicitationInfo = await self._call(CancelIt(elicitation_id, tenant))
+        except ElicitationNotFound:
+            return await self._elsewhere("cancel", elicitation_id, tenant)
         return info
 
     async def complete_elicitation(
@@ -303,10 +332,17 @@ class Runtime:
         The content is validated like a client answer. A URL-mode completion sends
         ``notifications/elicitation/complete`` to the initiating client.
 
+        The replica holding the elicitation may be another one sharing the store: the call is
+        forwarded to it.
+
         Raises:
-            ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer.
+            ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer,
+            StoreUnavailable.
         """
-        info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
+        try:
+            info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
+        except ElicitationNotFound:
+            return await self._elsewhere("complete", elicitation_id, tenant, content)
         return info
 
     async def answer_elicitation(
@@ -330,14 +366,56 @@ class Runtime:
         """Move the deadline (bounded by policy: at most ``max_extensions`` times ``extension_s``).
 
         Raises:
-            ElicitationNotFound, AlreadyTerminal, ExtensionDenied.
+            ElicitationNotFound, AlreadyTerminal, ExtensionDenied, StoreUnavailable.
         """
-        info: ElicitationInfo = await self._call(ExtendIt(elicitation_id, tenant, seconds))
+        try:
+            info: ElicitationInfo = await self._call(ExtendIt(elicitation_id, tenant, seconds))
+        except ElicitationNotFound:
+            return await self._elsewhere("extend", elicitation_id, tenant, seconds)
         return info
 
+    async def _elsewhere(
+        self, op: CallOp | None, elicitation_id: str, tenant: Tenant, argument: Any = None
+    ) -> ElicitationInfo:
+        """An id this replica does not hold: its row in the store (``op`` ``None``), or the
+        call forwarded to the replica that holds it."""
+        record = await self.store.find(elicitation_id, tenant)
+        if record is None:
+            raise ElicitationNotFound(elicitation_id)
+        if op is None:
+            return ElicitationInfo(**record.row)
+        if record.replica == self.store.replica:  # ours, and no longer held
+            raise ElicitationNotFound(elicitation_id)
+        if record.terminal:
+            raise AlreadyTerminal(str(record.row["status"]))
+        row = await self.store.forward(record.replica, op, elicitation_id, tenant, argument)
+        return ElicitationInfo(**row)
+
+    async def forwarded(
+        self, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
+    ) -> Mapping[str, Any]:
+        """Run a call another replica forwarded here (the store's host)."""
+        message: CancelIt | ExtendIt | CompleteIt
+        if op == "cancel":
+            message = CancelIt(elicitation_id, tenant)
+        elif op == "extend":
+            message = ExtendIt(elicitation_id, tenant, argument)
+        else:
+            message = CompleteIt(elicitation_id, tenant, argument)
+        info: ElicitationInfo = await self._call(message)
+        return info_row(info)
+
+    def rejoined(self) -> None:
+        """The store lost this replica's records: the elicitation actor publishes them all."""
+        with contextlib.suppress(Busy, ActorGone, KeyError):
+            self._registry["elicitation"].cast(Republish())
+
     def metrics(self) -> dict[str, Any]:
-        """Counters per outcome and mode, the pending gauge, the human-latency histogram."""
-        return self._metrics.snapshot()
+        """Counters per outcome and mode, the pending gauge, the human-latency histogram,
+        and the store's (``store``: kind, availability, errors by operation)."""
+        snapshot = self._metrics.snapshot()
+        snapshot["store"] = self.store.stats()
+        return snapshot
 
     def actor(self, name: str) -> ActorRef:
         """The current ref of ``ratelimiter``, ``validator`` or ``elicitation`` (for ops/tests)."""
@@ -373,9 +451,16 @@ async def open_runtime(
     if not isinstance(config, RuntimeConfig):
         config = RuntimeConfig.model_validate(dict(config or {}))
     runtime = Runtime(config, resolver, url_policy)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(runtime.supervisor.run)
-        try:
-            yield runtime
-        finally:
-            runtime.supervisor.request_stop()
+    async with open_store(
+        config.store,
+        policy=runtime.policy,
+        host=runtime,
+        call_timeout_s=config.call_timeout_s,
+    ) as store:
+        runtime.store = store
+        async with trio.open_nursery() as nursery:
+            await nursery.start(runtime.supervisor.run)
+            try:
+                yield runtime
+            finally:
+                runtime.supervisor.request_stop()

@@ -206,3 +206,12 @@ class AnswerInFlight(ErlmcpError):
     def __init__(self, elicitation_id: str) -> None:
         super().__init__("a client answer to this elicitation is being validated; retry")
         self.elicitation_id = elicitation_id
+
+
+class StoreUnavailable(ErlmcpError):
+    """The shared store (``--store redis://…``) did not answer within its deadline, or is
+    known to be down: ``op`` names what needed it. Nothing was admitted or changed; retry."""
+
+    def __init__(self, op: str) -> None:
+        super().__init__(f"shared store unavailable ({op}); retry later")
+        self.op = op

@@ -1,0 +1,394 @@
+"""What replicas share through a store: its address, key names, the bucket's integers, and
+the wire form of records and forwarded calls. Pure: the store client (``erlmcp_py.store``)
+does the I/O.
+
+Theory of operation
+-------------------
+
+A store URL (:func:`parse_store_url`) names either the embedded in-memory store
+(``memory``) or a Redis/Valkey server (``redis://HOST:PORT/DB``). Every key the server holds
+starts with the URL's ``prefix`` (:class:`Keys`), so several deployments can share one
+database.
+
+Rate limits run on the server in a script with the same token bucket as
+``core.ratelimit``: :class:`BucketParams` turns a :class:`~erlmcp_py.core.policy.RatePolicy`
+into the script's integers (microseconds and token-microseconds, exact below 2**53), and
+:func:`retry_after_s` turns the script's wait back into a ``Retry-After`` rounded up to the
+next whole microsecond, as the in-memory limiter does.
+
+A record is an elicitation's status row as its holder replica published it, with the
+tenant and the replica. When a replica dies, a survivor marks its live records ``dead``
+(with the server's wall clock); :func:`decode_record` then reads such a record as
+``failed`` with outcome ``Failed`` (reason ``runtime_restarted``), ended when it was found
+dead, on the holder's clock.
+
+Calls forwarded to the holder replica (cancel, extend, complete) and their replies travel
+as JSON; :func:`error_to_wire` and :func:`error_from_wire` carry the runtime's errors over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from erlmcp_py.core.errors import (
+    AlreadyTerminal,
+    AnswerInFlight,
+    ElicitationNotFound,
+    ErlmcpError,
+    ExtensionDenied,
+    InvalidAnswer,
+    ResultTooLarge,
+    StoreUnavailable,
+)
+from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.policy import RatePolicy
+from erlmcp_py.core.validation import AnswerError
+
+__all__ = [
+    "BucketParams",
+    "Keys",
+    "SharedRecord",
+    "StoreUrl",
+    "decode_call",
+    "decode_record",
+    "encode_call",
+    "encode_record",
+    "error_from_wire",
+    "error_to_wire",
+    "parse_store_url",
+    "retry_after_s",
+    "tenant_digest",
+    "visible_to",
+]
+
+_US_PER_S: Final = 1_000_000
+_EXACT: Final = 2**53  # the largest integer a Lua number (a double) holds exactly
+
+StoreKind = Literal["memory", "redis"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreUrl:
+    """A parsed ``--store`` value.
+
+    Attributes:
+        kind: ``"memory"`` (embedded, the default) or ``"redis"`` (Redis or Valkey).
+        host: The server's host (``redis`` only).
+        port: The server's port (default 6379).
+        db: The database number (the URL's path, default 0).
+        prefix: The first part of every key (query ``prefix``, default ``erlmcp``).
+        timeout_s: The deadline of every store call (query ``timeout``, default 1 s).
+        heartbeat_s: How often a replica says it is alive (query ``heartbeat``, default 1 s).
+        heartbeat_ttl_s: How long a silent replica counts as alive (query ``heartbeat_ttl``,
+            default 5 s): past it, a survivor fails its elicitations.
+        username: The ACL user (``redis://USER:PASSWORD@HOST``), if any.
+        password: The password (``redis://:PASSWORD@HOST``), if any; never shown.
+    """
+
+    kind: StoreKind = "memory"
+    host: str = ""
+    port: int = 6379
+    db: int = 0
+    prefix: str = "erlmcp"
+    timeout_s: float = 1.0
+    heartbeat_s: float = 1.0
+    heartbeat_ttl_s: float = 5.0
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        if self.kind == "memory":
+            return "memory"
+        return f"redis://{self.host}:{self.port}/{self.db}"
+
+
+_QUERY = {"prefix": "prefix", "timeout": "timeout_s", "heartbeat": "heartbeat_s",
+          "heartbeat_ttl": "heartbeat_ttl_s"}  # fmt: skip
+
+
+def parse_store_url(text: str) -> StoreUrl:
+    """Parse ``memory`` or ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=…&timeout=…
+    &heartbeat=…&heartbeat_ttl=…]`` (``valkey://`` is the same).
+
+    Raises:
+        ValueError: not one of these forms, or a value out of range (the message names it,
+            never the password).
+    """
+    if text == "memory":
+        return StoreUrl()
+    parts = urlsplit(text)
+    if parts.scheme not in ("redis", "valkey"):
+        scheme = f"a {parts.scheme}: URL" if parts.scheme else repr(text)
+        raise ValueError(f"a store is 'memory' or redis://HOST:PORT/DB, got {scheme}")
+    if not parts.hostname:
+        raise ValueError("the store URL names no host")
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        raise ValueError("the store URL has a bad port") from None
+    path = parts.path.strip("/")
+    if path and not path.isdigit():
+        raise ValueError(f"the store URL's database must be a number, got {path!r}")
+    fields: dict[str, Any] = {"kind": "redis", "host": parts.hostname, "port": port,
+                              "db": int(path or 0)}  # fmt: skip
+    if parts.password:
+        fields["password"] = unquote(parts.password)
+        fields["username"] = unquote(parts.username) if parts.username else None
+    elif parts.username:
+        raise ValueError("the store URL names a user without a password")
+    for key, values in parse_qs(parts.query, keep_blank_values=True, strict_parsing=False).items():
+        if key not in _QUERY:
+            raise ValueError(f"unknown store URL option {key!r} (known: {', '.join(_QUERY)})")
+        value = values[-1]
+        if key == "prefix":
+            if not value or not value.replace("-", "").replace("_", "").isalnum():
+                raise ValueError("prefix must be letters, digits, '-' or '_'")
+            fields["prefix"] = value
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise ValueError(f"store URL option {key} must be seconds, got {value!r}") from None
+        if not (seconds > 0 and math.isfinite(seconds)):
+            raise ValueError(f"store URL option {key} must be a positive number of seconds")
+        fields[_QUERY[key]] = seconds
+    url = StoreUrl(**fields)
+    if url.heartbeat_ttl_s <= url.heartbeat_s:
+        raise ValueError("heartbeat_ttl must be longer than heartbeat")
+    return url
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """The names of everything a deployment keeps in the store, under ``prefix``."""
+
+    prefix: str
+
+    def bucket(self, client: str) -> str:
+        """A client's token bucket (a hash: ``level``, ``at``)."""
+        return f"{self.prefix}:bucket:{client}"
+
+    @property
+    def replicas(self) -> str:
+        """The live replicas (a sorted set: replica → heartbeat expiry, ms)."""
+        return f"{self.prefix}:replicas"
+
+    @property
+    def pending_prefix(self) -> str:
+        """Per replica, its pending counts (a hash: ``c:<client>`` → n, ``#`` → total)."""
+        return f"{self.prefix}:pending:"
+
+    @property
+    def live_prefix(self) -> str:
+        """Per replica, the ids of its live elicitations (a set)."""
+        return f"{self.prefix}:live:"
+
+    @property
+    def record_prefix(self) -> str:
+        """Per elicitation, its record (a hash: ``j`` the JSON, ``w`` wall ms, ``dead``)."""
+        return f"{self.prefix}:rec:"
+
+    @property
+    def index_prefix(self) -> str:
+        """Per tenant digest, its elicitation ids (a sorted set by first publication)."""
+        return f"{self.prefix}:idx:"
+
+    def channel(self, replica: str) -> str:
+        """The pub/sub channel a replica listens on (forwarded calls and their replies)."""
+        return f"{self.prefix}:ch:{replica}"
+
+
+@dataclass(frozen=True, slots=True)
+class BucketParams:
+    """The token bucket of a :class:`RatePolicy` in the store script's integers.
+
+    Attributes:
+        window_us: One token, in token-microseconds (the window in microseconds).
+        rate: Token-microseconds gained per microsecond.
+        capacity_level: A full bucket, in token-microseconds.
+        max_pending_per_client: The client cap.
+        max_pending_global: The global cap, 0 for none.
+    """
+
+    window_us: int
+    rate: int
+    capacity_level: int
+    max_pending_per_client: int
+    max_pending_global: int
+
+    @classmethod
+    def from_policy(cls, policy: RatePolicy) -> BucketParams:
+        """Raises:
+        ValueError: the bucket does not fit the script's exact integers."""
+        window_us = max(1, round(policy.window_s * _US_PER_S))
+        capacity_level = policy.capacity * window_us
+        if capacity_level >= _EXACT // 2:
+            raise ValueError("rate window times capacity is too large for the shared store")
+        return cls(
+            window_us=window_us,
+            rate=policy.rate,
+            capacity_level=capacity_level,
+            max_pending_per_client=policy.max_pending_per_client,
+            max_pending_global=policy.max_pending_global or 0,
+        )
+
+    def args(self) -> list[str]:
+        """The script's arguments, in its order."""
+        return [str(self.window_us), str(self.rate), str(self.capacity_level),
+                str(self.max_pending_per_client), str(self.max_pending_global)]  # fmt: skip
+
+
+def retry_after_s(wait_us: int) -> float:
+    """Seconds until a token, from the script's wait in whole microseconds: rounded up to
+    the next whole microsecond, so a retry at ``now + retry_after`` is never short."""
+    return (wait_us + 1) / _US_PER_S
+
+
+def tenant_digest(tenant: Tenant) -> str:
+    """A fixed-length key part naming one tenant (its index of elicitations)."""
+    text = json.dumps([tenant.user, tenant.workspace, tenant.conversation])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedRecord:
+    """An elicitation's status row as the store holds it.
+
+    Attributes:
+        row: The status row's fields (``ElicitationInfo``'s), times on the holder's clock.
+        tenant: Whose it is.
+        replica: The replica that holds it.
+    """
+
+    row: Mapping[str, Any]
+    tenant: Tenant
+    replica: str
+
+    @property
+    def terminal(self) -> bool:
+        """Whether it has its outcome."""
+        return self.row.get("outcome") is not None
+
+
+def encode_record(row: Mapping[str, Any], tenant: Tenant, replica: str) -> str:
+    """The JSON of a record (the store stamps it with its wall clock)."""
+    return json.dumps(
+        {
+            "row": dict(row),
+            "tenant": [tenant.user, tenant.workspace, tenant.conversation],
+            "replica": replica,
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_record(text: str, wall_ms: int, dead_ms: int | None) -> SharedRecord:
+    """A record from its JSON, its publication wall time and, when its replica was found
+    dead at ``dead_ms`` (wall), as that death left it: a live one ends ``failed`` with
+    outcome ``Failed``, ended at that time on the holder's clock.
+
+    Raises:
+        ValueError, TypeError: not a record.
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("row"), dict):
+        raise TypeError("not a shared record")
+    user, workspace, conversation = data["tenant"]
+    row = dict(data["row"])
+    if dead_ms is not None and row.get("outcome") is None:
+        last = row.get("sent_at") or row["created_at"]
+        row.update(
+            status="failed",
+            outcome="Failed",
+            ended_at=last + max(0, dead_ms - wall_ms) / 1000,
+        )
+    return SharedRecord(row, Tenant(user, workspace, conversation), str(data["replica"]))
+
+
+def visible_to(record: SharedRecord | None, tenant: Tenant) -> SharedRecord | None:
+    """``record`` if ``tenant`` may see it; another tenant's looks exactly like none."""
+    if record is None or record.tenant != tenant:
+        return None
+    return record
+
+
+# -- forwarded calls ---------------------------------------------------------------------------
+
+CallOp = Literal["cancel", "extend", "complete"]
+
+
+def encode_call(
+    op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any = None
+) -> dict[str, Any]:
+    """A call to forward to the holder (``argument``: extend's seconds, complete's content)."""
+    return {
+        "op": op,
+        "id": elicitation_id,
+        "tenant": [tenant.user, tenant.workspace, tenant.conversation],
+        "arg": argument,
+    }
+
+
+def decode_call(data: Mapping[str, Any]) -> tuple[CallOp, str, Tenant, Any]:
+    """The parts of a forwarded call.
+
+    Raises:
+        ValueError: not a call.
+    """
+    op = data.get("op")
+    if op not in ("cancel", "extend", "complete") or not isinstance(data.get("id"), str):
+        raise ValueError("not a forwarded call")
+    user, workspace, conversation = data["tenant"]
+    return op, data["id"], Tenant(user, workspace, conversation), data.get("arg")
+
+
+def error_to_wire(exc: BaseException) -> dict[str, Any]:
+    """A runtime error as JSON, for the replica that forwarded the call."""
+    if isinstance(exc, ElicitationNotFound):
+        return {"type": "ElicitationNotFound", "id": exc.elicitation_id}
+    if isinstance(exc, AlreadyTerminal):
+        return {"type": "AlreadyTerminal", "status": exc.status}
+    if isinstance(exc, ExtensionDenied):
+        return {"type": "ExtensionDenied", "reason": exc.reason, "max": exc.max_extensions}
+    if isinstance(exc, ResultTooLarge):
+        return {"type": "ResultTooLarge", "size": exc.size, "limit": exc.limit}
+    if isinstance(exc, AnswerInFlight):
+        return {"type": "AnswerInFlight", "id": exc.elicitation_id}
+    if isinstance(exc, InvalidAnswer):
+        errors = [dataclasses.asdict(e) for e in exc.errors if isinstance(e, AnswerError)]
+        return {"type": "InvalidAnswer", "errors": errors, "summary": str(exc)}
+    return {"type": "StoreUnavailable", "op": f"remote {type(exc).__name__}"}
+
+
+def error_from_wire(data: Mapping[str, Any]) -> ErlmcpError:
+    """The error :func:`error_to_wire` wrote."""
+    kind = data.get("type")
+    if kind == "ElicitationNotFound":
+        return ElicitationNotFound(str(data["id"]))
+    if kind == "AlreadyTerminal":
+        return AlreadyTerminal(str(data["status"]))
+    if kind == "ExtensionDenied":
+        return ExtensionDenied(str(data["reason"]), int(data["max"]))
+    if kind == "ResultTooLarge":
+        return ResultTooLarge(int(data["size"]), int(data["limit"]))
+    if kind == "AnswerInFlight":
+        return AnswerInFlight(str(data["id"]))
+    if kind == "InvalidAnswer":
+        errors = tuple(_answer_error(e) for e in data.get("errors", ()))
+        return InvalidAnswer(errors, str(data.get("summary", "")))
+    return StoreUnavailable(str(data.get("op", "forward")))
+
+
+def _answer_error(data: Mapping[str, Any]) -> AnswerError:
+    fields = dict(data)
+    expected = fields.get("expected")
+    if isinstance(expected, list):
+        fields["expected"] = tuple(expected)
+    return AnswerError(**fields)

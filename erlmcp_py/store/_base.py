@@ -1,0 +1,91 @@
+"""The store interface the actors use, whichever store is configured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.ratelimit import Decision, RateLimiterStats
+from erlmcp_py.core.shared import CallOp, SharedRecord
+
+__all__ = ["Store", "StoreHost"]
+
+
+class StoreHost(Protocol):
+    """What a store calls back into: the runtime of this replica."""
+
+    async def forwarded(
+        self, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
+    ) -> Mapping[str, Any]:
+        """Run a call another replica forwarded here; its status row.
+
+        Raises:
+            ErlmcpError: the runtime's error, carried back to the caller.
+        """
+        ...
+
+    def rejoined(self) -> None:
+        """The store lost this replica's published state (it was found dead, or the server
+        restarted empty): publish every record again."""
+
+
+class Store(Protocol):
+    """Shared state: admission (rate buckets, pending caps), the records of every replica,
+    and calls forwarded to the replica holding an elicitation.
+
+    Every method that reaches a server runs under the store's deadline and raises
+    :class:`~erlmcp_py.core.errors.StoreUnavailable` past it (or at once while the store is
+    known to be down); :meth:`release` and :meth:`changed` hand their writes over, and the
+    store keeps what it could not write until it is back.
+    """
+
+    replica: str
+    """This replica's id (random per process)."""
+
+    async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
+        """Admit one new elicitation of ``client`` or say which limit refuses, as
+        :meth:`~erlmcp_py.core.ratelimit.RateLimiter.try_acquire` (``now``: the shell's
+        clock, used by the in-memory store)."""
+        ...
+
+    async def release(self, counts: Mapping[str, int]) -> None:
+        """Release pending slots, ``client → count``. Never raises."""
+        ...
+
+    async def reset_pending(self) -> None:
+        """Forget this replica's pending counts (its elicitation actor restarted)."""
+        ...
+
+    def rate_stats(self) -> RateLimiterStats:
+        """Admission counters of this replica."""
+        ...
+
+    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+        """An elicitation of this replica changed: publish it for the other replicas
+        (``snapshot`` is called when the store writes it; terminal ones are kept for the
+        retention period). Never blocks, never raises."""
+        ...
+
+    async def find(self, elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
+        """Another replica's record, if ``tenant`` may see it (otherwise ``None``, exactly
+        as for an unknown id)."""
+        ...
+
+    async def list_for(self, tenant: Tenant) -> list[SharedRecord]:
+        """Every record of ``tenant``, of every replica."""
+        ...
+
+    async def forward(
+        self, replica: str, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
+    ) -> Mapping[str, Any]:
+        """Run a call on the replica that holds the elicitation; its status row.
+
+        Raises:
+            ErlmcpError: the holder's error; ``StoreUnavailable`` when it cannot be reached.
+        """
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """The store's counters for metrics: kind, availability, errors by operation."""
+        ...

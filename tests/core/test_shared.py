@@ -1,0 +1,152 @@
+"""What replicas share: store URLs, key names, the bucket's integers, records and forwarded
+calls on the wire."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from erlmcp_py.core.errors import (
+    AlreadyTerminal,
+    AnswerInFlight,
+    ElicitationNotFound,
+    ExtensionDenied,
+    InvalidAnswer,
+    ResultTooLarge,
+    StoreUnavailable,
+)
+from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.policy import RatePolicy
+from erlmcp_py.core.shared import (
+    BucketParams,
+    Keys,
+    StoreUrl,
+    decode_call,
+    decode_record,
+    encode_call,
+    encode_record,
+    error_from_wire,
+    error_to_wire,
+    parse_store_url,
+    retry_after_s,
+    tenant_digest,
+    visible_to,
+)
+from erlmcp_py.core.validation import AnswerError
+
+ALICE = Tenant("alice", "ws1", "c1")
+ROW = {
+    "id": "abc",
+    "mode": "form",
+    "status": "active",
+    "client": "peer-1",
+    "created_at": 100.0,
+    "deadline": 400.0,
+    "sent_at": 100.5,
+    "ended_at": None,
+    "extensions_used": 0,
+    "reprompts_used": 0,
+    "outcome": None,
+}
+
+
+def test_store_urls_name_memory_or_a_redis_server_with_options() -> None:
+    assert parse_store_url("memory") == StoreUrl()
+    url = parse_store_url("redis://10.0.0.5:6380/2?prefix=prod&timeout=0.25&heartbeat_ttl=9")
+    assert (url.kind, url.host, url.port, url.db, url.prefix) == ("redis", "10.0.0.5", 6380, 2,
+                                                                   "prod")  # fmt: skip
+    assert (url.timeout_s, url.heartbeat_s, url.heartbeat_ttl_s) == (0.25, 1.0, 9.0)
+    assert str(url) == "redis://10.0.0.5:6380/2"
+    assert parse_store_url("valkey://cache").port == 6379
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("postgres://db/1", "redis://HOST:PORT/DB"),
+        ("redis://", "names no host"),
+        ("redis://h:99999/0", "bad port"),
+        ("redis://h/zero", "database must be a number"),
+        ("redis://user@h/0", "a user without a password"),
+        ("rediss://:secret@h/0", "got a rediss: URL"),
+        ("redis://h/0?speed=1", "unknown store URL option"),
+        ("redis://h/0?timeout=-1", "positive number"),
+        ("redis://h/0?prefix=a:b", "prefix"),
+        ("redis://h/0?heartbeat=5&heartbeat_ttl=2", "longer than heartbeat"),
+    ],
+)
+def test_a_bad_store_url_says_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_store_url(text)
+
+
+def test_a_store_password_is_taken_and_never_shown() -> None:
+    url = parse_store_url("redis://app:s%40cret@h:6380/1")
+    assert (url.username, url.password) == ("app", "s@cret")
+    assert "cret" not in repr(url)
+    assert "cret" not in str(url)
+    assert parse_store_url("redis://:pw@h").username is None
+    with pytest.raises(ValueError) as refused:
+        parse_store_url("redis://:pw@h:port/0")
+    assert "pw" not in str(refused.value)
+
+
+def test_every_key_starts_with_the_prefix() -> None:
+    keys = Keys("p")
+    names = [keys.bucket("c"), keys.replicas, keys.pending_prefix, keys.live_prefix,
+             keys.record_prefix, keys.index_prefix, keys.channel("r")]  # fmt: skip
+    assert all(name.startswith("p:") for name in names)
+    assert len(set(names)) == len(names)
+
+
+def test_the_bucket_is_the_core_bucket_in_microseconds() -> None:
+    params = BucketParams.from_policy(RatePolicy(rate=10, window_s=60, capacity=10))
+    assert (params.window_us, params.rate, params.capacity_level) == (60_000_000, 10, 600_000_000)
+    assert params.max_pending_global == 0  # none
+    # one token short at rate 10: 6 s, rounded up to the next whole microsecond
+    assert retry_after_s(6_000_000) == 6.000001
+    with pytest.raises(ValueError, match="too large"):
+        BucketParams.from_policy(RatePolicy(rate=10**9, window_s=10**7, capacity=10**9))
+
+
+def test_a_record_reads_back_as_written() -> None:
+    record = decode_record(encode_record(ROW, ALICE, "r1"), 5_000, None)
+    assert (dict(record.row), record.tenant, record.replica) == (ROW, ALICE, "r1")
+    assert not record.terminal
+
+
+def test_a_dead_replicas_live_record_reads_as_failed_when_it_was_found_dead() -> None:
+    record = decode_record(encode_record(ROW, ALICE, "r1"), 5_000, 7_500)
+    assert (record.row["status"], record.row["outcome"]) == ("failed", "Failed")
+    assert record.row["ended_at"] == 103.0  # sent_at + 2.5 s, on the holder's clock
+    ended = dict(ROW, status="completed", outcome="Accepted", ended_at=120.0)
+    kept = decode_record(encode_record(ended, ALICE, "r1"), 5_000, 7_500)
+    assert dict(kept.row) == ended  # an outcome stays what it was
+
+
+@given(st.text(max_size=8), st.text(max_size=8), st.text(max_size=8))
+def test_another_tenants_record_is_invisible(user: str, workspace: str, conv: str) -> None:
+    other = Tenant(user, workspace, conv)
+    record = decode_record(encode_record(ROW, ALICE, "r1"), 0, None)
+    assert (visible_to(record, other) is None) == (other != ALICE)
+    assert (tenant_digest(other) == tenant_digest(ALICE)) == (other == ALICE)
+
+
+def test_a_forwarded_call_and_its_errors_cross_the_wire() -> None:
+    assert decode_call(encode_call("extend", "abc", ALICE, 30.0)) == ("extend", "abc", ALICE, 30.0)
+    with pytest.raises(ValueError):
+        decode_call({"op": "delete", "id": "abc", "tenant": ["a", "", ""]})
+    error = AnswerError("age", "minimum", 0, "/age", "age: too small", "integer")
+    for original in (
+        ElicitationNotFound("abc"),
+        AlreadyTerminal("completed"),
+        ExtensionDenied("max_extensions", 2),
+        ResultTooLarge(10, 5),
+        AnswerInFlight("abc"),
+        InvalidAnswer((error,), "age: too small"),
+    ):
+        again = error_from_wire(error_to_wire(original))
+        assert type(again) is type(original)
+        assert str(again) == str(original)
+    assert error_from_wire(error_to_wire(InvalidAnswer((error,), "x"))).errors == (error,)
+    assert isinstance(error_from_wire(error_to_wire(RuntimeError("boom"))), StoreUnavailable)

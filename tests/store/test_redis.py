@@ -1,0 +1,345 @@
+"""The Redis/Valkey store against a real ``redis-server``: two runtimes in this process share
+one store, each with its own client, as two replicas would; a third replica is a process
+killed with SIGKILL.
+
+Real time here (the server's clock and TTLs run on it): every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import pytest
+import trio
+
+from erlmcp_py import (
+    Accepted,
+    AlreadyTerminal,
+    ElicitationNotFound,
+    ElicitationRequest,
+    Failed,
+    InvalidAnswer,
+    RateLimited,
+    Runtime,
+    Tenant,
+    TooManyElicitations,
+    open_runtime,
+)
+from erlmcp_py.core.errors import StoreUnavailable
+from erlmcp_py.testing import MemoryPeer
+from tests.store.server import RedisServer
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+ALICE = Tenant("alice", "ws1")
+BOB = Tenant("bob", "ws1")
+T = TypeVar("T")
+
+
+def form() -> ElicitationRequest:
+    return ElicitationRequest("Who are you?", requested_schema=SCHEMA)
+
+
+async def public_resolver(host: str) -> list[str]:
+    await trio.lowlevel.checkpoint()
+    return ["93.184.215.14"]
+
+
+@asynccontextmanager
+async def replicas(url: str, n: int = 2, **config: Any) -> AsyncIterator[list[Runtime]]:
+    """``n`` runtimes sharing the store ``url``."""
+    async with open_runtime({"store": url, **config}, resolver=public_resolver) as first:
+        if n == 1:
+            yield [first]
+            return
+        async with replicas(url, n - 1, **config) as rest:
+            yield [first, *rest]
+
+
+async def eventually(probe: Callable[[], Awaitable[T]], ok: Callable[[T], bool]) -> T:
+    """``probe()`` until ``ok`` of its value, within 5 s."""
+    with trio.fail_after(5):
+        while True:
+            value = await probe()
+            if ok(value):
+                return value
+            await trio.sleep(0.02)
+
+
+async def test_the_rate_limit_holds_across_replicas(redis_server: RedisServer) -> None:
+    async with replicas(redis_server.url(), rate=3, rate_window_s=60) as (a, b):
+        peer = MemoryPeer(peer_id="client-1")
+        await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await b.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        for runtime in (a, b):  # the 4th is refused wherever it lands
+            with pytest.raises(RateLimited) as limited:
+                await runtime.create_elicitation(form(), peer=peer, tenant=ALICE)
+            assert 0 < limited.value.retry_after <= 20.000001
+        await b.create_elicitation(form(), peer=MemoryPeer(peer_id="client-2"), tenant=ALICE)
+        assert a.metrics()["refused"] == {"rate": 1}
+        assert b.metrics()["refused"] == {"rate": 1}
+
+
+async def test_the_shared_bucket_refills_at_the_rate_and_retry_after_is_never_short(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=2, rate_window_s=0.4) as (a, b):
+        peer = MemoryPeer(peer_id="client-1")
+        await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await b.create_elicitation(form(), peer=peer, tenant=ALICE)
+        with pytest.raises(RateLimited) as limited:
+            await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        assert 0 < limited.value.retry_after <= 0.200001  # one token: 0.4 s / 2
+        await trio.sleep(limited.value.retry_after)
+        await b.create_elicitation(form(), peer=peer, tenant=ALICE)  # refilled, on the other
+
+
+async def test_a_replayed_question_takes_no_token_on_another_replica(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=1) as (a, b):
+        peer = MemoryPeer(peer_id="client-1")
+        await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        await b.create_elicitation(form(), peer=peer, tenant=ALICE, charge=False)
+        with pytest.raises(RateLimited):
+            await b.create_elicitation(form(), peer=peer, tenant=ALICE)
+
+
+async def test_pending_caps_hold_across_replicas_and_free_on_release(
+    redis_server: RedisServer,
+) -> None:
+    config = {"rate": 100, "max_pending_per_client": 2, "max_pending_global": 3}
+    async with replicas(redis_server.url(), **config) as (a, b):
+        one, two, three = (MemoryPeer(peer_id=f"client-{i}") for i in range(3))
+        first = await a.create_elicitation(form(), peer=one, tenant=ALICE)
+        await b.create_elicitation(form(), peer=one, tenant=ALICE)
+        with pytest.raises(TooManyElicitations, match="client cap 2"):
+            await a.create_elicitation(form(), peer=one, tenant=ALICE)
+        await b.create_elicitation(form(), peer=two, tenant=ALICE)
+        with pytest.raises(TooManyElicitations, match="global cap 3"):
+            await a.create_elicitation(form(), peer=three, tenant=ALICE)
+        await a.cancel_elicitation(first.id, tenant=ALICE)  # its slot is released …
+        await eventually(
+            lambda: _try_create(b, three), lambda created: created
+        )  # … for every replica
+
+
+async def _try_create(runtime: Runtime, peer: MemoryPeer) -> bool:
+    try:
+        await runtime.create_elicitation(form(), peer=peer, tenant=ALICE)
+    except (TooManyElicitations, StoreUnavailable):
+        return False
+    return True
+
+
+async def test_status_and_list_span_replicas_and_stay_tenant_scoped(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+        handle = await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        row = await eventually(
+            lambda: _status(b, handle.id, ALICE),
+            lambda info: info is not None and info.status == "active",
+        )
+        assert row is not None
+        assert row.id == handle.id
+        assert [r.id for r in await b.list_elicitations(tenant=ALICE)] == [handle.id]
+        # Another tenant's id is exactly an unknown id, on the replica that holds it or not.
+        for runtime in (a, b):
+            with pytest.raises(ElicitationNotFound) as foreign:
+                await runtime.get_elicitation_status(handle.id, tenant=BOB)
+            with pytest.raises(ElicitationNotFound) as unknown:
+                await runtime.get_elicitation_status("no-such-id", tenant=BOB)
+            assert str(foreign.value) == str(unknown.value)
+            assert await runtime.list_elicitations(tenant=BOB) == []
+        extended = await b.extend_timeout(handle.id, tenant=ALICE, seconds=30)  # forwarded to a
+        assert (extended.extensions_used, extended.deadline) == (1, row.deadline + 30)
+        await b.cancel_elicitation(handle.id, tenant=ALICE)  # forwarded to a
+        assert (await handle.outcome()).__class__.__name__ == "Cancelled"
+        ended = await eventually(
+            lambda: _status(b, handle.id, ALICE),
+            lambda info: info is not None and info.status == "cancelled",
+        )
+        assert ended is not None
+        assert ended.outcome == "Cancelled"
+        with pytest.raises(AlreadyTerminal):
+            await b.cancel_elicitation(handle.id, tenant=ALICE)
+
+
+async def _status(runtime: Runtime, elicitation_id: str, tenant: Tenant) -> Any:
+    try:
+        return await runtime.get_elicitation_status(elicitation_id, tenant=tenant)
+    except ElicitationNotFound:
+        return None
+
+
+async def test_a_url_completion_on_one_replica_reaches_the_one_holding_it(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+        peer = MemoryPeer(auto=lambda r: {"action": "accept"})
+        handle = await a.create_elicitation(
+            ElicitationRequest("Sign in", mode="url", url="https://example.com/login"),
+            peer=peer,
+            tenant=ALICE,
+        )
+        await eventually(
+            lambda: _status(b, handle.id, ALICE),
+            lambda info: info is not None and info.status == "active",
+        )
+        with pytest.raises(ElicitationNotFound):  # tenant-scoped on the way too
+            await b.complete_elicitation(handle.id, {"ok": True}, tenant=BOB)
+        info = await b.complete_elicitation(handle.id, {"ok": True}, tenant=ALICE)
+        assert info.status == "completed"
+        with trio.fail_after(5):
+            assert await handle.outcome() == Accepted({"ok": True})
+        await eventually(lambda: _notified(peer), bool)
+        assert b.metrics()["store"]["forwarded"] == 1
+
+
+async def test_a_forwarded_completion_is_validated_by_the_holder_and_refused_with_its_errors(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+        handle = await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        await eventually(lambda: _status(b, handle.id, ALICE), lambda info: info is not None)
+        with pytest.raises(InvalidAnswer) as refused:
+            await b.complete_elicitation(handle.id, {"name": 5}, tenant=ALICE)
+        ((error,),) = (refused.value.errors,)
+        assert (error.field, error.constraint) == ("name", "type")
+        assert "5" not in str(refused.value)  # the submitted value never travels back
+        info = await b.complete_elicitation(handle.id, {"name": "Ada"}, tenant=ALICE)
+        assert info.status == "completed"
+        assert await handle.outcome() == Accepted({"name": "Ada"})
+
+
+async def _notified(peer: MemoryPeer) -> bool:
+    await trio.lowlevel.checkpoint()
+    return ("notifications/elicitation/complete", {"elicitationId": peer.requests[0].params[
+        "elicitationId"]}) in peer.notifications  # fmt: skip
+
+
+async def test_a_dead_replicas_elicitations_end_failed(redis_server: RedisServer) -> None:
+    url = redis_server.url()
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "tests.store.replica", url, "alice"],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = b""
+        with trio.fail_after(30):
+            while not line.endswith(b"\n"):
+                line += await process.stdout.receive_some()
+        elicitation_id = line.decode().strip()
+        async with replicas(url, 1) as (b,):
+            await eventually(
+                lambda: _status(b, elicitation_id, Tenant("alice")),
+                lambda info: info is not None and info.status == "active",
+            )
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+            ended = await eventually(
+                lambda: b.get_elicitation_status(elicitation_id, tenant=Tenant("alice")),
+                lambda info: info.status == "failed",
+            )
+            assert ended.outcome == "Failed"
+            assert ended.ended_at is not None
+            assert b.metrics()["store"]["replicas_ended"] == 1
+            with pytest.raises(AlreadyTerminal):
+                await b.complete_elicitation(elicitation_id, {}, tenant=Tenant("alice"))
+    finally:
+        process.kill()
+        with trio.move_on_after(5):
+            await process.wait()
+
+
+async def test_a_stopped_replica_ends_its_elicitations_in_the_store(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    async with replicas(url, 1) as (b,):
+        async with replicas(url, 1) as (a,):
+            handle = await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+            await eventually(lambda: _status(b, handle.id, ALICE), lambda info: info is not None)
+        assert await handle.outcome() == Failed("runtime_restarted")
+        ended = await b.get_elicitation_status(handle.id, tenant=ALICE)
+        assert (ended.status, ended.outcome) == ("failed", "Failed")
+
+
+async def test_a_store_outage_is_a_clear_error_without_a_hang_and_recovers(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), 1, rate=100) as (a,):
+        peer = MemoryPeer()
+        held = await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+        redis_server.stop()
+        try:
+            for _ in range(3):
+                with trio.fail_after(2):  # within the store's deadline, every time
+                    with pytest.raises(StoreUnavailable, match="shared store unavailable"):
+                        await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+            with trio.fail_after(2), pytest.raises(StoreUnavailable):
+                await a.get_elicitation_status("elsewhere", tenant=ALICE)
+            with trio.fail_after(2), pytest.raises(StoreUnavailable):
+                await a.list_elicitations(tenant=ALICE)
+            # What this replica holds still answers.
+            assert (await a.get_elicitation_status(held.id, tenant=ALICE)).status == "active"
+            await a.cancel_elicitation(held.id, tenant=ALICE)
+            metrics = a.metrics()
+            assert metrics["store"]["available"] is False
+            assert metrics["store"]["errors"]["admit"] >= 3
+            assert metrics["refused"]["store_unavailable"] >= 3
+        finally:
+            redis_server.start()
+        await eventually(lambda: _try_create(a, peer), bool)
+        assert a.metrics()["store"]["available"] is True
+        assert a.metrics()["store"]["recoveries"] >= 1
+        # The server came back empty: this replica published its records again.
+        await eventually(
+            lambda: _store_row(a, held.id),
+            lambda row: row is not None and row.row["status"] == "cancelled",
+        )
+
+
+async def test_a_replica_starts_while_the_store_is_down_and_admits_once_it_is_up(
+    redis_server: RedisServer,
+) -> None:
+    redis_server.stop()
+    try:
+        async with replicas(redis_server.url(), 1, rate=100) as (a,):
+            peer = MemoryPeer()
+            with trio.fail_after(2), pytest.raises(StoreUnavailable):
+                await a.create_elicitation(form(), peer=peer, tenant=ALICE)
+            redis_server.start()
+            await eventually(lambda: _try_create(a, peer), bool)
+    finally:
+        if redis_server.process is None:
+            redis_server.start()
+
+
+async def _store_row(runtime: Runtime, elicitation_id: str) -> Any:
+    return await runtime.store.find(elicitation_id, ALICE)
+
+
+async def test_a_server_with_a_password_takes_it_from_the_url(tmp_path: Any) -> None:
+    from tests.components import require
+
+    server = RedisServer(require("redis-server"), str(tmp_path), "--requirepass", "s3cret")
+    server.start()
+    try:
+        async with replicas(server.url(":s3cret@"), 1, rate=100) as (a,):
+            await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        async with replicas(server.url(":wrong@"), 1, rate=100) as (b,):
+            with trio.fail_after(2), pytest.raises(StoreUnavailable):
+                await b.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+    finally:
+        server.stop()
