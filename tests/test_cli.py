@@ -63,7 +63,7 @@ def test_serve_rate_option_refuses_bad_values(bad: str, capsys: pytest.CaptureFi
 def test_serve_store_comes_from_the_option_else_the_environment_else_memory() -> None:
     args = _parser().parse_args(["serve", "--store", "redis://127.0.0.1:6380/2"])
     store = store_url(args.store, {STORE_ENV: "redis://elsewhere:6379/0"})
-    assert runtime_config(None, False, None, store).store == "redis://127.0.0.1:6380/2"
+    assert runtime_config(None, False, None, store=store).store == "redis://127.0.0.1:6380/2"
     from_env = store_url(None, {STORE_ENV: "redis://elsewhere:6379/0"})
     assert from_env == "redis://elsewhere:6379/0"
     assert store_url(None, {}) is None
