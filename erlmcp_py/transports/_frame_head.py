@@ -89,13 +89,15 @@ def frame_head(head: bytes) -> FrameHead:
             if key in ("result", "error") and not method and found_id is not None:
                 return FrameHead("response", found_id)
             break
+        after = _NEXT.match(head, member.end())
+        if after is None:  # the head ends inside or right after this value: it may be cut
+            break
         value = _scalar(token)
         if key == "method":
             method = True
         elif key == "id" and isinstance(value, str | int) and not isinstance(value, bool):
             found_id = value
-        after = _NEXT.match(head, member.end())
-        if after is None or after.group(1) == b"}":
+        if after.group(1) == b"}":
             break
         pos = after.end()
     if method:

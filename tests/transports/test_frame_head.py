@@ -79,3 +79,9 @@ def test_a_response_is_named_only_when_the_whole_frame_is_that_response(
     elif head.kind == "request":
         assert "method" in frame
         assert head.id is None or (frame["id"] == head.id and type(frame["id"]) is type(head.id))
+
+
+def test_a_number_cut_by_the_head_names_no_id() -> None:
+    assert frame_head(b'{"method": null, "id": 1') == FrameHead("request", None)
+    assert frame_head(b'{"method": "x", "id": 10}') == FrameHead("request", 10)
+    assert frame_head(b'{"method": "x", "id": 12, "params": {') == FrameHead("request", 12)
