@@ -400,7 +400,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="call one tool and exit (status 1 on a tool error) instead of the prompt",
     )
     parser.add_argument(
-        "--lang", choices=LOCALES, default=None, help="language (default: from LC_ALL/LANG)"
+        "--lang",
+        choices=LOCALES,
+        default=None,
+        help="language, also declared to the server for what it says (re-prompts, deadline "
+        "warnings); default: from LC_ALL/LANG",
     )
     parser.add_argument(
         "--header",
