@@ -15,8 +15,13 @@ server: ``notifications/cancelled`` on stdio, the POST closed on HTTP) and the R
 back; at the REPL prompt it leaves the client with status 130.
 
 Server notifications are printed as they arrive, on a line of their own above the open prompt,
-which is then shown again: the deadline warning (``Closing in {seconds}s``), log messages,
-progress, and the end of a URL-mode page.
+which is then shown again: the deadline warning (the server's own message, in the locale the
+client declared; ``Closing in {seconds}s`` when it sends none), log messages, progress, and
+the end of a URL-mode page.
+
+The user's locale (``--lang``, else the POSIX locale variables) is the client's and is
+declared to the server: in ``_meta`` (see :mod:`~._client`) and, over HTTP, as
+``Accept-Language``.
 """
 
 from __future__ import annotations
@@ -225,7 +230,12 @@ class ConnectApp:
             if params.get("level") == "warning" and isinstance(data, Mapping):
                 seconds = data.get("remainingSeconds")
                 if isinstance(seconds, int | float):
-                    text = self.t("Closing in {seconds}s", seconds=math.ceil(seconds))
+                    said = data.get("message")  # the server's words, in the declared locale
+                    text = (
+                        said
+                        if isinstance(said, str) and said.strip()
+                        else self.t("Closing in {seconds}s", seconds=math.ceil(seconds))
+                    )
                     self.io.notice(f"⚠ {text}")
                     return
             text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
@@ -390,7 +400,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="call one tool and exit (status 1 on a tool error) instead of the prompt",
     )
     parser.add_argument(
-        "--lang", choices=LOCALES, default=None, help="language (default: from LC_ALL/LANG)"
+        "--lang",
+        choices=LOCALES,
+        default=None,
+        help="language, also declared to the server for what it says (re-prompts, deadline "
+        "warnings); default: from LC_ALL/LANG",
     )
     parser.add_argument(
         "--header",
@@ -430,6 +444,7 @@ async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator
             app.on_notification,
             modern=modern,
             headers=args.header or (),
+            accept_language=app.t.locale,
         ) as wire:
             yield wire
         return
@@ -464,7 +479,7 @@ async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
     connected = False
     try:
         async with _open_wire(args, app) as wire:
-            client = McpClient(wire, args.protocol, app.on_request)
+            client = McpClient(wire, args.protocol, app.on_request, locale=t.locale)
             await client.open()
             connected = True
             transport = "HTTP" if _is_url(args.target) else "stdio"

@@ -2,13 +2,19 @@
 
 Theory of operation
 -------------------
+Both eras declare the user's locale (:data:`~erlmcp_py.core.i18n.LOCALE_META_KEY` in
+``_meta``), so the server says what it says to people (re-prompts, deadline warnings) in the
+language the client shows: on ``initialize`` for a session, on every request for 2026-07-28.
+
 *2025-11-25 (session).* :meth:`McpClient.open` sends ``initialize`` (declaring form and URL
 elicitation) and ``notifications/initialized``; the negotiated version goes to the wire. A
 ``tools/call`` is one request: the server's ``elicitation/create`` requests arrive on the wire
 while it runs and are answered by the wire's ``on_request``.
 
 *2026-07-28 (stateless, MRTR; see docs/mrtr.md).* Every request carries ``_meta`` (protocol
-version, client capabilities, client info); :meth:`McpClient.open` asks ``server/discover``.
+version, client capabilities, client info, and the log level ``info``, the level a session
+starts at: the server's log messages and deadline warnings come on the request they relate
+to); :meth:`McpClient.open` asks ``server/discover``.
 A ``tools/call`` may answer an ``InputRequiredResult``: each of its ``inputRequests`` is
 answered by the same ``on_request`` that answers the session era's requests, and the call is
 retried with the ``inputResponses`` and the exact ``requestState``, until the result is
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from erlmcp_py.connect._wire import OnRequest, RpcError, Wire
+from erlmcp_py.core.i18n import LOCALE_META_KEY
 
 __all__ = ["CAPABILITIES", "CLIENT_INFO", "MODERN", "PROTOCOLS", "SESSION", "McpClient"]
 
@@ -33,6 +40,8 @@ PROTOCOLS: Final = (SESSION, MODERN)
 #: What the client can show: forms and URL pages.
 CAPABILITIES: Final[Mapping[str, Any]] = {"elicitation": {"form": {}, "url": {}}}
 CLIENT_INFO: Final[Mapping[str, Any]] = {"name": "erlmcp-py-connect", "version": "0.1.0"}
+#: The server log messages a 2026-07-28 request asks for (those of a session by default).
+LOG_LEVEL: Final = "info"
 
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
@@ -46,13 +55,30 @@ class McpClient:
         protocol: ``2025-11-25`` or ``2026-07-28`` (see :data:`PROTOCOLS`).
         answer: Answers ``elicitation/create`` (and any other server request); used for the
             2026-07-28 ``inputRequests`` (the wire calls it for the session era's requests).
+        locale: The user's locale (``en-US``, ``pt-BR``), declared to the server; ``None``:
+            none is declared (the server's default applies).
         server: ``name version`` of the server, once :meth:`open` has run.
     """
 
     wire: Wire
     protocol: str
     answer: OnRequest
+    locale: str | None = None
     server: str = "?"
+
+    def _meta(self) -> dict[str, Any]:
+        """What ``_meta`` declares on every request of this era (see the module docstring)."""
+        meta: dict[str, Any] = {}
+        if self.modern:
+            meta = {
+                _META_VERSION: MODERN,
+                "io.modelcontextprotocol/clientCapabilities": dict(CAPABILITIES),
+                "io.modelcontextprotocol/clientInfo": dict(CLIENT_INFO),
+                "io.modelcontextprotocol/logLevel": LOG_LEVEL,
+            }
+        if self.locale is not None:
+            meta[LOCALE_META_KEY] = self.locale
+        return meta
 
     @property
     def modern(self) -> bool:
@@ -62,11 +88,7 @@ class McpClient:
     def _params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(params)
         if self.modern:
-            out["_meta"] = {
-                _META_VERSION: MODERN,
-                "io.modelcontextprotocol/clientCapabilities": dict(CAPABILITIES),
-                "io.modelcontextprotocol/clientInfo": dict(CLIENT_INFO),
-            }
+            out["_meta"] = self._meta()
         return out
 
     async def open(self) -> None:
@@ -81,14 +103,14 @@ class McpClient:
                 else None
             )
         else:
-            result = await self.wire.request(
-                "initialize",
-                {
-                    "protocolVersion": self.protocol,
-                    "capabilities": dict(CAPABILITIES),
-                    "clientInfo": dict(CLIENT_INFO),
-                },
-            )
+            initialize: dict[str, Any] = {
+                "protocolVersion": self.protocol,
+                "capabilities": dict(CAPABILITIES),
+                "clientInfo": dict(CLIENT_INFO),
+            }
+            if meta := self._meta():
+                initialize["_meta"] = meta
+            result = await self.wire.request("initialize", initialize)
             version = result.get("protocolVersion")
             if isinstance(version, str):
                 self.protocol = version

@@ -21,7 +21,8 @@ events (server requests, notifications, and at last the response) are routed as 
 so an ``elicitation/create`` that arrives mid-call is answered (by another POST) while the call's
 stream stays open. The session era's ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` are sent
 once known; a 2026-07-28 request carries the ``MCP-Protocol-Version``, ``Mcp-Method`` and
-``Mcp-Name`` headers its body implies. :meth:`HttpWire.close` ends the session (DELETE).
+``Mcp-Name`` headers its body implies. Every request carries the user's ``Accept-Language``.
+:meth:`HttpWire.close` ends the session (DELETE).
 """
 
 from __future__ import annotations
@@ -362,6 +363,7 @@ class HttpWire:
     on_notification: OnNotification
     modern: bool = False
     extra_headers: Sequence[tuple[str, str]] = ()
+    accept_language: str | None = None
     session_id: str | None = None
     protocol: str | None = None
     timeout: float = 30.0
@@ -380,6 +382,10 @@ class HttpWire:
             ("User-Agent", "erlmcp-py-connect"),
             *self.extra_headers,
         ]
+        if self.accept_language is not None and not any(
+            name.lower() == "accept-language" for name, _ in self.extra_headers
+        ):
+            headers.append(("Accept-Language", self.accept_language))
         if message is not None:
             headers.append(("Content-Type", "application/json"))
         if self.protocol is not None:
@@ -526,6 +532,7 @@ async def open_http_wire(
     *,
     modern: bool,
     headers: Sequence[tuple[str, str]] = (),
+    accept_language: str | None = None,
 ) -> AsyncIterator[HttpWire]:
     """Speak MCP to the Streamable HTTP endpoint at ``url``.
 
@@ -536,6 +543,8 @@ async def open_http_wire(
         modern: 2026-07-28 (stateless: no session; the routing headers on every request).
         headers: Sent on every request (``Authorization: Bearer …`` for a server that wants a
             token).
+        accept_language: The user's locale, sent as ``Accept-Language`` on every request
+            (unless ``headers`` names one).
 
     Raises:
         ValueError: ``url`` is not an http(s) URL.
@@ -545,7 +554,13 @@ async def open_http_wire(
         raise ValueError(f"not an http(s) URL: {url}")
     async with trio.open_nursery() as nursery:
         wire = HttpWire(
-            url, nursery, on_request, on_notification, modern=modern, extra_headers=headers
+            url,
+            nursery,
+            on_request,
+            on_notification,
+            modern=modern,
+            extra_headers=headers,
+            accept_language=accept_language,
         )
         try:
             yield wire

@@ -20,6 +20,9 @@ name list of the server's policy), or a form definition that needs URL mode -- i
 the server's hosted page instead: a URL-mode elicitation whose URL is a single-use ticket of
 ``runtime.pages`` (served by the HTTP transport at ``/elicit/{token}``), closed when the
 elicitation ends. Without a page it is refused (``SchemaNotAllowed`` naming the field and why).
+On 2026-07-28 the page's answer reaches the suspended call that asked, in this process: a
+server that keeps no call between rounds (``mrtr="replay"``) refuses such a question the same
+way, and a call replayed elsewhere asks it again on that process's page (docs/mrtr.md).
 """
 
 from __future__ import annotations
@@ -527,7 +530,8 @@ class Context:
 
         Raises:
             SchemaNotAllowed: the form is outside the MCP subset, or asks for a secret and the
-                server serves no hosted page (the message names the field and why).
+                server serves no hosted page, or (2026-07-28) keeps no call between rounds
+                for the page to answer (the message names the field and why).
             TypeError: the type cannot be a form, or ``timeout`` is not a number.
             ValueError: ``timeout`` is not a positive, finite number of seconds.
             RateLimited, TooManyElicitations: the runtime refused to ask now.
@@ -581,6 +585,15 @@ class Context:
                 "mode",
                 f"{prepared.needs_page}; the MCP spec forbids asking for it in form mode and "
                 "this server serves no hosted elicitation page to ask it on (serve over HTTP)",
+            )
+        if not getattr(self._peer, "keeps_call", True):  # 2026-07-28 with mrtr="replay"
+            raise SchemaNotAllowed(
+                "",
+                "mode",
+                f"{prepared.needs_page}; the MCP spec forbids asking for it in form mode, and "
+                "the hosted elicitation page answers only a call the server keeps between "
+                "rounds: this server keeps none (--mrtr replay); serve with --mrtr auto or "
+                "suspend",
             )
         if not peer.supports("url"):
             return Unsupported("url")

@@ -295,9 +295,19 @@ class MrtrPeer:
     Attributes:
         protocol_version: The request's protocol version.
         capabilities: The client's capabilities, as declared on the latest request.
+        keeps_call: Whether the call stays in this process between rounds (``False`` when
+            the registry runs ``mrtr="replay"``): what the server's hosted page needs, whose
+            answer reaches only the suspended call that asked.
     """
 
-    __slots__ = ("_cont", "_counters", "_peer_id", "capabilities", "protocol_version")
+    __slots__ = (
+        "_cont",
+        "_counters",
+        "_peer_id",
+        "capabilities",
+        "keeps_call",
+        "protocol_version",
+    )
 
     def __init__(
         self,
@@ -306,12 +316,15 @@ class MrtrPeer:
         capabilities: ClientCapabilities,
         protocol_version: str,
         counters: Counter[str] | None = None,
+        *,
+        keeps_call: bool = True,
     ) -> None:
         self._cont = cont
         self._peer_id = peer_id
         self._counters: Counter[str] = Counter() if counters is None else counters
         self.capabilities = capabilities
         self.protocol_version = protocol_version
+        self.keeps_call = keeps_call
 
     @property
     def peer_id(self) -> str:
@@ -661,7 +674,14 @@ class ContinuationRegistry:
                 {"reason": PRINCIPAL_BUSY},
             )
         cont = _Continuation(principal, digest)
-        cont.peer = MrtrPeer(cont, client_id, capabilities, protocol_version, self.counters)
+        cont.peer = MrtrPeer(
+            cont,
+            client_id,
+            capabilities,
+            protocol_version,
+            self.counters,
+            keeps_call=self.mrtr != "replay",
+        )
         self._entries[cont.id] = cont
         self._per_principal[principal] += 1
         return cont

@@ -21,12 +21,23 @@ def app(
     return ConnectApp(Terminal(receive, out), Texts(locale), open_page=lambda url: None), send, out
 
 
+def test_the_deadline_warning_is_one_line_in_the_servers_words() -> None:
+    screen, _, out = app("pt-BR")
+    warning = {
+        "elicitationId": "e",
+        "remainingSeconds": 30,
+        "message": "Este pedido expira em 30 segundos.",  # in the locale the client declared
+    }
+    screen.on_notification("notifications/message", {"level": "warning", "data": warning})
+    assert out.getvalue() == "⚠ Este pedido expira em 30 segundos.\n"
+
+
 @pytest.mark.parametrize(
     ("locale", "line"), [("en-US", "⚠ Closing in 30s"), ("pt-BR", "⚠ Fechando em 30s")]
 )
-def test_the_deadline_warning_is_one_line_in_the_users_language(locale: str, line: str) -> None:
+def test_a_deadline_warning_without_words_is_the_clients_countdown(locale: str, line: str) -> None:
     screen, _, out = app(locale)
-    warning = {"elicitationId": "e", "remainingSeconds": 29.2, "message": "expires"}
+    warning = {"elicitationId": "e", "remainingSeconds": 29.2}
     screen.on_notification("notifications/message", {"level": "warning", "data": warning})
     assert out.getvalue() == f"{line}\n"
 

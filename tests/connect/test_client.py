@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from erlmcp_py.connect import CAPABILITIES, MODERN, SESSION, McpClient, RpcError
+from erlmcp_py.core.i18n import LOCALE_META_KEY
 
 META = "io.modelcontextprotocol/protocolVersion"
 
@@ -116,3 +117,39 @@ async def test_an_error_answer_reaches_the_caller(protocol: str) -> None:
     with pytest.raises(RpcError) as info:
         await McpClient(Failing(), protocol, yes).call_tool("t", {})
     assert info.value.code == -32042
+
+
+async def test_the_session_era_declares_the_users_locale_on_initialize() -> None:
+    wire = ScriptedWire({"protocolVersion": SESSION}, {"content": []})
+    client = McpClient(wire, SESSION, yes, locale="pt-BR")
+    await client.open()
+    await client.call_tool("t", {})
+    (method, initialize), _, (_, call) = wire.sent
+    assert method == "initialize"
+    assert initialize["_meta"] == {LOCALE_META_KEY: "pt-BR"}
+    assert "_meta" not in call  # the session remembers it
+    silent = ScriptedWire({"protocolVersion": SESSION})
+    await McpClient(silent, SESSION, yes).open()
+    assert "_meta" not in silent.sent[0][1]
+
+
+async def test_the_stateless_era_declares_the_users_locale_on_every_request() -> None:
+    ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?"}}
+    wire = ScriptedWire(
+        {"_meta": {}},
+        {"tools": []},
+        {"resultType": "input_required", "inputRequests": {"e1": ask}, "requestState": "s1"},
+        {"resultType": "complete", "content": []},
+    )
+    client = McpClient(wire, MODERN, yes, locale="pt-BR")
+    await client.open()
+    await client.list_tools()
+    await client.call_tool("t", {})
+    assert [m for m, _ in wire.sent] == [
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "tools/call",
+    ]
+    assert all(p["_meta"][LOCALE_META_KEY] == "pt-BR" for _, p in wire.sent)
+    assert all(p["_meta"][META] == MODERN for _, p in wire.sent)

@@ -67,11 +67,10 @@ def leave(child: pexpect.spawn) -> int | None:
     return child.exitstatus
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
+def _http_server(*serve_args: str) -> Iterator[str]:
     """The example server over Streamable HTTP on a free loopback port (``--dev``: its
     URL-mode demo page is on loopback; ``--rate``: every test client shares one address, so
-    one rate-limit bucket)."""
+    one rate-limit bucket); yields its URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -88,6 +87,7 @@ def http_url() -> Iterator[str]:
             "--dev",
             "--rate",
             "1000",
+            *serve_args,
         ],
         env=_env(),
         cwd=str(ROOT),
@@ -101,6 +101,18 @@ def http_url() -> Iterator[str]:
         server.kill(15)
         server.expect(pexpect.EOF)
         server.close()
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    """The example server over HTTP, with its default deadlines."""
+    yield from _http_server()
+
+
+@pytest.fixture(scope="module")
+def http_url_4s() -> Iterator[str]:
+    """The example server over HTTP, every question's deadline 4 s (its warning at 1 s left)."""
+    yield from _http_server("--elicitation-timeout", "4")
 
 
 def _target(transport: str, http_url: str) -> list[str]:
@@ -211,10 +223,36 @@ def test_the_deadline_warning_shows_and_the_servers_close_ends_the_prompt() -> N
     child.expect_exact("mcp> ")
     child.sendline("call demo_string")
     child.expect_exact("What should we call you?")
-    child.expect_exact("⚠ Closing in 1s")
+    child.expect_exact("⚠ This request expires in 1 second.")  # the server's own words
     child.expect_exact("The server closed the question.")
     child.expect_exact("name: timed out")
     assert leave(child) == 0
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_pt_br_user_gets_the_servers_deadline_warning_in_pt_br(
+    transport: str, protocol: str, request: pytest.FixtureRequest
+) -> None:
+    # The client declares pt-BR (_meta, and Accept-Language on HTTP): the warning is the
+    # server's text from its catalog, while the call waits for a URL-mode page (on
+    # 2026-07-28, the retry that consented is held, and the warning comes on it).
+    if transport == "http":
+        target = [request.getfixturevalue("http_url_4s")]
+    else:
+        target = stdio("--dev", "--elicitation-timeout", "4")
+    child = connect(target, protocol, lang="pt_BR.UTF-8")
+    child.expect_exact("mcp> ")
+    child.sendline("call demo_url_sign_in")
+    child.expect_exact("[2] eu mesmo abro")
+    child.sendline("2")
+    child.expect_exact("Aguardando a página terminar")
+    child.expect_exact("⚠ Este pedido expira em 1 segundo.")
+    child.expect_exact("sign-in: timed out")
+    child.expect_exact("mcp> ")
+    child.sendline("quit")
+    child.expect_exact("Até mais.")
+    child.expect(pexpect.EOF)
 
 
 @pytest.mark.parametrize("protocol", ERAS)

@@ -106,6 +106,35 @@ async def test_a_stateless_request_names_its_method_and_tool_in_headers() -> Non
     assert plain["mcp-protocol-version"] == "2026-07-28"
 
 
+@pytest.mark.parametrize("modern", [False, True])
+async def test_every_request_carries_the_users_language(modern: bool) -> None:
+    answer = json_answer({"ok": 1}, ("Mcp-Session-Id", "s-1"))
+
+    def reply(message: dict[str, Any] | None) -> tuple[int, list[tuple[str, str]], bytes]:
+        return (202, [], b"") if message is not None and "id" not in message else answer(message)
+
+    async with trio.open_nursery() as nursery:
+        recorder, url = await serve(nursery, reply)
+        async with open_http_wire(
+            url, no_requests, lambda m, p: None, modern=modern, accept_language="pt-BR"
+        ) as wire:
+            await wire.request("initialize", {})
+            await wire.notify("notifications/initialized")
+        async with open_http_wire(
+            url,
+            no_requests,
+            lambda m, p: None,
+            modern=modern,
+            headers=[("accept-language", "en-GB")],
+            accept_language="pt-BR",
+        ) as wire:
+            await wire.request("tools/list", {})
+        nursery.cancel_scope.cancel()
+    *mine, chosen = [headers for headers, message in recorder.requests if message is not None]
+    assert [headers["accept-language"] for headers in mine] == ["pt-BR", "pt-BR"]
+    assert chosen["accept-language"] == "en-GB"  # one the user set with --header wins
+
+
 async def test_an_event_stream_delivers_requests_and_notifications_before_the_answer() -> None:
     answered: list[Any] = []
     arrived = trio.Event()

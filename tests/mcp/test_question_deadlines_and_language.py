@@ -1,6 +1,6 @@
-"""The tool ``Context``'s per-question deadlines and the language of what the server says to
-the user, end to end through the memory pair, in both protocol eras (a 2025-11-25 session,
-and 2026-07-28 by MRTR), on trio's autojump clock."""
+"""The ``Context``'s per-question deadlines and the language of what the server says to the
+user (for a tool's questions and a prompt's), end to end through the memory pair, in both
+protocol eras (a 2025-11-25 session, and 2026-07-28 by MRTR), on trio's autojump clock."""
 
 from __future__ import annotations
 
@@ -279,3 +279,76 @@ async def test_a_pt_br_2026_client_gets_a_pt_br_reprompt(
         answer = {key: {"action": "accept", "content": {"name": "Ana"}}}
         done = {**params, "requestState": second["requestState"], "inputResponses": answer}
         assert text(await client.request("tools/call", done)) == "Accepted pt-BR"
+
+
+# -- a prompt that asks speaks the client's language too ------------------------------------------
+
+
+def prompt_server() -> Server:
+    server = Server("idiomas", "1.0.0", runtime_config={"rate": 1000})
+
+    @server.prompt()
+    async def greeting(ctx: Context) -> str:
+        """A greeting for a name the user gives."""
+        outcome = await ctx.elicit("Seu nome?", NAME_SCHEMA, timeout=10)
+        name = outcome.content["name"] if isinstance(outcome, Accepted) else "?"
+        return f"Olá, {name} ({ctx.locale})"
+
+    return server
+
+
+def prompt_text(result: Mapping[str, Any]) -> str:
+    return str(result["messages"][0]["content"]["text"])
+
+
+REPROMPT_PT_BR = (
+    "Seu nome?\n\nSua resposta anterior não foi aceita (tentativa 2):\n"
+    "A resposta não foi aceita (1 problema):\n- name: "
+)
+
+
+async def test_a_pt_br_session_client_gets_a_pt_br_reprompt_from_a_prompt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    answers = iter([{"name": ""}, {"name": "Ana"}])
+
+    def empty_then_ana(request: ServerRequest) -> Mapping[str, Any]:
+        return {"action": "accept", "content": next(answers)}
+
+    async with open_memory_client(
+        prompt_server(), handler=empty_then_ana, initialize=False
+    ) as client:
+        await client.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "cliente", "version": "1"},
+                "_meta": PT_BR,
+            },
+        )
+        await client.notify("notifications/initialized")
+        result = await client.request("prompts/get", {"name": "greeting"})
+    assert prompt_text(result) == "Olá, Ana (pt-BR)"
+    first, reprompt = (request.params["message"] for request in client.server_requests)
+    assert first == "Seu nome?"
+    assert reprompt.startswith(REPROMPT_PT_BR)
+
+
+async def test_a_pt_br_2026_client_gets_a_pt_br_reprompt_from_a_prompt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(prompt_server(), protocol_version="2026-07-28") as client:
+        params: dict[str, Any] = {"name": "greeting", "_meta": PT_BR}
+        first = await client.request("prompts/get", params)
+        ((key, _asked),) = first["inputRequests"].items()
+        answer = {key: {"action": "accept", "content": {"name": ""}}}
+        retry = {**params, "requestState": first["requestState"], "inputResponses": answer}
+        second = await client.request("prompts/get", retry)
+        ((key, asked),) = second["inputRequests"].items()
+        assert asked["params"]["message"].startswith(REPROMPT_PT_BR)
+        answer = {key: {"action": "accept", "content": {"name": "Ana"}}}
+        done = {**params, "requestState": second["requestState"], "inputResponses": answer}
+        result = await client.request("prompts/get", done)
+    assert result["resultType"] == "complete"
+    assert prompt_text(result) == "Olá, Ana (pt-BR)"

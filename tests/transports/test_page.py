@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 import pytest
 import trio
+import trio.testing
 from pydantic import BaseModel, Field, SecretStr
 
 from erlmcp_py.actors.api import RuntimeConfig
@@ -25,12 +26,13 @@ from erlmcp_py.actors.pages import PageQuestion, PageRegistry
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.i18n import CATALOG, Texts, negotiate
 from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, TimedOut
+from erlmcp_py.core.state_token import KeyRing
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.testing import open_memory_client
 from erlmcp_py.transports._page_fields import content_from_form, page_fields
 from erlmcp_py.transports._page_html import render_form
-from erlmcp_py.transports.http import Listening, serve_http
+from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
 
 TIMEOUT = 10
 ACCEPT_BOTH = "application/json, text/event-stream"
@@ -105,12 +107,13 @@ def build_server(**config: Any) -> Server:
 
 
 @asynccontextmanager
-async def page_server(**config: Any) -> AsyncIterator[Listening]:
-    """A page-test server on a free port of 127.0.0.1."""
+async def page_server(http: HttpConfig | None = None, **config: Any) -> AsyncIterator[Listening]:
+    """A page-test server on a free port of 127.0.0.1 (``http``: its transport's options;
+    ``config``: its runtime's)."""
     server = build_server(**config)
     async with server.running(), trio.open_nursery() as nursery:
         listening: Listening = await nursery.start(
-            partial(serve_http, server, host="127.0.0.1", port=0)
+            partial(serve_http, server, host="127.0.0.1", port=0, config=http)
         )
         try:
             yield listening
@@ -200,6 +203,67 @@ async def asked(
             assert "requestedSchema" not in params
             await c.answer(request, {"action": "accept"})  # the user agreed to open the page
             yield c, events, params["url"]
+
+
+class Modern:
+    """A hand-driven 2026-07-28 client (stateless: one POST per request, no session) that
+    declares form and URL elicitation; it calls tools with no arguments."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.ids = 0
+
+    async def call(
+        self, tool: str, state: str | None = None, responses: Any = None
+    ) -> dict[str, Any]:
+        """The result of one ``tools/call`` (a retry with ``state`` and ``responses``)."""
+        params: dict[str, Any] = {"name": tool, "arguments": {}, "_meta": MODERN_META}
+        if state is not None:
+            params.update(requestState=state, inputResponses=responses or {})
+        self.ids += 1
+        body = {"jsonrpc": "2.0", "id": self.ids, "method": "tools/call", "params": params}
+        headers = {
+            "accept": ACCEPT_BOTH,
+            "content-type": "application/json",
+            "mcp-protocol-version": MODERN_VERSION,
+            "mcp-method": "tools/call",
+            "mcp-name": tool,
+        }
+        response = await self.http.post(
+            self.url, content=json.dumps(body).encode(), headers=headers
+        )
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()["result"]
+        return result
+
+
+MODERN_VERSION = "2026-07-28"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "test-page-2026", "version": "1"},
+}
+
+
+def page_request(result: Mapping[str, Any]) -> tuple[str, str]:
+    """The one input request of an ``InputRequiredResult``: its key and the page's URL (a
+    URL-mode ``elicitation/create`` with no schema: the secret never goes through the
+    client)."""
+    assert result["resultType"] == "input_required", result
+    ((key, request),) = result["inputRequests"].items()
+    assert request["method"] == "elicitation/create"
+    params = request["params"]
+    assert params["mode"] == "url"
+    assert "requestedSchema" not in params
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/elicit/[A-Za-z0-9_-]{43}", params["url"])
+    return key, str(params["url"])
+
+
+def final_text(result: Mapping[str, Any]) -> str:
+    assert result["resultType"] == "complete", result
+    text: str = result["content"][0]["text"]
+    return text
 
 
 def tool_text(messages: list[dict[str, Any]]) -> str:
@@ -569,6 +633,112 @@ def test_page_registry_tokens_are_unguessable_and_bound() -> None:
     assert not pages.owns(a.url)
     assert pages.get(a.token) is a  # remembered: "expired or used"
     assert a.question.schema == {}  # but not its question
+
+
+# -- 2026-07-28: the page answers a stateless call ------------------------------------------------
+
+CONSENT = {"action": "accept"}  # a URL-mode accept: the user agreed to open the page
+
+
+async def submit(http: httpx2.AsyncClient, url: str, **fields: str) -> httpx2.Response:
+    """Fill in the page at ``url`` and press Submit, as its browser would."""
+    csrf = CSRF.findall((await http.get(url)).text)[0]
+    return await http.post(url, data={"_csrf": csrf, "_action": "accept", **fields})
+
+
+async def test_a_2026_call_asks_a_secret_on_the_page_and_its_retry_gets_the_result() -> None:
+    async with page_server() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        c = Modern(http, listening.url)
+        with trio.fail_after(TIMEOUT):
+            first = await c.call("login")
+            key, url = page_request(first)
+            page = await http.get(url)
+            assert 'type="password"' in page.text
+            assert 'name="api_key"' in page.text
+            done = await submit(http, url, user="ada", api_key="k-123")
+            assert done.status_code == 200
+            final = await c.call("login", first["requestState"], {key: CONSENT})
+        assert final_text(final) == "accept user=ada key=k-123"
+        assert (await http.get(url)).status_code == 410  # used: single use
+        assert "k-123" not in json.dumps(first)  # the secret never went through the client
+
+
+async def test_a_2026_retry_that_consents_first_is_answered_when_the_page_is_submitted() -> None:
+    async with page_server() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        c = Modern(http, listening.url)
+        registry = listening.transport.continuations
+        assert registry is not None
+        results: list[dict[str, Any]] = []
+        with trio.fail_after(TIMEOUT):
+            first = await c.call("login")
+            key, url = page_request(first)
+
+            async def retry() -> None:
+                results.append(await c.call("login", first["requestState"], {key: CONSENT}))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(retry)
+                while registry.snapshot()["suspended"]:  # until the retry holds the call
+                    await trio.testing.wait_all_tasks_blocked(0.01)
+                assert results == []  # held while the page is open
+                assert (await submit(http, url, user="ada", api_key="k-1")).status_code == 200
+        assert final_text(results[0]) == "accept user=ada key=k-1"
+
+
+async def test_a_2026_retry_never_answers_a_page_question_with_its_own_content() -> None:
+    http_config = HttpConfig(continuations={"hold_s": 0.2})
+    async with page_server(http_config) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        c = Modern(http, listening.url)
+        with trio.fail_after(TIMEOUT):
+            first = await c.call("login")
+            key, url = page_request(first)
+            forged = {key: {"action": "accept", "content": {"user": "eve", "api_key": "x"}}}
+            held = await c.call("login", first["requestState"], forged)
+            # consent only: the tool still waits for the page, and the client retries
+            assert held["resultType"] == "input_required"
+            assert "inputRequests" not in held
+            assert (await http.get(url)).status_code == 200
+            assert (await submit(http, url, user="ada", api_key="k-2")).status_code == 200
+            final = await c.call("login", held["requestState"])
+        assert final_text(final) == "accept user=ada key=k-2"
+
+
+RING = KeyRing("shared", b"p" * 32)
+
+
+async def test_a_2026_call_replayed_on_another_replica_asks_on_that_replicas_page() -> None:
+    config = HttpConfig(continuations={"keyring": RING})
+    async with (
+        page_server(config) as a,
+        page_server(config) as b,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        on_a, on_b = Modern(http, a.url), Modern(http, b.url)
+        with trio.fail_after(TIMEOUT):
+            first = await on_a.call("login")
+            key, url_a = page_request(first)
+            # B does not hold the call: it runs the tool again, and the page question is
+            # asked again, on B's own page (the answer to A's page reaches only A's call)
+            again = await on_b.call("login", first["requestState"], {key: CONSENT})
+            key_b, url_b = page_request(again)
+            assert url_b.startswith(b.url.removesuffix("/mcp") + "/elicit/")
+            assert url_b != url_a
+            assert (await submit(http, url_b, user="ada", api_key="k-b")).status_code == 200
+            final = await on_b.call("login", again["requestState"], {key_b: CONSENT})
+        assert final_text(final) == "accept user=ada key=k-b"
+
+
+async def test_a_server_that_keeps_no_call_between_rounds_refuses_a_page_question() -> None:
+    config = HttpConfig(continuations={"keyring": RING, "mrtr": "replay"})
+    async with page_server(config) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        with trio.fail_after(TIMEOUT):
+            result = await Modern(http, listening.url).call("login")
+        assert result["resultType"] == "complete"
+        assert result["isError"] is True
+        text = result["content"][0]["text"]
+        assert "field 'api_key' asks for sensitive data" in text
+        assert "keeps none (--mrtr replay)" in text
+        assert len(listening.transport.runtime.pages) == 0  # no page was opened
 
 
 # -- the page's parts: locale, rendering, reading a posted form ----------------------------------

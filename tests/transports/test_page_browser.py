@@ -1,7 +1,8 @@
 """The hosted elicitation page in a real headless Chromium, in en-US and pt-BR.
 
 Each test serves the page-test server (tests/transports/test_page.py) on 127.0.0.1, consents
-to its URL-mode elicitation with a hand-driven MCP client, and opens the page's URL in
+to its URL-mode elicitation with a hand-driven MCP client (a 2025-11-25 session, or a
+2026-07-28 call whose retry gets the result), and opens the page's URL in
 Chromium (the OS package, driven by playwright's sync API from a thread of its own). What the
 tool received is read from the ``tools/call`` answer.
 
@@ -19,11 +20,21 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx2
 import pytest
 import trio
 
 from tests.components import require
-from tests.transports.test_page import asked, completion_notified, page_server, tool_text
+from tests.transports.test_page import (
+    CONSENT,
+    Modern,
+    asked,
+    completion_notified,
+    final_text,
+    page_request,
+    page_server,
+    tool_text,
+)
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -229,6 +240,31 @@ async def test_accept_gives_the_tool_the_values_and_the_client_the_completion(
         assert await completion_notified(c, messages) == ticket.elicitation_id
     assert words["sent"] in notice
     assert words["closed"] in closed  # single use
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+async def test_a_2026_call_gets_what_the_page_submitted_on_its_retry(
+    chromium: Chromium, locale: str
+) -> None:
+    words = WORDS[locale]
+
+    def answer(browser: Any) -> str:
+        page = opened(browser, url, locale)
+        page.get_by_label("User name").fill("ada")
+        page.get_by_label("API key").fill("k-2026")
+        page.get_by_role("button", name=words["submit"]).click()
+        notice: str = page.locator("#notice").inner_text()
+        page.context.close()
+        return notice
+
+    async with page_server() as listening, httpx2.AsyncClient(timeout=10) as http:
+        client = Modern(http, listening.url)
+        first = await client.call("login")
+        key, url = page_request(first)
+        notice = await chromium.run(answer)
+        final = await client.call("login", first["requestState"], {key: CONSENT})
+    assert words["sent"] in notice
+    assert final_text(final) == "accept user=ada key=k-2026"
 
 
 # -- T4 and T5: reject, and Esc -------------------------------------------------------------------
