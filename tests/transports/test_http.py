@@ -1,4 +1,4 @@
-"""Streamable HTTP end to end: a real hypercorn server on 127.0.0.1 and real HTTP clients.
+"""Streamable HTTP end to end: a real server on 127.0.0.1 and real HTTP clients.
 
 Each test serves a small server on a free port in-process (trio), and talks to it with httpx2
 (the HTTP client the official ``mcp`` SDK uses) or with the SDK's own streamable HTTP client.
