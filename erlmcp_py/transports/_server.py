@@ -234,6 +234,7 @@ class _Connection:
         "_client",
         "_continue",
         "_deadline",
+        "_delivered",
         "_eof",
         "_head_only",
         "_headers",
@@ -275,6 +276,7 @@ class _Connection:
         self._chunked = False
         self._chunk_left = -1  # chunked: bytes left of the current chunk; -1: a size line next
         self._body_done = True
+        self._delivered = False
         self._continue = False
         self._phase = _NOTHING
         self._status = 200
@@ -419,6 +421,9 @@ class _Connection:
 
     async def _receive(self) -> Message:
         if self._body_done:
+            if not self._delivered:  # a request without a body: one empty message first
+                self._delivered = True
+                return {"type": "http.request", "body": b"", "more_body": False}
             return await self._wait_disconnect()
         if self._continue:
             self._continue = False
@@ -426,8 +431,9 @@ class _Connection:
         try:
             body = await (self._read_chunked() if self._chunked else self._read_length())
         except _Gone:
-            self._body_done = True
+            self._body_done = self._delivered = True
             return {"type": "http.disconnect"}
+        self._delivered = self._body_done
         return {"type": "http.request", "body": body, "more_body": not self._body_done}
 
     async def _read_length(self) -> bytes:
