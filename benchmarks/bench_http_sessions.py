@@ -1,9 +1,10 @@
 """10 000 concurrent Streamable HTTP sessions on one erlmcp-py server process, each with one
 pending form elicitation, answered at a steady rate.
 
-The server is a subprocess on 127.0.0.1: ``serve_http`` (hypercorn's trio worker, as
-``erlmcp-py serve --transport http``) with ``bench_vs_sdk.py``'s ``ask`` tool (``await
-ctx.elicit`` of the 3-field ``Person`` form), rate and pending caps lifted and
+The server is a subprocess on 127.0.0.1: ``serve_http`` (as ``erlmcp-py serve --transport
+http``, start-up frozen out of the garbage collector's full passes) with ``bench_vs_sdk.py``'s
+``ask`` tool (``await ctx.elicit`` of the 3-field ``Person`` form), rate and pending caps
+lifted and
 ``HttpConfig.max_sessions`` raised above the session count (the command's default is 1024).
 Log level warning.
 
@@ -93,7 +94,20 @@ n = int(sys.argv[2])
 config = HttpConfig(
     max_sessions=n, limits=PrincipalLimits(sessions=n, requests=n + 64, suspended=n)
 )
-trio.run(lambda: serve_http(server, host="127.0.0.1", port=int(sys.argv[1]), config=config))
+
+
+async def main() -> None:
+    async with trio.open_nursery() as nursery:
+        port = int(sys.argv[1])
+        await nursery.start(lambda task_status: serve_http(
+            server, host="127.0.0.1", port=port, config=config, task_status=task_status
+        ))
+        # as ``erlmcp-py serve``: what start-up made is frozen out of the full collections
+        gc.collect()
+        gc.freeze()
+
+
+trio.run(main)
 '''
 
 

@@ -36,6 +36,7 @@ stop exits at once (status 128 + signal). End of input on stdio ends the server
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import signal
@@ -534,6 +535,10 @@ async def _serve_until_stopped(
             listening: Listening | None = await nursery.start(
                 _host_transport, server, args, stdout_fd, stop_accepting, serving, transport_done
             )
+            # Start-up is over: what is alive now lives as long as the process (modules,
+            # schemas, the runtime), so the collector's full passes need not walk it.
+            gc.collect()
+            gc.freeze()
             received = await _first_signal(signals, transport_done)
             if received is None:  # stdio: end of input
                 nursery.cancel_scope.cancel()

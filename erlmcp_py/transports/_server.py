@@ -559,16 +559,19 @@ class _Connection:
             lower = name.lower()
             if lower == b"content-length":
                 length = value
-            elif lower == b"connection":
+                continue
+            if lower == b"connection":
                 if b"close" in value.lower():
                     self._will_close = True
                 continue
-            elif lower == b"transfer-encoding":
+            if lower == b"transfer-encoding":
                 continue
             out += name + b": " + value + b"\r\n"
         if not more:
             self._phase = _DONE
-            out += b"content-length: " + (length or b"%d" % len(body)) + b"\r\n"
+            # the length of the body sent (a HEAD answer: the one the application declared)
+            declared = length if self._head_only and length is not None else b"%d" % len(body)
+            out += b"content-length: " + declared + b"\r\n"
         else:
             self._phase = _STREAMING
             if self._version == "1.0":

@@ -108,7 +108,7 @@ import secrets
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Final
 
 import structlog
@@ -143,6 +143,9 @@ from erlmcp_py.transports.http_checks import (
     http_status_for,
 )
 from erlmcp_py.transports.principal import principal_for_address
+
+#: The principal of a client address (an ``ipaddress`` parse), kept for the addresses seen last.
+_principal_for_address: Final = lru_cache(maxsize=4096)(principal_for_address)
 
 __all__ = ["HttpConfig", "HttpTransport", "Listening", "PrincipalLimits", "serve_http"]
 
@@ -325,15 +328,24 @@ class _Stream:
         return True
 
 
+#: How every frame of our encoder with an id starts (:mod:`~erlmcp_py.mcp.jsonrpc` writes
+#: ``jsonrpc``, then ``id``, then ``result``, ``error`` or ``method``).
+_WITH_ID: Final = b'{"jsonrpc":"2.0","id":'
+_DECODER: Final = json.JSONDecoder()
+
+
 def _classify(frame: bytes) -> tuple[bool, RequestId | None]:
-    """``(is_response, id)`` of an outgoing frame (our own encoder's output)."""
+    """``(is_response, id)`` of an outgoing frame (our own encoder's output): only its id is
+    decoded, not the whole frame."""
+    if not frame.startswith(_WITH_ID):
+        return False, None  # a notification
+    text = frame.decode()
     try:
-        message = json.loads(frame)
+        id, end = _DECODER.raw_decode(text, len(_WITH_ID))
     except ValueError:  # pragma: no cover - our encoder writes JSON
         return False, None
-    if not isinstance(message, dict) or "method" in message:
-        return False, None
-    id = message.get("id")
+    if text.startswith(',"method"', end):
+        return False, None  # a request
     return True, id if isinstance(id, str | int) and not isinstance(id, bool) else None
 
 
@@ -440,11 +452,20 @@ def _resumes(message: Request) -> bool:
     return isinstance(params, Mapping) and "requestState" in params
 
 
+#: Where a request's headers, by lower-case name, are kept in its scope once looked up.
+_HEADERS: Final = "erlmcp.headers"
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+    """The first value of header ``name`` (lower case), from a table built once per request."""
+    table = scope.get(_HEADERS)
+    if table is None:
+        table = {}
+        for key, value in scope.get("headers", ()):
+            table.setdefault(bytes(key).lower(), value)
+        scope[_HEADERS] = table
+    value = table.get(name)
+    return None if value is None else bytes(value).decode("latin-1")
 
 
 async def _send_events(send: Send, frames: list[bytes], *, more: bool = True) -> None:
@@ -588,7 +609,7 @@ class HttpTransport:
                 return f"header:{value}"
         client = scope.get("client")
         host = client[0] if client else None
-        return principal_for_address(host if isinstance(host, str) else None)
+        return _principal_for_address(host if isinstance(host, str) else None)
 
     # -- ASGI ---------------------------------------------------------------------------------
 

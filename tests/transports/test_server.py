@@ -44,7 +44,8 @@ async def echo(
             break
     answer = {"method": scope["method"], "path": scope["path"], "body": body.decode()}
     out = json.dumps(answer).encode()
-    await send({"type": "http.response.start", "status": 200, "headers": []})
+    headers = [(b"content-length", b"%d" % len(out))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": out})
 
 
@@ -175,6 +176,7 @@ async def test_keep_alive_answers_requests_one_after_the_other(autojump_clock: o
             head, body = await read_response(stream, buffer)
             assert head.startswith(b"http/1.1 200 ok")
             assert b"connection: close" not in head
+            assert head.count(b"content-length") == 1
             assert json.loads(body)["body"] == f"body {i}"
 
 
