@@ -45,8 +45,10 @@ from __future__ import annotations
 import errno
 import math
 import socket as stdlib_socket
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any, Final, NoReturn
 from urllib.parse import unquote_to_bytes
 
@@ -212,9 +214,16 @@ def _decode_path(path: bytes) -> str:
     return path.decode("latin-1")
 
 
+_date_cache: list[Any] = [0, b""]
+
+
 def _status_line(version: str, status: int) -> bytes:
+    """The status line and the ``date`` header (formatted once a second)."""
+    now = int(time.time())
+    if now != _date_cache[0]:
+        _date_cache[:] = [now, b"date: %s\r\n" % formatdate(now, usegmt=True).encode()]
     reason = _REASONS.get(status, b"")
-    return b"HTTP/%s %d %s\r\n" % (version.encode(), status, reason)
+    return b"HTTP/%s %d %s\r\n%s" % (version.encode(), status, reason, _date_cache[1])
 
 
 class _Gone(Exception):
@@ -427,7 +436,7 @@ class _Connection:
             return await self._wait_disconnect()
         if self._continue:
             self._continue = False
-            await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
         try:
             body = await (self._read_chunked() if self._chunked else self._read_length())
         except _Gone:

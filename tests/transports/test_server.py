@@ -177,6 +177,7 @@ async def test_keep_alive_answers_requests_one_after_the_other(autojump_clock: o
             assert head.startswith(b"http/1.1 200 ok")
             assert b"connection: close" not in head
             assert head.count(b"content-length") == 1
+            assert head.count(b"\r\ndate: ") == 1
             assert json.loads(body)["body"] == f"body {i}"
 
 
