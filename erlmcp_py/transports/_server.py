@@ -667,9 +667,8 @@ async def _bind_socket(host: str, port: int, backlog: int) -> trio.socket.Socket
     family = stdlib_socket.AF_INET6 if ":" in name else stdlib_socket.AF_INET
     sock = trio.socket.socket(family, stdlib_socket.SOCK_STREAM)
     try:
+        # an IPv6 address keeps the system's dual-stack default ("::" takes IPv4 too)
         sock.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_REUSEADDR, 1)
-        if family == stdlib_socket.AF_INET6:
-            sock.setsockopt(stdlib_socket.IPPROTO_IPV6, stdlib_socket.IPV6_V6ONLY, 1)
         await sock.bind((name, port))
         sock.listen(backlog)
     except BaseException:

@@ -371,3 +371,19 @@ async def test_stopping_closes_idle_connections_and_lets_a_request_finish() -> N
             assert await closed(busy)
         with pytest.raises(OSError):
             await trio.open_tcp_stream("127.0.0.1", port)
+
+
+async def test_an_ipv6_address_is_served_and_named_in_brackets() -> None:
+    try:
+        trio.socket.socket(trio.socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            (url,) = await nursery.start(partial(serve, echo, "::1", 0))
+            assert url.startswith("http://[::1]:")
+            stream = await trio.open_tcp_stream("::1", int(url.rsplit(":", 1)[1]))
+            await stream.send_all(post(b"six"))
+            _, body = await read_response(stream, bytearray())
+            assert json.loads(body)["body"] == "six"
+            nursery.cancel_scope.cancel()
