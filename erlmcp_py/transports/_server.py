@@ -316,8 +316,7 @@ class _Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
         finally:
-            with trio.CancelScope(shield=True):
-                await trio.aclose_forcefully(self._stream)
+            await trio.aclose_forcefully(self._stream)  # closes at once, even when cancelled
 
     async def _fill(self) -> None:
         """Read once from the socket into the buffer (``_Gone`` at the end of the stream)."""
