@@ -14,11 +14,12 @@ the socket and the application:
   client sends meanwhile (a pipelined request) are kept for after the response. The wait may be
   cancelled (the application cancels it to wake up, see
   :class:`~erlmcp_py.transports.http._Stream`): a socket read that is cancelled loses nothing.
-* ``send()`` writes ``http.response.start`` together with the first body message: a response
-  with a ``Content-Length`` is one ``send_all``; one without it is sent chunked (HTTP/1.1) or
-  until the connection closes (HTTP/1.0), one ``send_all`` per body message. Once a write
-  fails the client is gone: later writes are dropped and ``receive()`` answers
-  ``http.disconnect``.
+* ``send()`` writes ``http.response.start`` together with the first body message (a stream
+  with nothing to say yet sends an empty one to get its head out): a whole response (the
+  first body message is the last) is one ``send_all`` with its ``Content-Length``; a stream is
+  sent chunked (HTTP/1.1) or until the connection closes (HTTP/1.0), one ``send_all`` per body
+  message. Every response carries a ``date``. Once a write fails the client is gone: later
+  writes are dropped and ``receive()`` answers ``http.disconnect``.
 
 One deadline per connection, a cancel scope whose deadline moves: ``keep_alive_s`` from the
 end of the last response (or the connection's start) until the next request head is complete,

@@ -1,4 +1,4 @@
-"""Streamable HTTP transport: an ASGI app served by the project's own HTTP/1.1 layer.
+"""Streamable HTTP transport: an ASGI app on an HTTP/1.1 server layer of its own (``_server``).
 
 Theory of operation
 -------------------
