@@ -6,7 +6,7 @@ One op = ``tools/call`` of a tool that asks the 3-field ``Person`` form of ``ben
 elicitation callback accepts at once. Every result is checked. Servers:
 
 * ours: the real command, ``python -m erlmcp_py.cli serve --transport http --host 127.0.0.1
-  --port P --rate N --server bench_server:build --log-level warning`` (hypercorn's trio worker;
+  --port P --rate N --server bench_server:build --log-level warning`` (its own HTTP/1.1 layer;
   ``bench_server.py`` is ``bench_vs_sdk.py``'s module: the ``ask`` tool, ``await ctx.elicit``,
   the same code in both eras).
 * SDK: ``MCPServer.streamable_http_app()`` under uvicorn (asyncio, h11; what
@@ -34,7 +34,7 @@ at 50 clients (lower is better for us). Goals (printed, not pass/fail): server C
 
 ``--profile DIR`` instead runs only our server, under ``python -m cProfile -o DIR/<era>.prof``
 and with a trio ``Instrument`` counting task spawns, task steps and scheduler passes, drives the
-same load, and prints where one op's server time goes by layer (trio, hypercorn/h11, our
+same load, and prints where one op's server time goes by layer (trio, the HTTP/1.1 layer, our
 transport, ``erlmcp_py.mcp``, the runtime, ...) and the counts per op.
 
     python benchmarks/bench_http.py [--quick] [--profile DIR]
@@ -487,6 +487,7 @@ _LAYERS = (
     ("bench_counts", "the instrument (profile only)"),
     ("erlmcp_py/transports", "erlmcp_py.transports (http.py, http_checks.py)"),
     ("erlmcp_py/mcp", "erlmcp_py.mcp (session, stateless, mrtr, context, jsonrpc)"),
+    ("erlmcp_py/transports/_server", "erlmcp_py HTTP/1.1 server layer"),
     ("erlmcp_py/actors", "erlmcp_py.actors (runtime)"),
     ("erlmcp_py/core", "erlmcp_py.core (pure)"),
     ("erlmcp_py/", "erlmcp_py other"),
@@ -497,8 +498,6 @@ _LAYERS = (
     ("site-packages/trio", "trio (scheduler, cancel scopes, channels, tasks)"),
     ("site-packages/outcome", "trio (scheduler, cancel scopes, channels, tasks)"),
     ("site-packages/sniffio", "trio (scheduler, cancel scopes, channels, tasks)"),
-    ("site-packages/hypercorn", "hypercorn"),
-    ("site-packages/h11", "h11"),
     ("site-packages/structlog", "structlog"),
     ("site-packages/pydantic/", "pydantic (py)"),
     ("pydantic_core", "pydantic-core"),
@@ -533,7 +532,7 @@ def report_profile(
     prof_file: Path, ops: dict[str, int], cpu_ms: float, label: str
 ) -> dict[str, Any]:
     """Print and return where one op's server CPU goes: sampled shares by layer, the hottest
-    functions, inclusive time of our code and hypercorn, and counts per op (trio Instrument,
+    functions, inclusive time of our code, and counts per op (trio Instrument,
     cProfile calls)."""
     samples = json.loads(Path(f"{prof_file}.samples.json").read_text())
     n_ops = ops["sampled"]
@@ -567,13 +566,9 @@ def report_profile(
     print("  hottest functions (own, % of samples):")
     for where, n in sorted(own.items(), key=lambda kv: -kv[1])[:20]:
         print(f"    {n / total:6.1%}  {_short(where)}")
-    print("  inclusive (% of samples with it on the stack), our code and hypercorn:")
+    print("  inclusive (% of samples with it on the stack), our code:")
     incl: dict[str, int] = samples["incl"]
-    ours = [
-        (w, n)
-        for w, n in incl.items()
-        if any(p in w for p in ("erlmcp_py/", "supervisors/", "hypercorn/", "h11/"))
-    ]
+    ours = [(w, n) for w, n in incl.items() if any(p in w for p in ("erlmcp_py/", "supervisors/"))]
     for where, n in sorted(ours, key=lambda kv: -kv[1])[:30]:
         print(f"    {n / total:6.1%}  {_short(where)}")
 
@@ -594,9 +589,8 @@ def report_profile(
         "nurseries": calls("trio/_core/_run.py", "open_nursery"),
         "socket_sends": calls("~", "<method 'send' of '_socket.socket' objects>"),
         "socket_recvs": calls("~", "<method 'recv' of '_socket.socket' objects>"),
-        "http_requests": calls("hypercorn/protocol/http_stream.py", "__init__"),
-        "h11_events_sent": calls("h11/_connection.py", "send"),
-        "h11_next_event": calls("h11/_connection.py", "next_event"),
+        "http_requests": calls("erlmcp_py/transports/_server.py", "parse_head"),
+        "connections": calls("erlmcp_py/transports/_server.py", "__init__"),
         "json_dumps": calls("json/__init__.py", "dumps"),
         "json_loads": calls("json/__init__.py", "loads"),
         "structlog_calls": calls("structlog/_native.py", "meth"),
@@ -702,7 +696,7 @@ async def main(quick: bool, profile_dir: Path | None) -> dict[str, Any]:
                     ),
                     Target(
                         f"ours_{tag}",
-                        f"ours erlmcp-py serve (hypercorn) {era}",
+                        f"ours erlmcp-py serve {era}",
                         servers["ours"],
                         "ask",
                         mode,

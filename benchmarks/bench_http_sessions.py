@@ -1,9 +1,10 @@
 """10 000 concurrent Streamable HTTP sessions on one erlmcp-py server process, each with one
 pending form elicitation, answered at a steady rate.
 
-The server is a subprocess on 127.0.0.1: ``serve_http`` (hypercorn's trio worker, as
-``erlmcp-py serve --transport http``) with ``bench_vs_sdk.py``'s ``ask`` tool (``await
-ctx.elicit`` of the 3-field ``Person`` form), rate and pending caps lifted and
+The server is a subprocess on 127.0.0.1: ``serve_http`` (as ``erlmcp-py serve --transport
+http``, start-up frozen out of the garbage collector's full passes) with ``bench_vs_sdk.py``'s
+``ask`` tool (``await ctx.elicit`` of the 3-field ``Person`` form), rate and pending caps
+lifted and
 ``HttpConfig.max_sessions`` raised above the session count (the command's default is 1024).
 Log level warning.
 
@@ -35,6 +36,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,8 +62,10 @@ WINDOW_S = 2.0
 SERVER_SCRIPT = '''"""erlmcp-py Streamable HTTP server for bench_http_sessions.
 
 argv: port, max sessions, file. Each full (generation 2) garbage collection is appended to the
-file as "<wall-clock end> <seconds>"."""
+file as "<wall-clock end> <seconds>"; on SIGUSR1, the count of objects the collector tracks is
+appended to "<file>.tracked"."""
 import gc
+import signal
 import sys
 import time
 
@@ -86,6 +90,14 @@ def _on_gc(phase, info):
 
 
 gc.callbacks.append(_on_gc)
+
+
+def _count_tracked(signum, frame):
+    with open(sys.argv[3] + ".tracked", "a") as f:
+        f.write(f"{{len(gc.get_objects())}}\\n")
+
+
+signal.signal(signal.SIGUSR1, _count_tracked)
 configure_logging("json", "warning")
 server = build(RuntimeConfig(rate={rate}))
 # every client is on 127.0.0.1, one principal: its caps are the session count too
@@ -93,8 +105,33 @@ n = int(sys.argv[2])
 config = HttpConfig(
     max_sessions=n, limits=PrincipalLimits(sessions=n, requests=n + 64, suspended=n)
 )
-trio.run(lambda: serve_http(server, host="127.0.0.1", port=int(sys.argv[1]), config=config))
+
+
+async def main() -> None:
+    async with trio.open_nursery() as nursery:
+        port = int(sys.argv[1])
+        await nursery.start(lambda task_status: serve_http(
+            server, host="127.0.0.1", port=port, config=config, task_status=task_status
+        ))
+        # as ``erlmcp-py serve``: what start-up made is frozen out of the full collections
+        gc.collect()
+        gc.freeze()
+
+
+trio.run(main)
 '''
+
+
+async def tracked_objects(pid: int, tmp: Path, nth: int) -> int:
+    """The server's count of objects the garbage collector tracks (its ``nth`` report)."""
+    os.kill(pid, signal.SIGUSR1)
+    path = tmp / "gc.log.tracked"
+    with trio.fail_after(STEP_TIMEOUT_S):
+        while True:  # the signal handler writes it between two bytecodes of the server
+            await trio.sleep(0.05)
+            if path.exists() and len(path.read_text().split()) >= nth:
+                break
+    return int(path.read_text().split()[nth - 1])
 
 
 def rss_kib(pid: int) -> int:
@@ -356,6 +393,7 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
                 await wait_listening(server)
                 await trio.sleep(0.5)
                 rss0 = rss_kib(server.pid)
+                tracked0 = await tracked_objects(server.pid, tmp, 1)
                 cpu0 = process_cpu_s(server.pid)
                 t0 = time.perf_counter()
                 limiter = trio.CapacityLimiter(setup_concurrency)
@@ -367,6 +405,7 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
                     cpu1 = process_cpu_s(server.pid)
                     await trio.sleep(1.0)
                     rss1 = rss_kib(server.pid)
+                    tracked1 = await tracked_objects(server.pid, tmp, 2)
                     print(
                         f"{n} sessions pending after {setup_s:.1f} s "
                         f"({len(run.errors)} errors); server RSS {rss0 / 1024:.0f} -> "
@@ -418,6 +457,8 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
             "server_rss_mib_end": round(rss2 / 1024, 1),
             "rss_bytes_per_pending_session": round(rss_per),
             "rss_goal_bytes": RSS_GOAL_KIB * 1024,
+            "server_tracked_objects_start": tracked0,
+            "server_tracked_objects_per_pending_session": round((tracked1 - tracked0) / n, 1),
             "answer_send_s": round(send_s, 1),
             "results": len(lat),
             "results_per_s": round(len(lat) / answer_s) if answer_s else None,
@@ -450,7 +491,9 @@ async def main(n: int, rate: float, setup_concurrency: int, budget: float) -> di
     )
     print(
         f"RSS per pending session {rss_per / 1024:.1f} KiB (goal <= {RSS_GOAL_KIB} KiB: "
-        f"{'met' if rss_per <= RSS_GOAL_KIB * 1024 else 'not met'})"
+        f"{'met' if rss_per <= RSS_GOAL_KIB * 1024 else 'not met'}); objects tracked by the "
+        f"garbage collector: {tracked0} at start (frozen start-up not counted), "
+        f"{out['server_tracked_objects_per_pending_session']} per pending session"
     )
     print(
         f"answers at {rate:g}/s: {len(lat)} results, {out['results_per_s']}/s, p50 "

@@ -14,7 +14,7 @@ SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
    can still be answered, suspended 2026-07-28 calls retried, and tools finish. The drain
    ends when no call is left, or when only the last part of ``--shutdown-timeout`` (a third
    of it, at most 3 s) remains for the steps below.
-1. HTTP stops accepting connections (hypercorn's graceful shutdown; idle ones are closed).
+1. HTTP stops accepting connections (the server's graceful stop; idle ones are closed).
 2. The elicitation runtime stops (its supervision tree, in reverse order): every pending
    elicitation ends ``failed: runtime_restarted`` — the tool waiting on it gets that outcome
    and answers its call — and the client is sent ``notifications/cancelled`` for its open
@@ -36,6 +36,7 @@ stop exits at once (status 128 + signal). End of input on stdio ends the server
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import signal
@@ -590,6 +591,10 @@ async def _serve_until_stopped(
             listening: Listening | None = await nursery.start(
                 _host_transport, server, args, stdout_fd, stop_accepting, serving, transport_done
             )
+            # Start-up is over: what is alive now lives as long as the process (modules,
+            # schemas, the runtime), so the collector's full passes need not walk it.
+            gc.collect()
+            gc.freeze()
             received = await _first_signal(signals, transport_done)
             if received is None:  # stdio: end of input
                 nursery.cancel_scope.cancel()

@@ -9,7 +9,7 @@ kept to tell whose answer it was) and a minimum rate.
 A body must arrive within ``grace_s`` plus one second per ``min_rate`` bytes received so far,
 so a client that trickles bytes is cut off after ``grace_s`` while one that sends at the
 minimum rate or faster is never. The request head is bounded by the server's keep-alive
-timer (hypercorn's idle timer runs until a complete head has arrived).
+deadline, which runs until a complete head has arrived (:mod:`~erlmcp_py.transports._server`).
 
 *Principals.* :class:`PrincipalCounter` counts what each principal holds (sessions,
 requests in flight) against a per-principal cap, so that one principal filling its share

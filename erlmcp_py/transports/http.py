@@ -1,4 +1,4 @@
-"""Streamable HTTP transport: an ASGI app served by hypercorn's trio worker.
+"""Streamable HTTP transport: an ASGI app on an HTTP/1.1 server layer of its own (``_server``).
 
 Theory of operation
 -------------------
@@ -112,12 +112,12 @@ beside the MCP endpoint (:mod:`~erlmcp_py.transports._ops`).
 
 from __future__ import annotations
 
-import copy
 import json
 import secrets
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache, partial
 from typing import Any, Final
 
 import structlog
@@ -131,6 +131,7 @@ from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_contin
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import INPUT_METHODS, StatelessEndpoint, state_ttl_for
+from erlmcp_py.transports import _server
 from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
 from erlmcp_py.transports._limits import (
     DEFAULT_BODY_BYTES,
@@ -154,6 +155,9 @@ from erlmcp_py.transports.http_checks import (
     http_status_for,
 )
 from erlmcp_py.transports.principal import principal_for_address
+
+#: The principal of a client address (an ``ipaddress`` parse), kept for the addresses seen last.
+_principal_for_address: Final = lru_cache(maxsize=4096)(principal_for_address)
 
 __all__ = ["HttpConfig", "HttpTransport", "Listening", "PrincipalLimits", "serve_http"]
 
@@ -275,49 +279,85 @@ class _HttpError(Exception):
 class _Stream:
     """One open response of a session: a POST waiting for its answer, or the GET stream.
 
-    Frames are queued without blocking; the final response of a POST is kept aside so that
-    it is never lost to a full queue.
+    Frames are queued without blocking, up to ``capacity``; the final response of a POST is
+    kept aside so that it is never lost to a full queue. The task answering the request
+    waits in :meth:`wait`, which also watches for the client going away: while it waits in the
+    server's ``receive()`` (which returns only at a disconnect), a push or the end wakes it by
+    cancelling that wait, so no task of its own watches the connection.
     """
 
-    __slots__ = ("_recv", "_send", "final", "overflowed", "sse")
+    __slots__ = ("_waiter", "capacity", "closed", "final", "frames", "overflowed", "sse")
 
     def __init__(self, capacity: int, *, sse: bool) -> None:
-        self._send, self._recv = trio.open_memory_channel[bytes](capacity)
+        self.frames: deque[bytes] = deque()
+        self.capacity = capacity
         self.sse = sse
         self.final: bytes | None = None
         self.overflowed = False
+        self.closed = False
+        self._waiter: trio.CancelScope | None = None
 
     def push(self, frame: bytes) -> bool:
         """Queue a frame; False when the stream is closed or its client does not keep up."""
-        try:
-            self._send.send_nowait(frame)
-        except trio.WouldBlock:
+        if self.closed:
+            return False
+        if len(self.frames) >= self.capacity:
             self.overflowed = True
-            self._send.close()
+            self.finish()
             return False
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return False
+        self.frames.append(frame)
+        self._wake()
         return True
 
     def finish(self, frame: bytes | None = None) -> None:
         """End the stream, after ``frame`` (the response) when given."""
         if frame is not None:
             self.final = frame
-        self._send.close()
+        self.closed = True
+        self._wake()
 
-    def __aiter__(self) -> trio.MemoryReceiveChannel[bytes]:
-        return self._recv
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            waiter.cancel()
+
+    def take(self) -> list[bytes]:
+        """Every queued frame, oldest first."""
+        frames = list(self.frames)
+        self.frames.clear()
+        return frames
+
+    async def wait(self, receive: Receive) -> bool:
+        """Until a frame is queued or the stream has ended; False if the client went away."""
+        while not self.frames and not self.closed:
+            with trio.CancelScope() as waiter:
+                self._waiter = waiter
+                if (await receive())["type"] == "http.disconnect":
+                    self._waiter = None
+                    return False
+            self._waiter = None
+        return True
+
+
+#: How every frame of our encoder with an id starts (:mod:`~erlmcp_py.mcp.jsonrpc` writes
+#: ``jsonrpc``, then ``id``, then ``result``, ``error`` or ``method``).
+_WITH_ID: Final = b'{"jsonrpc":"2.0","id":'
+_DECODER: Final = json.JSONDecoder()
 
 
 def _classify(frame: bytes) -> tuple[bool, RequestId | None]:
-    """``(is_response, id)`` of an outgoing frame (our own encoder's output)."""
+    """``(is_response, id)`` of an outgoing frame (our own encoder's output): only its id is
+    decoded, not the whole frame."""
+    if not frame.startswith(_WITH_ID):
+        return False, None  # a notification
+    text = frame.decode()
     try:
-        message = json.loads(frame)
+        id, end = _DECODER.raw_decode(text, len(_WITH_ID))
     except ValueError:  # pragma: no cover - our encoder writes JSON
         return False, None
-    if not isinstance(message, dict) or "method" in message:
-        return False, None
-    id = message.get("id")
+    if text.startswith(',"method"', end):
+        return False, None  # a request
     return True, id if isinstance(id, str | int) and not isinstance(id, bool) else None
 
 
@@ -432,38 +472,33 @@ def _resumes(message: Request) -> bool:
     return isinstance(params, Mapping) and "requestState" in params
 
 
+#: Where a request's headers, by lower-case name, are kept in its scope once looked up.
+_HEADERS: Final = "erlmcp.headers"
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+    """The first value of header ``name`` (lower case), from a table built once per request."""
+    table = scope.get(_HEADERS)
+    if table is None:
+        table = {}
+        for key, value in scope.get("headers", ()):
+            table.setdefault(bytes(key).lower(), value)
+        scope[_HEADERS] = table
+    value = table.get(name)
+    return None if value is None else bytes(value).decode("latin-1")
 
 
-def _sse_event(frame: bytes) -> bytes:
-    return b"event: message\ndata: " + frame + b"\n\n"
-
-
-async def _send_event(send: Send, frame: bytes) -> None:
-    """One SSE event of an open stream."""
-    await send({"type": "http.response.body", "body": _sse_event(frame), "more_body": True})
-
-
-async def _end_stream(send: Send) -> None:
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _until_disconnect(receive: Receive, gone: trio.CancelScope) -> None:
-    """Cancel ``gone`` once the client drops the request (its body was read already)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    gone.cancel()
+async def _send_events(send: Send, frames: list[bytes], *, more: bool = True) -> None:
+    """Queued SSE events of an open stream in one body message (``more=False``: the last)."""
+    body = b"".join([b"event: message\ndata: " + f + b"\n\n" for f in frames])
+    await send({"type": "http.response.body", "body": body, "more_body": more})
 
 
 class HttpTransport:
     """The ASGI application of the Streamable HTTP transport.
 
     Run it with :meth:`run` in a nursery (it hosts the sessions), then serve it with any ASGI
-    server on trio; :func:`serve_http` does both with hypercorn.
+    server on trio; :func:`serve_http` does both with :mod:`~erlmcp_py.transports._server`.
 
     Args:
         server: The MCP server.
@@ -597,7 +632,7 @@ class HttpTransport:
                 return f"header:{value}"
         client = scope.get("client")
         host = client[0] if client else None
-        return principal_for_address(host if isinstance(host, str) else None)
+        return _principal_for_address(host if isinstance(host, str) else None)
 
     # -- ASGI ---------------------------------------------------------------------------------
 
@@ -900,36 +935,38 @@ class HttpTransport:
         principal = self.principal_of(scope)
         result: dict[str, Any] | None = None
         error: JsonRpcError | None = None
-        # A tools/call's notifications: queued by the sink, written by ``pump`` (which starts
+        # A tools/call's notifications: queued by the sink, written by ``follow`` (which starts
         # the SSE response at the first one); none sent: the answer stays application/json.
         notes = _Stream(self.config.stream_queue, sse=True)
         streaming = False
-        pumped = trio.Event()
+        followed = trio.Event()
+        calls_tool = message.method in INPUT_METHODS  # the ones that notify
 
         async def sink(method: str, params: Mapping[str, Any]) -> None:
             frame = jsonrpc.encode_notification(method, params)  # EncodeError: dropped
             if not notes.push(frame):
                 raise trio.BrokenResourceError("the POST's notification stream is closed or full")
 
-        async def pump() -> None:
+        async def follow() -> None:
+            """Write the notifications as they come; cancel the request if the client leaves."""
             nonlocal streaming
             try:
-                async for frame in notes:
-                    if not streaming:
-                        await self._start_sse(send, [])
+                while not (notes.closed and not notes.frames):
+                    if not await notes.wait(receive):
+                        gone.cancel()
+                        return
+                    frames = notes.take()
+                    if frames and not streaming:
                         streaming = True
-                    await _send_event(send, frame)
+                        await self._start_sse(send, [], frames)
+                    elif frames:
+                        await _send_events(send, frames)
             finally:
-                pumped.set()
+                followed.set()
 
         with trio.CancelScope() as gone:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_until_disconnect, receive, gone)
-                calls_tool = message.method in INPUT_METHODS  # the ones that notify
-                if calls_tool:
-                    nursery.start_soon(pump)
-                else:
-                    pumped.set()
+                nursery.start_soon(follow)
                 try:
                     result = await endpoint.handle(
                         message,
@@ -950,8 +987,7 @@ class HttpTransport:
                     # Answer decided: no sink call under way or to come (cancelled: any late
                     # one finds the stream closed and is dropped).
                     notes.finish()
-                await pumped.wait()  # everything queued is written before the answer
-                nursery.cancel_scope.cancel()
+                await followed.wait()  # everything queued is written before the answer
         if gone.cancelled_caught:  # the client closed the POST: the request is cancelled
             log.info("modern_request_abandoned", method=message.method[:80])
             return
@@ -975,8 +1011,7 @@ class HttpTransport:
         else:
             status = 200
         if streaming:  # the status went out with the first notification: the answer is an event
-            await _send_event(send, body)
-            await _end_stream(send)
+            await _send_events(send, [body], more=False)
             return
         await self._send_simple(send, status, body, JSON, extra)
 
@@ -1017,15 +1052,8 @@ class HttpTransport:
         headers = [(b"mcp-session-id", session_id.encode())]
         await self._send_simple(send, 200, frame, JSON, headers)
 
-    async def _watch_disconnect(
-        self, hs: _HttpSession, id: RequestId, receive: Receive, done: trio.CancelScope
-    ) -> None:
-        """Wait for the client to drop the POST; then cancel its call (if still running)."""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-        done.cancel()
+    async def _client_left(self, hs: _HttpSession, id: RequestId) -> None:
+        """The client dropped the POST of request ``id``: cancel its call (if still running)."""
         if hs.posts.pop(id, None) is not None and hs.session is not None:
             hs.log.info("client_disconnected", id=str(id)[:80])
             await hs.session.dispatch(
@@ -1044,14 +1072,11 @@ class HttpTransport:
         send: Send,
         headers: list[tuple[bytes, bytes]],
     ) -> None:
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watch_disconnect, hs, id, receive, scope)
-                async for _ in stream:
-                    pass  # nothing is queued on a JSON answer; wait for the end
-                nursery.cancel_scope.cancel()
-        if scope.cancelled_caught:
-            return
+        while not stream.closed:
+            if not await stream.wait(receive):
+                await self._client_left(hs, id)
+                return
+            stream.frames.clear()  # nothing is queued on a JSON answer
         if stream.final is None:
             raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
         await self._send_simple(send, 200, stream.final, JSON, headers)
@@ -1065,29 +1090,32 @@ class HttpTransport:
         send: Send,
         headers: list[tuple[bytes, bytes]],
     ) -> None:
-        await self._start_sse(send, headers)
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watch_disconnect, hs, id, receive, scope)
-                async for frame in stream:
-                    await _send_event(send, frame)
-                if stream.final is not None:
-                    await _send_event(send, stream.final)
-                elif stream.overflowed and hs.posts.pop(id, None) is not None:
-                    # the client does not keep up: give up on the call, as on a disconnect
-                    assert hs.session is not None
-                    await hs.session.dispatch(
-                        Notification(
-                            "notifications/cancelled",
-                            {"requestId": id, "reason": "stream overflow"},
-                        )
-                    )
-                nursery.cancel_scope.cancel()
-        if not scope.cancelled_caught:
-            await _end_stream(send)
+        await self._start_sse(send, headers, stream.take())
+        while not stream.closed:
+            if not await stream.wait(receive):
+                await self._client_left(hs, id)
+                return
+            if stream.frames and not stream.closed:
+                await _send_events(send, stream.take())
+        frames = stream.take()
+        if stream.final is not None:
+            frames.append(stream.final)
+        elif stream.overflowed and hs.posts.pop(id, None) is not None:
+            # the client does not keep up: give up on the call, as on a disconnect
+            assert hs.session is not None
+            await hs.session.dispatch(
+                Notification(
+                    "notifications/cancelled",
+                    {"requestId": id, "reason": "stream overflow"},
+                )
+            )
+        await _send_events(send, frames, more=False)
 
     @staticmethod
-    async def _start_sse(send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+    async def _start_sse(
+        send: Send, headers: list[tuple[bytes, bytes]], frames: list[bytes] | None = None
+    ) -> None:
+        """The head of an SSE response, sent at once with ``frames`` (none: the head alone)."""
         await send(
             {
                 "type": "http.response.start",
@@ -1100,6 +1128,7 @@ class HttpTransport:
                 ],
             }
         )
+        await _send_events(send, frames or [])
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not accepts(_header(scope, b"accept"), SSE):
@@ -1111,24 +1140,19 @@ class HttpTransport:
         while hs.backlog and stream.push(hs.backlog[0]):
             hs.backlog.popleft()
         hs.get_stream = stream
-        await self._start_sse(send, [(b"mcp-session-id", hs.id.encode())])
-        with trio.CancelScope() as cancel:
-            async with trio.open_nursery() as nursery:
-
-                async def disconnect() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    cancel.cancel()
-
-                nursery.start_soon(disconnect)
-                async for frame in stream:
-                    await _send_event(send, frame)
-                nursery.cancel_scope.cancel()
+        await self._start_sse(send, [(b"mcp-session-id", hs.id.encode())], stream.take())
+        gone = False
+        while not stream.closed:
+            if not await stream.wait(receive):
+                gone = True
+                break
+            if stream.frames:
+                await _send_events(send, stream.take())
         if hs.get_stream is stream:
             hs.get_stream = None
         hs.touch()
-        if not cancel.cancelled_caught:
-            await _end_stream(send)
+        if not gone:
+            await _send_events(send, stream.take(), more=False)
 
     async def _delete(self, scope: Scope, send: Send) -> None:
         hs = self._session_for(scope)
@@ -1146,7 +1170,8 @@ async def serve_http(
     shutdown_trigger: Callable[[], Awaitable[object]] | None = None,
     task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``server`` over Streamable HTTP with hypercorn until cancelled.
+    """Serve ``server`` over Streamable HTTP until cancelled
+    (:mod:`~erlmcp_py.transports._server`: one task per connection).
 
     Opens the server's elicitation runtime unless it is already running. With
     ``nursery.start``, returns a :class:`Listening` (port 0 picks a free port).
@@ -1161,20 +1186,20 @@ async def serve_http(
             allowed ``Host`` names).
         port: TCP port (0: any free one).
         config: Transport policy.
-        shutdown_trigger: Returns to stop gracefully (hypercorn's ``shutdown_trigger``).
+        shutdown_trigger: Returns to stop gracefully.
         task_status: For ``nursery.start``.
     """
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
-
     config = config or HttpConfig()
     bind_name = host.strip("[]").lower()
     if bind_name not in ("0.0.0.0", "::", "") and bind_name not in config.allowed_hosts:
         config = _with_host(config, bind_name)
-    hconfig = Config()
-    hconfig.bind = [_bind(host, port)]
-    hconfig.graceful_timeout = 1.0
-    hconfig.keep_alive_timeout = config.keep_alive_s
+    listen = partial(
+        _server.serve,
+        host=host,
+        keep_alive_s=config.keep_alive_s,
+        graceful_s=1.0,
+        shutdown_trigger=shutdown_trigger,
+    )
 
     async def run(runtime: Any) -> None:
         transport = HttpTransport(server, runtime, config)
@@ -1183,23 +1208,14 @@ async def serve_http(
             await nursery.start(transport.run)
             try:
                 binds = await nursery.start(
-                    _serve_hypercorn, serve, transport, hconfig, shutdown_trigger, stopped
+                    _until_stopped, partial(listen, transport, port=port), stopped
                 )
                 urls = tuple(f"{b}{config.path}" for b in binds)
                 transport.page.serve_at(binds[0])
                 ops_url: str | None = None
                 if config.ops_port is not None:
-                    ops_config = copy.copy(hconfig)
-                    ops_config.bind = [_bind(host, config.ops_port)]
-                    ops_binds = await nursery.start(
-                        _serve_hypercorn,
-                        serve,
-                        transport.ops_app,
-                        ops_config,
-                        shutdown_trigger,
-                        trio.Event(),
-                    )
-                    ops_url = ops_binds[0]
+                    ops = partial(listen, transport.ops_app, port=config.ops_port)
+                    ops_url = (await nursery.start(_until_stopped, ops, trio.Event()))[0]
                 log.info("http_listening", urls=urls, ops=ops_url)
                 task_status.started(Listening(urls[0], urls, transport, ops_url))
                 await stopped.wait()
@@ -1214,25 +1230,15 @@ async def serve_http(
         await run(runtime)
 
 
-async def _serve_hypercorn(
-    serve: Any,
-    app: HttpTransport,
-    hconfig: Any,
-    shutdown_trigger: Callable[[], Awaitable[object]] | None,
+async def _until_stopped(
+    serve: Callable[..., Awaitable[None]],
     stopped: trio.Event,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     try:
-        await serve(
-            app, hconfig, shutdown_trigger=shutdown_trigger, task_status=task_status, mode="asgi"
-        )
+        await serve(task_status=task_status)
     finally:
         stopped.set()
-
-
-def _bind(host: str, port: int) -> str:
-    ipv6 = ":" in host and not host.startswith("[")
-    return f"[{host}]:{port}" if ipv6 else f"{host}:{port}"
 
 
 def _with_host(config: HttpConfig, host: str) -> HttpConfig:

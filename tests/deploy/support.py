@@ -36,7 +36,7 @@ def serve_command(*extra: str) -> list[str]:
 
 
 def log_events(path: Path) -> list[dict[str, Any]]:
-    """The JSON log lines in ``path`` (other lines, e.g. hypercorn's own, skipped)."""
+    """The JSON log lines in ``path`` (other lines skipped)."""
     out = []
     for line in path.read_text(errors="replace").splitlines():
         if line.startswith("{"):

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp.server import Server
+from erlmcp_py.transports._server import serve
 from erlmcp_py.transports.auth import AuthConfig
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
 from tests.deploy.support import free_port
@@ -90,15 +91,10 @@ class Issuer:
 
 @asynccontextmanager
 async def issuer() -> AsyncIterator[Issuer]:
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
-
     app = Issuer()
     app.add_key("k1")
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(partial(serve, app, config, mode="asgi"))
+        binds = await nursery.start(partial(serve, app, "127.0.0.1", 0))
         app.url = binds[0]
         yield app
         nursery.cancel_scope.cancel()

@@ -1,4 +1,4 @@
-"""Streamable HTTP end to end: a real hypercorn server on 127.0.0.1 and real HTTP clients.
+"""Streamable HTTP end to end: a real server on 127.0.0.1 and real HTTP clients.
 
 Each test serves a small server on a free port in-process (trio), and talks to it with httpx2
 (the HTTP client the official ``mcp`` SDK uses) or with the SDK's own streamable HTTP client.
@@ -20,9 +20,10 @@ import trio.testing
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.example_server import describe
+from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
+from erlmcp_py.transports.http import HttpConfig, Listening, _classify, serve_http
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 SCHEMA = {
@@ -625,3 +626,20 @@ def test_serve_http_is_public_and_serves_the_server_it_is_given() -> None:
         if isinstance(node, ast.ImportFrom)
     }
     assert "erlmcp_py.example_server" not in imported
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        (jsonrpc.encode_response(7, {"ok": True}), (True, 7)),
+        (jsonrpc.encode_response('a"b\\c', {}), (True, 'a"b\\c')),
+        (jsonrpc.encode_error("x", -32000, "no"), (True, "x")),
+        (jsonrpc.encode_error(None, -32700, "parse"), (True, None)),
+        (jsonrpc.encode_request(3, "elicitation/create", {}), (False, None)),
+        (jsonrpc.encode_notification("notifications/progress", {}), (False, None)),
+    ],
+)
+def test_an_outgoing_frame_is_classified_by_its_id_alone(
+    frame: bytes, expected: tuple[bool, Any]
+) -> None:
+    assert _classify(frame) == expected

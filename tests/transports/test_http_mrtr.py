@@ -1,4 +1,4 @@
-"""2026-07-28 (stateless, MRTR) over Streamable HTTP: a real hypercorn server on 127.0.0.1.
+"""2026-07-28 (stateless, MRTR) over Streamable HTTP: a real server on 127.0.0.1.
 
 Raw HTTP with httpx2 (headers and bodies under the test's control), then the official
 ``mcp==2.3.0`` ``Client`` over streamable HTTP in 2026-07-28 mode, pinned and ``auto``

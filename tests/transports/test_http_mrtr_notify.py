@@ -1,6 +1,6 @@
 """2026-07-28 over Streamable HTTP: a tool's progress and log notifications go on its POST.
 
-A real hypercorn server on 127.0.0.1, raw HTTP with httpx2. A ``tools/call`` whose tool sends a
+A real server on 127.0.0.1, raw HTTP with httpx2. A ``tools/call`` whose tool sends a
 notification while the POST is the request it works for is answered as an SSE stream: the
 notifications, then the response as the last event. A call that sends nothing is answered as
 ``application/json``, with the statuses of :mod:`tests.transports.test_http_mrtr`.

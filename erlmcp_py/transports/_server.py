@@ -1,0 +1,726 @@
+"""An HTTP/1.1 server on trio sockets that runs an ASGI-style application.
+
+Theory of operation
+-------------------
+One task per connection. It reads a request head, parses it (:func:`parse_head`), calls the
+application in that same task with a ``scope``, a ``receive`` and a ``send``, and once the
+application returns reads the next head (keep-alive), until the client closes, the connection
+is refused or the server stops. No task is started per request and nothing is queued between
+the socket and the application:
+
+* ``receive()`` reads the request body from the connection's buffer and the socket directly
+  (``Content-Length`` or chunked), one ``http.request`` message per read. Once the body is
+  complete it waits for the client to go away and then returns ``http.disconnect``; bytes the
+  client sends meanwhile (a pipelined request) are kept for after the response. The wait may be
+  cancelled (the application cancels it to wake up, see
+  :class:`~erlmcp_py.transports.http._Stream`): a socket read that is cancelled loses nothing.
+* ``send()`` writes ``http.response.start`` together with the first body message (a stream
+  with nothing to say yet sends an empty one to get its head out): a whole response (the
+  first body message is the last) is one ``send_all`` with its ``Content-Length``; a stream is
+  sent chunked (HTTP/1.1) or until the connection closes (HTTP/1.0), one ``send_all`` per body
+  message. Every response carries a ``date``. Once a write fails the client is gone: later
+  writes are dropped and ``receive()`` answers ``http.disconnect``.
+
+One deadline per connection, a cancel scope whose deadline moves: ``keep_alive_s`` from the
+end of the last response (or the connection's start) until the next request head is complete,
+so an idle connection and one that trickles its head are closed after ``keep_alive_s``; none
+while the application runs (the application bounds its body reads itself, see
+:func:`~erlmcp_py.transports._limits.read_body`).
+
+Refused without calling the application, the connection closed after the answer: a head over
+:data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
+line folding, a ``Content-Length`` that is not one number, both ``Content-Length`` and
+``Transfer-Encoding``), a transfer coding other than ``chunked`` (501), a version other than
+HTTP/1.0 and HTTP/1.1 (505). A malformed chunked body ends the request as a disconnect and
+closes the connection. A response whose request body was not read to its end closes the
+connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request with
+``connection: close``. Pipelined requests are answered one after the other, in order.
+
+Stopping (:func:`serve` with ``shutdown_trigger``): the listeners close, idle connections are
+closed at once, a connection in a request closes after its response, and whatever still runs
+``graceful_s`` later is cancelled.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import socket as stdlib_socket
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any, Final, NoReturn
+from urllib.parse import unquote_to_bytes
+
+import structlog
+import trio
+
+__all__ = [
+    "MAX_HEAD_BYTES",
+    "HttpRequestError",
+    "RequestHead",
+    "parse_head",
+    "serve",
+    "serve_stream",
+]
+
+log = structlog.get_logger("erlmcp.http.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Largest request head (request line and headers): 431 beyond it.
+MAX_HEAD_BYTES: Final = 64 * 1024
+#: Largest chunk-size line of a chunked body.
+_MAX_CHUNK_LINE: Final = 1024
+_READ: Final = 65536
+#: accept() errors that mean "out of resources for now": wait and accept again.
+_ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
+_TOKEN: Final = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+_REASONS: Final = {
+    100: b"Continue",
+    200: b"OK",
+    202: b"Accepted",
+    204: b"No Content",
+    400: b"Bad Request",
+    401: b"Unauthorized",
+    403: b"Forbidden",
+    404: b"Not Found",
+    405: b"Method Not Allowed",
+    406: b"Not Acceptable",
+    408: b"Request Timeout",
+    409: b"Conflict",
+    413: b"Payload Too Large",
+    415: b"Unsupported Media Type",
+    429: b"Too Many Requests",
+    431: b"Request Header Fields Too Large",
+    500: b"Internal Server Error",
+    501: b"Not Implemented",
+    503: b"Service Unavailable",
+    505: b"HTTP Version Not Supported",
+}
+_ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
+#: Response phases of the request being served.
+_NOTHING, _STARTED, _STREAMING, _DONE = range(4)
+
+
+class HttpRequestError(Exception):
+    """A request head the server refuses: answered with ``status`` and closed."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """A parsed request head.
+
+    Attributes:
+        method: The method (``GET``, ``POST``...).
+        target: The request target as sent.
+        version: ``"1.1"`` or ``"1.0"``.
+        headers: ``(lower-case name, value)`` pairs in order.
+        length: The ``Content-Length`` (0 when neither it nor chunked is given).
+        chunked: The body is chunked.
+        keep_alive: The client lets the connection stay open after the response.
+        expect_continue: The client waits for ``100 Continue`` before sending its body.
+    """
+
+    method: str
+    target: bytes
+    version: str
+    headers: list[tuple[bytes, bytes]]
+    length: int
+    chunked: bool
+    keep_alive: bool
+    expect_continue: bool
+
+
+def parse_head(data: bytes) -> RequestHead:
+    """Parse a request head (without its closing empty line).
+
+    Raises:
+        HttpRequestError: The head is malformed (400), names a transfer coding other than
+            ``chunked`` (501) or an HTTP version other than 1.0 and 1.1 (505).
+    """
+    lines = data.split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[0] or not parts[1]:
+        raise HttpRequestError(400, "malformed request line")
+    method, target, proto = parts
+    if not set(method.lower()) <= _TOKEN:
+        raise HttpRequestError(400, "malformed method")
+    if proto == b"HTTP/1.1":
+        version = "1.1"
+    elif proto == b"HTTP/1.0":
+        version = "1.0"
+    elif proto.startswith(b"HTTP/"):
+        raise HttpRequestError(505, "unsupported HTTP version")
+    else:
+        raise HttpRequestError(400, "malformed request line")
+    headers: list[tuple[bytes, bytes]] = []
+    length: int | None = None
+    chunked = False
+    connection = b""
+    expect = False
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or line[0] in b" \t":
+            raise HttpRequestError(400, "malformed header line")
+        name = name.lower()
+        if not set(name) <= _TOKEN:
+            raise HttpRequestError(400, "malformed header name")
+        value = value.strip(b" \t")
+        headers.append((name, value))
+        if name == b"content-length":
+            if not value.isdigit() or (length is not None and int(value) != length):
+                raise HttpRequestError(400, "malformed Content-Length")
+            length = int(value)
+        elif name == b"transfer-encoding":
+            if value.lower() != b"chunked" or chunked:
+                raise HttpRequestError(501, "unsupported Transfer-Encoding")
+            chunked = True
+        elif name == b"connection":
+            connection += b"," + value.lower()
+        elif name == b"expect":
+            expect = value.lower() == b"100-continue"
+    if chunked and length is not None:
+        raise HttpRequestError(400, "both Content-Length and Transfer-Encoding")
+    if chunked and version == "1.0":
+        raise HttpRequestError(400, "chunked body in HTTP/1.0")
+    tokens = {t.strip() for t in connection.split(b",")}
+    keep_alive = b"close" not in tokens and (version == "1.1" or b"keep-alive" in tokens)
+    return RequestHead(
+        method.decode("ascii"),
+        target,
+        version,
+        headers,
+        length or 0,
+        chunked,
+        keep_alive,
+        expect and version == "1.1",
+    )
+
+
+def _decode_path(path: bytes) -> str:
+    if b"%" in path:
+        return unquote_to_bytes(path).decode("utf-8", "replace")
+    return path.decode("latin-1")
+
+
+_date_cache: list[Any] = [0, b""]
+
+
+def _status_line(version: str, status: int) -> bytes:
+    """The status line and the ``date`` header (formatted once a second)."""
+    now = int(time.time())
+    if now != _date_cache[0]:
+        _date_cache[:] = [now, b"date: %s\r\n" % formatdate(now, usegmt=True).encode()]
+    reason = _REASONS.get(status, b"")
+    return b"HTTP/%s %d %s\r\n%s" % (version.encode(), status, reason, _date_cache[1])
+
+
+class _Gone(Exception):
+    """The client went away (read side)."""
+
+
+class _Connection:
+    """One client connection: its buffer, its current request's body state, its deadline."""
+
+    __slots__ = (
+        "_app",
+        "_body_done",
+        "_broken",
+        "_buffer",
+        "_chunk_left",
+        "_chunked",
+        "_client",
+        "_continue",
+        "_deadline",
+        "_delivered",
+        "_eof",
+        "_head_only",
+        "_headers",
+        "_keep_alive_s",
+        "_left",
+        "_phase",
+        "_server",
+        "_status",
+        "_stream",
+        "_version",
+        "_will_close",
+        "closing",
+        "idle",
+    )
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        app: App,
+        client: tuple[str, int] | None,
+        server: tuple[str, int] | None,
+        keep_alive_s: float,
+    ) -> None:
+        self._stream = stream
+        self._app = app
+        self._client = client
+        self._server = server
+        self._keep_alive_s = keep_alive_s
+        self._buffer = bytearray()
+        self._eof = False
+        self._broken = False
+        self._deadline = trio.CancelScope()
+        self.idle = True
+        self.closing = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self._left = 0
+        self._chunked = False
+        self._chunk_left = -1  # chunked: bytes left of the current chunk; -1: a size line next
+        self._body_done = True
+        self._delivered = False
+        self._continue = False
+        self._phase = _NOTHING
+        self._status = 200
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._head_only = False
+        self._will_close = False
+        self._version = "1.1"
+
+    def stop_when_idle(self) -> None:
+        """Close now when between requests, else after the current response."""
+        self.closing = True
+        if self.idle:
+            self._deadline.cancel()
+
+    async def run(self) -> None:
+        try:
+            with self._deadline:
+                while not self.closing:
+                    self._deadline.deadline = trio.current_time() + self._keep_alive_s
+                    self.idle = True
+                    head = await self._read_head()
+                    if head is None:
+                        return
+                    self.idle = False
+                    self._deadline.deadline = math.inf
+                    if not await self._serve(head):
+                        return
+        except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
+            pass
+        finally:
+            await trio.aclose_forcefully(self._stream)  # closes at once, even when cancelled
+
+    async def _fill(self) -> None:
+        """Read once from the socket into the buffer (``_Gone`` at the end of the stream)."""
+        if self._eof:
+            raise _Gone
+        try:
+            data = await self._stream.receive_some(_READ)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        if not data:
+            self._eof = True
+            raise _Gone
+        self._buffer += data
+
+    async def _read_head(self) -> RequestHead | None:
+        buffer = self._buffer
+        start = 0
+        while True:
+            end = buffer.find(b"\r\n\r\n", start)
+            if end >= 0:
+                break
+            if len(buffer) > MAX_HEAD_BYTES:
+                await self._refuse(431, "request head too large")
+                return None
+            start = max(0, len(buffer) - 3)
+            try:
+                await self._fill()
+            except _Gone:
+                return None
+            if buffer.startswith(b"\r\n"):  # an empty line before a request is allowed
+                del buffer[:2]
+                start = 0
+        if end > MAX_HEAD_BYTES:
+            await self._refuse(431, "request head too large")
+            return None
+        raw = bytes(buffer[:end])
+        del buffer[: end + 4]
+        try:
+            return parse_head(raw)
+        except HttpRequestError as refused:
+            await self._refuse(refused.status, refused.reason)
+            return None
+
+    async def _refuse(self, status: int, reason: str) -> None:
+        log.info("http_request_refused", status=status, why=reason)
+        body = f"{reason}\n".encode()
+        head = _status_line("1.1", status) + (
+            b"content-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+            % len(body)
+        )
+        await self._write(head + body)
+
+    async def _write(self, data: bytes) -> None:
+        if self._broken:
+            return
+        try:
+            await self._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._broken = True
+
+    async def _serve(self, head: RequestHead) -> bool:
+        """Run the application for one request; whether the connection stays open."""
+        self._reset()
+        self._version = head.version
+        self._left = head.length
+        self._chunked = head.chunked
+        self._body_done = not head.chunked and not head.length
+        self._continue = head.expect_continue and not self._body_done
+        self._head_only = head.method == "HEAD"
+        target = head.target
+        path, _, query = target.partition(b"?")
+        if path[:1] != b"/" and b"://" in path:  # absolute form: keep the path
+            path = b"/" + path.split(b"://", 1)[1].partition(b"/")[2]
+        scope: Scope = {
+            "type": "http",
+            "asgi": _ASGI,
+            "http_version": head.version,
+            "method": head.method,
+            "scheme": "http",
+            "path": _decode_path(path),
+            "raw_path": path,
+            "query_string": query,
+            "root_path": "",
+            "headers": head.headers,
+            "client": self._client,
+            "server": self._server,
+        }
+        if not head.keep_alive or self.closing:
+            self._will_close = True
+        try:
+            await self._app(scope, self._receive, self._send)
+        except Exception:
+            log.exception("http_app_failed", method=head.method)
+            if self._phase == _NOTHING:
+                self._status, self._headers = 500, [(b"content-type", b"text/plain")]
+                self._will_close = True
+                await self._write_head(b"Internal Server Error\n", more=False)
+            return False
+        if self._phase == _NOTHING:  # the application answered nothing
+            self._status, self._headers = 500, [(b"content-type", b"text/plain")]
+            await self._write_head(b"no response\n", more=False)
+        elif self._phase == _STARTED:  # a start without a body: an empty one
+            await self._write_head(b"", more=False)
+        elif self._phase == _STREAMING:  # a streamed response left open: ended here
+            self._phase = _DONE
+            await self._write(self._frame(b"", more=False))
+        return not (self._will_close or self._broken or self._eof or self.closing)
+
+    # -- receive ------------------------------------------------------------------------------
+
+    async def _receive(self) -> Message:
+        if self._body_done:
+            if not self._delivered:  # a request without a body: one empty message first
+                self._delivered = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            return await self._wait_disconnect()
+        if self._continue:
+            self._continue = False
+            await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
+        try:
+            body = await (self._read_chunked() if self._chunked else self._read_length())
+        except _Gone:
+            self._body_done = self._delivered = True
+            return {"type": "http.disconnect"}
+        self._delivered = self._body_done
+        return {"type": "http.request", "body": body, "more_body": not self._body_done}
+
+    async def _read_length(self) -> bytes:
+        if not self._buffer:
+            await self._fill()
+        take = min(self._left, len(self._buffer))
+        body = bytes(self._buffer[:take])
+        del self._buffer[:take]
+        self._left -= take
+        self._body_done = not self._left
+        return body
+
+    async def _read_chunked(self) -> bytes:
+        """The body bytes of the chunks now in the buffer (reading once when there are none)."""
+        out = bytearray()
+        buffer = self._buffer
+        while True:
+            if self._chunk_left > 0:
+                if not buffer:
+                    if out:
+                        return bytes(out)
+                    await self._fill()
+                take = min(self._chunk_left, len(buffer))
+                out += buffer[:take]
+                del buffer[:take]
+                self._chunk_left -= take
+                continue
+            if self._chunk_left == 0:  # the CRLF after a chunk's data
+                if len(buffer) < 2:
+                    if out:
+                        return bytes(out)
+                    await self._fill()
+                    continue
+                if buffer[:2] != b"\r\n":
+                    self._malformed()
+                del buffer[:2]
+                self._chunk_left = -1
+            end = buffer.find(b"\r\n")
+            if end < 0:
+                if len(buffer) > _MAX_CHUNK_LINE:
+                    self._malformed()
+                if out:
+                    return bytes(out)
+                await self._fill()
+                continue
+            size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
+            if not size_text or not set(size_text) <= _HEX or len(size_text) > 16:
+                self._malformed()
+            size = int(size_text, 16)
+            if size == 0:
+                # the last chunk: skip trailers up to the empty line
+                trailer_end = buffer.find(b"\r\n\r\n", end)
+                if buffer[end : end + 4] == b"\r\n\r\n":
+                    trailer_end = end
+                if trailer_end < 0:
+                    if len(buffer) > MAX_HEAD_BYTES:
+                        self._malformed()
+                    await self._fill()
+                    continue
+                del buffer[: trailer_end + 4]
+                self._body_done = True
+                return bytes(out)
+            del buffer[: end + 2]
+            self._chunk_left = size
+
+    def _malformed(self) -> NoReturn:
+        log.info("http_request_refused", status=400, why="malformed chunked body")
+        self._will_close = True
+        self._eof = True
+        raise _Gone
+
+    async def _wait_disconnect(self) -> Message:
+        """Wait for the client to go away; keep what it sends meanwhile."""
+        while not (self._eof or self._broken):
+            if len(self._buffer) > MAX_HEAD_BYTES:
+                await trio.sleep_forever()  # a client far ahead: stop reading, keep waiting
+            try:
+                await self._fill()
+            except _Gone:
+                break
+        return {"type": "http.disconnect"}
+
+    # -- send ---------------------------------------------------------------------------------
+
+    async def _send(self, message: Message) -> None:
+        kind = message["type"]
+        phase = self._phase
+        if kind == "http.response.start":
+            if phase != _NOTHING:
+                raise RuntimeError("http.response.start sent twice")
+            self._phase = _STARTED
+            self._status = int(message["status"])
+            self._headers = list(message.get("headers", ()))
+            return
+        if kind != "http.response.body":
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+        body = bytes(message.get("body", b""))
+        more = bool(message.get("more_body", False))
+        if phase == _STARTED:
+            await self._write_head(body, more=more)
+        elif phase == _STREAMING:
+            if not more:
+                self._phase = _DONE
+            await self._write(self._frame(body, more=more))
+        elif phase == _NOTHING:
+            raise RuntimeError("http.response.body before http.response.start")
+        # _DONE: the response is complete; a late body message is dropped
+
+    def _closes_after(self) -> bool:
+        if not self._body_done and not self._chunked and self._left <= len(self._buffer):
+            del self._buffer[: self._left]  # a body of known length wholly buffered: skipped
+            self._left = 0
+            self._body_done = True
+        if not self._body_done:
+            self._will_close = True
+        return self._will_close or self.closing
+
+    async def _write_head(self, body: bytes, *, more: bool) -> None:
+        """The status line and headers with the first body message."""
+        out = bytearray(_status_line(self._version, self._status))
+        length = None
+        for name, value in self._headers:
+            lower = name.lower()
+            if lower == b"content-length":
+                length = value
+                continue
+            if lower == b"connection":
+                if b"close" in value.lower():
+                    self._will_close = True
+                continue
+            if lower == b"transfer-encoding":
+                continue
+            out += name + b": " + value + b"\r\n"
+        if not more:
+            self._phase = _DONE
+            # the length of the body sent (a HEAD answer: the one the application declared)
+            declared = length if self._head_only and length is not None else b"%d" % len(body)
+            out += b"content-length: " + declared + b"\r\n"
+        else:
+            self._phase = _STREAMING
+            if self._version == "1.0":
+                self._will_close = True  # the body ends with the connection
+            else:
+                out += b"transfer-encoding: chunked\r\n"
+        if self._closes_after():
+            out += b"connection: close\r\n"
+        out += b"\r\n"
+        if self._head_only:
+            self._phase = _DONE
+            await self._write(bytes(out))
+            return
+        await self._write(bytes(out) + (self._frame(body, more=True) if more else body))
+
+    def _frame(self, body: bytes, *, more: bool) -> bytes:
+        if self._version == "1.0":
+            return body
+        out = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+        return out if more else out + b"0\r\n\r\n"
+
+
+class _Server:
+    """The listeners and the connections of one :func:`serve`."""
+
+    def __init__(self, app: App, keep_alive_s: float) -> None:
+        self.app = app
+        self.keep_alive_s = keep_alive_s
+        self.connections: set[_Connection] = set()
+
+    async def accept_loop(self, listener: trio.socket.SocketType, nursery: trio.Nursery) -> None:
+        server_addr = listener.getsockname()
+        addr = (str(server_addr[0]), int(server_addr[1]))
+        while True:
+            try:
+                sock, _ = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_RETRY:
+                    raise
+                log.warning("http_accept_failed", error=errno.errorcode.get(exc.errno or 0))
+                await trio.sleep(0.1)
+                continue
+            try:
+                peer = sock.getpeername()
+            except OSError:  # already gone
+                sock.close()
+                continue
+            client = (str(peer[0]), int(peer[1]))
+            stream = trio.SocketStream(sock)
+            connection = _Connection(stream, self.app, client, addr, self.keep_alive_s)
+            nursery.start_soon(self.connection, connection)
+
+    async def connection(self, connection: _Connection) -> None:
+        self.connections.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self.connections.discard(connection)
+
+
+async def serve_stream(
+    app: App,
+    stream: trio.abc.Stream,
+    *,
+    keep_alive_s: float = 5.0,
+    client: tuple[str, int] | None = None,
+    server: tuple[str, int] | None = None,
+) -> None:
+    """Serve the requests of one connection until it closes or is closed.
+
+    Args:
+        app: The ASGI-style application.
+        stream: The connection (a socket, or any trio stream).
+        keep_alive_s: Seconds an idle connection stays open, and the longest a request head
+            may take to arrive.
+        client: The peer's address (the scope's ``client``).
+        server: The local address (the scope's ``server``).
+    """
+    await _Connection(stream, app, client, server, keep_alive_s).run()
+
+
+async def _bind_socket(host: str, port: int, backlog: int) -> trio.socket.SocketType:
+    name = host.strip("[]")
+    family = stdlib_socket.AF_INET6 if ":" in name else stdlib_socket.AF_INET
+    sock = trio.socket.socket(family, stdlib_socket.SOCK_STREAM)
+    try:
+        # an IPv6 address keeps the system's dual-stack default ("::" takes IPv4 too)
+        sock.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_REUSEADDR, 1)
+        await sock.bind((name, port))
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _repr_addr(sock: trio.socket.SocketType) -> str:
+    address = sock.getsockname()
+    if sock.family == stdlib_socket.AF_INET6:
+        return f"http://[{address[0]}]:{address[1]}"
+    return f"http://{address[0]}:{address[1]}"
+
+
+async def serve(
+    app: App,
+    host: str,
+    port: int,
+    *,
+    keep_alive_s: float = 5.0,
+    graceful_s: float = 1.0,
+    backlog: int = 1024,
+    shutdown_trigger: Callable[[], Awaitable[object]] | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` on ``host:port`` until cancelled or ``shutdown_trigger`` returns.
+
+    Args:
+        app: The ASGI-style application (``http`` scopes only; no lifespan).
+        host: Address to bind (an IPv6 one with or without brackets).
+        port: TCP port (0: any free one).
+        keep_alive_s: Seconds an idle connection stays open, and the longest a request
+            head may take to arrive.
+        graceful_s: Seconds requests in flight get to finish once stopping.
+        backlog: The listen backlog.
+        shutdown_trigger: Returns to stop gracefully.
+        task_status: Started with the bound base URLs (``http://host:port``).
+    """
+    listener = await _bind_socket(host, port, backlog)
+    with listener:
+        server = _Server(app, keep_alive_s)
+        async with trio.open_nursery() as connections:
+            async with trio.open_nursery() as accepting:
+                accepting.start_soon(server.accept_loop, listener, connections)
+                task_status.started([_repr_addr(listener)])
+                if shutdown_trigger is None:
+                    await trio.sleep_forever()
+                await shutdown_trigger()
+                accepting.cancel_scope.cancel()
+            # stopping: no new connection; idle ones close now, busy ones after their answer
+            listener.close()
+            for connection in list(server.connections):
+                connection.stop_when_idle()
+            connections.cancel_scope.deadline = trio.current_time() + graceful_s
