@@ -1,5 +1,5 @@
 """A cluster on real parts: ``redis-server``, three ``erlmcp-py serve --transport http``
-replicas sharing one key ring, and HAProxy in front, configured by the shipped
+replicas sharing one key ring and that Redis as their store, and HAProxy in front, configured by the shipped
 ``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced.
 
 Every process is a child of the test process, started from the main thread with its output in
@@ -43,11 +43,11 @@ def store_args(redis_url: str) -> tuple[str, ...]:
     """The replicas' shared-store options, given the cluster's Redis URL: the one place
     that says what the replicas share besides the key ring.
 
-    None: each replica keeps its rate limits, caps and records in its own memory, and Redis
-    runs beside them unused.
+    Every replica uses the cluster's Redis (``--store redis://127.0.0.1:PORT/0``): rate
+    buckets and pending caps, elicitation records, and calls forwarded to the replica that
+    holds an elicitation are shared.
     """
-    del redis_url
-    return ()
+    return ("--store", redis_url)
 
 
 def shipped_haproxy_config(frontend: int, replicas: Mapping[str, int], stats_socket: Path) -> str:
