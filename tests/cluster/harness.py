@@ -1,6 +1,6 @@
 """A cluster on real parts: ``redis-server``, three ``erlmcp-py serve --transport http``
-replicas sharing one key ring and that Redis as their store, and HAProxy in front, configured by the shipped
-``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced.
+replicas sharing one key ring and that Redis as their store, and HAProxy in front, configured
+by the shipped ``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced.
 
 Every process is a child of the test process, started from the main thread with its output in
 a file of the cluster's temporary directory and ``PR_SET_PDEATHSIG`` (SIGKILL) set, so that
@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import trio
 
 from tests.components import require
 from tests.deploy.support import REPO, free_port, log_events
@@ -166,6 +168,15 @@ def poll(predicate: Callable[[], bool], what: str, timeout: float = START_LIMIT)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(POLL)  # another process's state: nothing to wait on but time
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = START_LIMIT) -> None:
+    """:func:`poll` for a test's trio task: the other tasks (a client's retry) run meanwhile."""
+    with trio.fail_after(timeout):
+        while True:
+            if predicate():
+                return
+            await trio.sleep(POLL)  # another process's state: nothing to wait on but time
 
 
 def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, str]:

@@ -52,7 +52,7 @@ async def test_the_rate_holds_across_replicas(cluster: Cluster) -> None:
     refused_before = rate_refusals(cluster)
     refused: list[str] = []
     with trio.fail_after(LIMIT):
-        async with Client(cluster.url, mode=VERSION, elicitation_callback=decline) as client:
+        async with Client(cluster.url, mode=VERSION, elicitation_callback=decline) as client:  # type: ignore[arg-type]
             for n in range(RATE):  # one new elicitation each, declined: admitted
                 result = await client.call_tool("signup", {"tag": f"admitted-{n}"})
                 assert not result.is_error, result

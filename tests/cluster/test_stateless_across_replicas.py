@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from tests.cluster.harness import BACKEND, POLL, Cluster
+from tests.cluster.harness import BACKEND, POLL, Cluster, until
 
 VERSION = "2026-07-28"
 LIMIT = 60.0  # seconds: bound of one test's calls (a replica restart included)
@@ -186,13 +186,14 @@ async def test_a_url_completion_sent_to_another_replica_completes_the_elicitatio
 
     async def open_the_page(_ctx: Any, params: Any) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestURLParams), params
+        assert params.elicitation_id is not None
         asked.append(params.elicitation_id)
         return types.ElicitResult(action="accept")  # the user agreed to open the page
 
     results: list[Any] = []
     with trio.fail_after(LIMIT):
         async with (
-            Client(cluster.url, mode=VERSION, elicitation_callback=open_the_page) as client,
+            Client(cluster.url, mode=VERSION, elicitation_callback=open_the_page) as client,  # type: ignore[arg-type]
             trio.open_nursery() as nursery,
         ):
 
@@ -200,8 +201,10 @@ async def test_a_url_completion_sent_to_another_replica_completes_the_elicitatio
                 results.append(await client.call_tool("demo_url_sign_in", {}))
 
             nursery.start_soon(sign_in)
-            while not (asked and holder.events(event="consented", elicitation_id=asked[0])):
-                await trio.sleep(POLL)  # the retry carrying the consent is held on r1
+            await until(  # the retry carrying the consent is held on r1
+                lambda: bool(asked and holder.events(event="consented", elicitation_id=asked[0])),
+                "r1 to log the user's consent",
+            )
             [elicitation_id] = asked
             cluster.admin(f"set server {BACKEND}/r1 state maint")
             cluster.admin(f"set server {BACKEND}/r2 state ready")

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from erlmcp_py import ElicitationInfo, ElicitationNotFound, Runtime, Tenant, open_runtime
-from tests.cluster.harness import POLL, Cluster
+from tests.cluster.harness import POLL, Cluster, until
 
 LIMIT = 30.0  # seconds: bound of one test's calls
 #: Every call of this module comes from 127.0.0.1 (HAProxy's address, as the replicas see
@@ -116,12 +116,13 @@ async def test_a_sessions_elicitation_is_read_and_completed_from_another_replica
 
     async def open_the_page(_ctx: Any, params: Any) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestURLParams), params
+        assert params.elicitation_id is not None
         asked.append(params.elicitation_id)
         return types.ElicitResult(action="accept")  # the user agreed to open the page
 
     with trio.fail_after(LIMIT):
         async with (
-            Client(cluster.url, mode="legacy", elicitation_callback=open_the_page) as session,
+            Client(cluster.url, mode="legacy", elicitation_callback=open_the_page) as session,  # type: ignore[arg-type]
             trio.open_nursery() as nursery,
         ):
             assert session.protocol_version == "2025-11-25"
@@ -130,14 +131,16 @@ async def test_a_sessions_elicitation_is_read_and_completed_from_another_replica
                 results.append(await session.call_tool("demo_url_sign_in", {}))
 
             nursery.start_soon(sign_in)
-            while not (asked and consented(cluster, asked[0])):
-                await trio.sleep(POLL)
+            await until(lambda: bool(asked and consented(cluster, asked[0])), "the consent")
             [elicitation_id] = asked
             [(home, event)] = created(cluster, elicitation_id)
             tenant = Tenant(event["user"], event["workspace"], event["conversation"])
             async with open_runtime({"store": cluster.redis_url}) as backend:
-                while (info := await _status(backend, elicitation_id, tenant)) is None:
-                    await trio.sleep(POLL)  # the home replica publishes its records
+                while True:  # the home replica publishes its records in the background
+                    info = await _status(backend, elicitation_id, tenant)
+                    if info is not None:
+                        break
+                    await trio.sleep(POLL)
                 assert info.status == "active"
                 async with Client(cluster.url, mode="2026-07-28") as stranger:
                     for n in range(2 * len(cluster.replicas)):  # round-robin: every replica
