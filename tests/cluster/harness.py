@@ -249,6 +249,15 @@ class Cluster:
                 chunks.append(chunk)
         return b"".join(chunks).decode(errors="replace")
 
+    def admin_ready(self) -> bool:
+        """Whether HAProxy answers on its stats socket (the file exists once HAProxy binds
+        it, a little before it accepts)."""
+        self.haproxy.check_running()
+        try:
+            return bool(self.admin("show info"))
+        except OSError:
+            return False
+
     def stats(self) -> dict[str, dict[str, str]]:
         """HAProxy's ``show stat`` rows of the backend: each replica's, and ``BACKEND``'s."""
         text = self.admin("show stat").lstrip("# ")
@@ -417,7 +426,7 @@ def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluste
             for replica in cluster.replicas.values():
                 poll(replica.ready, f"{replica.name} to be ready")
             cluster.haproxy.start()
-            poll(stats_socket.exists, "HAProxy's stats socket")
+            poll(cluster.admin_ready, "HAProxy's stats socket")
             cluster.wait_states(dict.fromkeys(REPLICAS, "UP"))
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{format_logs(cluster.logs())}") from None
