@@ -215,7 +215,7 @@ async def test_a_url_completion_sent_to_another_replica_completes_the_elicitatio
                 while (
                     status := text(await application.call_tool("elicitation_status", arguments))
                 ) != "active":
-                    assert status == "unknown", status  # r2 has not read r1's record yet
+                    assert status == "unknown", status  # r1 publishes its record in the background
                     await trio.sleep(POLL)
                 done = await application.call_tool(
                     "demo_complete_sign_in", {"elicitation_id": elicitation_id}
