@@ -1,6 +1,6 @@
 """A cluster on real parts: ``redis-server``, three ``erlmcp-py serve --transport http``
-replicas sharing one key ring, and HAProxy in front, configured by the shipped
-``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced.
+replicas sharing one key ring and that Redis as their store, and HAProxy in front, configured
+by the shipped ``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced.
 
 Every process is a child of the test process, started from the main thread with its output in
 a file of the cluster's temporary directory and ``PR_SET_PDEATHSIG`` (SIGKILL) set, so that
@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from tests.components import require
 from tests.deploy.support import REPO, free_port, log_events
 
@@ -43,11 +45,11 @@ def store_args(redis_url: str) -> tuple[str, ...]:
     """The replicas' shared-store options, given the cluster's Redis URL: the one place
     that says what the replicas share besides the key ring.
 
-    None: each replica keeps its rate limits, caps and records in its own memory, and Redis
-    runs beside them unused.
+    Every replica uses the cluster's Redis (``--store redis://127.0.0.1:PORT/0``): rate
+    buckets and pending caps, elicitation records, and calls forwarded to the replica that
+    holds an elicitation are shared.
     """
-    del redis_url
-    return ()
+    return ("--store", redis_url)
 
 
 def shipped_haproxy_config(frontend: int, replicas: Mapping[str, int], stats_socket: Path) -> str:
@@ -168,6 +170,15 @@ def poll(predicate: Callable[[], bool], what: str, timeout: float = START_LIMIT)
         time.sleep(POLL)  # another process's state: nothing to wait on but time
 
 
+async def until(predicate: Callable[[], bool], what: str, timeout: float = START_LIMIT) -> None:
+    """:func:`poll` for a test's trio task: the other tasks (a client's retry) run meanwhile."""
+    with trio.fail_after(timeout):
+        while True:
+            if predicate():
+                return
+            await trio.sleep(POLL)  # another process's state: nothing to wait on but time
+
+
 def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, str]:
     """``GET path`` on 127.0.0.1:port; the status and body."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -237,6 +248,15 @@ class Cluster:
             while chunk := sock.recv(65536):
                 chunks.append(chunk)
         return b"".join(chunks).decode(errors="replace")
+
+    def admin_ready(self) -> bool:
+        """Whether HAProxy answers on its stats socket (the file exists once HAProxy binds
+        it, a little before it accepts)."""
+        self.haproxy.check_running()
+        try:
+            return bool(self.admin("show info"))
+        except OSError:
+            return False
 
     def stats(self) -> dict[str, dict[str, str]]:
         """HAProxy's ``show stat`` rows of the backend: each replica's, and ``BACKEND``'s."""
@@ -406,7 +426,7 @@ def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluste
             for replica in cluster.replicas.values():
                 poll(replica.ready, f"{replica.name} to be ready")
             cluster.haproxy.start()
-            poll(stats_socket.exists, "HAProxy's stats socket")
+            poll(cluster.admin_ready, "HAProxy's stats socket")
             cluster.wait_states(dict.fromkeys(REPLICAS, "UP"))
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{format_logs(cluster.logs())}") from None

@@ -1,13 +1,18 @@
 """The server the cluster's replicas run (``erlmcp-py serve --server
-tests.cluster.servers:build``): tools that ask several questions in turn, and log each run and
-each answer with the call's ``tag``, so that a replica's log shows which calls it served."""
+tests.cluster.servers:build``): the bundled example server (its URL-mode sign-in,
+``demo_url_sign_in``, and what completes it, ``demo_complete_sign_in``, among its tools), plus
+a tool that asks several questions in turn and logs each run and each answer with the call's
+``tag``, so that a replica's log shows which calls it served, and a tool that reads an
+elicitation's status the way an application would."""
 
 from __future__ import annotations
 
 import structlog
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.core.errors import ElicitationNotFound
 from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 
@@ -21,7 +26,7 @@ WHO = {
 
 
 def build(config: RuntimeConfig) -> Server:
-    server = Server("cluster-test", "1.0.0", runtime_config=config)
+    server = build_server(config)
 
     @server.tool()
     async def signup(ctx: Context, tag: str, plan: str = "free") -> str:
@@ -40,5 +45,16 @@ def build(config: RuntimeConfig) -> Server:
         if not isinstance(city, Accepted) or not isinstance(sure, Accepted):
             return f"{plan}: no account"
         return f"{plan}: {name}, {who.content['age']}, {city.content}, confirmed={sure.content}"
+
+    @server.tool()
+    async def elicitation_status(ctx: Context, elicitation_id: str, tag: str) -> str:
+        """The status of one of the caller's elicitations (``unknown`` for an id it may not
+        see), wherever it runs; logs the ``tag``."""
+        log.info("status_read", tag=tag)
+        try:
+            info = await ctx.runtime.get_elicitation_status(elicitation_id, tenant=ctx.tenant)
+        except ElicitationNotFound:
+            return "unknown"
+        return str(info.status)
 
     return server

@@ -1,9 +1,10 @@
 """2026-07-28 tool calls through HAProxy (round-robin, no stickiness) on three replicas that share
-one key ring: the official ``mcp`` client answers every round, and the rounds land on different
-replicas, around a replica killed between rounds, on one restarted in the middle of the call,
-and around one draining on SIGTERM. Every replica holds only its own memory: a retry that
-reaches a replica that does not hold its call is replayed there from the answers sealed in
-``requestState``.
+one key ring and one store: the official ``mcp`` client answers every round, and the rounds land
+on different replicas, around a replica killed between rounds, on one restarted in the middle of
+the call, and around one draining on SIGTERM. A suspended call lives in one replica's memory: a
+retry that reaches a replica that does not hold its call is replayed there from the answers
+sealed in ``requestState``. An elicitation lives on one replica too, and the store makes it
+reachable from the others: its status, and the application's completion of a URL-mode one.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from typing import Any
 
 import trio
 
-from tests.cluster.harness import Cluster
+from tests.cluster.harness import BACKEND, POLL, Cluster, until
 
 VERSION = "2026-07-28"
 LIMIT = 60.0  # seconds: bound of one test's calls (a replica restart included)
 #: Every call of this module comes from 127.0.0.1 (HAProxy's address, as the replicas see
 #: it): the per-client rate is raised so that the module's calls measure routing, not rate.
-REPLICA_ARGS = ("--rate", "600")
+#: ``--dev``: the example server's sign-in page is on http://127.0.0.1.
+REPLICA_ARGS = ("--rate", "600", "--dev")
 
 INVALID_WHO = {"name": "Ada", "age": "thirty-six"}
 WHO = {"name": "Ada", "age": 36}
@@ -137,7 +139,7 @@ async def test_a_replica_draining_on_sigterm_costs_no_request_an_error(cluster: 
     cluster.wait_states({"r1": "UP", "r2": "UP", "r3": "MAINT"})  # round-robin: r1, r2, r1 …
     retried = cluster.retried()
     drained: list[str] = []
-    listed: list[str] = []
+    listed: list[bool] = []
 
     async def list_tools_while_the_first_rounds_replica_drains(n: int) -> None:
         if n == 0:
@@ -147,7 +149,7 @@ async def test_a_replica_draining_on_sigterm_costs_no_request_an_error(cluster: 
             async with Client(cluster.url, mode=VERSION) as client:
                 for _ in range(4):  # every other one reaches the draining replica
                     tools = await client.list_tools(cache_mode="bypass")
-                    listed.extend(tool.name for tool in tools.tools)
+                    listed.append("signup" in {tool.name for tool in tools.tools})
 
     text, _ = await signup(
         cluster,
@@ -156,7 +158,75 @@ async def test_a_replica_draining_on_sigterm_costs_no_request_an_error(cluster: 
         list_tools_while_the_first_rounds_replica_drains,
     )
     assert text == DONE
-    assert listed == ["signup"] * 4
+    assert listed == [True] * 4
     [first] = drained
     assert cluster.replicas[first].wait() == 0  # its drain ended, then a clean stop
     assert cluster.retried() > retried  # what the draining replica refused went elsewhere
+
+
+def text(result: Any) -> str:
+    value: str = result.content[0].text
+    return value
+
+
+async def test_a_url_completion_sent_to_another_replica_completes_the_elicitation_waiting_there(
+    cluster: Cluster,
+) -> None:
+    """The example server's URL-mode sign-in waits on r1 for the application's completion.
+    The call's rounds go to r1 only: a URL-mode request carries the id of that replica's
+    elicitation, so a replay elsewhere would send the user to a new one. The completion (the
+    example server's ``demo_complete_sign_in``) goes through HAProxy to r2, which sees the
+    elicitation's status in the store and forwards the completion to r1: the sign-in ends
+    there, and the held retry answers the call."""
+    from mcp import Client, types
+
+    cluster.only("r1")
+    holder, other = cluster.replicas["r1"], cluster.replicas["r2"]
+    asked: list[str] = []
+
+    async def open_the_page(_ctx: Any, params: Any) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams), params
+        assert params.elicitation_id is not None
+        asked.append(params.elicitation_id)
+        return types.ElicitResult(action="accept")  # the user agreed to open the page
+
+    results: list[Any] = []
+    with trio.fail_after(LIMIT):
+        async with (
+            Client(cluster.url, mode=VERSION, elicitation_callback=open_the_page) as client,  # type: ignore[arg-type]
+            trio.open_nursery() as nursery,
+        ):
+
+            async def sign_in() -> None:
+                results.append(await client.call_tool("demo_url_sign_in", {}))
+
+            nursery.start_soon(sign_in)
+            await until(  # the retry carrying the consent is held on r1
+                lambda: bool(asked and holder.events(event="consented", elicitation_id=asked[0])),
+                "r1 to log the user's consent",
+            )
+            [elicitation_id] = asked
+            cluster.admin(f"set server {BACKEND}/r1 state maint")
+            cluster.admin(f"set server {BACKEND}/r2 state ready")
+            cluster.wait_states({"r1": "MAINT", "r2": "UP", "r3": "MAINT"})
+            before = cluster.requests()
+            async with Client(cluster.url, mode=VERSION) as application:
+                arguments = {"elicitation_id": elicitation_id, "tag": "url-status"}
+                while (
+                    status := text(await application.call_tool("elicitation_status", arguments))
+                ) != "active":
+                    assert status == "unknown", status  # r1 publishes its record in the background
+                    await trio.sleep(POLL)
+                done = await application.call_tool(
+                    "demo_complete_sign_in", {"elicitation_id": elicitation_id}
+                )
+            assert text(done) == f"completed {elicitation_id}: completed"
+            after = cluster.requests()
+    [result] = results
+    assert text(result) == "sign-in: action=accept, content=null"
+    assert after["r1"] == before["r1"], (before, after)  # the completion went to r2 alone
+    assert served_by(cluster, "url-status") == {"r2"}
+    # r1 created the elicitation and ended it; r2 never held it
+    assert holder.events(event="created", elicitation_id=elicitation_id)
+    assert holder.events(event="outcome", elicitation_id=elicitation_id, outcome="Accepted")
+    assert not other.events(elicitation_id=elicitation_id)
