@@ -291,9 +291,12 @@ def parse_keyring(text: str) -> KeyRing:
 
 def _normalize(value: Any) -> Any:
     # JSON does not tell 1 from 1.0 (JavaScript cannot even write 1.0): digest them alike.
+    # Strings and dicts (the most common values) are told apart without the ABC check.
+    if isinstance(value, str):
+        return value
     if type(value) is float:
         return int(value) if value.is_integer() else value
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return {k: _normalize(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_normalize(v) for v in value]

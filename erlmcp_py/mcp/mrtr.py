@@ -119,6 +119,7 @@ import trio
 
 from erlmcp_py.actors.peer import PeerResponse
 from erlmcp_py.core.errors import StateTokenError, StateTokenTooLarge
+from erlmcp_py.core.schema import schema_digest
 from erlmcp_py.core.state_token import (
     MAX_TOKEN_CHARS,
     KeyRing,
@@ -1104,8 +1105,12 @@ def _replay_plan(
 
 def _question_of(method: str, params: Mapping[str, Any]) -> str:
     """What a replay recognizes a request by: a digest of its method and params (for an
-    elicitation: its message, mode and schema). A tool run again asks the same questions, in
+    elicitation: its message, mode and schema, the schema by its own canonical digest, which
+    a schema the runtime built carries already). A tool run again asks the same questions, in
     whatever order its tasks get to them; a question whose text changed is asked anew."""
+    schema = params.get("requestedSchema")
+    if isinstance(schema, Mapping):
+        params = {**params, "requestedSchema": schema_digest(schema)}
     return request_digest(method, params)[:24]
 
 
