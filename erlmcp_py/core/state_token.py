@@ -82,7 +82,6 @@ from erlmcp_py.core.errors import (
     StateTokenUnknownKey,
     StateTokenWrongPrincipal,
 )
-from erlmcp_py.core.schema import canonical_json
 
 __all__ = [
     "DEFAULT_MAX_SKEW_S",
@@ -306,6 +305,10 @@ def _normalize(value: Any) -> Any:
 _DIGEST: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
 )
+#: The payload's canonical JSON (:func:`~erlmcp_py.core.schema.canonical_json`), one encoder.
+_PAYLOAD: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def _digest_json(value: Any) -> bytes:
@@ -406,7 +409,7 @@ def seal(
     kid = keyring.current_kid
     keys = keyring._keys(kid)
     assert keys is not None
-    body = canonical_json(payload).encode()
+    body = _PAYLOAD.encode(payload).encode()
     kid_bytes = kid.encode("ascii")
     raw_len = (
         2 + len(kid_bytes) + _TIMES.size + _NONCE_LEN + _AEAD_TAG_LEN + 2 * _BIND_LEN + len(body)
@@ -516,8 +519,8 @@ def open_token(
     ):
         raise StateTokenRequestMismatch()
     try:
-        payload = json.loads(plaintext[2 * _BIND_LEN :])
-    except ValueError:  # only a key compromise or a bug could get here
+        payload = json.loads(plaintext[2 * _BIND_LEN :].decode())
+    except ValueError:  # only a key compromise or a bug could get here (UnicodeError too)
         raise StateTokenMalformed("payload") from None
     if not isinstance(payload, dict):
         raise StateTokenMalformed("payload")
