@@ -73,13 +73,14 @@ So on the request's channel every notification precedes the response, and none f
 
 Yield detection: the tool's ``Context`` counts the questions it is asking
 (:attr:`MrtrPeer.asking`: ``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``, ``ctx.request``,
-from the call to its answer). A round ends once a request has been recorded, every question
-being asked has its request recorded (or is being answered), and then ``settle_checkpoints``
-consecutive checkpoints of the attached request pass without a new one (at most ten times
-that many in all). So questions a tool starts together go out in one ``InputRequiredResult``
-however long the runtime takes to send each: the attached request waits, without polling,
-until the last of them is recorded. A question begun after the round settled is asked in the
-next round (correct, just one more round trip).
+from the call to its answer). A round ends once a request has been recorded and no question
+being asked is without its recorded request (one on its way through the runtime, or answered
+at once from a replay and still being decided), and then ``settle_checkpoints`` consecutive
+checkpoints of the attached request pass without a new one (none by default; at most ten
+times that many in all). So questions a tool starts together go out in one
+``InputRequiredResult`` however long the runtime takes to send each: the attached request
+waits, without polling, until the last of them is recorded. A question begun after the round
+ended is asked in the next round (correct, just one more round trip).
 
 Replay: continuations live in this process's memory. A retry whose state names a call this
 process does not hold (another replica's, or one from before a restart; the key ring must be
@@ -486,8 +487,8 @@ class ContinuationRegistry:
             ``data.reason`` :data:`PRINCIPAL_BUSY`, others' calls still run.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
-        settle_checkpoints: Checkpoints without a new request that end a round (see the
-            module docstring).
+        settle_checkpoints: Checkpoints without a new request that end a round once every
+            question being asked is recorded (see the module docstring).
         mrtr: What a retry whose call this process does not hold gets (another replica's
             call, or one from before a restart; see :data:`MRTR_MODES`): ``"auto"`` replays
             it, ``"suspend"`` refuses it, ``"replay"`` replays every retry (no call is kept
@@ -505,7 +506,7 @@ class ContinuationRegistry:
         max_continuations: int = 10_000,
         max_per_principal: int | None = None,
         hold_s: float = 30.0,
-        settle_checkpoints: int = 1,
+        settle_checkpoints: int = 0,
         mrtr: str = "auto",
         max_state_chars: int = MAX_TOKEN_CHARS,
     ) -> None:
