@@ -73,14 +73,23 @@ So on the request's channel every notification precedes the response, and none f
 
 Yield detection: the tool's ``Context`` counts the questions it is asking
 (:attr:`MrtrPeer.asking`: ``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``, ``ctx.request``,
-from the call to its answer). A round ends once a request has been recorded and no question
-being asked is without its recorded request (one on its way through the runtime, or answered
-at once from a replay and still being decided), and then ``settle_checkpoints`` consecutive
-checkpoints of the attached request pass without a new one (none by default; at most ten
-times that many in all). So questions a tool starts together go out in one
-``InputRequiredResult`` however long the runtime takes to send each: the attached request
-waits, without polling, until the last of them is recorded. A question begun after the round
-ended is asked in the next round (correct, just one more round trip).
+from the call to its answer). A round never ends while a question being asked has no request
+recorded yet (one on its way through the runtime, or answered at once from a replay and still
+being decided): the attached request waits, without polling, until the last of them is
+recorded, however long the runtime takes to send each, so questions a tool starts together
+go out in one ``InputRequiredResult``. Then:
+
+* when every outstanding request is a question still being asked and no question ended since
+  the previous round was decided, the tool is parked on its recorded questions and nothing
+  is left to react: the round ends at once;
+* otherwise (a question ended, so the tool may still be reacting to its answer or its error —
+  cancelling the other questions, asking another —, or a request was recorded by code that
+  does not count its questions) the round ends once ``settle_checkpoints`` consecutive
+  checkpoints of the attached request pass without a new request (at most ten times that
+  many in all).
+
+A question begun after the round ended is asked in the next round (correct, just one more
+round trip).
 
 Replay: continuations live in this process's memory. A retry whose state names a call this
 process does not hold (another replica's, or one from before a restart; the key ring must be
@@ -227,6 +236,8 @@ class _Continuation:
         "discarded",
         "done",
         "drained",
+        "ended",
+        "ended_seen",
         "expires_at",
         "final",
         "held",
@@ -280,6 +291,8 @@ class _Continuation:
         self.asked = 0
         self.questions = 0
         self.asking = 0  # questions of the tool between their start and their answer
+        self.ended = 0  # questions of the tool that ended, in all
+        self.ended_seen = 0  # ``ended`` when the latest round was decided
         self.discarded = False
         # A first call's own inputResponses, by key: offered to the requests the tool names
         # with that key (``key=``) until its first answer is decided (see ``start``).
@@ -294,6 +307,12 @@ class _Continuation:
         """Whether a question of the tool has no request recorded yet (it is on its way
         through the runtime, or being answered from a replay)."""
         return self.asking > len(self.outstanding)
+
+    def parked(self) -> bool:
+        """Whether the tool waits on its recorded questions and nothing else: every
+        outstanding request is a question being asked, and none ended since the latest round
+        was decided (the tool is not reacting to an answer or an error)."""
+        return self.asking == len(self.outstanding) and self.ended == self.ended_seen
 
 
 class _Asking:
@@ -310,6 +329,7 @@ class _Asking:
     def __exit__(self, *exc: object) -> None:
         cont = self._cont
         cont.asking -= 1
+        cont.ended += 1
         if cont.outstanding:  # a round may be waiting for this question
             cont.touch()
 
@@ -487,8 +507,8 @@ class ContinuationRegistry:
             ``data.reason`` :data:`PRINCIPAL_BUSY`, others' calls still run.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
-        settle_checkpoints: Checkpoints without a new request that end a round once every
-            question being asked is recorded (see the module docstring).
+        settle_checkpoints: Checkpoints without a new request that end a round the tool may
+            still be reacting in (see the module docstring).
         mrtr: What a retry whose call this process does not hold gets (another replica's
             call, or one from before a restart; see :data:`MRTR_MODES`): ``"auto"`` replays
             it, ``"suspend"`` refuses it, ``"replay"`` replays every retry (no call is kept
@@ -506,7 +526,7 @@ class ContinuationRegistry:
         max_continuations: int = 10_000,
         max_per_principal: int | None = None,
         hold_s: float = 30.0,
-        settle_checkpoints: int = 0,
+        settle_checkpoints: int = 10,
         mrtr: str = "auto",
         max_state_chars: int = MAX_TOKEN_CHARS,
     ) -> None:
@@ -816,6 +836,7 @@ class ContinuationRegistry:
         try:
             await self._until_yield(cont)
             self._holding.pop(cont.id, None)
+            cont.ended_seen = cont.ended
             # The answer is decided: nothing more goes to this request's channel, and what is
             # under way there finishes first (a notification never follows the response).
             cont.sink = None
@@ -856,7 +877,8 @@ class ContinuationRegistry:
         ran out."""
         while not (cont.done or cont.final is not None or cont.held):
             if cont.outstanding and not cont.unsent():
-                await self._settle(cont)
+                if not cont.parked():
+                    await self._settle(cont)
                 if cont.outstanding or cont.done or cont.final is not None:
                     return
             await cont.changed.wait()

@@ -1020,6 +1020,43 @@ async def test_a_question_begun_with_the_round_joins_it_however_late_it_is_recor
         assert asked == ["first?", "second?"]
 
 
+async def test_a_failed_question_lets_the_tool_react_before_the_round_ends(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from erlmcp_py.mcp.jsonrpc import JsonRpcError
+
+    async def run(peer: Any) -> Mapping[str, Any]:
+        async def waits() -> None:
+            with peer.asking:
+                await _record(peer, "first?")
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    peer.forget_request("first?")
+
+        async def fails() -> None:
+            with peer.asking:
+                await trio.lowlevel.checkpoint()
+                raise RuntimeError("refused")
+
+        async with trio.open_nursery() as nursery:  # the failure cancels the other question
+            nursery.start_soon(waits)
+            nursery.start_soon(fails)
+        raise AssertionError
+
+    async with open_continuations() as registry:
+        with pytest.raises(JsonRpcError):  # the tool's failure, not a round asking "first?"
+            await registry.start(
+                principal="alice",
+                method="tools/call",
+                params={"name": "t", "arguments": {}},
+                capabilities=ClientCapabilities(frozenset({"form"})),
+                protocol_version=V,
+                client_id="c1",
+                run=run,
+            )
+
+
 async def test_one_principal_holds_at_most_its_share_of_the_registry(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
