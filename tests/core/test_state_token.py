@@ -626,7 +626,7 @@ def _json_round_trip(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(payloads, principals, times, ttls, st.text(max_size=20))
 def test_property_round_trip(
     payload: dict[str, Any], principal: str, now: float, ttl: float, method: str
@@ -644,7 +644,7 @@ def test_property_round_trip(
         open_token(token, principal=principal + "x", request_digest=digest, now=now, keyring=RING)
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(payloads, st.data())
 def test_property_single_byte_tamper_refused(payload: dict[str, Any], data: st.DataObject) -> None:
     token = _seal(payload)
@@ -656,6 +656,7 @@ def test_property_single_byte_tamper_refused(payload: dict[str, Any], data: st.D
     assert info.value.reason in {"malformed", "unknown_key", "bad_signature"}
 
 
+@settings(deadline=None)
 @given(st.text(max_size=300))
 def test_property_random_text_never_crashes(token: str) -> None:
     with pytest.raises(StateTokenError) as info:
