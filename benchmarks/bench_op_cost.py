@@ -9,6 +9,8 @@ are noise. Counts are not:
 - ``ir_per_op``: CPU instructions per op under valgrind (``--tool=callgrind``), computed as the
   difference of two runs (``ops`` and 0 ops after the same warm-up), so imports and startup
   cancel out. Skipped (null) without valgrind or with ``--quick``; ~3 minutes per protocol.
+- ``shape``: trio's work per op, from a ``trio.abc.Instrument`` (a run of its own, after the
+  opcode count): task spawns, task steps and scheduler passes (waits for I/O, one per batch).
 
 The op is ``bench_vs_sdk.py``'s (one ``tools/call`` whose tool asks a 3-field form, answered at
 once by a plain-function handler through ``open_memory_client``), on 2025-11-25 (legacy) and on
@@ -71,7 +73,25 @@ def _quiet() -> None:
     )
 
 
-async def _run_ops(version: str, n: int, counted: int) -> Counter[CodeType]:
+class _Shape(trio.abc.Instrument):
+    """Counts trio's work: task spawns, task steps, scheduler passes."""
+
+    def __init__(self) -> None:
+        self.spawns = self.steps = self.passes = 0
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.spawns += 1
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += 1
+
+    def before_io_wait(self, timeout: float) -> None:
+        self.passes += 1
+
+
+async def _run_ops(
+    version: str, n: int, counted: int, shape: _Shape | None = None
+) -> Counter[CodeType]:
     """The op of ``bench_vs_sdk.py`` on ``version`` (see :func:`_drive`)."""
     server = Server(
         "bench-op-cost",
@@ -98,23 +118,35 @@ async def _run_ops(version: str, n: int, counted: int) -> Counter[CodeType]:
             if result.get("isError") or result["content"][0].get("text") != "Ada":
                 raise RuntimeError(f"unexpected {result!r}")
 
-        await _drive(op, n, counted, counts)
+        await _drive(op, n, counted, counts, shape)
     return counts
 
 
 async def _drive(
-    op: Callable[[], Awaitable[None]], n: int, counted: int, counts: Counter[CodeType]
+    op: Callable[[], Awaitable[None]],
+    n: int,
+    counted: int,
+    counts: Counter[CodeType],
+    shape: _Shape | None = None,
 ) -> None:
-    """Warm up, run ``n`` ops, then ``counted`` ops under the opcode counter."""
+    """Warm up, run ``n`` ops, then ``counted`` ops under the opcode counter and, given a
+    ``shape``, ``counted`` more under that instrument."""
     for _ in range(WARMUP + n):
         await op()
     if counted:
         with _counting(counts):
             for _ in range(counted):
                 await op()
+    if counted and shape is not None:
+        trio.lowlevel.add_instrument(shape)
+        try:
+            for _ in range(counted):
+                await op()
+        finally:
+            trio.lowlevel.remove_instrument(shape)
 
 
-async def _skeleton(n: int, counted: int) -> Counter[CodeType]:
+async def _skeleton(n: int, counted: int, shape: _Shape | None = None) -> Counter[CodeType]:
     """trio alone, shaped like the legacy op: the caller starts a task (the tool), which
     starts a task (the elicitation's child) that wakes it; the tool wakes the caller."""
     counts: Counter[CodeType] = Counter()
@@ -137,7 +169,7 @@ async def _skeleton(n: int, counted: int) -> Counter[CodeType]:
             nursery.start_soon(tool, trio.lowlevel.current_task())
             await trio.lowlevel.wait_task_rescheduled(abort)
 
-        await _drive(op, n, counted, counts)
+        await _drive(op, n, counted, counts, shape)
     return counts
 
 
@@ -176,11 +208,20 @@ def _where(code: CodeType) -> str:
     return f"{path}:{code.co_firstlineno}({code.co_name})"
 
 
-def _opcode_figures(counts: Counter[CodeType], n: int) -> dict[str, Any]:
+def _opcode_figures(counts: Counter[CodeType], n: int, shape: _Shape) -> dict[str, Any]:
     total = sum(counts.values()) / n
     trio_part = sum(c for code, c in counts.items() if "/trio/" in code.co_filename) / n
     top = [(round(c / n, 1), _where(code)) for code, c in counts.most_common(12)]
-    return {"opcodes": round(total), "trio_opcodes": round(trio_part), "top": top}
+    return {
+        "opcodes": round(total),
+        "trio_opcodes": round(trio_part),
+        "top": top,
+        "shape": {
+            "task_spawns": round(shape.spawns / n, 1),
+            "task_steps": round(shape.steps / n, 1),
+            "scheduler_passes": round(shape.passes / n, 1),
+        },
+    }
 
 
 def _ir_per_op(mode: str, ops: int) -> int | None:
@@ -222,15 +263,23 @@ def _child(mode: str, n: int) -> None:
 def main(quick: bool, ops: int) -> dict[str, Any]:
     _quiet()
     counted = 50 if quick else 300
+    shapes = {"legacy": _Shape(), "2026": _Shape(), "skeleton": _Shape()}
     figures = {
-        "legacy": _opcode_figures(trio.run(_run_ops, LEGACY, 0, counted), counted),
-        "2026": _opcode_figures(trio.run(_run_ops, MODERN, 0, counted), counted),
-        "skeleton": _opcode_figures(trio.run(_skeleton, 0, counted), counted),
+        "legacy": _opcode_figures(
+            trio.run(_run_ops, LEGACY, 0, counted, shapes["legacy"]), counted, shapes["legacy"]
+        ),
+        "2026": _opcode_figures(
+            trio.run(_run_ops, MODERN, 0, counted, shapes["2026"]), counted, shapes["2026"]
+        ),
+        "skeleton": _opcode_figures(
+            trio.run(_skeleton, 0, counted, shapes["skeleton"]), counted, shapes["skeleton"]
+        ),
     }
     out: dict[str, Any] = {
         f"{key}_opcodes_per_op": value["opcodes"] for key, value in figures.items()
     }
     out.update({f"{key}_trio_opcodes_per_op": v["trio_opcodes"] for key, v in figures.items()})
+    out.update({f"{key}_shape_per_op": v["shape"] for key, v in figures.items()})
     skeleton_ops = figures["skeleton"]["opcodes"]
     out["legacy_opcodes_over_skeleton"] = round(figures["legacy"]["opcodes"] / skeleton_ops, 2)
     out["2026_opcodes_over_skeleton"] = round(figures["2026"]["opcodes"] / skeleton_ops, 2)
@@ -238,6 +287,7 @@ def main(quick: bool, ops: int) -> dict[str, Any]:
         fig = figures[key]
         line = f"{key}: {fig['opcodes']} opcodes per op ({fig['trio_opcodes']} in trio); top:"
         print(line, file=sys.stderr)
+        print(f"  trio per op: {fig['shape']}", file=sys.stderr)
         for count, where in fig["top"]:
             print(f"  {count:>8} {where}", file=sys.stderr)
     print(f"skeleton (trio alone, the legacy op's shape): {skeleton_ops} opcodes", file=sys.stderr)

@@ -82,7 +82,6 @@ from erlmcp_py.core.errors import (
     StateTokenUnknownKey,
     StateTokenWrongPrincipal,
 )
-from erlmcp_py.core.schema import canonical_json
 
 __all__ = [
     "DEFAULT_MAX_SKEW_S",
@@ -126,13 +125,37 @@ _UNSALIENT_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState"}
 # Keys
 
 
+_IPAD: Final = bytes(x ^ 0x36 for x in range(256))
+_OPAD: Final = bytes(x ^ 0x5C for x in range(256))
+
+
+class _Mac:
+    """HMAC-SHA256 (RFC 2104) under one derived key (32 bytes, within SHA-256's 64-byte
+    block), whose padded key states are hashed once: each use then costs two hash copies and
+    the message, never the key again."""
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        block = key.ljust(64, b"\0")
+        self._inner = hashlib.sha256(block.translate(_IPAD))
+        self._outer = hashlib.sha256(block.translate(_OPAD))
+
+    def digest(self, message: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(message)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
 class _DerivedKeys:
     __slots__ = ("aead", "bind", "nonce")
 
     def __init__(self, master: bytes) -> None:
         self.aead = AESGCMSIV(hmac.digest(master, _LABEL_AEAD, "sha256"))
-        self.nonce = hmac.digest(master, _LABEL_NONCE, "sha256")
-        self.bind = hmac.digest(master, _LABEL_BIND, "sha256")
+        self.nonce = _Mac(hmac.digest(master, _LABEL_NONCE, "sha256"))
+        self.bind = _Mac(hmac.digest(master, _LABEL_BIND, "sha256"))
 
 
 def _check_kid(kid: object) -> str:
@@ -291,9 +314,12 @@ def parse_keyring(text: str) -> KeyRing:
 
 def _normalize(value: Any) -> Any:
     # JSON does not tell 1 from 1.0 (JavaScript cannot even write 1.0): digest them alike.
+    # Strings and dicts (the most common values) are told apart without the ABC check.
+    if isinstance(value, str):
+        return value
     if type(value) is float:
         return int(value) if value.is_integer() else value
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return {k: _normalize(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_normalize(v) for v in value]
@@ -302,6 +328,10 @@ def _normalize(value: Any) -> Any:
 
 _DIGEST: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+)
+#: The payload's canonical JSON (:func:`~erlmcp_py.core.schema.canonical_json`), one encoder.
+_PAYLOAD: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
 
 
@@ -344,10 +374,8 @@ def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
 # Seal / open
 
 
-def _bind(mac_key: bytes, label: bytes, value: str) -> bytes:
-    return hmac.digest(mac_key, label + value.encode("utf-8", "surrogatepass"), "sha256")[
-        :_BIND_LEN
-    ]
+def _bind(mac: _Mac, label: bytes, value: str) -> bytes:
+    return mac.digest(label + value.encode("utf-8", "surrogatepass"))[:_BIND_LEN]
 
 
 def _b64encode(raw: bytes) -> str:
@@ -403,7 +431,7 @@ def seal(
     kid = keyring.current_kid
     keys = keyring._keys(kid)
     assert keys is not None
-    body = canonical_json(payload).encode()
+    body = _PAYLOAD.encode(payload).encode()
     kid_bytes = kid.encode("ascii")
     raw_len = (
         2 + len(kid_bytes) + _TIMES.size + _NONCE_LEN + _AEAD_TAG_LEN + 2 * _BIND_LEN + len(body)
@@ -416,7 +444,7 @@ def seal(
         + _bind(keys.bind, _LABEL_REQUEST, request_digest)
         + body
     )
-    nonce = hmac.digest(keys.nonce, header + plaintext, "sha256")[:_NONCE_LEN]
+    nonce = keys.nonce.digest(header + plaintext)[:_NONCE_LEN]
     return _b64encode(header + nonce + keys.aead.encrypt(nonce, plaintext, header))
 
 
@@ -513,8 +541,8 @@ def open_token(
     ):
         raise StateTokenRequestMismatch()
     try:
-        payload = json.loads(plaintext[2 * _BIND_LEN :])
-    except ValueError:  # only a key compromise or a bug could get here
+        payload = json.loads(plaintext[2 * _BIND_LEN :].decode())
+    except ValueError:  # only a key compromise or a bug could get here (UnicodeError too)
         raise StateTokenMalformed("payload") from None
     if not isinstance(payload, dict):
         raise StateTokenMalformed("payload")

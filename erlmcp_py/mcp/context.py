@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -193,6 +193,9 @@ def _titled(options: Options) -> dict[str, str]:
 #: Seconds a ``notifications/cancelled`` for an abandoned request of ours may take to send.
 _CANCEL_NOTICE_S = 5.0
 
+#: What a question is asked within when the peer does not count them (a session's peer).
+_UNCOUNTED: AbstractContextManager[None] = nullcontext()
+
 
 async def _tell_cancelled(peer: Any, request_id: str, reason: str) -> None:
     """Tell a session's client we no longer wait for ``request_id`` (2026-07-28 has no
@@ -240,6 +243,9 @@ class Context:
         self.clock = clock
         self._progress_token = progress_token
         self._last_progress: dict[str | int, float] = {}  # per token
+        # Entered around each question, from its start to its answer: an MrtrPeer counts them,
+        # so that a 2026-07-28 round ends only once every question begun is recorded.
+        self._asking: AbstractContextManager[None] = getattr(peer, "asking", _UNCOUNTED)
 
     # -- what the client is -------------------------------------------------------------------
 
@@ -336,7 +342,7 @@ class Context:
             done.set()
 
         try:
-            with self.clock.pause(), trio.move_on_after(timeout):
+            with self._asking, self.clock.pause(), trio.move_on_after(timeout):
                 await peer.send_request(
                     method, dict(params), request_id=request_id, on_response=on_response
                 )
@@ -634,7 +640,7 @@ class Context:
         """Create and wait in one runtime call (``Runtime.ask``) through ``peer`` (default:
         this call's); the tool clock is paused while the human is asked."""
         charge = self._charge()
-        with self.clock.pause():
+        with self._asking, self.clock.pause():
             outcome: Outcome = await self.runtime.ask(
                 request, peer=self._peer if peer is None else peer, tenant=self.tenant, **charge
             )
@@ -767,10 +773,11 @@ class Context:
         Raises:
             UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
         """
-        handle = await self.begin_elicit_url(message, url, timeout=timeout)
-        if isinstance(handle, Unsupported):
-            return handle
-        return await self._wait(handle)
+        with self._asking:
+            handle = await self.begin_elicit_url(message, url, timeout=timeout)
+            if isinstance(handle, Unsupported):
+                return handle
+            return await self._wait(handle)
 
     async def wait(self, handle: ElicitationHandle) -> Outcome:
         """Wait for a handle from :meth:`begin_elicit_url` (the tool clock pauses)."""

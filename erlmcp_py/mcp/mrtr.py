@@ -71,11 +71,25 @@ ran out) the sink is detached, then the sink calls already under way are awaited
 is the answer built (from the state after that wait) and returned to the caller, which sends it.
 So on the request's channel every notification precedes the response, and none follows it.
 
-Yield detection: a round ends once a request has been recorded and then
-``settle_checkpoints`` consecutive checkpoints of the attached request pass without a new one
-(at most ten times that many in all). Elicitations a tool starts together are recorded within
-those checkpoints and go out in one ``InputRequiredResult``; one that misses the batch is
-asked in the next round (correct, just one more round trip).
+Yield detection: the tool's ``Context`` counts the questions it is asking
+(:attr:`MrtrPeer.asking`: ``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``, ``ctx.request``,
+from the call to its answer). A round never ends while a question being asked has no request
+recorded yet (one on its way through the runtime, or answered at once from a replay and still
+being decided): the attached request waits, without polling, until the last of them is
+recorded, however long the runtime takes to send each, so questions a tool starts together
+go out in one ``InputRequiredResult``. Then:
+
+* when every outstanding request is a question still being asked and no question ended since
+  the previous round was decided, the tool is parked on its recorded questions and nothing
+  is left to react: the round ends at once;
+* otherwise (a question ended, so the tool may still be reacting to its answer or its error —
+  cancelling the other questions, asking another —, or a request was recorded by code that
+  does not count its questions) the round ends once ``settle_checkpoints`` consecutive
+  checkpoints of the attached request pass without a new request (at most ten times that
+  many in all).
+
+A question begun after the round ended is asked in the next round (correct, just one more
+round trip).
 
 Replay: continuations live in this process's memory. A retry whose state names a call this
 process does not hold (another replica's, or one from before a restart; the key ring must be
@@ -116,6 +130,7 @@ import trio
 
 from erlmcp_py.actors.peer import PeerResponse
 from erlmcp_py.core.errors import StateTokenError, StateTokenTooLarge
+from erlmcp_py.core.schema import schema_digest
 from erlmcp_py.core.state_token import (
     MAX_TOKEN_CHARS,
     KeyRing,
@@ -215,14 +230,18 @@ class _Continuation:
 
     __slots__ = (
         "asked",
+        "asking",
         "attached",
         "changed",
         "digest",
         "discarded",
         "done",
         "drained",
+        "ended",
+        "ended_seen",
         "expires_at",
         "final",
+        "held",
         "id",
         "journal",
         "keys",
@@ -249,6 +268,7 @@ class _Continuation:
         self.final: Mapping[str, Any] | JsonRpcError | None = None
         self.done = False
         self.attached = False
+        self.held = False  # the attached retry waited ``hold_s``: it answers with the state
         self.round = 0
         self.version = 0
         self.expires_at = math.inf
@@ -271,6 +291,9 @@ class _Continuation:
         self.journal: list[tuple[str, Mapping[str, Any]]] = []
         self.asked = 0
         self.questions = 0
+        self.asking = 0  # questions of the tool between their start and their answer
+        self.ended = 0  # questions of the tool that ended, in all
+        self.ended_seen = 0  # ``ended`` when the latest round was decided
         self.discarded = False
         # A first call's own inputResponses, by key: offered to the requests the tool names
         # with that key (``key=``) until its first answer is decided (see ``start``).
@@ -280,6 +303,36 @@ class _Continuation:
         self.version += 1
         self.changed.set()
         self.changed = trio.Event()
+
+    def unsent(self) -> bool:
+        """Whether a question of the tool has no request recorded yet (it is on its way
+        through the runtime, or being answered from a replay)."""
+        return self.asking > len(self.outstanding)
+
+    def parked(self) -> bool:
+        """Whether the tool waits on its recorded questions and nothing else: every
+        outstanding request is a question being asked, and none ended since the latest round
+        was decided (the tool is not reacting to an answer or an error)."""
+        return self.asking == len(self.outstanding) and self.ended == self.ended_seen
+
+
+class _Asking:
+    """``with peer.asking:`` around one question of the tool (see :attr:`MrtrPeer.asking`)."""
+
+    __slots__ = ("_cont",)
+
+    def __init__(self, cont: _Continuation) -> None:
+        self._cont = cont
+
+    def __enter__(self) -> None:
+        self._cont.asking += 1
+
+    def __exit__(self, *exc: object) -> None:
+        cont = self._cont
+        cont.asking -= 1
+        cont.ended += 1
+        if cont.outstanding:  # a round may be waiting for this question
+            cont.touch()
 
 
 class MrtrPeer:
@@ -304,6 +357,7 @@ class MrtrPeer:
         "_cont",
         "_counters",
         "_peer_id",
+        "asking",
         "capabilities",
         "keeps_call",
         "protocol_version",
@@ -325,6 +379,9 @@ class MrtrPeer:
         self.capabilities = capabilities
         self.protocol_version = protocol_version
         self.keeps_call = keeps_call
+        #: ``with peer.asking:`` around each question the tool asks, from its start to its
+        #: answer: a round does not end while a question is on its way to being recorded.
+        self.asking = _Asking(cont)
 
     @property
     def peer_id(self) -> str:
@@ -451,7 +508,8 @@ class ContinuationRegistry:
     """The bounded in-memory registry of stateless calls (``tools/call``, ``prompts/get``) and
     their sealed states.
 
-    Create with :func:`open_continuations` (its own nursery) or with a nursery you own.
+    Create with :func:`open_continuations` (its own nursery), or with a nursery you own and
+    then run :meth:`run_timer` (the expiry of suspended calls and the hold of retries) in it.
 
     Args:
         nursery: Where the tool runners run; cancelling it ends every continuation.
@@ -464,8 +522,8 @@ class ContinuationRegistry:
             ``data.reason`` :data:`PRINCIPAL_BUSY`, others' calls still run.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
-        settle_checkpoints: Checkpoints without a new request that end a round (see the
-            module docstring).
+        settle_checkpoints: Checkpoints without a new request that end a round the tool may
+            still be reacting in (see the module docstring).
         mrtr: What a retry whose call this process does not hold gets (another replica's
             call, or one from before a restart; see :data:`MRTR_MODES`): ``"auto"`` replays
             it, ``"suspend"`` refuses it, ``"replay"`` replays every retry (no call is kept
@@ -508,6 +566,12 @@ class ContinuationRegistry:
         self.settle_checkpoints = settle_checkpoints
         self._entries: dict[str, _Continuation] = {}
         self._finals: list[tuple[float, str]] = []  # heap of (expiry, id) of parked results
+        # What the one timer of the registry ends when due (see run_timer): the suspended
+        # calls by id, in the order of their expiry (``state_ttl`` after their round ended),
+        # and the attached retries by id with the end of their hold (``hold_s`` after they
+        # attached), in that order. No call has a deadline of its own.
+        self._suspended: dict[str, _Continuation] = {}
+        self._holding: dict[str, tuple[float, _Continuation]] = {}
         self._closed = False
         self.counters: Counter[str] = Counter()
 
@@ -784,17 +848,17 @@ class ContinuationRegistry:
         # No checkpoint from here to the detach below the wait: a tool resumed by this request
         # (its answers were delivered just before) already sends on this request's channel.
         cont.attached = True
+        cont.held = False
         cont.sink = sink
         cont.progress_token = progress_token
         cont.log_level = log_level
-        if cont.life.deadline != math.inf:  # a setter call re-registers the deadline
-            cont.life.deadline = math.inf
+        self._suspended.pop(cont.id, None)  # an attached call does not expire
+        if hold != math.inf:
+            self._holding[cont.id] = (trio.current_time() + hold, cont)
         try:
-            if hold == math.inf:  # a scope with no deadline would never cancel anything
-                await self._until_yield(cont)
-            else:
-                with trio.move_on_after(hold):
-                    await self._until_yield(cont)
+            await self._until_yield(cont)
+            self._holding.pop(cont.id, None)
+            cont.ended_seen = cont.ended
             # The answer is decided: nothing more goes to this request's channel, and what is
             # under way there finishes first (a notification never follows the response).
             cont.sink = None
@@ -817,35 +881,39 @@ class ContinuationRegistry:
             if self.mrtr == "replay" and cont.outstanding:
                 self._discard(cont)  # the retry replays it, wherever it lands
                 self.counters["discarded"] += 1
+            else:  # suspended until the retry, at most until its state expires
+                self._suspended[cont.id] = cont
             return result
         except trio.Cancelled:
             cont.life.cancel()  # the request is gone: so is the call
             raise
         finally:
+            self._holding.pop(cont.id, None)
             cont.sink = None
             cont.log_level = None
             cont.drained = None
             cont.attached = False
-            if not cont.done:
-                cont.life.deadline = cont.expires_at
 
     async def _until_yield(self, cont: _Continuation) -> None:
-        """Wait until the tool finished, or asked and the round settled."""
-        while not (cont.done or cont.final is not None):
-            if cont.outstanding:
-                await self._settle(cont)
+        """Wait until the tool finished, or asked and the round settled, or the retry's hold
+        ran out."""
+        while not (cont.done or cont.final is not None or cont.held):
+            if cont.outstanding and not cont.unsent():
+                if not cont.parked():
+                    await self._settle(cont)
                 if cont.outstanding or cont.done or cont.final is not None:
                     return
             await cont.changed.wait()
 
     async def _settle(self, cont: _Continuation) -> None:
-        """Pass checkpoints until ``settle_checkpoints`` in a row saw no new request, the tool
-        ended, or ten times that many passed (a tool that keeps asking is answered anyway)."""
+        """Pass checkpoints until ``settle_checkpoints`` in a row saw no new request and no
+        question on its way, the tool ended, or ten times that many passed (a tool that keeps
+        asking is answered anyway)."""
         quiet = 0
         for _ in range(self.settle_checkpoints * 10):
             before = cont.version
             await trio.lowlevel.checkpoint()
-            quiet = quiet + 1 if cont.version == before else 0
+            quiet = quiet + 1 if cont.version == before and not cont.unsent() else 0
             if quiet >= self.settle_checkpoints or cont.done:
                 return
 
@@ -888,6 +956,37 @@ class ContinuationRegistry:
             }
         return result
 
+    async def run_timer(self) -> None:
+        """Run the registry's timer until it is cancelled (the registry closes).
+
+        It ends what is due: a suspended call whose state expired (its tool is cancelled), a
+        retry that waited ``hold_s`` (it answers with the state). Both are kept in the order
+        they fall due (``state_ttl`` and ``hold_s`` are constant), so only the first of each
+        is looked at; sleeping at most the shorter of the two at a time, the timer never
+        sleeps past anything added while it slept. :func:`open_continuations` runs it.
+        """
+        suspended, holding = self._suspended, self._holding
+        longest = min(self.state_ttl, self.hold_s)
+        while True:
+            now = trio.current_time()
+            wake = now + longest
+            while suspended:
+                cont = next(iter(suspended.values()))
+                if cont.expires_at > now:
+                    wake = min(wake, cont.expires_at)
+                    break
+                del suspended[cont.id]
+                cont.life.cancel()
+            while holding:
+                cid, (due, cont) = next(iter(holding.items()))
+                if due > now:
+                    wake = min(wake, due)
+                    break
+                del holding[cid]
+                cont.held = True
+                cont.touch()
+            await trio.sleep_until(wake)
+
     def _evict(self, now: float) -> None:
         finals = self._finals
         while finals and finals[0][0] <= now:
@@ -898,6 +997,7 @@ class ContinuationRegistry:
                 self.counters["expired"] += 1
 
     def _forget(self, cid: str) -> None:
+        self._suspended.pop(cid, None)
         cont = self._entries.pop(cid, None)
         if cont is not None:
             left = self._per_principal[cont.principal] - 1
@@ -1068,20 +1168,26 @@ def _wall_offset() -> float:
 
 def _question_of(method: str, params: Mapping[str, Any]) -> str:
     """What a replay recognizes a request by: a digest of its method and params (for an
-    elicitation: its message, mode and schema). A tool run again asks the same questions, in
+    elicitation: its message, mode and schema, the schema by its own canonical digest, which
+    a schema the runtime built carries already). A tool run again asks the same questions, in
     whatever order its tasks get to them; a question whose text changed is asked anew."""
+    schema = params.get("requestedSchema")
+    if isinstance(schema, Mapping):
+        params = {**params, "requestedSchema": schema_digest(schema)}
     return request_digest(method, params)[:24]
 
 
 @asynccontextmanager
 async def open_continuations(**options: Any) -> AsyncIterator[ContinuationRegistry]:
-    """Open a :class:`ContinuationRegistry` with its own nursery; closing it ends every call.
+    """Open a :class:`ContinuationRegistry` with its own nursery and timer; closing it ends
+    every call.
 
     Args:
         **options: Keyword arguments of :class:`ContinuationRegistry`.
     """
     async with trio.open_nursery() as nursery:
         registry = ContinuationRegistry(nursery, **options)
+        nursery.start_soon(registry.run_timer)
         try:
             yield registry
         finally:

@@ -460,8 +460,8 @@ async def open_for_session(
 ) -> SessionStateless:
     """Start the stateless side of one byte-stream connection.
 
-    Its continuations run in a nursery of their own inside ``nursery``; :meth:`close` ends
-    them (call it when the connection closes).
+    Its continuations run in a nursery of their own inside ``nursery``, under a task that
+    runs the registry's timer; :meth:`close` ends them (call it when the connection closes).
 
     Args:
         server: The server.
@@ -485,7 +485,7 @@ async def open_for_session(
                 server, runtime, registry, principal=tenant.user, tenant=tenant, client_id=peer_id
             )
             task_status.started(SessionStateless(endpoint, inner, send))
-            await trio.sleep_forever()
+            await registry.run_timer()  # until the connection closes
 
     stateless: SessionStateless = await nursery.start(host)
     return stateless

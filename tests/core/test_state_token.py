@@ -114,6 +114,24 @@ def test_the_payload_is_sealed_with_aes_256_gcm_siv_under_the_header() -> None:
     assert len(sealed) == len(plaintext) + 16  # the GCM-SIV tag
 
 
+def test_the_bindings_and_the_nonce_are_hmac_sha256_under_their_derived_keys() -> None:
+    import hashlib
+    import hmac
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
+
+    def derived(label: bytes) -> bytes:
+        return hmac.digest(K1, b"erlmcp-py/state-token/v3/" + label + b"\x01", hashlib.sha256)
+
+    raw = _raw(_seal())
+    header, nonce, sealed = raw[:20], raw[20:32], raw[32:]
+    plaintext = AESGCMSIV(derived(b"aead")).decrypt(nonce, sealed, header)
+    bind = derived(b"bind")
+    assert plaintext[:16] == hmac.digest(bind, b"principal\x00alice", "sha256")[:16]
+    assert plaintext[16:32] == hmac.digest(bind, b"request\x00" + DIGEST.encode(), "sha256")[:16]
+    assert nonce == hmac.digest(derived(b"nonce"), header + plaintext, "sha256")[:12]
+
+
 #: A version 2 token (the stdlib HMAC + SHAKE-256 layout), sealed with ``KeyRing("k1",
 #: b"k" * 32)`` for ``addr:127.0.0.1`` and ``tools/call {"name": "x"}`` at 1000 for 600 s.
 V2_TOKEN = (
@@ -608,7 +626,7 @@ def _json_round_trip(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(payloads, principals, times, ttls, st.text(max_size=20))
 def test_property_round_trip(
     payload: dict[str, Any], principal: str, now: float, ttl: float, method: str
@@ -626,7 +644,7 @@ def test_property_round_trip(
         open_token(token, principal=principal + "x", request_digest=digest, now=now, keyring=RING)
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(payloads, st.data())
 def test_property_single_byte_tamper_refused(payload: dict[str, Any], data: st.DataObject) -> None:
     token = _seal(payload)
@@ -638,6 +656,7 @@ def test_property_single_byte_tamper_refused(payload: dict[str, Any], data: st.D
     assert info.value.reason in {"malformed", "unknown_key", "bad_signature"}
 
 
+@settings(deadline=None)
 @given(st.text(max_size=300))
 def test_property_random_text_never_crashes(token: str) -> None:
     with pytest.raises(StateTokenError) as info:

@@ -125,7 +125,7 @@ def text_mutations(draw: st.DrawFn, token: str) -> str:
     return "".join(chars)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
 @given(payloads, st.data())
 def test_fuzz_byte_mutations_never_accepted(payload: dict[str, Any], data: st.DataObject) -> None:
     token = _seal(payload)
@@ -138,7 +138,7 @@ def test_fuzz_byte_mutations_never_accepted(payload: dict[str, Any], data: st.Da
     assert reason in TAMPER_REASONS, reason
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
 @given(payloads, st.data())
 def test_fuzz_text_mutations_never_accepted(payload: dict[str, Any], data: st.DataObject) -> None:
     token = _seal(payload)
@@ -151,13 +151,13 @@ def test_fuzz_text_mutations_never_accepted(payload: dict[str, Any], data: st.Da
     assert reason in TAMPER_REASONS, reason
 
 
-@settings(max_examples=300)
+@settings(deadline=None, max_examples=300)
 @given(st.text(max_size=600))
 def test_fuzz_arbitrary_text(token: str) -> None:
     assert _refused(token) in TAMPER_REASONS
 
 
-@settings(max_examples=300)
+@settings(deadline=None, max_examples=300)
 @given(st.binary(max_size=400))
 def test_fuzz_arbitrary_bytes_as_canonical_base64(raw: bytes) -> None:
     assert _refused(_text(raw)) in TAMPER_REASONS
@@ -173,20 +173,20 @@ def shaped_tokens(draw: st.DrawFn) -> bytes:
     return bytes((version, kid_len & 0xFF)) + kid + rest
 
 
-@settings(max_examples=500)
+@settings(deadline=None, max_examples=500)
 @given(shaped_tokens())
 def test_fuzz_shaped_garbage(raw: bytes) -> None:
     assert _refused(_text(raw)) in TAMPER_REASONS
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(payloads)
 def test_fuzz_foreign_key_with_a_known_kid(payload: dict[str, Any]) -> None:
     # Sealed by another ring whose kid RING also has: refused on the MAC, not opened.
     assert _refused(_seal(payload, OTHER_RING)) == "bad_signature"
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(st.one_of(st.none(), st.integers(), st.binary(), st.lists(st.text()), st.floats()))
 def test_fuzz_non_text(token: Any) -> None:
     assert _refused(token) == "malformed"

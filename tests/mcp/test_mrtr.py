@@ -981,6 +981,82 @@ async def test_a_request_after_the_settle_checkpoints_waits_for_the_next_round(
         assert await _first_round(registry, gap=40) == ["first?"]
 
 
+def _tool_asking_while_another_question_is_on_its_way(gap: int) -> Any:
+    """A question recorded at once, and one begun with it that takes ``gap`` checkpoints to
+    reach its recording (as an elicitation's way through the runtime does)."""
+
+    async def run(peer: Any) -> Mapping[str, Any]:
+        async def slow() -> None:
+            with peer.asking:
+                for _ in range(gap):
+                    await trio.lowlevel.checkpoint()
+                await _record(peer, "second?")
+                await trio.sleep_forever()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow)
+            with peer.asking:
+                await _record(peer, "first?")
+                await trio.sleep_forever()
+        raise AssertionError
+
+    return run
+
+
+async def test_a_question_begun_with_the_round_joins_it_however_late_it_is_recorded(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_continuations(settle_checkpoints=1) as registry:
+        result = await registry.start(
+            principal="alice",
+            method="tools/call",
+            params={"name": "t", "arguments": {}},
+            capabilities=ClientCapabilities(frozenset({"form"})),
+            protocol_version=V,
+            client_id="c1",
+            run=_tool_asking_while_another_question_is_on_its_way(gap=40),
+        )
+        asked = sorted(r["params"]["message"] for r in result["inputRequests"].values())
+        assert asked == ["first?", "second?"]
+
+
+async def test_a_failed_question_lets_the_tool_react_before_the_round_ends(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from erlmcp_py.mcp.jsonrpc import JsonRpcError
+
+    async def run(peer: Any) -> Mapping[str, Any]:
+        async def waits() -> None:
+            with peer.asking:
+                await _record(peer, "first?")
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    peer.forget_request("first?")
+
+        async def fails() -> None:
+            with peer.asking:
+                await trio.lowlevel.checkpoint()
+                raise RuntimeError("refused")
+
+        async with trio.open_nursery() as nursery:  # the failure cancels the other question
+            nursery.start_soon(waits)
+            nursery.start_soon(fails)
+        raise AssertionError
+
+    async with open_continuations() as registry:
+        with pytest.raises(JsonRpcError):  # the tool's failure, not a round asking "first?"
+            await registry.start(
+                principal="alice",
+                method="tools/call",
+                params={"name": "t", "arguments": {}},
+                capabilities=ClientCapabilities(frozenset({"form"})),
+                protocol_version=V,
+                client_id="c1",
+                run=run,
+            )
+
+
 async def test_one_principal_holds_at_most_its_share_of_the_registry(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
