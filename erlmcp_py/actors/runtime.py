@@ -14,9 +14,10 @@ Every runtime API call is one message to the elicitation actor's mailbox (``Runt
 
 The runtime opens the store (``RuntimeConfig.store``; ``erlmcp_py.store``) before the tree and
 closes it after. An id this replica does not hold is looked up in the store
-(``Runtime._elsewhere``): its status row, or a cancel, extend or complete forwarded to the
-replica that holds it. The runtime is the store's host: it runs the calls other replicas
-forward here.
+(``Runtime._elsewhere``): its status row, or a cancel, extend, complete or the hosted page's
+decline or cancel forwarded to the replica that holds it. The hosted page's tickets are in
+the store too (``PageRegistry``), so the page answers on every replica. The runtime is the
+store's host: it runs the calls other replicas forward here.
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ class Runtime:
         self.sensitive_names = DEFAULT_SENSITIVE_NAMES.with_changes(
             config.sensitive_names, config.not_sensitive_names
         )
-        self.pages = PageRegistry()
+        lifecycle = self.policy.lifecycle
+        self.pages = PageRegistry(
+            ttl_s=lifecycle.url_deadline_s + lifecycle.max_extensions * lifecycle.extension_s
+        )
         self._metrics = Metrics()
         self._registry = Registry()
         self.store: Store  # set by open_runtime before the tree starts
@@ -351,13 +355,19 @@ class Runtime:
         """Decline or cancel on the user's behalf, as the client would (the hosted page's
         Reject and Cancel): the outcome is ``Declined`` or ``Cancelled(by="client")``.
 
+        The replica holding the elicitation may be another one sharing the store: the call is
+        forwarded to it.
+
         Raises:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
-            ElicitationNotFound, AlreadyTerminal, AnswerInFlight.
+            ElicitationNotFound, AlreadyTerminal, AnswerInFlight, StoreUnavailable.
         """
         if action not in ("decline", "cancel"):
             raise ValueError(f"action must be 'decline' or 'cancel', got {action!r}")
-        info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
+        try:
+            info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
+        except ElicitationNotFound:
+            return await self._elsewhere("answer", elicitation_id, tenant, action)
         return info
 
     async def extend_timeout(
@@ -395,11 +405,15 @@ class Runtime:
         self, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
     ) -> Mapping[str, Any]:
         """Run a call another replica forwarded here (the store's host)."""
-        message: CancelIt | ExtendIt | CompleteIt
+        message: CancelIt | ExtendIt | CompleteIt | AnswerIt
         if op == "cancel":
             message = CancelIt(elicitation_id, tenant)
         elif op == "extend":
             message = ExtendIt(elicitation_id, tenant, argument)
+        elif op == "answer":
+            if argument not in ("decline", "cancel"):
+                raise ValueError(f"action must be 'decline' or 'cancel', got {argument!r}")
+            message = AnswerIt(elicitation_id, tenant, argument)
         else:
             message = CompleteIt(elicitation_id, tenant, argument)
         info: ElicitationInfo = await self._call(message)
@@ -458,6 +472,7 @@ async def open_runtime(
         call_timeout_s=config.call_timeout_s,
     ) as store:
         runtime.store = store
+        runtime.pages.store = store
         async with trio.open_nursery() as nursery:
             await nursery.start(runtime.supervisor.run)
             try:

@@ -23,6 +23,11 @@ down. A changed record is written a few milliseconds later, in a batch (``PUBLIS
 read by ``HMGET``/``LIST``; one that cannot be written waits for the next try. A call
 forwarded to the holder replica is a message on its channel; the holder runs it through its
 runtime and answers on the caller's channel.
+
+A hosted page's ticket is a hash that expires with the longest life its elicitation can
+have; every step of its life (open, bind, claim, release, close) is one script
+(``TICKET``), so a claim is atomic across replicas. A closed ticket keeps only its state,
+for the retention period.
 """
 
 from __future__ import annotations
@@ -56,11 +61,14 @@ from erlmcp_py.core.shared import (
     CallOp,
     Keys,
     SharedRecord,
+    SharedTicket,
     StoreUrl,
     decode_call,
     decode_record,
+    decode_ticket,
     encode_call,
     encode_record,
+    encode_ticket,
     error_from_wire,
     error_to_wire,
     retry_after_s,
@@ -68,7 +76,7 @@ from erlmcp_py.core.shared import (
     visible_to,
 )
 from erlmcp_py.store._base import StoreHost
-from erlmcp_py.store._scripts import ADMIT, BEAT, LIST, PUBLISH, RELEASE
+from erlmcp_py.store._scripts import ADMIT, BEAT, LIST, PUBLISH, RELEASE, TICKET
 
 __all__ = ["RedisStore", "open_redis_store"]
 
@@ -110,7 +118,7 @@ class RedisStore:
         self._keep_n = policy.retention.max_records
         self._forward_timeout_s = url.timeout_s + call_timeout_s
         scripts = {"admit": ADMIT, "release": RELEASE, "publish": PUBLISH, "list": LIST,
-                   "beat": BEAT}  # fmt: skip
+                   "beat": BEAT, "ticket": TICKET}  # fmt: skip
         self._scripts: dict[str, Script] = {
             name: Script(code)  # type: ignore[no-untyped-call]
             for name, code in scripts.items()
@@ -320,6 +328,37 @@ class RedisStore:
             if visible_to(record, tenant) is not None:
                 records.append(record)
         return records
+
+    # -- hosted page tickets ------------------------------------------------------------------
+
+    async def _ticket(self, token: str, step: str, *args: str) -> bool:
+        call = self._script("ticket", [self.keys.ticket(token)], [step, *args])
+        return int(await self._run(f"ticket_{step}", call)) == 1
+
+    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+        ttl_ms = str(max(1, round(ttl_s * 1000)))
+        await self._ticket(ticket.token, "open", encode_ticket(ticket), ttl_ms)
+
+    async def bind_ticket(self, token: str, elicitation_id: str) -> None:
+        await self._ticket(token, "bind", elicitation_id)
+
+    async def get_ticket(self, token: str) -> SharedTicket | None:
+        key = self.keys.ticket(token)
+        got = await self._run("ticket_get", lambda c: c.hmget(key, ["j", "e", "s"]))
+        if got[2] is None:
+            return None
+        text = None if got[0] is None else _text(got[0])
+        bound = None if got[1] is None else _text(got[1])
+        return decode_ticket(token, text, bound, _text(got[2]))
+
+    async def claim_ticket(self, token: str) -> bool:
+        return await self._ticket(token, "claim")
+
+    async def release_ticket(self, token: str) -> None:
+        await self._ticket(token, "release")
+
+    async def close_ticket(self, token: str) -> None:
+        await self._ticket(token, "close", str(max(1000, self._keep_ms)))
 
     # -- forwarded calls ----------------------------------------------------------------------
 
