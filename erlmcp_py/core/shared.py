@@ -213,7 +213,7 @@ class Keys:
 
     def ticket(self, token: str) -> str:
         """A hosted page's ticket (a hash: ``j`` the JSON, ``e`` the elicitation id, ``s``
-        the state; a closed one keeps only ``s``)."""
+        the state; a closed one keeps only ``e`` and ``s``)."""
         return f"{self.prefix}:page:{token}"
 
     def channel(self, replica: str) -> str:
@@ -355,7 +355,8 @@ class SharedTicket:
         replica: The replica that opened it (and holds its elicitation).
         elicitation_id: The elicitation asked with this URL, once bound.
         state: ``open`` (answerable once bound), ``used`` (an answer is being given) or
-            ``closed`` (the elicitation ended: the ticket keeps nothing but its state).
+            ``closed`` (the elicitation ended: the ticket keeps its elicitation's id and its
+            state, nothing else).
     """
 
     token: str
@@ -370,9 +371,10 @@ class SharedTicket:
     state: TicketState = "open"
 
 
-def closed_ticket(token: str) -> SharedTicket:
-    """What is left of a ticket once its elicitation ended: its token and state only."""
-    return SharedTicket(token, "", "", Tenant(""), "", {}, {}, "", None, "closed")
+def closed_ticket(token: str, elicitation_id: str | None) -> SharedTicket:
+    """What is left of a ticket once its elicitation ended: its token, its elicitation's id
+    and its state."""
+    return SharedTicket(token, "", "", Tenant(""), "", {}, {}, "", elicitation_id, "closed")
 
 
 def encode_ticket(ticket: SharedTicket) -> str:
@@ -412,7 +414,7 @@ def decode_ticket(
     if text is None:
         if checked != "closed":
             raise ValueError("an open ticket without its question")
-        return closed_ticket(token)
+        return closed_ticket(token, elicitation_id)
     data = json.loads(text)
     user, workspace, conversation = data["tenant"]
     return SharedTicket(

@@ -110,7 +110,8 @@ class Store(Protocol):
 
     async def close_ticket(self, token: str) -> None:
         """The elicitation ended: drop the ticket's question and CSRF value, and keep only
-        its ``closed`` state for a while (its page says "expired or used")."""
+        its ``closed`` state and elicitation id for a while (its page says "expired or
+        used")."""
         ...
 
     def stats(self) -> dict[str, Any]:

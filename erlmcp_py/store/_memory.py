@@ -92,7 +92,7 @@ class MemoryStore:
         ticket = self._tickets.get(token)
         if ticket is None or ticket.state == "closed":
             return
-        self._tickets[token] = closed_ticket(token)
+        self._tickets[token] = closed_ticket(token, ticket.elicitation_id)
         self._closed.append(token)
         while len(self._closed) > self._remembered:
             self._tickets.pop(self._closed.popleft(), None)

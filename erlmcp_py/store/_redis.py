@@ -26,8 +26,8 @@ runtime and answers on the caller's channel.
 
 A hosted page's ticket is a hash that expires with the longest life its elicitation can
 have; every step of its life (open, bind, claim, release, close) is one script
-(``TICKET``), so a claim is atomic across replicas. A closed ticket keeps only its state,
-for the retention period.
+(``TICKET``), so a claim is atomic across replicas. A closed ticket keeps only its state and
+its elicitation's id, for the retention period.
 """
 
 from __future__ import annotations

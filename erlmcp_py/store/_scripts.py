@@ -191,6 +191,7 @@ elseif step == 'close' then
   if not state or state == 'closed' then return 0 end
   redis.call('DEL', key)
   redis.call('HSET', key, 's', 'closed')
+  if bound then redis.call('HSET', key, 'e', bound) end
   redis.call('PEXPIRE', key, tonumber(ARGV[2]))
   return 1
 end
