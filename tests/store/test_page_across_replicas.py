@@ -7,7 +7,7 @@ Real time here (the server's clock and TTLs run on it): every wait is bounded.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import httpx2
@@ -146,8 +146,10 @@ async def test_unknown_tokens_are_not_found_on_every_replica(redis_server: Redis
             assert page.status_code == 404
 
 
-async def test_the_page_says_try_later_when_the_store_is_down(redis_server: RedisServer) -> None:
-    async with two_replicas(redis_server.url()) as (a, b), asked(a) as (c, _events, url):
+async def test_the_page_says_try_later_while_the_store_is_down_and_works_once_it_is_back(
+    redis_server: RedisServer,
+) -> None:
+    async with two_replicas(redis_server.url()) as (a, b), asked(a) as (c, events, url):
         csrf = CSRF.findall((await c.http.get(on(b, url))).text)[0]
         redis_server.stop()
         try:
@@ -168,3 +170,22 @@ async def test_the_page_says_try_later_when_the_store_is_down(redis_server: Redi
                 assert "tente de novo em instantes" in localized.text
         finally:
             redis_server.start()
+        # The server came back empty: the replica that opened the page wrote it again.
+        with trio.fail_after(TIMEOUT):
+            page = await until_ok(lambda: c.http.get(on(b, url)))
+            csrf = CSRF.findall(page.text)[0]
+            # the holder's channel may still be reconnecting: 503 until it listens again
+            await until_ok(
+                lambda: c.http.post(on(b, url), data={"_csrf": csrf, "_action": "decline"})
+            )
+            assert tool_text(await events.rest()) == "decline"
+
+
+async def until_ok(send: Callable[[], Awaitable[httpx2.Response]]) -> httpx2.Response:
+    """``send()`` again until it answers 200 (a store coming back), a bounded number of times."""
+    for _ in range(100):
+        response = await send()
+        if response.status_code == 200:
+            return response
+        await trio.sleep(0.05)
+    raise AssertionError(f"still {response.status_code}: {response.text}")
