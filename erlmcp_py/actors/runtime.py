@@ -54,7 +54,12 @@ from erlmcp_py.actors.record import (
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
-from erlmcp_py.core.errors import AlreadyTerminal, ElicitationNotFound, RequestTooLarge
+from erlmcp_py.core.errors import (
+    AlreadyTerminal,
+    ElicitationNotFound,
+    RequestTooLarge,
+    StoreUnavailable,
+)
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
@@ -384,6 +389,29 @@ class Runtime:
             return await self._elsewhere("extend", elicitation_id, tenant, seconds)
         return info
 
+    async def time_left(
+        self, elicitation_id: str, *, tenant: Tenant, replica: str
+    ) -> tuple[str, float]:
+        """The status of an elicitation held by ``replica`` (this one or another sharing the
+        store) and its seconds left, measured on the holder's clock (the hosted page's
+        countdown, wherever the page is served).
+
+        Raises:
+            ElicitationNotFound: unknown, or another tenant's.
+            StoreUnavailable: another replica holds it, and neither it nor the store answers.
+        """
+        if replica == self.store.replica:
+            info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+            return str(info.status), float(info.deadline - trio.current_time())
+        try:
+            row = await self.store.forward(replica, "left", elicitation_id, tenant, None)
+        except StoreUnavailable:
+            record = await self.store.find(elicitation_id, tenant)  # its holder is gone?
+            if record is None or not record.terminal:
+                raise
+            return str(record.row["status"]), 0.0
+        return str(row["status"]), float(row["left"])
+
     async def _elsewhere(
         self, op: CallOp | None, elicitation_id: str, tenant: Tenant, argument: Any = None
     ) -> ElicitationInfo:
@@ -410,6 +438,11 @@ class Runtime:
             message = CancelIt(elicitation_id, tenant)
         elif op == "extend":
             message = ExtendIt(elicitation_id, tenant, argument)
+        elif op == "left":
+            status, left = await self.time_left(
+                elicitation_id, tenant=tenant, replica=self.store.replica
+            )
+            return {"status": status, "left": left}
         elif op == "answer":
             if argument not in ("decline", "cancel"):
                 raise ValueError(f"action must be 'decline' or 'cancel', got {argument!r}")

@@ -22,8 +22,9 @@ tenant and the replica. When a replica dies, a survivor marks its live records `
 ``failed`` with outcome ``Failed`` (reason ``runtime_restarted``), ended when it was found
 dead, on the holder's clock.
 
-Calls forwarded to the holder replica (cancel, extend, complete, and the hosted page's
-decline or cancel: ``answer``) and their replies travel as JSON; :func:`error_to_wire` and
+Calls forwarded to the holder replica (cancel, extend, complete, and for the hosted page its
+decline or cancel, ``answer``, and its status with the seconds left, ``left``) and their
+replies travel as JSON; :func:`error_to_wire` and
 :func:`error_from_wire` carry the runtime's errors over.
 
 A hosted page's ticket (:class:`SharedTicket`) is what any replica needs to render the page
@@ -433,7 +434,7 @@ def decode_ticket(
 
 # -- forwarded calls ---------------------------------------------------------------------------
 
-CallOp = Literal["cancel", "extend", "complete", "answer"]
+CallOp = Literal["cancel", "extend", "complete", "answer", "left"]
 
 
 def encode_call(
@@ -456,7 +457,9 @@ def decode_call(data: Mapping[str, Any]) -> tuple[CallOp, str, Tenant, Any]:
         ValueError: not a call.
     """
     op = data.get("op")
-    if op not in ("cancel", "extend", "complete", "answer") or not isinstance(data.get("id"), str):
+    if op not in ("cancel", "extend", "complete", "answer", "left") or not isinstance(
+        data.get("id"), str
+    ):
         raise ValueError("not a forwarded call")
     user, workspace, conversation = data["tenant"]
     return op, data["id"], Tenant(user, workspace, conversation), data.get("arg")

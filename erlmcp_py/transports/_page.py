@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 A question that may not be asked in form mode is asked here (see
 :mod:`erlmcp_py.actors.pages` for the tickets). ``GET`` looks the token up and asks the
-runtime, with the ticket's own tenant, for the elicitation's status: an open ticket of a live
+runtime, with the ticket's own tenant, for the elicitation's status and seconds left (from
+the replica holding it, whichever replica serves the page): an open ticket of a live
 elicitation renders its form (200) with the seconds left for the countdown; a closed or used
 ticket, or an ended elicitation, says "expired or used" (410); an unknown token, or one whose
 elicitation its tenant cannot see, says "not found" (404). Nothing ever renders another
@@ -166,43 +167,32 @@ class ElicitationPage:
         self, pages: PageRegistry, ticket: PageTicket
     ) -> tuple[PageTicket, float] | int:
         """The bound ticket and the seconds left to answer it, or the status to refuse it
-        with (404, 410).
-
-        The URL can reach the browser before the tool's task has bound its elicitation to
-        the ticket, and a replica that does not hold the elicitation can read the ticket a
-        moment before the holder has published the elicitation's record: both are waited
-        for, up to a bound.
+        with (404, 410). The URL can reach the browser before the tool's task has bound its
+        elicitation to the ticket: that is waited for, up to a bound.
 
         Raises:
-            StoreUnavailable: the store cannot say now.
+            StoreUnavailable: the store (or the replica holding the elicitation) cannot say.
         """
         deadline = trio.current_time() + _BIND_WAIT_S
-        while True:
-            if ticket.state == "open" and ticket.elicitation_id is None:
-                if trio.current_time() >= deadline:
-                    return 410
-                await trio.sleep(_POLL_S)
-                again = await pages.get(ticket.token)
-                if again is None:
-                    return 404
-                ticket = again
-                continue
-            if ticket.state != "open" or ticket.elicitation_id is None:
+        while ticket.state == "open" and ticket.elicitation_id is None:
+            if trio.current_time() >= deadline:
                 return 410
-            try:
-                info = await self.runtime.get_elicitation_status(
-                    ticket.elicitation_id, tenant=ticket.tenant
-                )
-            except ElicitationNotFound:
-                elsewhere = pages.store is not None and ticket.replica != pages.store.replica
-                if elsewhere and trio.current_time() < deadline:
-                    await trio.sleep(_POLL_S)
-                    continue
+            await trio.sleep(_POLL_S)
+            again = await pages.get(ticket.token)
+            if again is None:
                 return 404
-            remaining = float(info.deadline - trio.current_time())
-            if info.status in _TERMINAL or remaining <= 0:
-                return 410
-            return ticket, remaining
+            ticket = again
+        if ticket.state != "open" or ticket.elicitation_id is None:
+            return 410
+        try:
+            status, remaining = await self.runtime.time_left(
+                ticket.elicitation_id, tenant=ticket.tenant, replica=ticket.replica
+            )
+        except ElicitationNotFound:
+            return 404
+        if status in _TERMINAL or remaining <= 0:
+            return 410
+        return ticket, remaining
 
     async def _post(
         self,
