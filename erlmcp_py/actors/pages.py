@@ -11,30 +11,47 @@ ticket's URL, binds the elicitation's id to the ticket (:meth:`PageRegistry.bind
 the ticket when the elicitation ends, whatever its outcome (:meth:`PageRegistry.close`): the
 token expires with its elicitation.
 
+Tickets live in the runtime's store (:class:`~erlmcp_py.store.Store`): in this process with
+the embedded store, and for every replica with a shared one, so the page answers on any
+replica behind a load balancer. The store keeps the question, the CSRF value, the tenant and
+the elicitation's id, never an answer, and a ticket expires there with the longest life its
+elicitation can have.
+
 The page looks a ticket up by token (:meth:`PageRegistry.get`) and reaches the elicitation
 only through the runtime with the ticket's own tenant, so a token can never show or answer
-another tenant's question. An answer claims the ticket (:meth:`PageTicket.claim`: open ->
-used) before it completes the elicitation; an answer the runtime refuses as invalid releases
-it, so the user can correct the form. A closed ticket is remembered (a bounded number of them)
-so its page says "expired or used" (410) rather than "not found" (404).
+another tenant's question. An answer claims the ticket (:meth:`PageRegistry.claim`: open ->
+used, one atomic step in the store, so one answer wins across replicas) before it completes
+the elicitation; an answer the runtime refuses as invalid releases it, so the user can
+correct the form. A closed ticket is remembered for a while (without its question) so its
+page says "expired or used" (410) rather than "not found" (404).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import secrets
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
+import structlog
 import trio
 
+from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.shared import SharedTicket, TicketState
+from erlmcp_py.store import Store
 
 __all__ = ["PAGE_PATH", "PageQuestion", "PageRegistry", "PageTicket"]
 
+log = structlog.get_logger("erlmcp.page")
+
 #: Where the HTTP transport serves the page: ``{base}/elicit/{token}``.
 PAGE_PATH: Final = "/elicit/"
+
+_TOKEN: Final = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
+_CLOSE_S: Final = 5.0  # the longest a closing ticket waits for the store, even when cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,99 +76,154 @@ class PageQuestion:
     widgets: Mapping[str, Mapping[str, Any]]
 
 
-_ANSWERED: Final = PageQuestion("", {}, {})
-
-
+@dataclass(frozen=True, slots=True)
 class PageTicket:
-    """One question's token and state (``open`` -> ``used`` -> ``closed``)."""
+    """One question's token as the store holds it (``open`` -> ``used`` -> ``closed``).
 
-    __slots__ = ("bound", "csrf", "elicitation_id", "question", "state", "tenant", "token", "url")
+    Attributes:
+        token: The single-use token (the last part of :attr:`url`).
+        url: The page's URL.
+        csrf: The value the page's form sends back.
+        question: What the page asks (empty once closed).
+        tenant: Whose question it is.
+        elicitation_id: The elicitation asked with the URL, once bound.
+        state: ``open``, ``used`` (an answer is being given) or ``closed``.
+        replica: The replica that opened it.
+    """
 
-    def __init__(self, token: str, url: str, question: PageQuestion, tenant: Tenant) -> None:
-        self.token = token
-        self.url = url
-        self.csrf = secrets.token_urlsafe(32)
-        self.question = question
-        self.tenant = tenant
-        self.elicitation_id: str | None = None
-        self.bound = trio.Event()  # set once the elicitation is bound (its URL may be opened first)
-        self.state: Literal["open", "used", "closed"] = "open"
+    token: str
+    url: str
+    csrf: str
+    question: PageQuestion
+    tenant: Tenant
+    elicitation_id: str | None = None
+    state: TicketState = "open"
+    replica: str = ""
 
-    def claim(self) -> bool:
-        """Take the ticket for one answer; ``False`` when it is not open."""
-        if self.state != "open" or self.elicitation_id is None:
-            return False
-        self.state = "used"
-        return True
+    @classmethod
+    def from_shared(cls, shared: SharedTicket) -> PageTicket:
+        """The ticket the store gave back."""
+        return cls(
+            token=shared.token,
+            url=shared.url,
+            csrf=shared.csrf,
+            question=PageQuestion(shared.message, shared.schema, shared.widgets),
+            tenant=shared.tenant,
+            elicitation_id=shared.elicitation_id,
+            state=shared.state,
+            replica=shared.replica,
+        )
 
-    def release(self) -> None:
-        """Give a claimed ticket back (the answer was refused as invalid)."""
-        if self.state == "used":
-            self.state = "open"
+    def to_shared(self) -> SharedTicket:
+        """The ticket as the store keeps it."""
+        question = self.question
+        return SharedTicket(self.token, self.url, self.csrf, self.tenant, question.message,
+                            question.schema, question.widgets, self.replica,
+                            self.elicitation_id, self.state)  # fmt: skip
 
 
 class PageRegistry:
-    """The open tickets of one runtime, and a bounded memory of closed ones.
+    """The hosted page's tickets, kept in the runtime's store.
 
     Args:
         base_url: The page's public origin (``https://host:port``); ``None``: no page is
             served (the HTTP transport sets it to its own address when it starts, unless set).
-        remembered: Closed tokens kept to answer "expired or used".
+        store: Where tickets live (the runtime sets its own store when it opens).
+        ttl_s: The longest a ticket lives in the store (its elicitation's longest life).
     """
 
-    def __init__(self, base_url: str | None = None, *, remembered: int = 10_000) -> None:
+    def __init__(
+        self, base_url: str | None = None, *, store: Store | None = None, ttl_s: float = 3600.0
+    ) -> None:
         self.base_url = base_url
-        self._tickets: dict[str, PageTicket] = {}
-        self._closed: deque[str] = deque()
-        self._remembered = remembered
+        self.store = store
+        self.ttl_s = ttl_s
+        self._open: dict[str, str] = {}  # token -> URL of the tickets this runtime opened
 
     @property
     def available(self) -> bool:
         """Whether a page is served (sensitive questions go to it, else they are refused)."""
-        return self.base_url is not None
+        return self.base_url is not None and self.store is not None
 
-    def open(self, question: PageQuestion, tenant: Tenant) -> PageTicket:
-        """A new ticket for ``question`` asked on behalf of ``tenant``.
+    def _store(self) -> Store:
+        if self.store is None:
+            raise RuntimeError("the page registry has no store (open the runtime first)")
+        return self.store
+
+    async def open(self, question: PageQuestion, tenant: Tenant) -> PageTicket:
+        """A new ticket for ``question`` asked on behalf of ``tenant``, in the store.
 
         Raises:
             RuntimeError: no page is served (:attr:`available` is false).
+            StoreUnavailable: the store cannot keep it now.
         """
         if self.base_url is None:
             raise RuntimeError("no hosted elicitation page is served")
+        store = self._store()
         token = secrets.token_urlsafe(32)
         url = f"{self.base_url.rstrip('/')}{PAGE_PATH}{token}"
-        ticket = PageTicket(token, url, question, tenant)
-        self._tickets[token] = ticket
+        ticket = PageTicket(token, url, secrets.token_urlsafe(32), question, tenant,
+                            replica=store.replica)  # fmt: skip
+        await store.put_ticket(ticket.to_shared(), self.ttl_s)
+        self._open[token] = url
         return ticket
 
-    def bind(self, ticket: PageTicket, elicitation_id: str) -> None:
-        """Bind the elicitation created for ``ticket``."""
-        ticket.elicitation_id = elicitation_id
-        ticket.bound.set()
+    async def bind(self, ticket: PageTicket, elicitation_id: str) -> PageTicket:
+        """Bind the elicitation created for ``ticket``; the bound ticket.
+
+        Raises:
+            StoreUnavailable: the store cannot keep it now.
+        """
+        await self._store().bind_ticket(ticket.token, elicitation_id)
+        return dataclasses.replace(ticket, elicitation_id=elicitation_id)
 
     def owns(self, url: str) -> bool:
-        """Whether ``url`` is the page of an open ticket (the runtime needs no URL check
-        for the server's own page)."""
-        base = self.base_url
-        if base is None or not url.startswith(f"{base.rstrip('/')}{PAGE_PATH}"):
-            return False
-        ticket = self._tickets.get(url.rsplit("/", 1)[-1])
-        return ticket is not None and ticket.url == url and ticket.state == "open"
+        """Whether ``url`` is the page of a ticket this runtime opened and has not closed
+        (the runtime needs no URL check for the server's own page)."""
+        return self._open.get(url.rsplit("/", 1)[-1]) == url
 
-    def get(self, token: str) -> PageTicket | None:
-        """The ticket of ``token`` in any state, or ``None`` when unknown or forgotten."""
-        return self._tickets.get(token)
+    async def get(self, token: str) -> PageTicket | None:
+        """The ticket of ``token`` in any state, or ``None`` when unknown, expired or
+        forgotten (a token that cannot be one is not looked up).
 
-    def close(self, ticket: PageTicket) -> None:
-        """The elicitation ended: the token now only says "expired or used"."""
-        if ticket.state == "closed":
-            return
-        ticket.state = "closed"
-        ticket.question = _ANSWERED  # a closed ticket keeps no question, only its token
-        ticket.bound.set()
-        self._closed.append(ticket.token)
-        while len(self._closed) > self._remembered:
-            self._tickets.pop(self._closed.popleft(), None)
+        Raises:
+            StoreUnavailable: the store cannot say now.
+        """
+        if _TOKEN.fullmatch(token) is None:
+            await trio.lowlevel.checkpoint()
+            return None
+        shared = await self._store().get_ticket(token)
+        return None if shared is None else PageTicket.from_shared(shared)
+
+    async def claim(self, ticket: PageTicket) -> bool:
+        """Take a bound, open ticket for one answer, on every replica at once; ``False``
+        when it is not open (another answer took it, or it closed).
+
+        Raises:
+            StoreUnavailable: the store cannot say now.
+        """
+        return await self._store().claim_ticket(ticket.token)
+
+    async def release(self, ticket: PageTicket) -> None:
+        """Give a claimed ticket back (the answer was refused as invalid).
+
+        Raises:
+            StoreUnavailable: the store cannot say now.
+        """
+        await self._store().release_ticket(ticket.token)
+
+    async def close(self, ticket: PageTicket) -> None:
+        """The elicitation ended: the token now only says "expired or used". Never raises:
+        a ticket the store cannot close now expires there on its own, and its page already
+        says "expired" from its elicitation's status."""
+        self._open.pop(ticket.token, None)
+        with trio.move_on_after(_CLOSE_S) as scope:
+            scope.shield = True
+            try:
+                await self._store().close_ticket(ticket.token)
+            except StoreUnavailable:
+                log.warning("page_ticket_not_closed", why="store unavailable")
 
     def __len__(self) -> int:
-        return len(self._tickets)
+        """The tickets this runtime opened and has not closed."""
+        return len(self._open)

@@ -14,9 +14,10 @@ Every runtime API call is one message to the elicitation actor's mailbox (``Runt
 
 The runtime opens the store (``RuntimeConfig.store``; ``erlmcp_py.store``) before the tree and
 closes it after. An id this replica does not hold is looked up in the store
-(``Runtime._elsewhere``): its status row, or a cancel, extend or complete forwarded to the
-replica that holds it. The runtime is the store's host: it runs the calls other replicas
-forward here.
+(``Runtime._elsewhere``): its status row, or a cancel, extend, complete or the hosted page's
+decline or cancel forwarded to the replica that holds it. The hosted page's tickets are in
+the store too (``PageRegistry``), so the page answers on every replica. The runtime is the
+store's host: it runs the calls other replicas forward here.
 """
 
 from __future__ import annotations
@@ -53,7 +54,12 @@ from erlmcp_py.actors.record import (
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
-from erlmcp_py.core.errors import AlreadyTerminal, ElicitationNotFound, RequestTooLarge
+from erlmcp_py.core.errors import (
+    AlreadyTerminal,
+    ElicitationNotFound,
+    RequestTooLarge,
+    StoreUnavailable,
+)
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
@@ -105,7 +111,10 @@ class Runtime:
         self.sensitive_names = DEFAULT_SENSITIVE_NAMES.with_changes(
             config.sensitive_names, config.not_sensitive_names
         )
-        self.pages = PageRegistry()
+        lifecycle = self.policy.lifecycle
+        self.pages = PageRegistry(
+            ttl_s=lifecycle.url_deadline_s + lifecycle.max_extensions * lifecycle.extension_s
+        )
         self._metrics = Metrics()
         self._registry = Registry()
         self.store: Store  # set by open_runtime before the tree starts
@@ -351,13 +360,19 @@ class Runtime:
         """Decline or cancel on the user's behalf, as the client would (the hosted page's
         Reject and Cancel): the outcome is ``Declined`` or ``Cancelled(by="client")``.
 
+        The replica holding the elicitation may be another one sharing the store: the call is
+        forwarded to it.
+
         Raises:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
-            ElicitationNotFound, AlreadyTerminal, AnswerInFlight.
+            ElicitationNotFound, AlreadyTerminal, AnswerInFlight, StoreUnavailable.
         """
         if action not in ("decline", "cancel"):
             raise ValueError(f"action must be 'decline' or 'cancel', got {action!r}")
-        info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
+        try:
+            info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
+        except ElicitationNotFound:
+            return await self._elsewhere("answer", elicitation_id, tenant, action)
         return info
 
     async def extend_timeout(
@@ -373,6 +388,29 @@ class Runtime:
         except ElicitationNotFound:
             return await self._elsewhere("extend", elicitation_id, tenant, seconds)
         return info
+
+    async def time_left(
+        self, elicitation_id: str, *, tenant: Tenant, replica: str
+    ) -> tuple[str, float]:
+        """The status of an elicitation held by ``replica`` (this one or another sharing the
+        store) and its seconds left, measured on the holder's clock (the hosted page's
+        countdown, wherever the page is served).
+
+        Raises:
+            ElicitationNotFound: unknown, or another tenant's.
+            StoreUnavailable: another replica holds it, and neither it nor the store answers.
+        """
+        if replica == self.store.replica:
+            info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+            return str(info.status), float(info.deadline - trio.current_time())
+        try:
+            row = await self.store.forward(replica, "left", elicitation_id, tenant, None)
+        except StoreUnavailable:
+            record = await self.store.find(elicitation_id, tenant)  # its holder is gone?
+            if record is None or not record.terminal:
+                raise
+            return str(record.row["status"]), 0.0
+        return str(row["status"]), float(row["left"])
 
     async def _elsewhere(
         self, op: CallOp | None, elicitation_id: str, tenant: Tenant, argument: Any = None
@@ -395,11 +433,20 @@ class Runtime:
         self, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
     ) -> Mapping[str, Any]:
         """Run a call another replica forwarded here (the store's host)."""
-        message: CancelIt | ExtendIt | CompleteIt
+        message: CancelIt | ExtendIt | CompleteIt | AnswerIt
         if op == "cancel":
             message = CancelIt(elicitation_id, tenant)
         elif op == "extend":
             message = ExtendIt(elicitation_id, tenant, argument)
+        elif op == "left":
+            status, left = await self.time_left(
+                elicitation_id, tenant=tenant, replica=self.store.replica
+            )
+            return {"status": status, "left": left}
+        elif op == "answer":
+            if argument not in ("decline", "cancel"):
+                raise ValueError(f"action must be 'decline' or 'cancel', got {argument!r}")
+            message = AnswerIt(elicitation_id, tenant, argument)
         else:
             message = CompleteIt(elicitation_id, tenant, argument)
         info: ElicitationInfo = await self._call(message)
@@ -458,6 +505,7 @@ async def open_runtime(
         call_timeout_s=config.call_timeout_s,
     ) as store:
         runtime.store = store
+        runtime.pages.store = store
         async with trio.open_nursery() as nursery:
             await nursery.start(runtime.supervisor.run)
             try:

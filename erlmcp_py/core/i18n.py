@@ -132,6 +132,10 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "There is no such request.",
         _PT: "Este pedido não existe.",
     },
+    "mcp.elicitation.page.unavailable": {
+        _EN: "This request cannot be reached right now; try again in a moment.",
+        _PT: "Este pedido não pode ser acessado agora; tente de novo em instantes.",
+    },
     "mcp.elicitation.page.forbidden": {
         _EN: "This answer did not come from this page; reload the page and try again.",
         _PT: "Esta resposta não veio desta página; recarregue a página e tente de novo.",

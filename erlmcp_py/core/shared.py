@@ -22,8 +22,15 @@ tenant and the replica. When a replica dies, a survivor marks its live records `
 ``failed`` with outcome ``Failed`` (reason ``runtime_restarted``), ended when it was found
 dead, on the holder's clock.
 
-Calls forwarded to the holder replica (cancel, extend, complete) and their replies travel
-as JSON; :func:`error_to_wire` and :func:`error_from_wire` carry the runtime's errors over.
+Calls forwarded to the holder replica (cancel, extend, complete, and for the hosted page its
+decline or cancel, ``answer``, and its status with the seconds left, ``left``) and their
+replies travel as JSON; :func:`error_to_wire` and
+:func:`error_from_wire` carry the runtime's errors over.
+
+A hosted page's ticket (:class:`SharedTicket`) is what any replica needs to render the page
+and check its form: the token, the question, the CSRF value, the tenant and, once bound,
+the elicitation's id; never an answer. Its state (``open`` -> ``used`` -> ``closed``) is kept
+beside it, so that claiming it for one answer is one atomic step in the store.
 """
 
 from __future__ import annotations
@@ -55,11 +62,16 @@ __all__ = [
     "BucketParams",
     "Keys",
     "SharedRecord",
+    "SharedTicket",
     "StoreUrl",
+    "TicketState",
+    "closed_ticket",
     "decode_call",
     "decode_record",
+    "decode_ticket",
     "encode_call",
     "encode_record",
+    "encode_ticket",
     "error_from_wire",
     "error_to_wire",
     "parse_store_url",
@@ -200,6 +212,11 @@ class Keys:
         """Per tenant digest, its elicitation ids (a sorted set by first publication)."""
         return f"{self.prefix}:idx:"
 
+    def ticket(self, token: str) -> str:
+        """A hosted page's ticket (a hash: ``j`` the JSON, ``e`` the elicitation id, ``s``
+        the state; a closed one keeps only ``e`` and ``s``)."""
+        return f"{self.prefix}:page:{token}"
+
     def channel(self, replica: str) -> str:
         """The pub/sub channel a replica listens on (forwarded calls and their replies)."""
         return f"{self.prefix}:ch:{replica}"
@@ -319,15 +336,112 @@ def visible_to(record: SharedRecord | None, tenant: Tenant) -> SharedRecord | No
     return record
 
 
+# -- hosted page tickets -----------------------------------------------------------------------
+
+TicketState = Literal["open", "used", "closed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedTicket:
+    """A hosted page's ticket as the store holds it.
+
+    Attributes:
+        token: The page's single-use token (the last part of its URL).
+        url: The page's URL.
+        csrf: The value the page's form must send back.
+        tenant: Whose question it is: the page reaches the elicitation only as this tenant.
+        message: The question's message.
+        schema: The question's object schema (what the page renders and checks).
+        widgets: Per field, the page's rendering facts.
+        replica: The replica that opened it (and holds its elicitation).
+        elicitation_id: The elicitation asked with this URL, once bound.
+        state: ``open`` (answerable once bound), ``used`` (an answer is being given) or
+            ``closed`` (the elicitation ended: the ticket keeps its elicitation's id and its
+            state, nothing else).
+    """
+
+    token: str
+    url: str
+    csrf: str
+    tenant: Tenant
+    message: str
+    schema: Mapping[str, Any]
+    widgets: Mapping[str, Mapping[str, Any]]
+    replica: str
+    elicitation_id: str | None = None
+    state: TicketState = "open"
+
+
+def closed_ticket(token: str, elicitation_id: str | None) -> SharedTicket:
+    """What is left of a ticket once its elicitation ended: its token, its elicitation's id
+    and its state."""
+    return SharedTicket(token, "", "", Tenant(""), "", {}, {}, "", elicitation_id, "closed")
+
+
+def encode_ticket(ticket: SharedTicket) -> str:
+    """The JSON of a ticket's fixed part (its elicitation id and state are kept beside it)."""
+    return json.dumps(
+        {
+            "url": ticket.url,
+            "csrf": ticket.csrf,
+            "tenant": [ticket.tenant.user, ticket.tenant.workspace, ticket.tenant.conversation],
+            "message": ticket.message,
+            "schema": ticket.schema,
+            "widgets": ticket.widgets,
+            "replica": ticket.replica,
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_ticket(
+    token: str, text: str | None, elicitation_id: str | None, state: str
+) -> SharedTicket:
+    """A ticket from :func:`encode_ticket`'s JSON, its elicitation id and its state; a closed
+    one (``text`` ``None``) carries no question.
+
+    Raises:
+        ValueError, TypeError, KeyError: not a ticket.
+    """
+    checked: TicketState
+    if state == "open":
+        checked = "open"
+    elif state == "used":
+        checked = "used"
+    elif state == "closed":
+        checked = "closed"
+    else:
+        raise ValueError(f"not a ticket state: {state!r}")
+    if text is None:
+        if checked != "closed":
+            raise ValueError("an open ticket without its question")
+        return closed_ticket(token, elicitation_id)
+    data = json.loads(text)
+    user, workspace, conversation = data["tenant"]
+    return SharedTicket(
+        token=token,
+        url=str(data["url"]),
+        csrf=str(data["csrf"]),
+        tenant=Tenant(user, workspace, conversation),
+        message=str(data["message"]),
+        schema=dict(data["schema"]),
+        widgets=dict(data["widgets"]),
+        replica=str(data["replica"]),
+        elicitation_id=elicitation_id,
+        state=checked,
+    )
+
+
 # -- forwarded calls ---------------------------------------------------------------------------
 
-CallOp = Literal["cancel", "extend", "complete"]
+CallOp = Literal["cancel", "extend", "complete", "answer", "left"]
 
 
 def encode_call(
     op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any = None
 ) -> dict[str, Any]:
-    """A call to forward to the holder (``argument``: extend's seconds, complete's content)."""
+    """A call to forward to the holder (``argument``: extend's seconds, complete's content,
+    answer's action: ``decline`` or ``cancel``)."""
     return {
         "op": op,
         "id": elicitation_id,
@@ -343,7 +457,9 @@ def decode_call(data: Mapping[str, Any]) -> tuple[CallOp, str, Tenant, Any]:
         ValueError: not a call.
     """
     op = data.get("op")
-    if op not in ("cancel", "extend", "complete") or not isinstance(data.get("id"), str):
+    if op not in ("cancel", "extend", "complete", "answer", "left") or not isinstance(
+        data.get("id"), str
+    ):
         raise ValueError("not a forwarded call")
     user, workspace, conversation = data["tenant"]
     return op, data["id"], Tenant(user, workspace, conversation), data.get("arg")

@@ -604,7 +604,7 @@ class Context:
         if not peer.supports("url"):
             return Unsupported("url")
         question = PageQuestion(message, prepared.page_schema, prepared.widgets)
-        ticket = pages.open(question, self.tenant)
+        ticket = await pages.open(question, self.tenant)
         try:
             request = ElicitationRequest(
                 message=message,
@@ -617,10 +617,10 @@ class Context:
             handle: ElicitationHandle = await self.runtime.create_elicitation(
                 request, peer=peer, tenant=self.tenant, **self._charge()
             )
-            pages.bind(ticket, handle.id)
+            await pages.bind(ticket, handle.id)
             return await self._wait(handle)
         finally:
-            pages.close(ticket)
+            await pages.close(ticket)
 
     def _charge(self) -> dict[str, bool]:
         """The rate-limit keyword of one new question: on 2026-07-28 a replayed call asks

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.ratelimit import Decision, RateLimiterStats
-from erlmcp_py.core.shared import CallOp, SharedRecord
+from erlmcp_py.core.shared import CallOp, SharedRecord, SharedTicket
 
 __all__ = ["Store", "StoreHost"]
 
@@ -32,7 +32,7 @@ class StoreHost(Protocol):
 
 class Store(Protocol):
     """Shared state: admission (rate buckets, pending caps), the records of every replica,
-    and calls forwarded to the replica holding an elicitation.
+    calls forwarded to the replica holding an elicitation, and the hosted page's tickets.
 
     Every method that reaches a server runs under the store's deadline and raises
     :class:`~erlmcp_py.core.errors.StoreUnavailable` past it (or at once while the store is
@@ -84,6 +84,34 @@ class Store(Protocol):
         Raises:
             ErlmcpError: the holder's error; ``StoreUnavailable`` when it cannot be reached.
         """
+        ...
+
+    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+        """Publish a new, open ticket for at most ``ttl_s`` seconds."""
+        ...
+
+    async def bind_ticket(self, token: str, elicitation_id: str) -> None:
+        """Bind an open ticket to the elicitation asked with its URL."""
+        ...
+
+    async def get_ticket(self, token: str) -> SharedTicket | None:
+        """The ticket of ``token`` in any state (a closed one without its question), or
+        ``None`` when unknown, expired or forgotten."""
+        ...
+
+    async def claim_ticket(self, token: str) -> bool:
+        """Atomically take a bound, open ticket for one answer (``open`` -> ``used``), on
+        every replica at once; ``False`` when it is not open or not bound."""
+        ...
+
+    async def release_ticket(self, token: str) -> None:
+        """Give a claimed ticket back (``used`` -> ``open``: the answer was refused)."""
+        ...
+
+    async def close_ticket(self, token: str) -> None:
+        """The elicitation ended: drop the ticket's question and CSRF value, and keep only
+        its ``closed`` state and elicitation id for a while (its page says "expired or
+        used")."""
         ...
 
     def stats(self) -> dict[str, Any]:

@@ -1,11 +1,14 @@
 """The embedded store: one process, nothing shared, no server.
 
 Admission is the pure ``core.ratelimit.RateLimiter`` fed the caller's clock. There are no
-other replicas: their records are none, and no call is ever forwarded.
+other replicas: their records are none, and no call is ever forwarded. The hosted page's
+tickets are kept in a dict, with a bounded memory of the closed ones.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,7 +18,7 @@ from erlmcp_py.core.errors import ElicitationNotFound
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import Decision, RateLimiter, RateLimiterStats
-from erlmcp_py.core.shared import CallOp, SharedRecord
+from erlmcp_py.core.shared import CallOp, SharedRecord, SharedTicket, closed_ticket
 
 __all__ = ["MemoryStore"]
 
@@ -23,10 +26,13 @@ __all__ = ["MemoryStore"]
 class MemoryStore:
     """The in-memory :class:`~erlmcp_py.store.Store` (``--store memory``, the default)."""
 
-    def __init__(self, policy: RatePolicy, replica: str) -> None:
+    def __init__(self, policy: RatePolicy, replica: str, *, remembered: int = 10_000) -> None:
         self.replica = replica
         self._policy = policy
         self._limiter = RateLimiter(policy)
+        self._tickets: dict[str, SharedTicket] = {}
+        self._closed: deque[str] = deque()
+        self._remembered = remembered  # closed tickets kept to say "expired or used"
 
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         return self._limiter.try_acquire(client, now, charge=charge)
@@ -57,6 +63,47 @@ class MemoryStore:
         self, replica: str, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
     ) -> Mapping[str, Any]:
         raise ElicitationNotFound(elicitation_id)  # no other replica holds anything
+
+    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+        self._tickets[ticket.token] = ticket  # ends when its elicitation ends (close_ticket)
+        await trio.lowlevel.checkpoint()
+
+    async def bind_ticket(self, token: str, elicitation_id: str) -> None:
+        self._move(token, "open", {"elicitation_id": elicitation_id})
+        await trio.lowlevel.checkpoint()
+
+    async def get_ticket(self, token: str) -> SharedTicket | None:
+        await trio.lowlevel.checkpoint()
+        return self._tickets.get(token)
+
+    async def claim_ticket(self, token: str) -> bool:
+        await trio.lowlevel.checkpoint()
+        ticket = self._tickets.get(token)
+        if ticket is None or ticket.elicitation_id is None:
+            return False
+        return self._move(token, "open", {"state": "used"})
+
+    async def release_ticket(self, token: str) -> None:
+        self._move(token, "used", {"state": "open"})
+        await trio.lowlevel.checkpoint()
+
+    async def close_ticket(self, token: str) -> None:
+        await trio.lowlevel.checkpoint()
+        ticket = self._tickets.get(token)
+        if ticket is None or ticket.state == "closed":
+            return
+        self._tickets[token] = closed_ticket(token, ticket.elicitation_id)
+        self._closed.append(token)
+        while len(self._closed) > self._remembered:
+            self._tickets.pop(self._closed.popleft(), None)
+
+    def _move(self, token: str, state: str, changes: Mapping[str, Any]) -> bool:
+        """Change a ticket that is in ``state``; whether it was."""
+        ticket = self._tickets.get(token)
+        if ticket is None or ticket.state != state:
+            return False
+        self._tickets[token] = dataclasses.replace(ticket, **changes)
+        return True
 
     def stats(self) -> dict[str, Any]:
         return {"kind": "memory", "available": True, "errors": {}}

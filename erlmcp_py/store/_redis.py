@@ -23,10 +23,17 @@ down. A changed record is written a few milliseconds later, in a batch (``PUBLIS
 read by ``HMGET``/``LIST``; one that cannot be written waits for the next try. A call
 forwarded to the holder replica is a message on its channel; the holder runs it through its
 runtime and answers on the caller's channel.
+
+A hosted page's ticket is a hash that expires with the longest life its elicitation can
+have; every step of its life (open, bind, claim, release, close) is one script
+(``TICKET``), so a claim is atomic across replicas. A closed ticket keeps only its state and
+its elicitation's id, for the retention period. A replica remembers its open tickets and
+writes them again when the heartbeat finds the server lost its state.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from collections import Counter
@@ -56,11 +63,14 @@ from erlmcp_py.core.shared import (
     CallOp,
     Keys,
     SharedRecord,
+    SharedTicket,
     StoreUrl,
     decode_call,
     decode_record,
+    decode_ticket,
     encode_call,
     encode_record,
+    encode_ticket,
     error_from_wire,
     error_to_wire,
     retry_after_s,
@@ -68,7 +78,7 @@ from erlmcp_py.core.shared import (
     visible_to,
 )
 from erlmcp_py.store._base import StoreHost
-from erlmcp_py.store._scripts import ADMIT, BEAT, LIST, PUBLISH, RELEASE
+from erlmcp_py.store._scripts import ADMIT, BEAT, LIST, PUBLISH, RELEASE, TICKET
 
 __all__ = ["RedisStore", "open_redis_store"]
 
@@ -110,7 +120,7 @@ class RedisStore:
         self._keep_n = policy.retention.max_records
         self._forward_timeout_s = url.timeout_s + call_timeout_s
         scripts = {"admit": ADMIT, "release": RELEASE, "publish": PUBLISH, "list": LIST,
-                   "beat": BEAT}  # fmt: skip
+                   "beat": BEAT, "ticket": TICKET}  # fmt: skip
         self._scripts: dict[str, Script] = {
             name: Script(code)  # type: ignore[no-untyped-call]
             for name, code in scripts.items()
@@ -130,6 +140,7 @@ class RedisStore:
         self._admitted = 0
         self._refused: Counter[str] = Counter()
         self._replies: dict[str, trio.MemorySendChannel[Mapping[str, Any]]] = {}
+        self._tickets: dict[str, tuple[SharedTicket, float]] = {}  # ours: ticket, expiry
         self._nursery: trio.Nursery | None = None
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -321,6 +332,57 @@ class RedisStore:
                 records.append(record)
         return records
 
+    # -- hosted page tickets ------------------------------------------------------------------
+
+    async def _ticket(self, token: str, step: str, *args: str) -> bool:
+        call = self._script("ticket", [self.keys.ticket(token)], [step, *args])
+        return int(await self._run(f"ticket_{step}", call)) == 1
+
+    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+        await self._write_ticket(ticket, ttl_s)
+        self._tickets[ticket.token] = (ticket, trio.current_time() + ttl_s)
+
+    async def _write_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+        ttl_ms = str(max(1, round(ttl_s * 1000)))
+        await self._ticket(ticket.token, "open", encode_ticket(ticket), ttl_ms)
+        if ticket.elicitation_id is not None:
+            await self._ticket(ticket.token, "bind", ticket.elicitation_id)
+
+    async def bind_ticket(self, token: str, elicitation_id: str) -> None:
+        mine = self._tickets.get(token)
+        if mine is not None:
+            bound = dataclasses.replace(mine[0], elicitation_id=elicitation_id)
+            self._tickets[token] = (bound, mine[1])
+        await self._ticket(token, "bind", elicitation_id)
+
+    async def get_ticket(self, token: str) -> SharedTicket | None:
+        key = self.keys.ticket(token)
+        got = await self._run("ticket_get", lambda c: c.hmget(key, ["j", "e", "s"]))
+        if got[2] is None:
+            return None
+        text = None if got[0] is None else _text(got[0])
+        bound = None if got[1] is None else _text(got[1])
+        return decode_ticket(token, text, bound, _text(got[2]))
+
+    async def claim_ticket(self, token: str) -> bool:
+        return await self._ticket(token, "claim")
+
+    async def release_ticket(self, token: str) -> None:
+        await self._ticket(token, "release")
+
+    async def close_ticket(self, token: str) -> None:
+        self._tickets.pop(token, None)
+        await self._ticket(token, "close", str(max(1000, self._keep_ms)))
+
+    async def _rewrite_tickets(self) -> None:
+        """Write this replica's open tickets again (the server lost them)."""
+        now = trio.current_time()
+        for token, (ticket, expiry) in list(self._tickets.items()):
+            if expiry <= now:
+                del self._tickets[token]
+            elif token in self._tickets:
+                await self._write_ticket(ticket, expiry - now)
+
     # -- forwarded calls ----------------------------------------------------------------------
 
     async def forward(
@@ -415,6 +477,8 @@ class RedisStore:
                 if int(result[0]) == 1 and not first:
                     log.warning("store_rejoined", replica=self.replica)
                     self._host.rejoined()
+                    with suppress(StoreUnavailable):  # else lost: their pages say 404
+                        await self._rewrite_tickets()
                 first = False
                 with suppress(StoreUnavailable):
                     await self._write_owed()

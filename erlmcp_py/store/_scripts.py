@@ -8,7 +8,7 @@ replicas), not a Redis Cluster.
 
 from __future__ import annotations
 
-__all__ = ["ADMIT", "BEAT", "LIST", "PUBLISH", "RELEASE"]
+__all__ = ["ADMIT", "BEAT", "LIST", "PUBLISH", "RELEASE", "TICKET"]
 
 _NOW = """
 local t = redis.call('TIME')
@@ -161,3 +161,39 @@ end
 return out
 """
 )
+
+#: A hosted page's ticket, one step of its life. KEYS: the ticket. ARGV: the step, then its
+#: arguments: ``open`` JSON ttl_ms; ``bind`` elicitation id; ``claim``; ``release``;
+#: ``close`` keep_ms. Returns 1 when the step was taken, 0 when the ticket was not in the
+#: state it needs (``open`` for bind and claim, bound for claim, ``used`` for release).
+TICKET = """
+local key, step = KEYS[1], ARGV[1]
+if step == 'open' then
+  redis.call('HSET', key, 'j', ARGV[2], 's', 'open')
+  redis.call('PEXPIRE', key, tonumber(ARGV[3]))
+  return 1
+end
+local got = redis.call('HMGET', key, 's', 'e')
+local state, bound = got[1], got[2]
+if step == 'bind' then
+  if state ~= 'open' then return 0 end
+  redis.call('HSET', key, 'e', ARGV[2])
+  return 1
+elseif step == 'claim' then
+  if state ~= 'open' or not bound then return 0 end
+  redis.call('HSET', key, 's', 'used')
+  return 1
+elseif step == 'release' then
+  if state ~= 'used' then return 0 end
+  redis.call('HSET', key, 's', 'open')
+  return 1
+elseif step == 'close' then
+  if not state or state == 'closed' then return 0 end
+  redis.call('DEL', key)
+  redis.call('HSET', key, 's', 'closed')
+  if bound then redis.call('HSET', key, 'e', bound) end
+  redis.call('PEXPIRE', key, tonumber(ARGV[2]))
+  return 1
+end
+return redis.error_reply('unknown ticket step')
+"""

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 A question that may not be asked in form mode is asked here (see
 :mod:`erlmcp_py.actors.pages` for the tickets). ``GET`` looks the token up and asks the
-runtime, with the ticket's own tenant, for the elicitation's status: an open ticket of a live
+runtime, with the ticket's own tenant, for the elicitation's status and seconds left (from
+the replica holding it, whichever replica serves the page): an open ticket of a live
 elicitation renders its form (200) with the seconds left for the countdown; a closed or used
 ticket, or an ended elicitation, says "expired or used" (410); an unknown token, or one whose
 elicitation its tenant cannot see, says "not found" (404). Nothing ever renders another
@@ -20,6 +21,11 @@ client, ``notifications/elicitation/complete``); an invalid answer releases the 
 renders the form again with an error per field (422); ``decline`` and ``cancel`` answer as the
 user would (``answer_elicitation``).
 
+Tickets are in the runtime's store, so with a shared store every replica answers the page:
+the runtime forwards the answer to the replica holding the elicitation, and the claim is one
+atomic step in the store. A store that cannot answer gets a "try again later" page (503),
+never a wait past the store's deadline.
+
 Every response has a fresh CSP nonce (``default-src 'none'``, the page's one style and one
 script by nonce, ``form-action 'self'``, ``frame-ancestors 'none'``), ``no-store`` caching,
 a ``same-origin`` referrer policy (the token never leaves the origin; ``no-referrer`` would
@@ -32,6 +38,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import suppress
 from typing import Any, Final
 from urllib.parse import parse_qs
 
@@ -45,6 +52,7 @@ from erlmcp_py.core.errors import (
     ElicitationNotFound,
     InvalidAnswer,
     ResultTooLarge,
+    StoreUnavailable,
 )
 from erlmcp_py.core.i18n import Texts, negotiate
 from erlmcp_py.transports._limits import BodyPolicy, BodyTooLarge, BodyTooSlow, read_body
@@ -65,6 +73,7 @@ _TERMINAL: Final = frozenset(
     {"completed", "declined", "cancelled", "timed_out", "abandoned", "failed"}
 )
 _BIND_WAIT_S: Final = 2.0
+_POLL_S: Final = 0.02
 _DONE: Final = {
     "accept": "mcp.elicitation.page.accepted",
     "decline": "mcp.elicitation.page.declined",
@@ -123,17 +132,23 @@ class ElicitationPage:
             return
         token = str(scope.get("path"))[len(PAGE_PATH) :]
         pages = self.pages
-        ticket = pages.get(token) if pages is not None else None
-        if ticket is None:
-            await respond.notice(404, "mcp.elicitation.page.not_found")
+        try:
+            ticket = await pages.get(token) if pages is not None else None
+            if ticket is None or pages is None:
+                await respond.notice(404, "mcp.elicitation.page.not_found")
+                return
+            if method == "POST":
+                await self._post(scope, receive, respond, pages, ticket)
+                return
+            live = await self._live(pages, ticket)
+        except StoreUnavailable as exc:
+            log.warning("page_store_unavailable", error=str(exc))
+            await respond.notice(503, _UNAVAILABLE, [(b"retry-after", b"5")])
             return
-        if method == "POST":
-            await self._post(scope, receive, respond, ticket)
+        if isinstance(live, int):
+            await respond.notice(live, _NOTICE_OF[live])
             return
-        remaining = await self._remaining(ticket)
-        if isinstance(remaining, int):
-            await respond.notice(remaining, _NOTICE_OF[remaining])
-            return
+        ticket, remaining = live
         fields = page_fields(ticket.question)
         await respond.page(
             200,
@@ -148,25 +163,44 @@ class ElicitationPage:
             ),
         )
 
-    async def _remaining(self, ticket: PageTicket) -> float | int:
-        """Seconds left to answer ``ticket``, or the status to refuse it with (404, 410)."""
-        with trio.move_on_after(_BIND_WAIT_S):  # the URL can reach the browser before the
-            await ticket.bound.wait()  # tool's task has bound its elicitation to the ticket
+    async def _live(
+        self, pages: PageRegistry, ticket: PageTicket
+    ) -> tuple[PageTicket, float] | int:
+        """The bound ticket and the seconds left to answer it, or the status to refuse it
+        with (404, 410). The URL can reach the browser before the tool's task has bound its
+        elicitation to the ticket: that is waited for, up to a bound.
+
+        Raises:
+            StoreUnavailable: the store (or the replica holding the elicitation) cannot say.
+        """
+        deadline = trio.current_time() + _BIND_WAIT_S
+        while ticket.state == "open" and ticket.elicitation_id is None:
+            if trio.current_time() >= deadline:
+                return 410
+            await trio.sleep(_POLL_S)
+            again = await pages.get(ticket.token)
+            if again is None:
+                return 404
+            ticket = again
         if ticket.state != "open" or ticket.elicitation_id is None:
             return 410
         try:
-            info = await self.runtime.get_elicitation_status(
-                ticket.elicitation_id, tenant=ticket.tenant
+            status, remaining = await self.runtime.time_left(
+                ticket.elicitation_id, tenant=ticket.tenant, replica=ticket.replica
             )
         except ElicitationNotFound:
             return 404
-        remaining = float(info.deadline - trio.current_time())
-        if info.status in _TERMINAL or remaining <= 0:
+        if status in _TERMINAL or remaining <= 0:
             return 410
-        return remaining
+        return ticket, remaining
 
     async def _post(
-        self, scope: Scope, receive: Receive, respond: _Responder, ticket: PageTicket
+        self,
+        scope: Scope,
+        receive: Receive,
+        respond: _Responder,
+        pages: PageRegistry,
+        ticket: PageTicket,
     ) -> None:
         content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
         if content_type != _FORM:
@@ -180,6 +214,9 @@ class ElicitationPage:
             return
         if body is None:
             return  # the browser went away
+        if ticket.state == "closed":  # a closed ticket keeps no CSRF value to check
+            await respond.notice(410, "mcp.elicitation.page.closed")
+            return
         form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
         csrf = (form.get("_csrf") or [""])[-1]
         if not (_same_origin(scope) and hmac.compare_digest(csrf.encode(), ticket.csrf.encode())):
@@ -190,11 +227,12 @@ class ElicitationPage:
         if action not in _DONE:
             await respond.raw(400, b"Bad Request: unknown action\n")
             return
-        remaining = await self._remaining(ticket)
-        if isinstance(remaining, int):
-            await respond.notice(remaining, _NOTICE_OF[remaining])
+        live = await self._live(pages, ticket)
+        if isinstance(live, int):
+            await respond.notice(live, _NOTICE_OF[live])
             return
-        if not ticket.claim():
+        ticket, remaining = live
+        if not await pages.claim(ticket):
             await respond.notice(410, "mcp.elicitation.page.closed")
             return
         assert ticket.elicitation_id is not None
@@ -209,8 +247,12 @@ class ElicitationPage:
                 await self.runtime.answer_elicitation(
                     ticket.elicitation_id, action, tenant=ticket.tenant
                 )
+        except StoreUnavailable:
+            with suppress(StoreUnavailable):  # else the user's next try finds it used
+                await pages.release(ticket)
+            raise
         except (InvalidAnswer, ResultTooLarge, AnswerInFlight) as exc:
-            ticket.release()
+            await pages.release(ticket)
             errors: dict[str, str] = {}
             form_error: str | None = None
             if isinstance(exc, InvalidAnswer):
@@ -227,14 +269,15 @@ class ElicitationPage:
                     if isinstance(exc, AnswerInFlight)
                     else str(exc)
                 )
+            shown = ticket
             await respond.page(
                 422 if isinstance(exc, InvalidAnswer) else 409,
                 lambda nonce: render_form(
                     locale=respond.locale,
                     nonce=nonce,
-                    action=f"{PAGE_PATH}{ticket.token}",
-                    csrf=ticket.csrf,
-                    message=ticket.question.message,
+                    action=f"{PAGE_PATH}{shown.token}",
+                    csrf=shown.csrf,
+                    message=shown.question.message,
                     fields=fields,
                     remaining_s=remaining,
                     values=content,
@@ -252,6 +295,7 @@ class ElicitationPage:
 
 
 _NOTICE_OF: Final = {404: "mcp.elicitation.page.not_found", 410: "mcp.elicitation.page.closed"}
+_UNAVAILABLE: Final = "mcp.elicitation.page.unavailable"
 
 
 def _same_origin(scope: Scope) -> bool:
@@ -275,7 +319,12 @@ class _Responder:
         self.send = send
         self.locale = locale
 
-    async def page(self, status: int, render: Callable[[str], str]) -> None:
+    async def page(
+        self,
+        status: int,
+        render: Callable[[str], str],
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         nonce = secrets.token_urlsafe(18)
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
@@ -286,11 +335,14 @@ class _Responder:
             (b"content-security-policy", csp.encode()),
             (b"content-language", self.locale.encode()),
             (b"vary", b"accept-language"),
+            *(extra or ()),
         ]
         await self.raw(status, render(nonce).encode(), headers)
 
-    async def notice(self, status: int, key: str) -> None:
-        await self.page(status, lambda nonce: render_notice(self.locale, nonce, key))
+    async def notice(
+        self, status: int, key: str, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        await self.page(status, lambda nonce: render_notice(self.locale, nonce, key), headers)
 
     async def raw(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None

@@ -26,9 +26,11 @@ from erlmcp_py.actors.pages import PageQuestion, PageRegistry
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.i18n import CATALOG, Texts, negotiate
 from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, TimedOut
+from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.state_token import KeyRing
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
+from erlmcp_py.store import MemoryStore
 from erlmcp_py.testing import open_memory_client
 from erlmcp_py.transports._page_fields import content_from_form, page_fields
 from erlmcp_py.transports._page_html import render_form
@@ -466,14 +468,15 @@ async def test_unknown_token_is_not_found() -> None:
 async def test_a_token_never_reaches_another_tenants_elicitation() -> None:
     async with page_server() as listening, asked(listening) as (c, events, url):
         runtime = listening.transport.runtime
-        mine = runtime.pages.get(url.rsplit("/", 1)[1])
+        mine = await runtime.pages.get(url.rsplit("/", 1)[1])
         assert mine is not None
+        assert mine.elicitation_id is not None
         # a ticket of another tenant, bound to this elicitation's id: as unknown to it
-        other = runtime.pages.open(
+        other = await runtime.pages.open(
             PageQuestion("theirs", {"type": "object", "properties": {}}, {}),
             Tenant(user="mallory"),
         )
-        runtime.pages.bind(other, mine.elicitation_id)
+        other = await runtime.pages.bind(other, mine.elicitation_id)
         page = await c.http.get(other.url)
         assert page.status_code == 404
         assert "Sign in to Acme" not in page.text
@@ -482,7 +485,7 @@ async def test_a_token_never_reaches_another_tenants_elicitation() -> None:
         csrf = CSRF.findall((await c.http.get(url)).text)[0]
         await c.http.post(url, data={"_csrf": csrf, "_action": "decline"})
         assert tool_text(await events.rest()) == "decline"
-        runtime.pages.close(other)
+        await runtime.pages.close(other)
 
 
 async def test_the_token_expires_with_its_elicitation() -> None:
@@ -610,29 +613,46 @@ async def test_a_client_without_url_mode_gets_unsupported_and_nothing_is_sent() 
     assert len(runtime.pages) == 0
 
 
-def test_page_registry_tokens_are_unguessable_and_bound() -> None:
-    pages = PageRegistry("https://srv.example")
+async def test_page_registry_tokens_are_unguessable_single_use_and_forgotten_when_closed() -> None:
+    store = MemoryStore(RatePolicy(), "r1")
+    pages = PageRegistry("https://srv.example", store=store)
     question = PageQuestion("q", {"type": "object", "properties": {}}, {})
-    a = pages.open(question, Tenant(user="a"))
-    b = pages.open(question, Tenant(user="b"))
+    a = await pages.open(question, Tenant(user="a"))
+    b = await pages.open(question, Tenant(user="b"))
     assert a.token != b.token
     assert len(a.token) == 43
     assert a.csrf != b.csrf
     assert a.url == f"https://srv.example/elicit/{a.token}"
-    assert not a.claim()  # not bound to an elicitation yet
-    pages.bind(a, "e1")
+    assert a.replica == "r1"
     assert pages.owns(a.url)
+    assert not await pages.claim(a)  # not bound to an elicitation yet
+    a = await pages.bind(a, "e1")
+    assert await pages.get(a.token) == a
     assert not pages.owns("https://srv.example/elicit/other")
-    assert a.claim()
-    assert not a.claim()
-    a.release()
-    assert a.claim()
-    pages.close(a)
-    assert a.state == "closed"
-    assert not a.claim()
+    assert await pages.claim(a)
+    assert not await pages.claim(a)
+    await pages.release(a)
+    assert await pages.claim(a)
+    await pages.close(a)
+    assert not await pages.claim(a)
     assert not pages.owns(a.url)
-    assert pages.get(a.token) is a  # remembered: "expired or used"
-    assert a.question.schema == {}  # but not its question
+    closed = await pages.get(a.token)  # remembered: "expired or used"
+    assert closed is not None
+    assert closed.state == "closed"
+    assert closed.question.schema == {}  # but not its question
+    assert closed.csrf == ""  # nor its CSRF value
+    assert await pages.get("not-a-token") is None
+    assert len(pages) == 1  # b is still open
+
+
+async def test_the_page_registry_remembers_a_bounded_number_of_closed_tickets() -> None:
+    pages = PageRegistry("https://srv.example", store=MemoryStore(RatePolicy(), "r1", remembered=2))
+    question = PageQuestion("q", {"type": "object", "properties": {}}, {})
+    tickets = [await pages.open(question, Tenant(user="a")) for _ in range(3)]
+    for ticket in tickets:
+        await pages.close(ticket)
+    assert await pages.get(tickets[0].token) is None  # forgotten: "not found"
+    assert [(await pages.get(t.token)) is not None for t in tickets[1:]] == [True, True]
 
 
 # -- 2026-07-28: the page answers a stateless call ------------------------------------------------

@@ -236,7 +236,8 @@ async def test_accept_gives_the_tool_the_values_and_the_client_the_completion(
         notice, closed = (await chromium.run(answer)).split("|")
         messages = await events.rest()
         assert tool_text(messages) == "accept user=ada key=k-123"
-        ticket = listening.transport.runtime.pages.get(url.rsplit("/", 1)[1])
+        ticket = await listening.transport.runtime.pages.get(url.rsplit("/", 1)[1])
+        assert ticket is not None
         assert await completion_notified(c, messages) == ticket.elicitation_id
     assert words["sent"] in notice
     assert words["closed"] in closed  # single use
