@@ -234,7 +234,7 @@ class ConnectApp:
                     text = (
                         said
                         if isinstance(said, str) and said.strip()
-                        else self.t("Closing in {seconds}s", seconds=math.ceil(seconds))
+                        else self.t("mcp.elicitation.timeout_warning", seconds=math.ceil(seconds))
                     )
                     self.io.notice(f"⚠ {text}")
                     return

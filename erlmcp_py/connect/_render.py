@@ -357,7 +357,11 @@ async def ask_field(io: Prompter, t: Texts, f: FormField) -> Any:
 
 
 async def _choose(io: Prompter, t: Texts) -> Action:
-    words = {"submit": t("Submit"), "reject": t("Reject"), "cancel": t("Cancel")}
+    words = {
+        "submit": t("mcp.elicitation.action.accept"),
+        "reject": t("mcp.elicitation.action.reject"),
+        "cancel": t("mcp.elicitation.action.cancel"),
+    }
     by_word: dict[str, Action] = {
         "1": "accept",
         "2": "decline",
@@ -436,12 +440,16 @@ async def ask_url(
     for line in message.splitlines():
         io.say(f"  {line}")
     io.say(f"  {url}")
-    prompt = t("url_choice", reject=t("Reject"), cancel=t("Cancel"))
+    prompt = t(
+        "url_choice",
+        reject=t("mcp.elicitation.action.reject"),
+        cancel=t("mcp.elicitation.action.cancel"),
+    )
     try:
         while True:
             choice = (await io.ask(prompt)).strip()
             if choice == "1":
-                io.say(f"{t('Opening external page')}: {url}")
+                io.say(f"{t('mcp.elicitation.url_mode.opening')}: {url}")
                 open_page(url)
                 return Answer("accept")
             if choice == "2":

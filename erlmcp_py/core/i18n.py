@@ -282,7 +282,6 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     # -- forms ---------------------------------------------------------------------------------
     "server_asks": {_EN: "The server asks:", _PT: "O servidor pergunta:"},
     "required_legend": {_EN: "* Required", _PT: "* Obrigatório"},
-    "Required": {_EN: "Required", _PT: "Obrigatório"},
     "default": {_EN: "default: {value}", _PT: "padrão: {value}"},
     "length_between": {
         _EN: "{low} to {high} characters",
@@ -341,9 +340,6 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     },
     "err_format": {_EN: "Not a valid {what}.", _PT: "{what} inválido."},
     # -- the choice at the end of a form -------------------------------------------------------
-    "Submit": {_EN: "Submit", _PT: "Enviar"},
-    "Reject": {_EN: "Reject", _PT: "Recusar"},
-    "Cancel": {_EN: "Cancel", _PT: "Cancelar"},
     "action_prompt": {
         _EN: "[1] {submit}  [2] {reject}  [3] {cancel} ",
         _PT: "[1] {submit}  [2] {reject}  [3] {cancel} ",
@@ -356,7 +352,6 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     "declined": {_EN: "Rejected.", _PT: "Recusado."},
     "cancelled": {_EN: "Cancelled.", _PT: "Cancelado."},
     # -- URL mode ------------------------------------------------------------------------------
-    "Opening external page": {_EN: "Opening external page", _PT: "Abrindo página externa"},
     "url_asks": {
         _EN: "The server asks you to continue on a web page:",
         _PT: "O servidor pede que você continue em uma página web:",
@@ -376,7 +371,6 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _PT: "A ferramenta precisa que uma página web seja concluída antes:",
     },
     # -- notifications -------------------------------------------------------------------------
-    "Closing in {seconds}s": {_EN: "Closing in {seconds}s", _PT: "Fechando em {seconds}s"},
     "closed_by_server": {
         _EN: "The server closed the question.",
         _PT: "O servidor encerrou a pergunta.",
