@@ -95,11 +95,12 @@ async def test_a_sessions_page_is_rendered_and_answered_through_the_other_replic
             # the session's consent reached its replica
             await until(lambda: bool(consented()), "a replica to log the user's consent")
             [home] = consented()
-            # the browser reaches the page through HAProxy; the session's replica is out
-            # of rotation, so every page request lands on another replica
-            cluster.admin(f"set server {BACKEND}/{home} state maint")
+            # the browser reaches the page through HAProxy; the session's replica drains
+            # (its session stays on it, the call's answer and the client's next requests
+            # with it), so every page request lands on another replica
+            cluster.admin(f"set server {BACKEND}/{home} state drain")
             others = [n for n in cluster.replicas if n != home]
-            cluster.wait_states({n: ("MAINT" if n == home else "UP") for n in cluster.replicas})
+            cluster.wait_states({n: ("DRAIN" if n == home else "UP") for n in cluster.replicas})
             page_url = params.url
             browser = {"origin": f"http://127.0.0.1:{cluster.frontend}"}
             async with httpx2.AsyncClient(timeout=10, headers=browser) as http:
