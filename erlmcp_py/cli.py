@@ -128,8 +128,8 @@ def runtime_config(
 
 
 def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
-    """The HTTP transport policy for ``serve``'s options (idle expiry, per-client shares,
-    ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh random key for this
+    """The HTTP transport policy for ``serve``'s options (public URL, idle expiry, per-client
+    shares, ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh random key for this
     process)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
@@ -142,6 +142,7 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
     if keyring is not None:
         continuations["keyring"] = keyring
     return HttpConfig(
+        public_url=args.public_url,
         ops_port=args.ops_port,
         idle_timeout=args.session_idle_timeout,
         limits=limits,
@@ -345,6 +346,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _public_url(text: str) -> str:
+    from erlmcp_py.transports.http_checks import public_origin
+
+    try:
+        public_origin(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentParser:
     """The command line; ``defaults`` replace ``serve``'s own (from a configuration file)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
@@ -369,6 +380,15 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         metavar="PORT",
         help="HTTP: serve /healthz, /readyz and /metrics on this port of --host instead of "
         "beside /mcp",
+    )
+    serve.add_argument(
+        "--public-url",
+        type=_public_url,
+        default=None,
+        metavar="URL",
+        help="HTTP: where browsers and clients reach this server behind a load balancer or "
+        "proxy (http(s)://HOST[:PORT], no path): the hosted page's links name it, and its "
+        "Host and Origin are accepted",
     )
     serve.add_argument(
         "--elicitation-timeout",

@@ -12,6 +12,7 @@ Example::
     transport = "http"
     host = "127.0.0.1"
     port = 8000
+    public_url = "https://mcp.example.com"
     shutdown_timeout = 10
     rate = 10
     session_idle_timeout = 300
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from erlmcp_py.core.shared import parse_store_url
+from erlmcp_py.transports.http_checks import public_origin
 
 __all__ = ["ENV_PREFIX", "ConfigError", "ServeConfig", "load_serve_config"]
 
@@ -60,6 +62,7 @@ class ServeConfig(BaseModel):
     host: str | None = Field(None, min_length=1)
     port: int | None = Field(None, ge=0, le=65535)
     ops_port: int | None = Field(None, ge=0, le=65535)
+    public_url: str | None = Field(None, min_length=1)
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     dev: bool | None = None
     rate: int | None = Field(None, gt=0)
@@ -91,6 +94,13 @@ class ServeConfig(BaseModel):
         # TOML writes 10 for ten seconds: take an integer where seconds are meant.
         if type(value) is int:
             return float(value)
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            public_origin(value)  # a ValueError names what is wrong
         return value
 
     @field_validator("store")

@@ -245,6 +245,37 @@ def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
     assert http_config(_parser().parse_args(["serve", "--ops-port", "9100"])).ops_port == 9100
 
 
+def test_serve_public_url_option_sets_the_transports_public_url() -> None:
+    assert http_config(_parser().parse_args(["serve"])).public_url is None
+    argv = ["serve", "--public-url", "https://mcp.example.com:8443/"]
+    config = http_config(_parser().parse_args(argv))
+    assert config.public_url == "https://mcp.example.com:8443/"
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("mcp.example.com", "must be an http:// or https:// URL"),
+        ("ftp://mcp.example.com", "must be an http:// or https:// URL"),
+        ("https://", "must name a host"),
+        ("https://mcp.example.com/mcp", "must not have a path"),
+        ("https://mcp.example.com/?a=1", "must not have a query or a fragment"),
+        ("https://mcp.example.com#top", "must not have a query or a fragment"),
+        ("https://ada:secret@mcp.example.com", "must not carry credentials"),
+        ("https://mcp.example.com:99999", "not a URL"),
+    ],
+)
+def test_serve_public_url_option_refuses_anything_but_an_origin(
+    bad: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        _parser().parse_args(["serve", "--public-url", bad])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --public-url:" in err
+    assert why in err
+
+
 KEY_A = base64.b64encode(bytes(range(32))).decode()
 KEY_B = base64.b64encode(bytes(range(50, 82))).decode()
 

@@ -82,3 +82,13 @@ def test_the_store_key_takes_a_store_url_and_names_a_bad_one(tmp_path: Path) -> 
     (problem,) = info.value.problems
     assert problem.startswith("store (from ERLMCP_SERVE_STORE): ")
     assert "redis://HOST:PORT/DB" in problem
+
+
+def test_the_public_url_key_takes_an_origin_and_names_a_bad_one(tmp_path: Path) -> None:
+    path = write(tmp_path, 'public_url = "https://mcp.example.com"\n')
+    assert load_serve_config(path, {}).options() == {"public_url": "https://mcp.example.com"}
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(path, {"ERLMCP_SERVE_PUBLIC_URL": "https://mcp.example.com/mcp"})
+    (problem,) = info.value.problems
+    assert problem.startswith("public_url (from ERLMCP_SERVE_PUBLIC_URL): ")
+    assert "must not have a path" in problem

@@ -153,6 +153,7 @@ from erlmcp_py.transports.http_checks import (
     check_modern_headers,
     check_protocol_version_header,
     http_status_for,
+    public_origin,
 )
 from erlmcp_py.transports.principal import principal_for_address
 
@@ -183,6 +184,11 @@ class HttpConfig:
         path: The MCP endpoint.
         allowed_hosts: Host names accepted besides the loopback ones (DNS-rebinding guard).
         allowed_origins: Exact origins accepted besides those on an allowed host.
+        public_url: Where browsers and clients reach the server when a load balancer or proxy
+            stands in front of it (``https://mcp.example.com``; http or https, a host and
+            port, no path): the hosted page's links name it (unless the application set
+            ``runtime.pages.base_url``), its host is accepted in ``Host`` and its origin in
+            ``Origin``. ``None``: the server's own bind address.
         max_frame_bytes: Largest POST body (413 beyond it), at most the server's
             ``frame_bytes`` policy. 1 MiB by default: a JSON parse holds the event loop for
             its whole length (see :data:`~erlmcp_py.transports._limits.DEFAULT_BODY_BYTES`).
@@ -213,6 +219,7 @@ class HttpConfig:
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    public_url: str | None = None
     max_frame_bytes: int = DEFAULT_BODY_BYTES
     max_sessions: int = 1024
     idle_timeout: float = 300.0
@@ -227,6 +234,13 @@ class HttpConfig:
     backlog: int = 256
     principal_header: str | None = None
     continuations: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.public_url is not None:
+            try:
+                public_origin(self.public_url)
+            except ValueError as exc:
+                raise ValueError(f"public_url {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,7 +524,9 @@ class HttpTransport:
         self.server = server
         self.runtime = runtime
         self.config = config or HttpConfig()
-        self.policy = HostPolicy.build(self.config.allowed_hosts, self.config.allowed_origins)
+        self.policy = HostPolicy.build(
+            self.config.allowed_hosts, self.config.allowed_origins, self.config.public_url
+        )
         self._sessions: dict[str, _HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         self._stateless: StatelessEndpoint | None = None
@@ -1211,7 +1227,7 @@ async def serve_http(
                     _until_stopped, partial(listen, transport, port=port), stopped
                 )
                 urls = tuple(f"{b}{config.path}" for b in binds)
-                transport.page.serve_at(binds[0])
+                transport.page.serve_at(transport.policy.public or binds[0])
                 ops_url: str | None = None
                 if config.ops_port is not None:
                     ops = partial(listen, transport.ops_app, port=config.ops_port)

@@ -28,6 +28,7 @@ __all__ = [
     "decode_header_value",
     "hostname_of",
     "http_status_for",
+    "public_origin",
 ]
 
 #: Loopback names a local server answers to by default (IPv6 without brackets).
@@ -61,6 +62,52 @@ def hostname_of(authority: str) -> str | None:
     return host or None
 
 
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def public_origin(url: str) -> str:
+    """The origin of a server's public URL (``--public-url``).
+
+    The URL is where browsers and clients reach the server (a load balancer's or proxy's
+    address): ``http`` or ``https``, a host, an optional port, nothing else. A path prefix is
+    refused: the server answers at its own paths (the MCP endpoint, ``/elicit/{token}``), so a
+    proxy in front of it forwards them unchanged.
+
+    Args:
+        url: The public URL, e.g. ``https://mcp.example.com`` (a trailing ``/`` is allowed).
+
+    Returns:
+        The origin as browsers send it (``scheme://host[:port]``, lower case, the scheme's
+        default port left out).
+
+    Raises:
+        ValueError: the URL is not of that form (the message says what is wrong).
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"not a URL ({exc}): {url!r}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry credentials (user:password@)")
+    name = parts.hostname
+    if not name or any(c in name for c in " \t%"):
+        raise ValueError(f"must name a host, got {url!r}")
+    if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
+        raise ValueError("must not have a query or a fragment")
+    if parts.path not in ("", "/"):
+        raise ValueError(
+            f"must not have a path (the server answers at its own paths), got {parts.path!r}"
+        )
+    host = f"[{name}]" if ":" in name else name
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        host = f"{host}:{port}"
+    return f"{scheme}://{host}"
+
+
 @dataclass(frozen=True, slots=True)
 class HostPolicy:
     """Which ``Host`` and ``Origin`` values are served (DNS-rebinding protection).
@@ -69,23 +116,35 @@ class HostPolicy:
         hosts: Host names (lower case; IPv6 without brackets) accepted in ``Host`` and as the
             host of an ``Origin``; ``"*"`` accepts any (only behind a trusted proxy).
         origins: Extra exact origins (``scheme://host[:port]``) accepted; ``"*"`` accepts any.
+        public: The server's public origin (``--public-url``), or ``None``: exactly its
+            ``host[:port]`` is accepted in ``Host`` (it is also in ``origins``).
     """
 
     hosts: frozenset[str] = LOOPBACK_HOSTS
     origins: frozenset[str] = frozenset()
+    public: str | None = None
 
     @classmethod
-    def build(cls, hosts: Iterable[str] = (), origins: Iterable[str] = ()) -> HostPolicy:
-        """The loopback defaults plus ``hosts`` and ``origins``.
+    def build(
+        cls, hosts: Iterable[str] = (), origins: Iterable[str] = (), public_url: str | None = None
+    ) -> HostPolicy:
+        """The loopback defaults plus ``hosts``, ``origins`` and ``public_url``'s origin.
 
         Args:
             hosts: Extra host names (``"[::1]"`` and ``"::1"`` are the same).
             origins: Extra exact origins.
+            public_url: The server's public URL (see :func:`public_origin`).
+
+        Raises:
+            ValueError: ``public_url`` is not an http(s) origin.
         """
         names = {h.strip().lower().removeprefix("[").removesuffix("]") for h in hosts}
+        exact = {o.strip().lower().rstrip("/") for o in origins if o.strip()}
+        public = None if public_url is None else public_origin(public_url)
         return cls(
             hosts=LOOPBACK_HOSTS | {n for n in names if n},
-            origins=frozenset(o.strip().lower().rstrip("/") for o in origins if o.strip()),
+            origins=frozenset(exact | ({public} if public else set())),
+            public=public,
         )
 
     def check_host(self, host: str | None) -> str | None:
@@ -95,9 +154,16 @@ class HostPolicy:
         if host is None:
             return "missing Host header"
         name = hostname_of(host)
-        if name is None or name not in self.hosts:
+        if name is None or not (name in self.hosts or self._is_public(host)):
             return "Host not allowed"
         return None
+
+    def _is_public(self, host: str) -> bool:
+        """Whether a ``Host`` value is the public URL's authority (``host[:port]``)."""
+        if self.public is None:
+            return False
+        scheme, _, authority = self.public.partition("://")
+        return host.strip().lower().removesuffix(f":{_DEFAULT_PORTS[scheme]}") == authority
 
     def check_origin(self, origin: str | None) -> str | None:
         """Check an ``Origin`` header value; absent (non-browser client) is allowed."""

@@ -1,6 +1,7 @@
 """A cluster on real parts: ``redis-server``, three ``erlmcp-py serve --transport http``
 replicas sharing one key ring and that Redis as their store, and HAProxy in front, configured
-by the shipped ``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced.
+by the shipped ``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced. The
+replicas are started as behind a public name: ``--public-url`` is HAProxy's address.
 
 Every process is a child of the test process, started from the main thread with its output in
 a file of the cluster's temporary directory and ``PR_SET_PDEATHSIG`` (SIGKILL) set, so that
@@ -346,7 +347,8 @@ def _redis_pong(child: Child, port: int) -> bool:
         return False
 
 
-def _replica_command(port: int, keyring: Path, extra: Sequence[str]) -> list[str]:
+def _replica_command(port: int, frontend: int, keyring: Path, extra: Sequence[str]) -> list[str]:
+    """A replica on ``port`` whose public address is HAProxy's ``frontend``."""
     return [
         sys.executable,
         "-m",
@@ -358,6 +360,8 @@ def _replica_command(port: int, keyring: Path, extra: Sequence[str]) -> list[str
         "127.0.0.1",
         "--port",
         str(port),
+        "--public-url",
+        f"http://127.0.0.1:{frontend}",
         "--keyring",
         str(keyring),
         "--server",
@@ -415,7 +419,7 @@ def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluste
     )
     extra = (*store_args(cluster.redis_url), *replica_args)
     for name, port in ports.items():
-        command = _replica_command(port, keyring, extra)
+        command = _replica_command(port, frontend, keyring, extra)
         cluster.replicas[name] = Replica(name, command, tmp / f"{name}.log", port=port)
     try:
         try:

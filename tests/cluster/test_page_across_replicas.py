@@ -1,8 +1,9 @@
 """The hosted elicitation page through HAProxy: a 2025-11-25 session's tool asks for a secret,
-so the question goes to the server's own page on the session's replica; the browser's
-``GET`` and ``POST`` of the page go through HAProxy round-robin (no session header) and land
-on the other replicas, which render the page from the ticket in the shared store and forward
-the answer to the replica holding the elicitation.
+so the question goes to the server's own page on the session's replica, whose link names
+HAProxy (the replicas' ``--public-url``); the browser's ``GET`` and ``POST`` of the page go
+through HAProxy round-robin (no session header) and land on the other replicas, which render
+the page from the ticket in the shared store and forward the answer to the replica holding
+the elicitation.
 """
 
 from __future__ import annotations
@@ -81,23 +82,28 @@ async def test_a_sessions_page_is_rendered_and_answered_through_the_other_replic
             nursery.start_soon(connect)
             await until(lambda: bool(asked), "the page's URL")
             [params] = asked
-            port = urlsplit(params.url).port
-            [home] = [n for n, r in cluster.replicas.items() if r.port == port]
-            await until(  # the session's consent reached its replica
-                lambda: bool(
-                    cluster.replicas[home].events(
-                        event="consented", elicitation_id=params.elicitation_id
-                    )
-                ),
-                f"{home} to log the user's consent",
-            )
-            # the browser reaches the page through HAProxy; the session's replica is out
-            # of rotation, so every page request lands on another replica
-            cluster.admin(f"set server {BACKEND}/{home} state maint")
+            # the replicas' --public-url: the page's link names HAProxy, not a replica
+            assert urlsplit(params.url)[:2] == ("http", f"127.0.0.1:{cluster.frontend}")
+
+            def consented() -> list[str]:
+                return [
+                    name
+                    for name, replica in cluster.replicas.items()
+                    if replica.events(event="consented", elicitation_id=params.elicitation_id)
+                ]
+
+            # the session's consent reached its replica
+            await until(lambda: bool(consented()), "a replica to log the user's consent")
+            [home] = consented()
+            # the browser reaches the page through HAProxy; the session's replica drains
+            # (its session stays on it, the call's answer and the client's next requests
+            # with it), so every page request lands on another replica
+            cluster.admin(f"set server {BACKEND}/{home} state drain")
             others = [n for n in cluster.replicas if n != home]
-            cluster.wait_states({n: ("MAINT" if n == home else "UP") for n in cluster.replicas})
-            page_url = f"http://127.0.0.1:{cluster.frontend}{urlsplit(params.url).path}"
-            async with httpx2.AsyncClient(timeout=10) as http:
+            cluster.wait_states({n: ("DRAIN" if n == home else "UP") for n in cluster.replicas})
+            page_url = params.url
+            browser = {"origin": f"http://127.0.0.1:{cluster.frontend}"}
+            async with httpx2.AsyncClient(timeout=10, headers=browser) as http:
                 for _ in others:  # round-robin: once on each other replica
                     page = await http.get(page_url)
                     assert page.status_code == 200, page.text

@@ -24,6 +24,7 @@ from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports.http import HttpConfig, Listening, _classify, serve_http
+from erlmcp_py.transports.http_checks import HostPolicy
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 SCHEMA = {
@@ -643,3 +644,25 @@ def test_an_outgoing_frame_is_classified_by_its_id_alone(
     frame: bytes, expected: tuple[bool, Any]
 ) -> None:
     assert _classify(frame) == expected
+
+
+@pytest.mark.parametrize(
+    ("public_url", "host", "origin", "allowed"),
+    [
+        ("https://mcp.example.com", "mcp.example.com", "https://mcp.example.com", True),
+        ("https://mcp.example.com/", "MCP.example.com:443", "https://mcp.example.com", True),
+        ("https://mcp.example.com:8443", "mcp.example.com:8443", None, True),
+        ("http://[2001:db8::1]:8080", "[2001:db8::1]:8080", "http://[2001:db8::1]:8080", True),
+        ("https://mcp.example.com", "mcp.example.com:8443", None, False),
+        ("https://mcp.example.com", "evil.example", None, False),
+        ("https://mcp.example.com", "mcp.example.com", "http://mcp.example.com", False),
+        ("https://mcp.example.com", "mcp.example.com", "https://mcp.example.com:8443", False),
+        ("https://mcp.example.com", "localhost:8000", "http://localhost:8000", True),
+    ],
+)
+def test_a_public_url_admits_exactly_its_host_and_origin(
+    public_url: str, host: str, origin: str | None, allowed: bool
+) -> None:
+    policy = HostPolicy.build(public_url=public_url)
+    verdict = policy.check_host(host) or policy.check_origin(origin)
+    assert (verdict is None) is allowed, verdict

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
@@ -451,6 +452,69 @@ async def test_post_needs_the_page_csrf_value_and_its_own_origin(
         )
         assert ok.status_code == 200
         assert tool_text(await events.rest()) == "accept user=u key=k"
+
+
+PUBLIC = "http://mcp.example.test:8443"
+
+
+async def test_with_a_public_url_the_page_names_it_and_its_host_and_origin_are_served() -> None:
+    async with (
+        page_server(HttpConfig(public_url=PUBLIC + "/")) as listening,
+        asked(listening) as (c, events, url),
+    ):
+        assert re.fullmatch(re.escape(PUBLIC) + r"/elicit/[A-Za-z0-9_-]{43}", url)
+        # the proxy forwards to the replica with the public Host unchanged
+        direct = listening.url.removesuffix("/mcp") + urlsplit(url).path
+        public = {"host": "mcp.example.test:8443"}
+        page = await c.http.get(direct, headers=public)
+        assert page.status_code == 200, page.text
+        for foreign in ("evil.example", "mcp.example.test.evil.example", "mcp.example.test:9"):
+            refused = await c.http.get(direct, headers={"host": foreign})
+            assert refused.status_code == 403, foreign
+        good = CSRF.findall(page.text)[0]
+        data = {"_csrf": good, "_action": "accept", "user": "u", "api_key": "k"}
+        for origin in ("http://evil.example", "https://mcp.example.test:8443"):
+            refused = await c.http.post(direct, data=data, headers={**public, "origin": origin})
+            assert refused.status_code == 403, origin
+        ok = await c.http.post(direct, data=data, headers={**public, "origin": PUBLIC})
+        assert ok.status_code == 200, ok.text
+        assert tool_text(await events.rest()) == "accept user=u key=k"
+
+
+async def test_with_a_public_url_the_mcp_endpoint_takes_its_host_and_origin_only() -> None:
+    async with (
+        page_server(HttpConfig(public_url=PUBLIC)) as listening,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        c = Client(http, listening.url)
+        await c.initialize()
+        ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+        for headers, status in [
+            ({"host": "mcp.example.test:8443", "origin": PUBLIC}, 200),
+            ({"host": "evil.example", "origin": PUBLIC}, 403),
+            ({"host": "mcp.example.test:8443", "origin": "http://evil.example"}, 403),
+        ]:
+            response = await http.post(
+                listening.url, content=json.dumps(ping).encode(), headers={**c.headers(), **headers}
+            )
+            assert response.status_code == status, (headers, response.text)
+
+
+async def test_an_application_page_base_url_wins_over_the_public_url() -> None:
+    server = build_server()
+    async with server.running() as runtime, trio.open_nursery() as nursery:
+        runtime.pages.base_url = "https://app.example"
+        await nursery.start(
+            partial(serve_http, server, port=0, config=HttpConfig(public_url=PUBLIC))
+        )
+        assert runtime.pages.base_url == "https://app.example"
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("bad", ["https://mcp.example.test/mcp", "wss://mcp.example.test"])
+def test_http_config_refuses_a_public_url_that_is_not_an_origin(bad: str) -> None:
+    with pytest.raises(ValueError, match=r"^public_url must"):
+        HttpConfig(public_url=bad)
 
 
 # -- tokens ---------------------------------------------------------------------------------------
