@@ -36,6 +36,7 @@ from erlmcp_py.testing import open_memory_client
 from erlmcp_py.transports._page_fields import content_from_form, page_fields
 from erlmcp_py.transports._page_html import render_form
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
+from tests.transports.test_http import SseReader
 
 TIMEOUT = 10
 ACCEPT_BOTH = "application/json, text/event-stream"
@@ -153,46 +154,19 @@ class Client:
         assert response.status_code == 202, response.text
 
     @asynccontextmanager
-    async def call(self, tool: str) -> AsyncIterator[Events]:
+    async def call(self, tool: str) -> AsyncIterator[SseReader]:
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool}}
         async with self.http.stream(
             "POST", self.url, content=json.dumps(body).encode(), headers=self.headers()
         ) as response:
             assert response.status_code == 200
-            yield Events(response)
-
-
-class Events:
-    """The server-sent events of one ``tools/call``, as JSON-RPC messages."""
-
-    def __init__(self, response: httpx2.Response) -> None:
-        self._chunks = response.aiter_bytes()
-        self._buf = b""
-
-    async def next(self) -> dict[str, Any] | None:
-        while True:
-            while b"\n\n" in self._buf:
-                event, self._buf = self._buf.split(b"\n\n", 1)
-                data = [line[5:].lstrip() for line in event.split(b"\n") if line[:5] == b"data:"]
-                if data and b"".join(data).strip():
-                    parsed: dict[str, Any] = json.loads(b"\n".join(data))
-                    return parsed
-            try:
-                self._buf += await self._chunks.__anext__()
-            except StopAsyncIteration:
-                return None
-
-    async def rest(self) -> list[dict[str, Any]]:
-        out = []
-        while (msg := await self.next()) is not None:
-            out.append(msg)
-        return out
+            yield SseReader(response)
 
 
 @asynccontextmanager
 async def asked(
     listening: Listening, tool: str = "login"
-) -> AsyncIterator[tuple[Client, Events, str]]:
+) -> AsyncIterator[tuple[Client, SseReader, str]]:
     """Call ``tool``, consent to its URL-mode elicitation; yield the page's URL."""
     async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
         c = Client(http, listening.url)
@@ -283,7 +257,7 @@ async def completion_notified(c: Client, messages: list[dict[str, Any]]) -> str:
         headers = {**c.headers(), "accept": "text/event-stream"}
         with trio.fail_after(TIMEOUT):
             async with c.http.stream("GET", c.url, headers=headers) as response:
-                message = await Events(response).next()
+                message = await SseReader(response).next()
         assert message is not None
         found = [message]
     assert found[0]["method"] == "notifications/elicitation/complete"
