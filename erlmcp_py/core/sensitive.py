@@ -28,6 +28,7 @@ them). Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -98,6 +99,9 @@ class SensitiveNames:
 
     def match(self, text: str) -> str | None:
         """The term ``text`` names, or ``None`` (see the class docstring)."""
+        return _match(self, text)
+
+    def _match_words(self, text: str) -> str | None:
         words = _words(text)
         if not words:
             return None
@@ -113,6 +117,13 @@ class SensitiveNames:
             if word in self.words:
                 return word
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _match(names: SensitiveNames, text: str) -> str | None:
+    # A form's field names are few and asked about on every question: each (list, name) is
+    # split into words and matched once.
+    return names._match_words(text)
 
 
 #: The default name list (the names the MCP specification's examples use, their common
