@@ -37,6 +37,8 @@ from typing import Any, Final
 
 import pydantic
 
+from erlmcp_py.core.typeschema import FormType
+
 __all__ = [
     "DEFAULT_SENSITIVE_NAMES",
     "SENSITIVE_MARKER",
@@ -45,6 +47,7 @@ __all__ = [
     "schema_sensitive_fields",
     "sensitive_name",
     "strip_sensitive_markers",
+    "form_type_sensitive_fields",
     "type_sensitive_fields",
 ]
 
@@ -344,3 +347,22 @@ def type_sensitive_fields(
         if reason is not None:
             out.append(SensitiveField(key, reason))
     return tuple(out)
+
+
+def form_type_sensitive_fields(
+    form: FormType[Any], names: SensitiveNames = DEFAULT_SENSITIVE_NAMES
+) -> tuple[SensitiveField, ...]:
+    """:func:`type_sensitive_fields` of a form written as a Python type (its type and its
+    schema), decided once per (form type, name list): both are immutable, and a tool asks
+    the same form on every call.
+
+    Args:
+        form: The form type (:func:`~erlmcp_py.core.typeschema.schema_for`).
+        names: The name list.
+    """
+    return _form_type_fields(form, names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _form_type_fields(form: FormType[Any], names: SensitiveNames) -> tuple[SensitiveField, ...]:
+    return type_sensitive_fields(form.type, form.schema, names)

@@ -64,9 +64,9 @@ from erlmcp_py.core.schema import (
 from erlmcp_py.core.sensitive import (
     DEFAULT_SENSITIVE_NAMES,
     SensitiveField,
+    form_type_sensitive_fields,
     schema_sensitive_fields,
     strip_sensitive_markers,
-    type_sensitive_fields,
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.validation import ValidationResult, compile_validator
@@ -452,7 +452,7 @@ class Context:
         if isinstance(form, type):  # the common case, first: a class is never a FormType
             form = schema_for(form)
         if isinstance(form, FormType):
-            found = type_sensitive_fields(form.type, form.schema, names)
+            found = form_type_sensitive_fields(form, names)
             if found:
                 return _on_page(form.schema, form, form, found)
             return _Prepared(form.requested_schema(version), form, form)

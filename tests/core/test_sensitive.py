@@ -14,6 +14,7 @@ from erlmcp_py.core.sensitive import (
     DEFAULT_SENSITIVE_NAMES,
     SENSITIVE_MARKER,
     SensitiveField,
+    form_type_sensitive_fields,
     schema_sensitive_fields,
     sensitive_name,
     strip_sensitive_markers,
@@ -197,3 +198,17 @@ def test_a_secret_field_cannot_have_a_default() -> None:
 
     with pytest.raises(TypeError, match="field 'api_key': a secret field cannot have a default"):
         schema_for(Bad)
+
+
+class _Vault(BaseModel):
+    vault_key: str
+    api_key: SecretStr
+
+
+def test_a_form_type_is_judged_per_name_list_and_once_for_each() -> None:
+    form = schema_for(_Vault)
+    first = form_type_sensitive_fields(form)
+    assert [f.name for f in first] == ["api_key"]
+    assert form_type_sensitive_fields(form) is first  # decided once for this list
+    wider = DEFAULT_SENSITIVE_NAMES.with_changes(add=["vault key"])
+    assert [f.name for f in form_type_sensitive_fields(form, wider)] == ["vault_key", "api_key"]
