@@ -129,7 +129,7 @@ def opened(browser: Any, url: str, locale: str) -> Any:
     return page
 
 
-# -- T1: the form mounts --------------------------------------------------------------------------
+# -- the form mounts ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -173,7 +173,7 @@ async def test_form_mounts_with_its_fields_labels_and_words(
     assert seen["lang"] == locale
 
 
-# -- T2: validation before submit -----------------------------------------------------------------
+# -- validation before submit ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -212,7 +212,7 @@ async def test_missing_required_field_disables_submit_and_marks_it_invalid(
     assert seen["valid"] is None
 
 
-# -- T3 and T6: accept; URL mode completes --------------------------------------------------------
+# -- accept; URL mode completes -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -268,7 +268,7 @@ async def test_a_2026_call_gets_what_the_page_submitted_on_its_retry(
     assert final_text(final) == "accept user=ada key=k-2026"
 
 
-# -- T4 and T5: reject, and Esc -------------------------------------------------------------------
+# -- reject, and Esc ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -298,7 +298,7 @@ async def test_escape_cancels(chromium: Chromium, locale: str) -> None:
         assert tool_text(await events.rest()) == "cancel by client"
 
 
-# -- T7: the deadline -----------------------------------------------------------------------------
+# -- the deadline ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("locale", LOCALES)
