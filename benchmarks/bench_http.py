@@ -73,6 +73,7 @@ from bench_vs_sdk import (
     RATE,
     SDK_TOOLS_SRC,
     BenchError,
+    layer_of,
     process_cpu_s,
     sdk_answer,
     sdk_client_op,
@@ -514,16 +515,6 @@ _LAYERS = (
 )
 
 
-def _layer(filename: str, func: str) -> str:
-    text = f"{filename}:{func}"
-    for needle, name in _LAYERS:
-        if needle in text:
-            return name
-    if filename.startswith("~") or filename == "":
-        return "builtins / C calls (other)"
-    return "stdlib / other"
-
-
 def _short(where: str) -> str:
     return where.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
 
@@ -543,7 +534,7 @@ def report_profile(
     lib: dict[str, int] = samples["lib"]
     for where, n in lib.items():
         filename, _, func = where.rpartition(":")
-        name = _layer(filename, func)
+        name = layer_of(filename, func, _LAYERS)
         by_layer[name] = by_layer.get(name, 0) + n
     if total > sum(lib.values()):  # a sample with no library frame at all
         by_layer["stdlib only"] = total - sum(lib.values())

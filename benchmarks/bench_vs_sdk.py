@@ -71,7 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -843,9 +843,11 @@ _LAYERS = (
 )
 
 
-def _layer(filename: str, func: str) -> str:
+def layer_of(filename: str, func: str, layers: Sequence[tuple[str, str]] = _LAYERS) -> str:
+    """The layer a profiled function belongs to: the first of ``layers`` (a path fragment and
+    its name) found in ``filename:func``."""
     text = f"{filename}:{func}"
-    for needle, name in _LAYERS:
+    for needle, name in layers:
         if needle in text:
             return name
     if filename.startswith("~") or filename == "":
@@ -864,7 +866,7 @@ async def profile(label: str, op: Callable[[], Awaitable[None]], n: int) -> None
     total = sum(v[2] for v in raw.values())
     by_layer: dict[str, float] = {}
     for (filename, _line, func), (_cc, _nc, tottime, _ct, _callers) in raw.items():
-        name = _layer(filename, func)
+        name = layer_of(filename, func)
         by_layer[name] = by_layer.get(name, 0.0) + tottime
     print(f"\nprofile: {label}, {n} sequential ops (cProfile; its overhead inflates small calls)")
     print("  own time by layer:")
