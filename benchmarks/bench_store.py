@@ -77,9 +77,11 @@ async def timed(runtime: Runtime, n: int, concurrency: int) -> float:
 
 
 def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A ``redis-server`` without persistence on a free loopback port, keeping its files in
+    ``directory``; the process and its port once it accepts connections."""
     executable = shutil.which("redis-server")
     if executable is None:
-        sys.exit("bench_store.py needs redis-server (Debian package redis-server)")
+        sys.exit("needs redis-server (Debian package redis-server)")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

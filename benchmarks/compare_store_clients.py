@@ -4,9 +4,9 @@ run: valkey-glide (the official Valkey client, trio through anyio) and coredis (
 What chose the store's client (``erlmcp_py.store``). One client at a time against a
 ``redis-server`` this script starts on a free loopback port: ``SET``, ``GET`` and ``EVALSHA``
 (a one-line ``INCR`` script, called through each client's script object) one after the other
-from one task, then ``SET`` from 16 tasks sharing the client. Needs both clients, which the
-project does not install (``pip install valkey-glide coredis``); not a ``bench_*`` script for
-that reason.
+from one task, then ``SET`` from 16 tasks sharing the client. Runs in the project's venv with
+coredis added, which the project does not install (``pip install -e '.[redis]' coredis``);
+not a ``bench_*`` script for that reason.
 
     python benchmarks/compare_store_clients.py [--n 3000] [--runs 3]
 """
@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
+from bench_store import start_redis
 
 LUA = "return redis.call('INCR', KEYS[1])"
 
@@ -75,30 +73,6 @@ async def coredis(port: int, n: int) -> dict[str, float]:
             "EVALSHA": await rate(n, lambda: script(keys=["n"])),
             "SET_16_tasks": await rate(n, lambda: client.set("k", "v"), tasks=16),
         }
-
-
-def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], int]:
-    executable = shutil.which("redis-server")
-    if executable is None:
-        sys.exit("needs redis-server (Debian package redis-server)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            *(executable, "--port", str(port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no", "--dir", directory),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return process, port
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError("redis-server did not start")
 
 
 if __name__ == "__main__":
