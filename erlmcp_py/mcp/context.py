@@ -326,13 +326,7 @@ class Context:
             PeerGone: the client went away.
             trio.TooSlowError: no answer in time.
         """
-        peer: Any = self._peer
-        if key is not None:
-            if not isinstance(key, str) or not key:
-                raise TypeError("key must be a non-empty str")
-            with_key = getattr(peer, "with_key", None)  # MrtrPeer (2026-07-28) only
-            if with_key is not None:
-                peer = with_key(key)
+        peer: Any = self._keyed_peer(key)
         request_id = f"{method.replace('/', '-')[:40]}-{secrets.token_hex(8)}"
         done = trio.Event()
         answer: list[PeerResponse] = []
@@ -543,15 +537,9 @@ class Context:
             RateLimited, TooManyElicitations: the runtime refused to ask now.
         """
         timeout = _checked_timeout(timeout)
-        peer = self._peer
-        if not peer.supports("form"):
+        if not self._peer.supports("form"):
             return Unsupported("form")
-        if key is not None:
-            if not isinstance(key, str) or not key:
-                raise TypeError("key must be a non-empty str")
-            with_key = getattr(peer, "with_key", None)  # MrtrPeer (2026-07-28) only
-            if with_key is not None:
-                peer = with_key(key)
+        peer = self._keyed_peer(key)
         try:
             prepared = self._prepare(form)
         except SchemaNotAllowed as exc:
@@ -621,6 +609,19 @@ class Context:
             return await self._wait(handle)
         finally:
             await pages.close(ticket)
+
+    def _keyed_peer(self, key: str | None) -> Peer:
+        """This call's peer; on 2026-07-28 with ``key`` as the key of the next input request.
+
+        Raises:
+            TypeError: ``key`` is given but not a non-empty ``str``.
+        """
+        if key is None:
+            return self._peer
+        if not isinstance(key, str) or not key:
+            raise TypeError("key must be a non-empty str")
+        with_key = getattr(self._peer, "with_key", None)  # MrtrPeer (2026-07-28) only
+        return self._peer if with_key is None else with_key(key)
 
     def _charge(self) -> dict[str, bool]:
         """The rate-limit keyword of one new question: on 2026-07-28 a replayed call asks
