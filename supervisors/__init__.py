@@ -6,8 +6,8 @@
 * :class:`Supervisor` / :class:`ChildSpec` — ``one_for_one``, ``one_for_all``,
   ``rest_for_one``; restart intensity per supervisor; ordered start, reverse-ordered stop;
   nested supervisors; dynamic children.
-* :class:`MonitorHub` / :func:`wait_task_exit` — watch any trio task's exit (one shared
-  watcher per watched task) and link it to a cancel scope.
+* :class:`MonitorHub` / :func:`wait_task_exit` — watch any trio task's exit (one trio
+  instrument per hub, no task per watched task) and link it to a cancel scope.
 """
 
 from supervisors._errors import (

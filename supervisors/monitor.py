@@ -1,25 +1,42 @@
 """Watch any trio task's exit — Erlang's ``monitor`` and ``link`` for trio.
 
-trio has no monitors by design (python-trio/trio#136). Since trio 0.27 the parking-lot
-breaker mechanism that breaks a ``trio.Lock`` when its holder dies works for any task:
-a waiter parked on a private lot registered with ``add_parking_lot_breaker(task, lot)``
-gets ``BrokenResourceError`` when ``task`` exits, for any reason.
+trio has no monitors by design (python-trio/trio#136), but its run loop reports every task's
+exit to its instruments: ``trio.abc.Instrument.task_exited(task)`` is called for each task,
+from the run loop, once the task's outcome is known — from the same place that breaks the
+parking lots registered with ``add_parking_lot_breaker`` (how a ``trio.Lock`` learns that its
+holder died).
 
-Theory of operation: a :class:`MonitorHub` keeps **one** watcher task per watched task,
-however many subscribers it has (an owner may have thousands of elicitations). Subscribing
-and unsubscribing are O(1) dictionary operations; when the last subscriber of a task leaves,
-its watcher is cancelled and the breaker deregistered — or, with ``keep_idle_watchers``,
-kept until the task exits, so a task that subscribes again and again (a tool asking its
-user one question after another) costs one watcher spawn, not one per subscription. When
-the watched task exits, the watcher calls every subscriber's callback synchronously
-(callbacks must not block: cancel a scope, ``send_nowait`` a message, set an event).
+Theory of operation: a :class:`MonitorHub` keeps a dictionary ``task -> subscribers`` and one
+instrument, added to the run when the hub opens and removed when it closes. No task runs per
+watched task: subscribing and unsubscribing are O(1) dictionary operations, and the
+instrument's ``task_exited`` hook pops the exiting task's subscribers and calls each one's
+callback synchronously, from the run loop (callbacks must not block and must not rely on
+the current task or its context variables: cancel a scope, ``send_nowait`` a message,
+``reschedule`` a parked task, set an event). The hook never raises — trio would remove an
+instrument that raised, and every later exit would go unreported — so a raising callback is
+logged and the other subscribers still run.
+
+A task that has already exited when it is subscribed to (its coroutine is closed, the test
+``add_parking_lot_breaker`` uses) gets its ``DOWN`` soon, never from inside
+:meth:`MonitorHub.monitor`, as Erlang delivers ``DOWN`` with ``noproc``. It is delivered by the
+hub's single task, parked on a parking lot until such a task is queued. That task also ties
+the hub's lifetime to the nursery that holds it: when the nursery is cancelled the task's
+``finally`` closes the hub (instrument removed, no ``DOWN`` after that), as structured code
+expects. ``TrioToken.run_sync_soon`` would deliver as soon, but takes a lock and writes the
+run's wakeup socket on every call, runs the callback in trio's own system task (where an
+escaping exception ends the run), and would leave nothing to close the hub when its owner goes.
+
+Each subscription is a :class:`MonitorRef`, the key of its own entry in its task's subscriber
+dictionary: ``cancel`` removes the entry (and the task's dictionary with its last entry), so a
+cancelled subscription never fires — even while the other subscribers of the same exit are
+being called.
 """
 
 from __future__ import annotations
 
-import itertools
+import inspect
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import structlog
 import trio
@@ -29,6 +46,7 @@ __all__ = ["MonitorHub", "MonitorRef", "open_monitor_hub", "wait_task_exit"]
 log = structlog.get_logger("supervisors.monitor")
 
 DownCallback = Callable[[trio.lowlevel.Task], None]
+_Subscribers = dict["MonitorRef", DownCallback]
 
 
 async def wait_task_exit(task: trio.lowlevel.Task) -> None:
@@ -52,108 +70,159 @@ async def wait_task_exit(task: trio.lowlevel.Task) -> None:
 
 
 class MonitorRef:
-    """A subscription to one task's exit; :meth:`cancel` is Erlang's ``demonitor``."""
+    """A subscription to one task's exit; :meth:`cancel` is Erlang's ``demonitor``.
 
-    __slots__ = ("_hub", "_key", "task")
+    Attributes:
+        task: the watched task.
+    """
 
-    def __init__(self, hub: MonitorHub, task: trio.lowlevel.Task, key: int) -> None:
+    __slots__ = ("_hub", "_subscribers", "task")
+
+    def __init__(
+        self, hub: MonitorHub, task: trio.lowlevel.Task, subscribers: _Subscribers
+    ) -> None:
         self._hub = hub
-        self._key = key
+        self._subscribers = subscribers
         self.task = task
 
     def cancel(self) -> None:
         """Stop watching; idempotent, never blocks."""
-        self._hub._unsubscribe(self.task, self._key)
+        subscribers = self._subscribers
+        if subscribers.pop(self, None) is not None and not subscribers:
+            self._hub._forget(self.task, subscribers)
 
 
-class _Watch:
-    __slots__ = ("fired", "scope", "subscribers")
+class _ExitHook(trio.abc.Instrument):
+    """The hub's instrument: trio calls ``task_exited`` for every task that exits."""
 
-    def __init__(self) -> None:
-        self.subscribers: dict[int, DownCallback] = {}
-        self.scope = trio.CancelScope()
-        self.fired = False
+    __slots__ = ("_hub",)
+
+    def __init__(self, hub: MonitorHub) -> None:
+        self._hub = hub
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        hub = self._hub
+        subscribers = hub._watches.pop(task, None)
+        if subscribers is not None:
+            hub._deliver(task, subscribers)
 
 
 class MonitorHub:
-    """Shared task watchers. Create with :func:`open_monitor_hub`."""
+    """Task-exit subscriptions, delivered by one trio instrument.
 
-    def __init__(self, nursery: trio.Nursery, *, keep_idle_watchers: bool = False) -> None:
-        self._nursery = nursery
-        self._keep_idle = keep_idle_watchers
-        self._watches: dict[trio.lowlevel.Task, _Watch] = {}
-        self._keys = itertools.count()
+    Create with :func:`open_monitor_hub`, or as ``MonitorHub(nursery)``: the hub opens at once
+    and closes when ``nursery`` is cancelled or :meth:`close` is called.
+    """
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._watches: dict[trio.lowlevel.Task, _Subscribers] = {}
+        self._exited: list[trio.lowlevel.Task] = []  # subscribed to after their exit
+        self._lot = trio.lowlevel.ParkingLot()  # the hub's task waits here for _exited
         self._closed = False
+        self._hook = _ExitHook(self)
+        nursery.start_soon(self._serve)
+        trio.lowlevel.add_instrument(self._hook)
 
     def monitor(self, task: trio.lowlevel.Task, on_down: DownCallback) -> MonitorRef:
         """Call ``on_down(task)`` once when ``task`` exits.
 
-        If ``task`` has already exited, ``on_down`` is called soon (from the hub's watcher,
-        never from inside this call), as Erlang delivers ``DOWN`` with ``noproc``.
+        ``on_down`` runs synchronously from trio's run loop: it must not block, nor rely on
+        the current task or its context variables. If ``task`` has already exited,
+        ``on_down`` is called soon (from the hub's task, never from inside this call), as
+        Erlang delivers ``DOWN`` with ``noproc``.
 
         Raises:
             RuntimeError: the hub is closed.
         """
         if self._closed:
             raise RuntimeError("monitor hub is closed")
-        key = next(self._keys)
-        watch = self._watches.get(task)
-        if watch is None:
-            watch = self._watches[task] = _Watch()
-            self._nursery.start_soon(self._watch, task, watch, name=f"monitor:{task.name}")
-        watch.subscribers[key] = on_down
-        return MonitorRef(self, task, key)
+        subscribers = self._watches.get(task)
+        if subscribers is None:
+            subscribers = self._watches[task] = {}
+            if inspect.getcoroutinestate(task.coro) == inspect.CORO_CLOSED:
+                self._exited.append(task)
+                self._lot.unpark_all()
+        ref = MonitorRef(self, task, subscribers)
+        subscribers[ref] = on_down
+        return ref
 
     def link(self, task: trio.lowlevel.Task, scope: trio.CancelScope) -> MonitorRef:
         """Cancel ``scope`` when ``task`` exits — a one-way link for structured code."""
         return self.monitor(task, lambda _task: scope.cancel())
 
     def watched_tasks(self) -> int:
-        """How many distinct tasks are being watched (one watcher task each), idle ones too."""
+        """How many distinct tasks have live subscriptions."""
         return len(self._watches)
 
     def is_watching(self, task: trio.lowlevel.Task) -> bool:
-        """Whether ``task`` has a watcher (with or without subscribers)."""
+        """Whether ``task`` has live subscriptions."""
         return task in self._watches
 
     def subscriber_count(self, task: trio.lowlevel.Task) -> int:
         """How many live subscriptions ``task`` has."""
-        watch = self._watches.get(task)
-        return 0 if watch is None else len(watch.subscribers)
+        subscribers = self._watches.get(task)
+        return 0 if subscribers is None else len(subscribers)
 
-    def _unsubscribe(self, task: trio.lowlevel.Task, key: int) -> None:
-        watch = self._watches.get(task)
-        if watch is None or watch.subscribers.pop(key, None) is None:
+    def close(self) -> None:
+        """Drop every subscription and remove the instrument: no callback fires after this.
+
+        Idempotent; :meth:`monitor` raises ``RuntimeError`` afterwards.
+        """
+        if self._closed:
             return
-        if not watch.subscribers and not watch.fired and not self._keep_idle:
-            del self._watches[task]
-            watch.scope.cancel()
+        self._closed = True
+        self._watches.clear()
+        self._exited.clear()
+        self._lot.unpark_all()
+        with suppress(KeyError):  # already removed
+            trio.lowlevel.remove_instrument(self._hook)
 
-    async def _watch(self, task: trio.lowlevel.Task, watch: _Watch) -> None:
-        with watch.scope:
-            await wait_task_exit(task)
-            watch.fired = True
-            self._watches.pop(task, None)
-            subscribers = list(watch.subscribers.values())
-            watch.subscribers.clear()
-            for on_down in subscribers:
-                try:
-                    on_down(task)
-                except Exception:
-                    # A broken callback must not take the other subscribers (or the hub) down.
-                    log.exception("monitor_callback_failed", task=task.name)
+    def _forget(self, task: trio.lowlevel.Task, subscribers: _Subscribers) -> None:
+        """``task``'s last subscription was cancelled: stop looking for its exit."""
+        if self._watches.get(task) is subscribers:
+            del self._watches[task]
+
+    def _deliver(self, task: trio.lowlevel.Task, subscribers: _Subscribers) -> None:
+        """Call the callback of each subscription still in ``subscribers``, each once."""
+        for ref in list(subscribers):
+            on_down = subscribers.pop(ref, None)
+            if on_down is None:
+                continue  # cancelled by an earlier callback of this exit
+            if self._closed:
+                return  # closed by an earlier callback of this exit
+            try:
+                on_down(task)
+            except BaseException:
+                # Logged, never raised: the other subscribers still run, and an exception
+                # escaping the instrument's hook would make trio remove the instrument.
+                log.exception("monitor_callback_failed", task=task.name)
+
+    async def _serve(self) -> None:
+        """Deliver the DOWN of tasks subscribed to after their exit; close the hub at the end."""
+        try:
+            while not self._closed:
+                if not self._exited:
+                    await self._lot.park()  # until monitor() queues one, or close()
+                    continue
+                exited, self._exited = self._exited, []
+                for task in exited:
+                    subscribers = self._watches.pop(task, None)
+                    if subscribers is not None:
+                        self._deliver(task, subscribers)
+        finally:
+            self.close()
 
 
 @asynccontextmanager
 async def open_monitor_hub() -> AsyncIterator[MonitorHub]:
-    """Open a :class:`MonitorHub` whose watchers live in a private nursery.
+    """Open a :class:`MonitorHub` for the duration of the block.
 
-    Leaving the block cancels every watcher (no callback fires after that).
+    Leaving the block closes the hub: no callback fires after that.
     """
     async with trio.open_nursery() as nursery:
         hub = MonitorHub(nursery)
         try:
             yield hub
         finally:
-            hub._closed = True
+            hub.close()
             nursery.cancel_scope.cancel()

@@ -20,11 +20,12 @@ itself and, at a deadline, goes straight on to the client's ``notifications/canc
 waiter's wake-up and the notice come from one turn of one task, in that order (on Streamable
 HTTP the notice must precede the tool's result, which closes the request's stream).
 
-The owner watch is one ``MonitorHub`` subscription per record, sharing one watcher task per
-owner task. The hub's callback only signals the child (a flag and a cancel of its scope);
-the child feeds ``OwnerDown``. After the end the child performs what is left (notices)
-without a deadline, forgets its request at the peer and releases the rate-limit slot with a
-cast to the limiter's mailbox (batched when the mailbox is full).
+The owner watch is one ``MonitorHub`` subscription per record; no task runs per watch (the
+hub's trio instrument sees the owner's exit). The hub's callback only signals the child (a
+flag and a cancel of its scope); the child feeds ``OwnerDown``. After the end the child
+performs what is left (notices) without a deadline, forgets its request at the peer and
+releases the rate-limit slot with a cast to the limiter's mailbox (batched when the mailbox
+is full).
 
 Every path to a terminal status goes through ``feed`` -> ``Resolve`` ->
 :meth:`ElicitationActor.on_resolved`, which records the outcome, drops the owner watch and
@@ -157,8 +158,7 @@ class ElicitationActor(Actor):
         self._evict_at = math.inf  # when the oldest retained record ages out
         self.ratelimiter = self._registry["ratelimiter"]
         self.validator = self._registry["validator"]
-        # A tool that asks several questions in a row keeps one watcher; it ends with the tool.
-        self.hub = MonitorHub(self.nursery, keep_idle_watchers=True)
+        self.hub = MonitorHub(self.nursery)  # closes when this incarnation's nursery ends
         self._releases: Counter[str] = Counter()
         self._releases_due = trio.Event()
         self.nursery.start_soon(self._flush_releases)

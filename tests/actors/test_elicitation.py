@@ -136,7 +136,7 @@ async def test_owner_death_ends_the_elicitation_as_abandoned_through_its_child(
     async with trio.open_nursery() as nursery:
         await nursery.start(owner)
         await peer.wait_request(2)
-        assert actor_of(rt).hub.watched_tasks() == 1  # one watcher for the owner's two
+        assert actor_of(rt).hub.watched_tasks() == 1  # one watched owner for its two
         nursery.cancel_scope.cancel()
     assert [await h.outcome() for h in handles] == [Failed("abandoned")] * 2
     assert fed_by == [f"{ElicitationActor.__module__}.ElicitationActor.child"] * 2

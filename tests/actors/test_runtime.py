@@ -344,7 +344,7 @@ async def test_owner_exit_abandons_and_tells_client(
     assert len(cancelled) == 5
 
 
-async def test_owner_argument_and_one_watcher_per_owner(
+async def test_owner_argument_and_one_watch_per_owner(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
     peer = MemoryPeer()
@@ -874,7 +874,7 @@ async def test_ask_watches_its_waiting_owner(
         nursery.start_soon(look)
         outcome = await rt.ask(form(), peer=peer, tenant=ALICE)
     assert outcome == Accepted({"name": "Ada", "age": 30})
-    assert watched_while_waiting == [1]  # one shared watcher for the asking task
+    assert watched_while_waiting == [1]  # the asking task is watched
 
 
 async def test_ask_owner_cancelled_while_waiting_abandons_and_tells_client(
@@ -895,7 +895,7 @@ async def test_ask_owner_cancelled_while_waiting_abandons_and_tells_client(
     assert peer.notifications == [
         ("notifications/cancelled", {"requestId": request.id, "reason": "elicitation abandoned"})
     ]
-    assert hub_of(rt).watched_tasks() == 0  # the watcher fired and went
+    assert hub_of(rt).watched_tasks() == 0  # the watch fired and went
 
 
 async def test_ask_owner_that_survives_its_cancellation_keeps_the_elicitation(
