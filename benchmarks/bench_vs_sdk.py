@@ -33,22 +33,23 @@ with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked.
   imperative ``ctx.elicit`` raises ``NoBackChannelError`` there); in-process its ``Client``
   uses the direct dispatcher (no JSON-RPC framing). Ours in-process: ``open_memory_client``
   at 2026-07-28 (it drives the ``InputRequiredResult`` retry loop), plus (extra) the SDK
-  client over the bridge. Over stdio, as for legacy, two ways: each side's own client (the
-  SDK's ``Client`` on its ``ask_resolve``; our ``open_stdio_client`` at 2026-07-28, which
-  drives the retry loop, on ``ask``: ``stdio_ratio_2026``), and the SDK client on both
-  (``ours_stdio_2026_sdkclient``: ``stdio_ratio_2026_sdk_client``); all three are one group,
-  so both ratios are paired per round. Ours is measured only if a probe call succeeds;
-  otherwise null and ``modern_note`` says why.
+  client over the bridge. Over stdio, as for legacy: each side's own client (the SDK's
+  ``Client`` on its ``ask_resolve``; our ``open_stdio_client`` at 2026-07-28, which drives the
+  retry loop, on ``ask``: ``stdio_ratio_2026``), the SDK client on both
+  (``ours_stdio_2026_sdkclient``: ``stdio_ratio_2026_sdk_client``) and, extra, our client on
+  both (``sdk_stdio_2026_ourclient``, our client driving the SDK's resolver:
+  ``stdio_ratio_2026_our_client``); they are one group, so every ratio is paired per round.
+  Ours is measured only if a probe call succeeds; otherwise null and ``modern_note`` says why.
 
 Sequential (one call at a time) and 100-concurrent (100 tasks, each calling in a loop).
 Keys: ``inproc_ratio`` / ``stdio_ratio`` = ours / SDK ops/s, sequential, legacy;
 ``*_c100`` the same 100-concurrent; ``*_2026`` on 2026-07-28; ``inproc_ratio_sdk_client``,
-``stdio_ratio_sdk_client``, ``stdio_ratio_2026_sdk_client`` and ``stdio_ratio_our_client`` with
-the same client on both sides; ``inproc_cpu_ratio``, ``stdio_cpu_ratio`` (client + server),
-``stdio_server_cpu_ratio`` and ``*_2026`` of each = SDK / ours CPU per op (far less sensitive to
-machine load); ``stdio_client_cpu_ratio_2026`` = the SDK client's CPU per op over ours, both
-driving our server on 2026-07-28; ``stdio_infolog_cost`` = ours at
-``info`` / ours at ``warning`` (ops/s); and every raw figure
+``stdio_ratio_sdk_client``, ``stdio_ratio_2026_sdk_client``, ``stdio_ratio_our_client`` and
+``stdio_ratio_2026_our_client`` with the same client on both sides; ``inproc_cpu_ratio``,
+``stdio_cpu_ratio`` (client + server), ``stdio_server_cpu_ratio`` and the ``*_2026`` of each =
+SDK / ours CPU per op (far less sensitive to machine load); ``stdio_client_cpu_ratio_2026`` =
+the SDK client's CPU per op over ours, both driving our server on 2026-07-28;
+``stdio_infolog_cost`` = ours at ``info`` / ours at ``warning`` (ops/s); and every raw figure
 ``<side>_<transport>_<era>[_variant]_`` ``seq_ops_s`` / ``seq_p50_ms`` / ``c100_ops_s`` /
 ``*cpu_ms_per_op`` / ``seq_block`` (null: not measured). Targets of a group are interleaved
 round by round, each in slices of the same wall time (``slice_s``; see :func:`measure`), so drift
@@ -128,6 +129,7 @@ ALL_TARGETS = (
     "sdk_stdio_2026",
     "ours_stdio_2026",
     "ours_stdio_2026_sdkclient",
+    "sdk_stdio_2026_ourclient",
 )
 # The benchmark asks thousands of times per minute: lift the per-client rate and pending caps.
 RATE = 10**9
@@ -321,11 +323,11 @@ def our_answer(request: ServerRequest) -> dict[str, Any]:
     return {"action": "accept", "content": dict(ANSWER)}
 
 
-def our_client_op(client: Any) -> Callable[[], Awaitable[None]]:
+def our_client_op(client: Any, tool: str = "ask") -> Callable[[], Awaitable[None]]:
     """One checked call through our own client (``MemoryClient`` or ``StdioClient``)."""
 
     async def op() -> None:
-        result = await client.call_tool("ask")
+        result = await client.call_tool(tool)
         if result.get("isError") or result["content"][0].get("text") != "Ada":
             raise BenchError(f"our client got {result!r}")
 
@@ -756,6 +758,7 @@ async def stdio_group(
             ours("ours_stdio_legacy_infolog", "info")
         )
         factories["sdk_stdio_legacy_ourclient"] = our_client(sdk("sdk_stdio_legacy_ourclient"))
+        factories["sdk_stdio_2026_ourclient"] = our_client(sdk("sdk_stdio_2026_ourclient"), MODERN)
 
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -824,6 +827,11 @@ async def stdio_group(
                     "ours_stdio_2026_sdkclient",
                     "ours `erlmcp-py serve` <- SDK stdio client (same client)",
                     lambda client: sdk_client_op(client, "ask"),
+                ),
+                (
+                    "sdk_stdio_2026_ourclient",
+                    "SDK  server <- our stdio client, Resolve (same client) [extra]",
+                    lambda client: our_client_op(client, "ask_resolve"),
                 ),
             )
             for key, label, make_op in ours_modern:
@@ -1009,6 +1017,9 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         "stdio_ratio_2026_sdk_client": paired_ratio(
             io[1], "ours_stdio_2026_sdkclient", "sdk_stdio_2026"
         ),
+        "stdio_ratio_2026_our_client": paired_ratio(
+            io[1], "ours_stdio_2026", "sdk_stdio_2026_ourclient"
+        ),
     }
     # CPU per op is far less sensitive to machine load than wall-clock ops/s (SDK / ours).
     results["inproc_cpu_ratio"] = ratio(
@@ -1101,7 +1112,8 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
     print(
         f"{MODERN} ratios (sequential): in-process {results['inproc_ratio_2026']}, "
         f"stdio (each side's own client) {results['stdio_ratio_2026']}, "
-        f"stdio (the SDK client on both) {results['stdio_ratio_2026_sdk_client']}"
+        f"stdio (the SDK client on both) {results['stdio_ratio_2026_sdk_client']}, "
+        f"stdio (our client on both) {results['stdio_ratio_2026_our_client']}"
     )
     print(
         f"{MODERN} stdio CPU per op, SDK / ours: client + server "

@@ -1,7 +1,8 @@
 """The scripted stdio client on 2026-07-28, against the real ``erlmcp-py serve`` subprocess.
 
 The server is ``tests/mcp/asking_server.py`` (served with ``--server``): ``greet`` asks once,
-``signup`` twice, ``pester`` without end. Subprocess tests are bounded by ``fail_after``.
+``signup`` twice, ``pester`` without end; and the official SDK's stateless server (``mcp``
+2.3.0, a ``Resolve`` tool). Subprocess tests are bounded by ``fail_after``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +152,44 @@ async def test_the_stateless_era_has_no_initialize_and_meta_on_plain_requests() 
         assert {t["name"] for t in tools} == {"greet", "signup", "pester"}
         discovered = await client.request("server/discover")
         assert MODERN in discovered["supportedVersions"]
+
+
+SDK_SERVER = """
+from typing import Annotated
+
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
+from pydantic import BaseModel
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def who() -> Elicit[Person]:
+    return Elicit("Who are you?", Person)
+
+
+server = MCPServer("sdk")
+
+
+@server.tool()
+async def greet(person: Annotated[Person, Resolve(who)]) -> str:
+    return f"hello {person.name} ({person.age})"
+
+
+server.run()
+"""
+
+
+async def test_the_input_rounds_of_the_official_sdks_stateless_server(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    script = tmp_path / "sdk_server.py"
+    script.write_text(SDK_SERVER)
+    with trio.fail_after(LIMIT):
+        async with open_stdio_client(
+            [sys.executable, str(script)], handler=answers(ADA), protocol_version=MODERN
+        ) as client:
+            assert text(await client.call_tool("greet")) == "hello Ada (36)"
+            (asked,) = client.server_requests
+            assert asked.params["message"] == "Who are you?"
