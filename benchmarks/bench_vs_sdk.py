@@ -33,17 +33,23 @@ with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked.
   imperative ``ctx.elicit`` raises ``NoBackChannelError`` there); in-process its ``Client``
   uses the direct dispatcher (no JSON-RPC framing). Ours in-process: ``open_memory_client``
   at 2026-07-28 (it drives the ``InputRequiredResult`` retry loop), plus (extra) the SDK
-  client over the bridge; over stdio: our ``erlmcp-py serve`` driven by the SDK client (our
-  stdio client has no MRTR loop). Measured only if a probe call succeeds; otherwise null and
-  ``modern_note`` says why.
+  client over the bridge. Over stdio, as for legacy: each side's own client (the SDK's
+  ``Client`` on its ``ask_resolve``; our ``open_stdio_client`` at 2026-07-28, which drives the
+  retry loop, on ``ask``: ``stdio_ratio_2026``), the SDK client on both
+  (``ours_stdio_2026_sdkclient``: ``stdio_ratio_2026_sdk_client``) and, extra, our client on
+  both (``sdk_stdio_2026_ourclient``, our client driving the SDK's resolver:
+  ``stdio_ratio_2026_our_client``); they are one group, so every ratio is paired per round.
+  Ours is measured only if a probe call succeeds; otherwise null and ``modern_note`` says why.
 
 Sequential (one call at a time) and 100-concurrent (100 tasks, each calling in a loop).
 Keys: ``inproc_ratio`` / ``stdio_ratio`` = ours / SDK ops/s, sequential, legacy;
 ``*_c100`` the same 100-concurrent; ``*_2026`` on 2026-07-28; ``inproc_ratio_sdk_client``,
-``stdio_ratio_sdk_client`` and ``stdio_ratio_our_client`` with the same client on both sides;
-``inproc_cpu_ratio``, ``stdio_cpu_ratio`` (client + server) and ``stdio_server_cpu_ratio`` =
-SDK / ours CPU per op (far less sensitive to machine load); ``stdio_infolog_cost`` = ours at
-``info`` / ours at ``warning`` (ops/s); and every raw figure
+``stdio_ratio_sdk_client``, ``stdio_ratio_2026_sdk_client``, ``stdio_ratio_our_client`` and
+``stdio_ratio_2026_our_client`` with the same client on both sides; ``inproc_cpu_ratio``,
+``stdio_cpu_ratio`` (client + server), ``stdio_server_cpu_ratio`` and the ``*_2026`` of each =
+SDK / ours CPU per op (far less sensitive to machine load); ``stdio_client_cpu_ratio_2026`` =
+the SDK client's CPU per op over ours, both driving our server on 2026-07-28;
+``stdio_infolog_cost`` = ours at ``info`` / ours at ``warning`` (ops/s); and every raw figure
 ``<side>_<transport>_<era>[_variant]_`` ``seq_ops_s`` / ``seq_p50_ms`` / ``c100_ops_s`` /
 ``*cpu_ms_per_op`` / ``seq_block`` (null: not measured). Targets of a group are interleaved
 round by round, each in slices of the same wall time (``slice_s``; see :func:`measure`), so drift
@@ -122,6 +128,8 @@ ALL_TARGETS = (
     "sdk_stdio_legacy_ourclient",
     "sdk_stdio_2026",
     "ours_stdio_2026",
+    "ours_stdio_2026_sdkclient",
+    "sdk_stdio_2026_ourclient",
 )
 # The benchmark asks thousands of times per minute: lift the per-client rate and pending caps.
 RATE = 10**9
@@ -315,11 +323,11 @@ def our_answer(request: ServerRequest) -> dict[str, Any]:
     return {"action": "accept", "content": dict(ANSWER)}
 
 
-def our_client_op(client: Any) -> Callable[[], Awaitable[None]]:
+def our_client_op(client: Any, tool: str = "ask") -> Callable[[], Awaitable[None]]:
     """One checked call through our own client (``MemoryClient`` or ``StdioClient``)."""
 
     async def op() -> None:
-        result = await client.call_tool("ask")
+        result = await client.call_tool(tool)
         if result.get("isError") or result["content"][0].get("text") != "Ada":
             raise BenchError(f"our client got {result!r}")
 
@@ -664,9 +672,10 @@ def _sdk_stdio_transport(
 
 @asynccontextmanager
 async def our_stdio_client(
-    command: list[str], cwd: Path, env: dict[str, str] | None = None
+    command: list[str], cwd: Path, env: dict[str, str] | None = None, version: str = LEGACY
 ) -> AsyncIterator[Any]:
-    """Our stdio client (``erlmcp_py.mcp.client``), initialized for form mode."""
+    """Our stdio client (``erlmcp_py.mcp.client``) declaring form mode: initialized on the
+    legacy era, stateless (every call drives its own input rounds) on 2026-07-28."""
     async with open_stdio_client(
         command,
         handler=our_answer,
@@ -674,8 +683,11 @@ async def our_stdio_client(
         cwd=cwd,
         env=env,
         keep_history=False,
+        protocol_version=version,
+        capabilities={"elicitation": {"form": {}}},
     ) as client:
-        await client.initialize({"elicitation": {"form": {}}}, version=LEGACY)
+        if version == LEGACY:
+            await client.initialize()
         yield client
 
 
@@ -704,8 +716,8 @@ async def stdio_group(
     cfg: dict[str, Any], tmp: Path, notes: dict[str, str | None], errlog: TextIO, extras: bool
 ) -> tuple[list[Target], list[Target], list[Target]]:
     """Subprocess targets: legacy (each side's own client), legacy with the same client on
-    both sides, 2026-07-28 (SDK client). Servers are started at once (parallel imports), then
-    measured group by group."""
+    both sides, 2026-07-28 (each side's own client and the SDK client on ours). Servers are
+    started at once (parallel imports), then measured group by group."""
     sdk_script = tmp / "sdk_server.py"
     sdk_script.write_text(SDK_SCRIPT)
     (tmp / "bench_server.py").write_text(OUR_MODULE)
@@ -727,8 +739,8 @@ async def stdio_group(
 
         return factory
 
-    def our_client(spec: tuple[list[str], dict[str, str]]) -> Any:
-        return partial(our_stdio_client, spec[0], tmp, spec[1])
+    def our_client(spec: tuple[list[str], dict[str, str]], version: str = LEGACY) -> Any:
+        return partial(our_stdio_client, spec[0], tmp, spec[1], version)
 
     factories: dict[str, Callable[[], Any]] = {
         "sdk_stdio_legacy": sdk_client(sdk("sdk_stdio_legacy")),
@@ -737,12 +749,16 @@ async def stdio_group(
         "sdk_stdio_2026": sdk_client(sdk("sdk_stdio_2026"), mode=MODERN),
     }
     if notes.get("modern") is None:
-        factories["ours_stdio_2026"] = sdk_client(ours("ours_stdio_2026"), mode=MODERN)
+        factories["ours_stdio_2026"] = our_client(ours("ours_stdio_2026"), MODERN)
+        factories["ours_stdio_2026_sdkclient"] = sdk_client(
+            ours("ours_stdio_2026_sdkclient"), mode=MODERN
+        )
     if extras:
         factories["ours_stdio_legacy_infolog"] = our_client(
             ours("ours_stdio_legacy_infolog", "info")
         )
         factories["sdk_stdio_legacy_ourclient"] = our_client(sdk("sdk_stdio_legacy_ourclient"))
+        factories["sdk_stdio_2026_ourclient"] = our_client(sdk("sdk_stdio_2026_ourclient"), MODERN)
 
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -801,20 +817,32 @@ async def stdio_group(
                     pidfile("sdk_stdio_2026"),
                 )
             ]
-            if "ours_stdio_2026" in c:
-                op = sdk_client_op(c["ours_stdio_2026"], "ask")
+            ours_modern = (
+                (
+                    "ours_stdio_2026",
+                    "ours `erlmcp-py serve` <- our stdio client, ctx.elicit",
+                    our_client_op,
+                ),
+                (
+                    "ours_stdio_2026_sdkclient",
+                    "ours `erlmcp-py serve` <- SDK stdio client (same client)",
+                    lambda client: sdk_client_op(client, "ask"),
+                ),
+                (
+                    "sdk_stdio_2026_ourclient",
+                    "SDK  server <- our stdio client, Resolve (same client) [extra]",
+                    lambda client: our_client_op(client, "ask_resolve"),
+                ),
+            )
+            for key, label, make_op in ours_modern:
+                if key not in c:
+                    continue
+                op = make_op(c[key])
                 why = await probe(op)
                 if why is None:
-                    modern.append(
-                        Target(
-                            "ours_stdio_2026",
-                            "ours `erlmcp-py serve` <- SDK stdio client, ctx.elicit",
-                            op,
-                            pidfile("ours_stdio_2026"),
-                        )
-                    )
+                    modern.append(Target(key, label, op, pidfile(key)))
                 else:
-                    notes["modern_stdio"] = f"our stdio 2026-07-28 probe failed: {why}"
+                    notes["modern_stdio"] = f"{key}: our stdio 2026-07-28 probe failed: {why}"
             await measure(modern, **cfg)
         finally:
             stop.set()
@@ -986,6 +1014,12 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         f"stdio_ratio_2026_{c}": paired_ratio(
             io[1], "ours_stdio_2026", "sdk_stdio_2026", conc=True
         ),
+        "stdio_ratio_2026_sdk_client": paired_ratio(
+            io[1], "ours_stdio_2026_sdkclient", "sdk_stdio_2026"
+        ),
+        "stdio_ratio_2026_our_client": paired_ratio(
+            io[1], "ours_stdio_2026", "sdk_stdio_2026_ourclient"
+        ),
     }
     # CPU per op is far less sensitive to machine load than wall-clock ops/s (SDK / ours).
     results["inproc_cpu_ratio"] = ratio(
@@ -998,6 +1032,20 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         out,
         ("sdk_stdio_legacy_server_cpu_ms_per_op", "sdk_stdio_legacy_client_cpu_ms_per_op"),
         ("ours_stdio_legacy_server_cpu_ms_per_op", "ours_stdio_legacy_client_cpu_ms_per_op"),
+    )
+    results["stdio_server_cpu_ratio_2026"] = ratio(
+        out, "sdk_stdio_2026_server_cpu_ms_per_op", "ours_stdio_2026_server_cpu_ms_per_op"
+    )
+    results["stdio_cpu_ratio_2026"] = ratio_sum(
+        out,
+        ("sdk_stdio_2026_server_cpu_ms_per_op", "sdk_stdio_2026_client_cpu_ms_per_op"),
+        ("ours_stdio_2026_server_cpu_ms_per_op", "ours_stdio_2026_client_cpu_ms_per_op"),
+    )
+    # Both clients driving our server: the clients' own CPU per op, SDK / ours.
+    results["stdio_client_cpu_ratio_2026"] = ratio(
+        out,
+        "ours_stdio_2026_sdkclient_client_cpu_ms_per_op",
+        "ours_stdio_2026_client_cpu_ms_per_op",
     )
     sdk_server = out.get("sdk_stdio_legacy_server_cpu_ms_per_op")
     sdk_client = out.get("sdk_stdio_legacy_client_cpu_ms_per_op")
@@ -1063,7 +1111,17 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
     )
     print(
         f"{MODERN} ratios (sequential): in-process {results['inproc_ratio_2026']}, "
-        f"stdio {results['stdio_ratio_2026']}"
+        f"stdio (each side's own client) {results['stdio_ratio_2026']}, "
+        f"stdio (the SDK client on both) {results['stdio_ratio_2026_sdk_client']}, "
+        f"stdio (our client on both) {results['stdio_ratio_2026_our_client']}"
+    )
+    print(
+        f"{MODERN} stdio CPU per op, SDK / ours: client + server "
+        f"{results['stdio_cpu_ratio_2026']}, server alone "
+        f"{results['stdio_server_cpu_ratio_2026']}; client alone on our server (SDK client "
+        f"{out.get('ours_stdio_2026_sdkclient_client_cpu_ms_per_op')} ms, ours "
+        f"{out.get('ours_stdio_2026_client_cpu_ms_per_op')} ms) "
+        f"{results['stdio_client_cpu_ratio_2026']}"
     )
     if modern_note:
         print(f"{MODERN}: ours = null ({modern_note})")

@@ -18,8 +18,9 @@ to); :meth:`McpClient.open` asks ``server/discover``.
 A ``tools/call`` may answer an ``InputRequiredResult``: each of its ``inputRequests`` is
 answered by the same ``on_request`` that answers the session era's requests, and the call is
 retried with the ``inputResponses`` and the exact ``requestState``, until the result is
-``complete`` (or an error). A state-only result (the server held the retry and has nothing to
-ask) is retried with its state alone.
+``complete`` (or an error), by :func:`~erlmcp_py.mcp.mrtr_client.call_until_complete`. A
+request ``on_request`` refuses is left out (the server asks again); a state-only result (the
+server held the retry and has nothing to ask) is retried with its state alone.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, Final
 
 from erlmcp_py.connect._wire import OnRequest, RpcError, Wire
 from erlmcp_py.core.i18n import LOCALE_META_KEY
+from erlmcp_py.mcp.mrtr_client import call_until_complete
 
 __all__ = ["CAPABILITIES", "CLIENT_INFO", "MODERN", "PROTOCOLS", "SESSION", "McpClient"]
 
@@ -140,30 +142,20 @@ class McpClient:
             ConnectionLost: the server went away.
         """
         base = {"name": name, "arguments": dict(arguments)}
-        params = self._params(base)
-        while True:
-            result = await self.wire.request("tools/call", params)
-            if not self.modern or result.get("resultType") != "input_required":
-                return result
-            state = result.get("requestState")
-            requests = result.get("inputRequests")
-            responses: dict[str, Any] = {}
-            if isinstance(requests, Mapping):
-                for key, request in requests.items():
-                    if not isinstance(request, Mapping):
-                        continue
-                    request_params = request.get("params")
-                    try:
-                        responses[key] = dict(
-                            await self.answer(
-                                str(request.get("method", "")),
-                                request_params if isinstance(request_params, Mapping) else {},
-                            )
-                        )
-                    except RpcError:
-                        continue  # a request this client does not answer: the server asks again
-            params = self._params(base)
-            if isinstance(state, str):
-                params["requestState"] = state
-            if responses:
-                params["inputResponses"] = responses
+        if not self.modern:
+            return await self.wire.request("tools/call", self._params(base))
+
+        async def send(params: dict[str, Any]) -> dict[str, Any]:
+            return await self.wire.request("tools/call", self._params(params))
+
+        return await call_until_complete(send, self._answer_input, base)
+
+    async def _answer_input(
+        self, key: str, method: str, params: Mapping[str, Any]
+    ) -> Mapping[str, Any] | None:
+        """The user's answer to one input request; ``None`` for a request this client does
+        not answer (an :class:`RpcError` from :attr:`answer`): the server asks again."""
+        try:
+            return await self.answer(method, params)
+        except RpcError:
+            return None

@@ -4,6 +4,13 @@ Not a general-purpose client: it speaks raw JSON-RPC, answers server requests th
 handler, records notifications, and lets a script send anything (including garbage). A
 coroutine-function handler runs in a task of its own per request; a plain function is answered
 by the reader task (no task of its own).
+
+Both protocol eras: with ``protocol_version`` 2025-06-18 / 2025-11-25 call
+:meth:`StdioClient.initialize` first (a session); with 2026-07-28 :meth:`StdioClient.request`
+adds the per-request ``_meta`` (version, capabilities, client info) and
+:meth:`StdioClient.call_tool` drives the input rounds (:mod:`erlmcp_py.mcp.mrtr_client`): each
+input request of an ``InputRequiredResult`` is answered by the same handler, in the caller's
+task, and the call retried until its result is complete.
 """
 
 from __future__ import annotations
@@ -21,14 +28,25 @@ import pydantic_core
 import trio
 
 from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp.meta import MODERN_VERSIONS
+from erlmcp_py.mcp.mrtr_client import call_until_complete, with_request_meta
 
 __all__ = [
+    "DEFAULT_CAPABILITIES",
+    "MAX_ROUNDS",
     "ClientRequestError",
     "ServerRequest",
     "StdioClient",
+    "answer_input",
     "open_stdio_client",
     "say_goodbye",
 ]
+
+#: What a scripted client declares unless told otherwise: form elicitation.
+DEFAULT_CAPABILITIES: Mapping[str, Any] = {"elicitation": {"form": {}}}
+#: Most rounds a scripted client's 2026-07-28 ``call_tool`` sends before it gives up.
+MAX_ROUNDS = 16
+CLIENT_INFO: Mapping[str, Any] = {"name": "erlmcp-py-scripted-client", "version": "0.1.0"}
 
 
 class ClientRequestError(Exception):
@@ -55,6 +73,26 @@ Handler = Callable[[ServerRequest], Awaitable[Mapping[str, Any] | None] | Mappin
 function is called by the reader task; a coroutine function runs in a task of its own."""
 
 
+async def answer_input(handler: Handler | None, request: ServerRequest) -> dict[str, Any]:
+    """A scripted client's answer to one 2026-07-28 input request: what ``handler`` returns.
+
+    ``request.id`` is the input request's key. The handler runs in the caller's task.
+
+    Raises:
+        RuntimeError: the handler raised :class:`ClientRequestError` (refused the request),
+            returned ``None``, or there is no handler: the request is left unanswered.
+    """
+    try:
+        answer = handler(request) if handler is not None else None
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except ClientRequestError as exc:
+        raise RuntimeError(f"input request {request.id!r} refused: {exc}") from exc
+    if answer is None:
+        raise RuntimeError(f"input request {request.id!r} was left unanswered")
+    return dict(answer)
+
+
 class _Slot:
     """Where the response to one request lands."""
 
@@ -71,10 +109,18 @@ class _Slot:
 
 @dataclass
 class StdioClient:
-    """The client side of one stdio connection. Create with :func:`open_stdio_client`."""
+    """The client side of one stdio connection. Create with :func:`open_stdio_client`.
+
+    Attributes:
+        protocol_version: The version spoken: a session era's (after :meth:`initialize`: the
+            negotiated one) or 2026-07-28 (stateless: every :meth:`request` carries ``_meta``).
+        capabilities: The client capabilities declared (``initialize`` or every ``_meta``).
+    """
 
     process: trio.Process
     handler: Handler | None = None
+    protocol_version: str = "2025-11-25"
+    capabilities: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_CAPABILITIES))
     notifications: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     server_requests: list[ServerRequest] = field(default_factory=list)
     frames: list[Any] = field(default_factory=list)
@@ -99,14 +145,33 @@ class StdioClient:
         """A fresh request id."""
         return int(next(self._ids))
 
+    @property
+    def modern(self) -> bool:
+        """True when this client speaks the stateless era (2026-07-28): no ``initialize``."""
+        return self.protocol_version in MODERN_VERSIONS
+
+    def with_meta(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``params`` with the 2026-07-28 per-request ``_meta`` of this client added
+        (:func:`~erlmcp_py.mcp.mrtr_client.with_request_meta`)."""
+        return with_request_meta(
+            params,
+            protocol_version=self.protocol_version,
+            capabilities=self.capabilities,
+            client_info=CLIENT_INFO,
+        )
+
     async def request(
         self, method: str, params: Mapping[str, Any] | None = None, *, id: Any = None
     ) -> dict[str, Any]:
         """Send a request and wait for its response.
 
+        On 2026-07-28 the request's ``_meta`` is filled in (see :meth:`with_meta`).
+
         Raises:
             ClientRequestError: the server answered with an error.
         """
+        if self.modern:
+            params = self.with_meta(params)
         raw = await self.request_raw(method, params, id=id)
         if "error" in raw:
             err = raw["error"]
@@ -153,29 +218,76 @@ class StdioClient:
     async def initialize(
         self,
         capabilities: Mapping[str, Any] | None = None,
-        version: str = "2025-11-25",
+        version: str | None = None,
     ) -> dict[str, Any]:
-        """``initialize`` then ``notifications/initialized``; returns the initialize result."""
+        """``initialize`` then ``notifications/initialized`` (session era only).
+
+        Args:
+            capabilities: Declared instead of :attr:`capabilities`.
+            version: Asked for instead of :attr:`protocol_version`.
+
+        Returns:
+            The initialize result; :attr:`protocol_version` becomes the negotiated version.
+        """
+        if self.modern:
+            raise RuntimeError(f"{self.protocol_version} has no initialize (stateless)")
         result = await self.request(
             "initialize",
             {
-                "protocolVersion": version,
+                "protocolVersion": version or self.protocol_version,
                 "capabilities": dict(
-                    capabilities if capabilities is not None else {"elicitation": {}}
+                    capabilities if capabilities is not None else self.capabilities
                 ),
-                "clientInfo": {"name": "erlmcp-py-scripted-client", "version": "0.1.0"},
+                "clientInfo": dict(CLIENT_INFO),
             },
         )
+        self.protocol_version = str(result.get("protocolVersion", self.protocol_version))
         await self.notify("notifications/initialized")
         return result
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: Any = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        id: Any = None,
+        max_rounds: int = MAX_ROUNDS,
     ) -> dict[str, Any]:
-        """``tools/call``; returns the result (raises on a JSON-RPC error)."""
-        return await self.request(
-            "tools/call", {"name": name, "arguments": dict(arguments or {})}, id=id
-        )
+        """``tools/call``; returns the ``CallToolResult`` (a tool error is ``isError: true``).
+
+        On 2026-07-28 each input request of an ``InputRequiredResult`` is answered by the
+        handler (:func:`answer_input`) and the call retried (at most ``max_rounds`` rounds).
+
+        Args:
+            name: The tool.
+            arguments: Its arguments.
+            id: The request id of the (first) ``tools/call``; default: a fresh one.
+            max_rounds: 2026-07-28: most times the call is sent.
+
+        Raises:
+            ClientRequestError: a JSON-RPC error (unknown tool, a refused ``requestState``…).
+            RuntimeError: 2026-07-28 only: more than ``max_rounds`` rounds
+                (:class:`~erlmcp_py.mcp.mrtr_client.InputRoundsExhausted`), or an input
+                request the handler refused or left unanswered.
+        """
+        params = {"name": name, "arguments": dict(arguments or {})}
+        if not self.modern:
+            return await self.request("tools/call", params, id=id)
+
+        async def send(retry: dict[str, Any]) -> dict[str, Any]:
+            nonlocal id  # the first round's; the retries take fresh ones
+            rid, id = id, None
+            return await self.request("tools/call", retry, id=rid)
+
+        return await call_until_complete(send, self._answer_input, params, max_rounds=max_rounds)
+
+    async def _answer_input(
+        self, key: str, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        request = ServerRequest(key, method, params)
+        if self.keep_history:
+            self.server_requests.append(request)
+        return await answer_input(self.handler, request)
 
     async def answer(self, id: Any, result: Mapping[str, Any]) -> None:
         """Answer a server request by hand."""
@@ -266,6 +378,8 @@ async def open_stdio_client(
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     keep_history: bool = True,
+    protocol_version: str = "2025-11-25",
+    capabilities: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[StdioClient]:
     """Start ``command`` and talk MCP to it over its stdin/stdout.
 
@@ -281,6 +395,9 @@ async def open_stdio_client(
         env: The server's environment (default: this process's).
         keep_history: Record every frame and server request (``frames``,
             ``server_requests``); ``False`` for long runs.
+        protocol_version: ``2025-06-18`` / ``2025-11-25`` (session: call
+            :meth:`StdioClient.initialize`) or ``2026-07-28`` (stateless, input rounds).
+        capabilities: Client capabilities; default :data:`DEFAULT_CAPABILITIES`.
     """
     process = await trio.lowlevel.open_process(
         list(command),
@@ -290,7 +407,13 @@ async def open_stdio_client(
         cwd=cwd,
         env=dict(env) if env is not None else None,
     )
-    client = StdioClient(process, handler, keep_history=keep_history)
+    client = StdioClient(
+        process,
+        handler,
+        protocol_version,
+        dict(capabilities if capabilities is not None else DEFAULT_CAPABILITIES),
+        keep_history=keep_history,
+    )
     try:
         async with trio.open_nursery() as nursery:
             client._nursery = nursery

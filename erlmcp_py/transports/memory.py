@@ -27,8 +27,9 @@ returns the result object, ``None`` to leave the request unanswered, or raises
 Both protocol eras: with ``protocol_version`` 2025-06-18 / 2025-11-25 call
 :meth:`MemoryClient.initialize` first (a session); with 2026-07-28 every request carries the
 per-request ``_meta`` (version, capabilities, client info) and :meth:`MemoryClient.call_tool`
-drives MRTR itself: an ``InputRequiredResult`` is answered through the same handler and the
-call retried with ``inputResponses`` and the ``requestState``, until the result is complete.
+drives MRTR (:mod:`erlmcp_py.mcp.mrtr_client`): an ``InputRequiredResult`` is answered
+through the same handler and the call retried with ``inputResponses`` and the
+``requestState``, until the result is complete.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ import structlog
 import trio
 
 from erlmcp_py.mcp import jsonrpc
-from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
+from erlmcp_py.mcp.client import MAX_ROUNDS, ClientRequestError, ServerRequest, answer_input
 from erlmcp_py.mcp.jsonrpc import ErrorResponse, JsonRpcError, Notification, Request, Response
-from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, MODERN_VERSIONS, PROTOCOL_VERSION
+from erlmcp_py.mcp.meta import MODERN_VERSIONS
+from erlmcp_py.mcp.mrtr_client import call_until_complete, with_request_meta
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
 
@@ -182,17 +184,15 @@ class MemoryClient:
         return _result_of(await self.request_raw(method, params, id=id))
 
     def with_meta(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``params`` with the 2026-07-28 per-request ``_meta`` added (version, capabilities,
-        client info); members already in ``params["_meta"]`` win."""
-        out = dict(params or {})
-        meta = {
-            PROTOCOL_VERSION: self.protocol_version,
-            CLIENT_CAPABILITIES: self.capabilities,
-            CLIENT_INFO: CLIENT_NAME,
-        }
-        meta.update(out.get("_meta") or {})
-        out["_meta"] = meta
-        return out
+        """``params`` with the 2026-07-28 per-request ``_meta`` of this client added
+        (:func:`~erlmcp_py.mcp.mrtr_client.with_request_meta`: version, capabilities, client
+        info; members already in ``params["_meta"]`` win)."""
+        return with_request_meta(
+            params,
+            protocol_version=self.protocol_version,
+            capabilities=self.capabilities,
+            client_info=CLIENT_NAME,
+        )
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification."""
@@ -245,43 +245,35 @@ class MemoryClient:
         return tools
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, max_rounds: int = 16
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, max_rounds: int = MAX_ROUNDS
     ) -> dict[str, Any]:
         """``tools/call``; returns the ``CallToolResult`` (a tool error is ``isError: true``).
 
-        On 2026-07-28 an ``InputRequiredResult`` is answered through the handler and the call
-        retried (at most ``max_rounds`` rounds).
+        On 2026-07-28 each input request of an ``InputRequiredResult`` is answered through the
+        handler (:func:`~erlmcp_py.mcp.client.answer_input`) and the call retried (at most
+        ``max_rounds`` rounds; see :mod:`erlmcp_py.mcp.mrtr_client`).
 
         Raises:
             ClientRequestError: a JSON-RPC error (unknown tool, ``-32042``…).
-            RuntimeError: 2026-07-28 only: more than ``max_rounds`` rounds, or an input request
-                the handler left unanswered.
+            RuntimeError: 2026-07-28 only: more than ``max_rounds`` rounds
+                (:class:`~erlmcp_py.mcp.mrtr_client.InputRoundsExhausted`), or an input
+                request the handler refused or left unanswered.
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if not self.modern:
             return await self.request("tools/call", params)
-        for _ in range(max_rounds):
-            result = await self.request("tools/call", params)
-            if result.get("resultType") != "input_required":
-                return result
-            responses: dict[str, Any] = {}
-            for key, asked in (result.get("inputRequests") or {}).items():
-                request = ServerRequest(key, asked["method"], asked.get("params") or {})
-                self._record_request(request)
-                try:
-                    answer = await self._run_handler(request)
-                except ClientRequestError as exc:
-                    raise RuntimeError(f"input request {key!r} refused: {exc}") from exc
-                if answer is None:
-                    raise RuntimeError(f"input request {key!r} was left unanswered")
-                responses[key] = dict(answer)
-            params = {
-                "name": name,
-                "arguments": dict(arguments or {}),
-                "requestState": result.get("requestState"),
-                "inputResponses": responses,
-            }
-        raise RuntimeError(f"tools/call {name!r}: no complete result after {max_rounds} rounds")
+
+        async def send(retry: dict[str, Any]) -> dict[str, Any]:
+            return await self.request("tools/call", retry)
+
+        return await call_until_complete(send, self._answer_input, params, max_rounds=max_rounds)
+
+    async def _answer_input(
+        self, key: str, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        request = ServerRequest(key, method, params)
+        self._record_request(request)
+        return await answer_input(self._handler, request)
 
     # -- waiting ------------------------------------------------------------------------------
 
@@ -359,14 +351,6 @@ class MemoryClient:
             self._nursery.start_soon(self._finish_later, request, result)
         elif result is not None:
             self._reply(jsonrpc.response_object(request.id, dict(result)))
-
-    async def _run_handler(self, request: ServerRequest) -> Mapping[str, Any] | None:
-        if self._handler is None:
-            return {} if request.method == "ping" else None
-        result = self._handler(request)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
 
     async def _finish_later(
         self, request: ServerRequest, pending: Awaitable[Mapping[str, Any] | None]

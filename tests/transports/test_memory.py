@@ -20,6 +20,7 @@ from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
+from erlmcp_py.mcp.mrtr_client import InputRoundsExhausted
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
 from erlmcp_py.testing import MemoryClient, open_memory_client
@@ -220,6 +221,40 @@ async def test_handler_error_answers_a_jsonrpc_error(
 
     async with open_memory_client(build(), handler=refuse) as client:
         assert text(await client.call_tool("ask")) == "Failed"
+
+
+async def test_a_stateless_input_request_refused_or_left_unanswered_ends_the_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def refuse(request: ServerRequest) -> dict[str, Any]:
+        raise ClientRequestError(-32601, "no elicitation here")
+
+    server = build()
+    async with server.running():
+        for handler, why in ((refuse, "refused: -32601"), (lambda _: None, "left unanswered")):
+            async with open_memory_client(server, handler=handler, protocol_version=MODERN) as c:
+                with pytest.raises(RuntimeError, match=why):
+                    await c.call_tool("ask")
+
+
+async def test_a_stateless_server_that_never_completes_ends_the_call_after_max_rounds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = build()
+
+    @server.tool()
+    async def pester(ctx: Context) -> str:
+        while True:
+            await ctx.elicit_confirm("Again?")
+
+    def yes(request: ServerRequest) -> dict[str, Any]:
+        return {"action": "accept", "content": {"confirm": True}}
+
+    async with open_memory_client(server, handler=yes, protocol_version=MODERN) as client:
+        with pytest.raises(InputRoundsExhausted, match="'pester': no complete result after 4"):
+            await client.call_tool("pester", max_rounds=4)
+        assert len(client.server_requests) == 4
+        assert text(await client.call_tool("add", {"a": 1})) == "2"  # the client still works
 
 
 async def test_cancelled_call_cancels_the_tool(autojump_clock: trio.testing.MockClock) -> None:
