@@ -652,7 +652,7 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
-        run: RunCall | None = None,
+        prepare: Callable[[], RunCall] | None = None,
         protocol_version: str | None = None,
         client_id: str | None = None,
     ) -> dict[str, Any]:
@@ -662,9 +662,12 @@ class ContinuationRegistry:
         :meth:`start`: from now on the tool's notifications relate to the retry.
 
         When this process does not hold the call (and :attr:`mrtr` is not ``"suspend"``),
-        the call is *replayed*: ``run`` starts the tool again, as :meth:`start` does with
-        ``protocol_version`` and ``client_id``, and each request the tool makes is answered
-        from the state's answers, in order, until it asks what the state has no answer for.
+        the call is *replayed*: ``prepare()`` checks the request and returns what runs its
+        tool (or raises its :class:`JsonRpcError`), which starts again, as :meth:`start` does
+        with ``protocol_version`` and ``client_id``, and each request the tool makes is
+        answered from the state's answers, in order, until it asks what the state has no
+        answer for. A call this process holds was checked when it started, and the state
+        binds the retry to that request: ``prepare`` is not called.
 
         Raises:
             RequestStateRefused: the state or the responses are refused (see its reasons).
@@ -690,13 +693,19 @@ class ContinuationRegistry:
             self._refuse(reason, exc.reason)
         cont = self._entries.get(payload.get("c"))  # type: ignore[arg-type]
         if cont is None or cont.principal != principal or cont.digest != digest:
-            if self.mrtr == "suspend" or run is None or "a" not in payload:
+            if self.mrtr == "suspend" or prepare is None or "a" not in payload:
                 self._refuse("unknown_continuation", "unknown_continuation")
             assert protocol_version is not None
             assert client_id is not None
             replay = _ReplayCall(principal, digest, capabilities, protocol_version, client_id)
             return await self._replay(
-                payload, params.get("inputResponses"), replay, run, sink, progress_token, log_level
+                payload,
+                params.get("inputResponses"),
+                replay,
+                prepare(),
+                sink,
+                progress_token,
+                log_level,
             )
         if payload.get("r") != cont.round:
             self._refuse("superseded", "superseded")

@@ -249,35 +249,37 @@ class StatelessEndpoint:
     ) -> dict[str, Any]:
         """A request that may ask the client (:data:`INPUT_METHODS`), through the registry:
         a first call starts it, a retry with ``requestState`` resumes or replays it."""
-        raw = cast(Mapping[str, Any], request.params)
-        raw_meta = raw.get("_meta")
-        declared = raw_meta.get(LOCALE_META_KEY) if isinstance(raw_meta, Mapping) else None
-        locale = client_locale(declared, accept_language)
-        if request.method == "tools/call":
-            run = self._tool_runner(request, meta, tenant, locale)
-        else:
-            run = self._prompt_runner(request, meta, tenant, locale)
-        if "requestState" in raw:
+        params = cast(Mapping[str, Any], request.params)
+
+        def prepare() -> RunCall:
+            """Check the request; what runs its function (a first call, a replay)."""
+            declared = params["_meta"].get(LOCALE_META_KEY)  # parse_request_meta checked _meta
+            locale = client_locale(declared, accept_language)
+            if request.method == "tools/call":
+                return self._tool_runner(request, meta, tenant, locale)
+            return self._prompt_runner(request, meta, tenant, locale)
+
+        if "requestState" in params:
             return await self.registry.resume(
                 principal=principal,
                 method=request.method,
-                params=raw,
+                params=params,
                 capabilities=meta.capabilities,
                 sink=notify,
                 progress_token=meta.progress_token,
                 log_level=meta.log_level,
-                run=run,
+                prepare=prepare,
                 protocol_version=meta.protocol_version,
                 client_id=client_id,
             )
         return await self.registry.start(
             principal=principal,
             method=request.method,
-            params=raw,
+            params=params,
             capabilities=meta.capabilities,
             protocol_version=meta.protocol_version,
             client_id=client_id,
-            run=run,
+            run=prepare(),
             sink=notify,
             progress_token=meta.progress_token,
             log_level=meta.log_level,
