@@ -27,18 +27,37 @@ def frame(rid: int, method: str, params: dict[str, Any]) -> bytes:
     )
 
 
-@pytest.mark.parametrize("method", ["tools/call", "tools/list"])
+@pytest.mark.parametrize(
+    ("method", "where"),
+    [("tools/call", "on_arrival"), ("tools/call", "in_the_answer"), ("tools/list", "handle")],
+)
 async def test_an_unexpected_error_is_answered_and_the_session_goes_on(
-    monkeypatch: pytest.MonkeyPatch, method: str
+    monkeypatch: pytest.MonkeyPatch, method: str, where: str
 ) -> None:
-    real = StatelessEndpoint.handle
+    real_handle, real_accept = StatelessEndpoint.handle, StatelessEndpoint.accept
 
     async def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> dict[str, Any]:
         if request.id == 1:
             raise RuntimeError("a bug")
-        return await real(self, request, **kwargs)
+        return await real_handle(self, request, **kwargs)
 
-    monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
+    def buggy_accept(self: StatelessEndpoint, request: Any, **kwargs: Any) -> Any:
+        if request.id == 1 and where == "on_arrival":
+            raise RuntimeError("a bug")
+        answer = real_accept(self, request, **kwargs)
+        if request.id != 1:
+            return answer
+
+        async def failing() -> dict[str, Any]:
+            await answer
+            raise RuntimeError("a bug")
+
+        return failing()
+
+    if where == "handle":
+        monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
+    else:  # a tools/call on a byte stream is taken on arrival, and answered by its own task
+        monkeypatch.setattr(StatelessEndpoint, "accept", buggy_accept)
     server = Server("robust", "1.0.0")
 
     @server.tool()
