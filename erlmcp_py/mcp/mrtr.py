@@ -515,8 +515,9 @@ class Attached:
     moment it is attached until the answer is decided; awaiting it waits for that (the tool
     finished, or asked and the round settled, or the retry's hold ran out). The answer is
     the call's result, ``complete`` or ``input_required``. Cancelling the wait cancels the
-    call. A request is attached on arrival (the retry's answers delivered, the tool started)
-    and awaited by whoever answers it: an attachment never awaited keeps its call attached.
+    call, and so does :meth:`cancel`. A request is attached on arrival (the retry's answers
+    delivered, the tool started) and awaited by whoever answers it: an attachment never
+    awaited keeps its call attached.
 
     Raises (when awaited):
         JsonRpcError: the tool's own JSON-RPC error, or ``-32603`` (the call was cancelled
@@ -531,6 +532,12 @@ class Attached:
 
     def __await__(self) -> Generator[Any, None, dict[str, Any]]:
         return self._registry._answer(self._cont).__await__()
+
+    def cancel(self) -> None:
+        """Cancel the call (its tool), as cancelling the wait does: the wait then ends with
+        the call, and its answer belongs to no one (``-32603`` ``cancelled``, or whatever
+        the call decided first)."""
+        self._cont.life.cancel()
 
 
 class ContinuationRegistry:

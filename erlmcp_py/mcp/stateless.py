@@ -163,7 +163,7 @@ class StatelessEndpoint:
         """
         method = request.method
         if method in INPUT_METHODS:
-            return await self.accept(
+            attached = self.accept(
                 request,
                 principal=principal,
                 tenant=tenant,
@@ -171,6 +171,7 @@ class StatelessEndpoint:
                 notify=notify,
                 accept_language=accept_language,
             )
+            return await self.answer(attached)
         parse_request_meta(request)
         if method == "server/discover":
             result = self.discover_result()
@@ -199,19 +200,19 @@ class StatelessEndpoint:
         client_id: str | None = None,
         notify: NotificationSink | None = None,
         accept_language: str | None = None,
-    ) -> Awaitable[dict[str, Any]]:
+    ) -> Attached:
         """Take a ``tools/call`` or ``prompts/get`` (:data:`INPUT_METHODS`) on arrival: its
         ``_meta`` checked, and its call started, or the state of its retry opened and its
         answers delivered (the suspended function resumes at once) or its replay started.
 
-        :meth:`handle` is ``await endpoint.accept(...)`` for these requests; a transport
-        that reads several requests from one stream calls this where it reads them, so the
-        function goes on while the answer is awaited elsewhere. The arguments are those of
-        :meth:`handle`.
+        For these requests :meth:`handle` is ``await endpoint.answer(endpoint.accept(...))``;
+        a transport that reads several requests from one stream calls this where it reads
+        them, so the function goes on while :meth:`answer` is awaited elsewhere. The
+        arguments are those of :meth:`handle`.
 
         Returns:
-            What to await, once, for the result (with ``_meta.serverInfo``); awaiting it
-            raises the call's own :class:`JsonRpcError`, and cancelling it cancels the call.
+            The request attached to its call (see :class:`~erlmcp_py.mcp.mrtr.Attached`):
+            pass it to :meth:`answer`, once; :meth:`Attached.cancel` cancels the call.
 
         Raises:
             JsonRpcError: refused at once (``-32602`` bad ``_meta``, params or ``requestState``,
@@ -227,9 +228,15 @@ class StatelessEndpoint:
             notify,
             accept_language,
         )
-        return self._answer(attached)
+        return attached
 
-    async def _answer(self, attached: Attached) -> dict[str, Any]:
+    async def answer(self, attached: Attached) -> dict[str, Any]:
+        """The result of the request :meth:`accept` took (with ``_meta.serverInfo``), once the
+        call decided it; cancelling the wait cancels the call.
+
+        Raises:
+            JsonRpcError: the call's own error (see :class:`~erlmcp_py.mcp.mrtr.Attached`).
+        """
         return self._with_server_info(await attached)
 
     async def respond(self, request: Request, **kwargs: Any) -> bytes:
@@ -424,11 +431,23 @@ def _error_frame(request: Request, exc: Exception) -> bytes:
     return jsonrpc.internal_error("Internal error", None, request.id).encode()
 
 
+class _InFlight:
+    """A ``tools/call`` or ``prompts/get`` of a byte stream, until its answer is written."""
+
+    __slots__ = ("attached", "cancelled")
+
+    def __init__(self, attached: Attached) -> None:
+        self.attached = attached
+        self.cancelled = False  # by the client: the answer is not sent
+
+
 class SessionStateless:
     """Modern requests arriving on a session-era byte stream (stdio): one task per call.
 
-    A call's progress and log notifications are written on the connection while the call (or
-    the retry resuming it) is in progress, before its answer.
+    A call's progress and log messages are written on the connection while the call (or the
+    retry resuming it) is in progress, before its answer. A request's cancellation
+    (``notifications/cancelled``) cancels its call; the request ends with the call, and its
+    answer is not sent.
 
     Create with :func:`open_for_session`.
     """
@@ -437,7 +456,7 @@ class SessionStateless:
         self.endpoint = endpoint
         self._nursery = nursery
         self._send = send
-        self._calls: dict[RequestId, trio.CancelScope] = {}
+        self._calls: dict[RequestId, _InFlight] = {}
 
     async def dispatch(self, request: Request) -> None:
         """Answer ``request``. A ``tools/call`` or ``prompts/get`` is taken here (its call
@@ -451,36 +470,32 @@ class SessionStateless:
             await self._write(error.with_id(request.id).encode())
             return
         try:
-            answer = self.endpoint.accept(request, notify=self._notify)
+            attached = self.endpoint.accept(request, notify=self._notify)
         except Exception as exc:
             await self._write(_error_frame(request, exc))
             return
-        scope = trio.CancelScope()
-        self._calls[request.id] = scope
-        self._nursery.start_soon(self._serve_call, request, answer, scope)
+        call = self._calls[request.id] = _InFlight(attached)
+        self._nursery.start_soon(self._serve_call, request, call)
 
     def cancel(self, request_id: RequestId) -> bool:
-        """Cancel an in-flight ``tools/call`` or ``prompts/get`` (no answer is sent); False if
-        unknown."""
-        scope = self._calls.get(request_id)
-        if scope is None:
+        """Cancel an in-flight ``tools/call`` or ``prompts/get``: its call is cancelled, and
+        no answer is sent; False if unknown."""
+        call = self._calls.get(request_id)
+        if call is None:
             return False
-        scope.cancel()
+        call.cancelled = True
+        call.attached.cancel()
         return True
 
     def close(self) -> None:
-        """End every call and continuation of this connection. Idempotent."""
-        for scope in self._calls.values():
-            scope.cancel()
+        """End every call and continuation of this connection (the tasks awaiting their
+        answers run in the registry's nursery, which this cancels). Idempotent."""
         self.endpoint.registry.close()
 
-    async def _serve_call(
-        self, request: Request, answer: Awaitable[dict[str, Any]], scope: trio.CancelScope
-    ) -> None:
+    async def _serve_call(self, request: Request, call: _InFlight) -> None:
         try:
-            with scope:
-                frame = await _frame(request, answer)
-            if scope.cancelled_caught:
+            frame = await _frame(request, self.endpoint.answer(call.attached))
+            if call.cancelled:
                 log.info("call_cancelled", id=str(request.id)[:80])
                 return
             await self._write(frame)

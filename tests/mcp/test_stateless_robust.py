@@ -34,7 +34,11 @@ def frame(rid: int, method: str, params: dict[str, Any]) -> bytes:
 async def test_an_unexpected_error_is_answered_and_the_session_goes_on(
     monkeypatch: pytest.MonkeyPatch, method: str, where: str
 ) -> None:
-    real_handle, real_accept = StatelessEndpoint.handle, StatelessEndpoint.accept
+    real_handle, real_accept, real_answer = (
+        StatelessEndpoint.handle,
+        StatelessEndpoint.accept,
+        StatelessEndpoint.answer,
+    )
 
     async def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> dict[str, Any]:
         if request.id == 1:
@@ -42,22 +46,20 @@ async def test_an_unexpected_error_is_answered_and_the_session_goes_on(
         return await real_handle(self, request, **kwargs)
 
     def buggy_accept(self: StatelessEndpoint, request: Any, **kwargs: Any) -> Any:
-        if request.id == 1 and where == "on_arrival":
+        if request.id == 1:
             raise RuntimeError("a bug")
-        answer = real_accept(self, request, **kwargs)
-        if request.id != 1:
-            return answer
+        return real_accept(self, request, **kwargs)
 
-        async def failing() -> dict[str, Any]:
-            await answer
+    async def buggy_answer(self: StatelessEndpoint, attached: Any) -> dict[str, Any]:
+        result = await real_answer(self, attached)
+        if result["content"][0]["text"] == "4":  # the answer of request 1
             raise RuntimeError("a bug")
+        return result
 
-        return failing()
-
-    if where == "handle":
-        monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
-    else:  # a tools/call on a byte stream is taken on arrival, and answered by its own task
-        monkeypatch.setattr(StatelessEndpoint, "accept", buggy_accept)
+    # A tools/call on a byte stream is taken on arrival, and answered by its own task.
+    patched = {"handle": buggy, "on_arrival": buggy_accept, "in_the_answer": buggy_answer}
+    name = {"on_arrival": "accept", "in_the_answer": "answer"}.get(where, where)
+    monkeypatch.setattr(StatelessEndpoint, name, patched[where])
     server = Server("robust", "1.0.0")
 
     @server.tool()
