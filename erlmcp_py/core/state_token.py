@@ -65,8 +65,11 @@ import hmac
 import json
 import math
 import struct
-from _json import encode_basestring, make_encoder
 from collections.abc import Callable, Iterable, Mapping
+from json.encoder import (  # type: ignore[attr-defined]  # typeshed omits the C encoder
+    c_make_encoder,
+    encode_basestring,
+)
 from typing import Any, Final, NoReturn
 
 from cryptography.exceptions import InvalidTag
@@ -338,7 +341,10 @@ def _canonical_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
     def default(value: object) -> NoReturn:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
-    encode = make_encoder(None, default, encode_basestring, None, ":", ",", True, False, allow_nan)
+    assert c_make_encoder is not None, "CPython's C JSON encoder is required"
+    encode = c_make_encoder(
+        None, default, encode_basestring, None, ":", ",", True, False, allow_nan
+    )
 
     def canonical(value: Any) -> str:
         return "".join(encode(value, 0))
