@@ -387,8 +387,8 @@ def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
     Raises:
         TypeError: ``params`` holds a value that is not JSON (never from a JSON decoder).
     """
-    salient = {k: v for k, v in (params or {}).items() if k not in _UNSALIENT_PARAMS}
-    canonical = _digest_json({"method": method, "params": _normalize(salient)})
+    salient = {k: _normalize(v) for k, v in (params or {}).items() if k not in _UNSALIENT_PARAMS}
+    canonical = _digest_json({"method": method, "params": salient})
     return hashlib.sha256(canonical).hexdigest()
 
 
