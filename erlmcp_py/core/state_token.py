@@ -65,8 +65,12 @@ import hmac
 import json
 import math
 import struct
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from json.encoder import (  # type: ignore[attr-defined]  # typeshed omits the C encoder
+    c_make_encoder,
+    encode_basestring,
+)
+from typing import Any, Final, NoReturn
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
@@ -326,13 +330,31 @@ def _normalize(value: Any) -> Any:
     return value
 
 
-_DIGEST: Final = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
-)
+def _canonical_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
+    """One canonical JSON encoder (sorted keys, no whitespace, not ASCII-escaped), built once:
+    CPython's C encoder, which :class:`json.JSONEncoder` builds anew on every call.
+
+    No circular check: what it encodes is decoded JSON or a payload built from it, both trees.
+    A value that is not JSON raises ``TypeError``, as :func:`json.dumps` does.
+    """
+
+    def default(value: object) -> NoReturn:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    assert c_make_encoder is not None, "CPython's C JSON encoder is required"
+    encode = c_make_encoder(
+        None, default, encode_basestring, None, ":", ",", True, False, allow_nan
+    )
+
+    def canonical(value: Any) -> str:
+        return "".join(encode(value, 0))
+
+    return canonical
+
+
+_DIGEST: Final = _canonical_encoder(allow_nan=True)
 #: The payload's canonical JSON (:func:`~erlmcp_py.core.schema.canonical_json`), one encoder.
-_PAYLOAD: Final = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
+_PAYLOAD: Final = _canonical_encoder(allow_nan=False)
 
 
 def _digest_json(value: Any) -> bytes:
@@ -342,7 +364,7 @@ def _digest_json(value: Any) -> bytes:
     # the strings ``"Infinity"``/``"NaN"``; UTF-8 with surrogatepass encodes each code point
     # on its own (a lone-surrogate pair and the astral character it spells differ). Not
     # ensure_ascii: it writes both of those as the same ``\ud83d\ude00``.
-    return _DIGEST.encode(value).encode("utf-8", "surrogatepass")
+    return _DIGEST(value).encode("utf-8", "surrogatepass")
 
 
 def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
@@ -365,8 +387,8 @@ def request_digest(method: str, params: Mapping[str, Any] | None) -> str:
     Raises:
         TypeError: ``params`` holds a value that is not JSON (never from a JSON decoder).
     """
-    salient = {k: v for k, v in (params or {}).items() if k not in _UNSALIENT_PARAMS}
-    canonical = _digest_json({"method": method, "params": _normalize(salient)})
+    salient = {k: _normalize(v) for k, v in (params or {}).items() if k not in _UNSALIENT_PARAMS}
+    canonical = _digest_json({"method": method, "params": salient})
     return hashlib.sha256(canonical).hexdigest()
 
 
@@ -378,8 +400,24 @@ def _bind(mac: _Mac, label: bytes, value: str) -> bytes:
     return mac.digest(label + value.encode("utf-8", "surrogatepass"))[:_BIND_LEN]
 
 
+_TO_URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
+
+
 def _b64encode(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    """base64url without padding (:func:`base64.urlsafe_b64encode`, its steps inline)."""
+    return binascii.b2a_base64(raw, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+
+
+def _b64decode(text: str) -> bytes:
+    """:func:`base64.urlsafe_b64decode` of ASCII ``text`` padded, its steps inline: characters
+    outside the alphabet are skipped (see the canonical check in :func:`open_token`).
+
+    Raises:
+        binascii.Error: not base64.
+    """
+    padded = text + "=" * (-len(text) % 4)
+    return binascii.a2b_base64(padded.encode("ascii").translate(_FROM_URLSAFE))
 
 
 def _token_chars(raw_len: int) -> int:
@@ -431,7 +469,7 @@ def seal(
     kid = keyring.current_kid
     keys = keyring._keys(kid)
     assert keys is not None
-    body = _PAYLOAD.encode(payload).encode()
+    body = _PAYLOAD(payload).encode()
     kid_bytes = kid.encode("ascii")
     raw_len = (
         2 + len(kid_bytes) + _TIMES.size + _NONCE_LEN + _AEAD_TAG_LEN + 2 * _BIND_LEN + len(body)
@@ -495,8 +533,8 @@ def open_token(
     if not token.isascii():
         raise StateTokenMalformed("not base64url")
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    except (binascii.Error, ValueError):
+        raw = _b64decode(token)
+    except binascii.Error:
         raise StateTokenMalformed("not base64url") from None
     # The decoder skips foreign characters and ignores trailing bits: insist on the one text.
     if _b64encode(raw) != token:

@@ -11,12 +11,13 @@ answers ``InputRequiredResult`` (``inputRequests`` + an opaque ``requestState``)
 *retries* the call with ``inputResponses`` and that exact state. Peers make tools declarative to
 fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
 
-* :meth:`ContinuationRegistry.start` runs the tool in its own task (the *runner*, in the
-  registry's nursery) with an :class:`MrtrPeer` as its peer, and waits for the first *yield*:
-  the tool finished (→ the ``complete`` result), or it is parked in ``ctx.elicit`` with at
-  least one request the runtime "sent" (→ ``InputRequiredResult``). The runtime does the
-  elicitation exactly as in the session era (limits, validation, re-prompts, deadline,
-  metrics, owner watch); only its transport differs: :meth:`MrtrPeer.send_request` records the
+* :meth:`ContinuationRegistry.start` starts the tool in its own task (the *runner*, in the
+  registry's nursery) with an :class:`MrtrPeer` as its peer and attaches the request to the
+  call; awaiting the returned :class:`Attached` waits for the first *yield*: the tool
+  finished (→ the ``complete`` result), or it is parked in ``ctx.elicit`` with at least one
+  request the runtime "sent" (→ ``InputRequiredResult``). The runtime does the elicitation
+  exactly as in the session era (limits, validation, re-prompts, deadline, metrics, owner
+  watch); only its transport differs: :meth:`MrtrPeer.send_request` records the
   ``elicitation/create`` in the continuation instead of writing it to a stream.
 * The suspended runner stays in memory, keyed by a random continuation id. The state handed
   to the client is sealed by :mod:`erlmcp_py.core.state_token` (integrity, expiry, principal,
@@ -25,9 +26,10 @@ fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
   the log and in ``error.data``), checks the round (a state is single-use: once a round is
   answered, its state is superseded), feeds each ``inputResponses`` entry to the runtime's
   ``on_response`` callback of the request it answers — the *same* suspended ``ctx.elicit``
-  resumes — and waits for the next yield. Missing answers are asked again; unknown keys are
-  ignored; an invalid accepted answer is re-prompted by the runtime, which shows up as a new
-  input request.
+  resumes — and attaches the retry; awaiting it waits for the next yield. Both do their work
+  on the request's arrival, without a checkpoint: only the wait for the yield is awaited.
+  Missing answers are asked again; unknown keys are ignored; an invalid accepted answer is
+  re-prompted by the runtime, which shows up as a new input request.
 * A first call (no ``requestState``) that already carries ``inputResponses`` is started like
   any other: its entries answer, at once, the requests the tool makes under the same explicit
   key (``key="user_name"``) before its first answer is decided, through the runtime like any
@@ -120,7 +122,7 @@ import math
 import secrets
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
@@ -146,6 +148,7 @@ __all__ = [
     "DEFAULT_STATE_TTL_S",
     "MRTR_MODES",
     "PRINCIPAL_BUSY",
+    "Attached",
     "ContinuationRegistry",
     "KeyedPeer",
     "MrtrPeer",
@@ -504,6 +507,39 @@ class MrtrPeer:
         )
 
 
+class Attached:
+    """A request attached to its call (what :meth:`ContinuationRegistry.start` and
+    :meth:`~ContinuationRegistry.resume` return): ``await`` it, once, for the request's answer.
+
+    The call's tool runs, and the tool's notifications relate to this request, from the
+    moment it is attached until the answer is decided; awaiting it waits for that (the tool
+    finished, or asked and the round settled, or the retry's hold ran out). The answer is
+    the call's result, ``complete`` or ``input_required``. Cancelling the wait cancels the
+    call, and so does :meth:`cancel`. A request is attached on arrival (the retry's answers
+    delivered, the tool started) and awaited by whoever answers it: an attachment never
+    awaited keeps its call attached.
+
+    Raises (when awaited):
+        JsonRpcError: the tool's own JSON-RPC error, or ``-32603`` (the call was cancelled
+            under the request, its state no longer fits ``max_state_chars``).
+    """
+
+    __slots__ = ("_cont", "_registry")
+
+    def __init__(self, registry: ContinuationRegistry, cont: _Continuation) -> None:
+        self._registry = registry
+        self._cont = cont
+
+    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+        return self._registry._answer(self._cont).__await__()
+
+    def cancel(self) -> None:
+        """Cancel the call (its tool), as cancelling the wait does: the wait then ends with
+        the call, and its answer belongs to no one (``-32603`` ``cancelled``, or whatever
+        the call decided first)."""
+        self._cont.life.cancel()
+
+
 class ContinuationRegistry:
     """The bounded in-memory registry of stateless calls (``tools/call``, ``prompts/get``) and
     their sealed states.
@@ -603,7 +639,7 @@ class ContinuationRegistry:
 
     # -- the two entry points -------------------------------------------------------------------
 
-    async def start(
+    def start(
         self,
         *,
         principal: str,
@@ -616,8 +652,9 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
-    ) -> dict[str, Any]:
-        """Run a new call; return its result (``complete`` or ``input_required``).
+    ) -> Attached:
+        """Run a new call: its tool starts at once; ``await`` what this returns for its
+        result (``complete`` or ``input_required``).
 
         ``sink``, ``progress_token`` and ``log_level`` describe this request's channel: the
         tool's notifications go to ``sink`` until the result is decided (none: dropped).
@@ -631,7 +668,8 @@ class ContinuationRegistry:
 
         Raises:
             RequestStateRefused: ``inputResponses`` is not an object (``bad_input_responses``).
-            JsonRpcError: the registry is full or closed, or the tool's own JSON-RPC error.
+            JsonRpcError: the registry is full or closed; awaiting the result: the tool's own
+                JSON-RPC error.
         """
         self._evict(trio.current_time())
         offered = self._offered(params.get("inputResponses"))
@@ -640,9 +678,9 @@ class ContinuationRegistry:
         cont.offered = offered
         self.counters["started"] += 1
         self._nursery.start_soon(self._runner, cont, run)
-        return await self._attach(cont, math.inf, sink, progress_token, log_level)
+        return self._attach(cont, math.inf, sink, progress_token, log_level)
 
-    async def resume(
+    def resume(
         self,
         *,
         principal: str,
@@ -652,19 +690,23 @@ class ContinuationRegistry:
         sink: NotificationSink | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
-        run: RunCall | None = None,
+        prepare: Callable[[], RunCall] | None = None,
         protocol_version: str | None = None,
         client_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Resume the call a retry's ``requestState`` names; return its next result.
+    ) -> Attached:
+        """Resume the call a retry's ``requestState`` names: its answers are delivered at
+        once; ``await`` what this returns for the call's next result.
 
         ``sink``, ``progress_token`` and ``log_level`` describe the retry's channel, as for
         :meth:`start`: from now on the tool's notifications relate to the retry.
 
         When this process does not hold the call (and :attr:`mrtr` is not ``"suspend"``),
-        the call is *replayed*: ``run`` starts the tool again, as :meth:`start` does with
-        ``protocol_version`` and ``client_id``, and each request the tool makes is answered
-        from the state's answers, in order, until it asks what the state has no answer for.
+        the call is *replayed*: ``prepare()`` checks the request and returns what runs its
+        tool (or raises its :class:`JsonRpcError`), which starts again, as :meth:`start` does
+        with ``protocol_version`` and ``client_id``, and each request the tool makes is
+        answered from the state's answers, in order, until it asks what the state has no
+        answer for. A call this process holds was checked when it started, and the state
+        binds the retry to that request: ``prepare`` is not called.
 
         Raises:
             RequestStateRefused: the state or the responses are refused (see its reasons).
@@ -690,13 +732,19 @@ class ContinuationRegistry:
             self._refuse(reason, exc.reason)
         cont = self._entries.get(payload.get("c"))  # type: ignore[arg-type]
         if cont is None or cont.principal != principal or cont.digest != digest:
-            if self.mrtr == "suspend" or run is None or "a" not in payload:
+            if self.mrtr == "suspend" or prepare is None or "a" not in payload:
                 self._refuse("unknown_continuation", "unknown_continuation")
             assert protocol_version is not None
             assert client_id is not None
             replay = _ReplayCall(principal, digest, capabilities, protocol_version, client_id)
-            return await self._replay(
-                payload, params.get("inputResponses"), replay, run, sink, progress_token, log_level
+            return self._replay(
+                payload,
+                params.get("inputResponses"),
+                replay,
+                prepare(),
+                sink,
+                progress_token,
+                log_level,
             )
         if payload.get("r") != cont.round:
             self._refuse("superseded", "superseded")
@@ -712,7 +760,7 @@ class ContinuationRegistry:
         if answers:
             cont.touch()
         log.debug("resumed", continuation=cont.id[:8], round=cont.round, answers=len(answers))
-        return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
+        return self._attach(cont, self.hold_s, sink, progress_token, log_level)
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -750,7 +798,7 @@ class ContinuationRegistry:
         self._per_principal[principal] += 1
         return cont
 
-    async def _replay(
+    def _replay(
         self,
         payload: Mapping[str, Any],
         raw_responses: object,
@@ -759,7 +807,7 @@ class ContinuationRegistry:
         sink: NotificationSink | None,
         progress_token: str | int | None,
         log_level: str | None,
-    ) -> dict[str, Any]:
+    ) -> Attached:
         """Run the tool again, its requests answered from the state and the retry."""
         try:
             earlier, asked_before, charged, round_ = _replay_plan(payload)
@@ -781,7 +829,7 @@ class ContinuationRegistry:
         self.counters["replayed"] += 1
         log.debug("replayed", continuation=cont.id[:8], round=round_, answers=len(earlier))
         self._nursery.start_soon(self._runner, cont, run)
-        return await self._attach(cont, self.hold_s, sink, progress_token, log_level)
+        return self._attach(cont, self.hold_s, sink, progress_token, log_level)
 
     def _offered(self, raw: object) -> dict[str, Mapping[str, Any]]:
         """A first call's ``inputResponses``: the object entries, by key (see :meth:`start`)."""
@@ -837,16 +885,17 @@ class ContinuationRegistry:
                 heapq.heappush(self._finals, (cont.expires_at, cont.id))
             cont.touch()
 
-    async def _attach(
+    def _attach(
         self,
         cont: _Continuation,
         hold: float,
         sink: NotificationSink | None,
         progress_token: str | int | None,
         log_level: str | None,
-    ) -> dict[str, Any]:
-        # No checkpoint from here to the detach below the wait: a tool resumed by this request
-        # (its answers were delivered just before) already sends on this request's channel.
+    ) -> Attached:
+        """Attach the request to its call: from now on the tool's notifications go to its
+        channel (a tool its answers resumed sends there already), until :meth:`_answer`,
+        awaited through the returned :class:`Attached`, decides its answer."""
         cont.attached = True
         cont.held = False
         cont.sink = sink
@@ -855,6 +904,10 @@ class ContinuationRegistry:
         self._suspended.pop(cont.id, None)  # an attached call does not expire
         if hold != math.inf:
             self._holding[cont.id] = (trio.current_time() + hold, cont)
+        return Attached(self, cont)
+
+    async def _answer(self, cont: _Continuation) -> dict[str, Any]:
+        """Wait for the attached call's next yield; detach the request; its answer."""
         try:
             await self._until_yield(cont)
             self._holding.pop(cont.id, None)

@@ -26,9 +26,10 @@ JSON-RPC error:
 Transports: Streamable HTTP calls :meth:`StatelessEndpoint.handle` per POST (with the
 authenticated principal and tenant). On a byte stream (stdio), the session era's
 ``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
-:func:`open_for_session`), which runs each ``tools/call`` and ``prompts/get`` as its own task,
-honours
-``notifications/cancelled``, and ends everything when the connection closes.
+:func:`open_for_session`), which takes each ``tools/call`` and ``prompts/get`` where it reads
+it (:meth:`StatelessEndpoint.accept`: the call started, or the retry's answers delivered) and
+awaits its answer in a task of its own, honours ``notifications/cancelled``, and ends
+everything when the connection closes.
 
 Notifications of a tool or prompt (progress, log messages) relate to the request being
 answered —
@@ -63,7 +64,13 @@ from erlmcp_py.mcp.meta import (
     RequestMeta,
     parse_request_meta,
 )
-from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, NotificationSink, RunCall
+from erlmcp_py.mcp.mrtr import (
+    Attached,
+    ContinuationRegistry,
+    MrtrPeer,
+    NotificationSink,
+    RunCall,
+)
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
@@ -154,19 +161,19 @@ class StatelessEndpoint:
             JsonRpcError: the answer is an error (``-32602`` bad ``_meta`` or refused state,
                 ``-32022`` unsupported version, ``-32601`` unknown method…).
         """
-        meta = parse_request_meta(request)
         method = request.method
         if method in INPUT_METHODS:
-            result = await self._input_call(
+            attached = self.accept(
                 request,
-                meta,
-                principal or self.principal,
-                tenant or self.tenant,
-                client_id or self.client_id,
-                notify,
-                accept_language,
+                principal=principal,
+                tenant=tenant,
+                client_id=client_id,
+                notify=notify,
+                accept_language=accept_language,
             )
-        elif method == "server/discover":
+            return await self.answer(attached)
+        parse_request_meta(request)
+        if method == "server/discover":
             result = self.discover_result()
         elif method == "tools/list":
             parse_params(ListToolsParams, request.params, request.id)
@@ -184,23 +191,61 @@ class StatelessEndpoint:
             raise jsonrpc.method_not_found(method, request.id)
         return self._with_server_info(result)
 
+    def accept(
+        self,
+        request: Request,
+        *,
+        principal: str | None = None,
+        tenant: Tenant | None = None,
+        client_id: str | None = None,
+        notify: NotificationSink | None = None,
+        accept_language: str | None = None,
+    ) -> Attached:
+        """Take a ``tools/call`` or ``prompts/get`` (:data:`INPUT_METHODS`) on arrival: its
+        ``_meta`` checked, and its call started, or the state of its retry opened and its
+        answers delivered (the suspended function resumes at once) or its replay started.
+
+        For these requests :meth:`handle` is ``await endpoint.answer(endpoint.accept(...))``;
+        a transport that reads several requests from one stream calls this where it reads
+        them, so the function goes on while :meth:`answer` is awaited elsewhere. The
+        arguments are those of :meth:`handle`.
+
+        Returns:
+            The request attached to its call (see :class:`~erlmcp_py.mcp.mrtr.Attached`):
+            pass it to :meth:`answer`, once; :meth:`Attached.cancel` cancels the call.
+
+        Raises:
+            JsonRpcError: refused at once (``-32602`` bad ``_meta``, params or ``requestState``,
+                ``-32022`` unsupported version, ``-32603`` busy…).
+        """
+        meta = parse_request_meta(request)
+        attached = self._input_call(
+            request,
+            meta,
+            principal or self.principal,
+            tenant or self.tenant,
+            client_id or self.client_id,
+            notify,
+            accept_language,
+        )
+        return attached
+
+    async def answer(self, attached: Attached) -> dict[str, Any]:
+        """The result of the request :meth:`accept` took (with ``_meta.serverInfo``), once the
+        call decided it; cancelling the wait cancels the call.
+
+        Raises:
+            JsonRpcError: the call's own error (see :class:`~erlmcp_py.mcp.mrtr.Attached`).
+        """
+        return self._with_server_info(await attached)
+
     async def respond(self, request: Request, **kwargs: Any) -> bytes:
         """Like :meth:`handle`, but returns the encoded response frame (result or error).
 
         Never raises for one request's sake: an unexpected exception (a bug) is logged and
         answered ``-32603``, so the connection keeps serving its other requests.
         """
-        try:
-            result = await self.handle(request, **kwargs)
-            return jsonrpc.encode_response(request.id, result)
-        except JsonRpcError as exc:
-            return exc.with_id(request.id).encode()
-        except jsonrpc.EncodeError:
-            log.warning("result_unencodable", method=request.method[:80])
-            return jsonrpc.internal_error("Result could not be encoded", None, request.id).encode()
-        except Exception as exc:
-            log.exception("request_failed", method=request.method[:80], error=type(exc).__name__)
-            return jsonrpc.internal_error("Internal error", None, request.id).encode()
+        return await _frame(request, self.handle(request, **kwargs))
 
     def discover_result(self) -> dict[str, Any]:
         """The ``server/discover`` result."""
@@ -237,7 +282,7 @@ class StatelessEndpoint:
         result["_meta"] = meta
         return result
 
-    async def _input_call(
+    def _input_call(
         self,
         request: Request,
         meta: RequestMeta,
@@ -246,38 +291,40 @@ class StatelessEndpoint:
         client_id: str,
         notify: NotificationSink | None,
         accept_language: str | None,
-    ) -> dict[str, Any]:
+    ) -> Attached:
         """A request that may ask the client (:data:`INPUT_METHODS`), through the registry:
         a first call starts it, a retry with ``requestState`` resumes or replays it."""
-        raw = cast(Mapping[str, Any], request.params)
-        raw_meta = raw.get("_meta")
-        declared = raw_meta.get(LOCALE_META_KEY) if isinstance(raw_meta, Mapping) else None
-        locale = client_locale(declared, accept_language)
-        if request.method == "tools/call":
-            run = self._tool_runner(request, meta, tenant, locale)
-        else:
-            run = self._prompt_runner(request, meta, tenant, locale)
-        if "requestState" in raw:
-            return await self.registry.resume(
+        params = cast(Mapping[str, Any], request.params)
+
+        def prepare() -> RunCall:
+            """Check the request; what runs its function (a first call, a replay)."""
+            declared = params["_meta"].get(LOCALE_META_KEY)  # parse_request_meta checked _meta
+            locale = client_locale(declared, accept_language)
+            if request.method == "tools/call":
+                return self._tool_runner(request, meta, tenant, locale)
+            return self._prompt_runner(request, meta, tenant, locale)
+
+        if "requestState" in params:
+            return self.registry.resume(
                 principal=principal,
                 method=request.method,
-                params=raw,
+                params=params,
                 capabilities=meta.capabilities,
                 sink=notify,
                 progress_token=meta.progress_token,
                 log_level=meta.log_level,
-                run=run,
+                prepare=prepare,
                 protocol_version=meta.protocol_version,
                 client_id=client_id,
             )
-        return await self.registry.start(
+        return self.registry.start(
             principal=principal,
             method=request.method,
-            params=raw,
+            params=params,
             capabilities=meta.capabilities,
             protocol_version=meta.protocol_version,
             client_id=client_id,
-            run=run,
+            run=prepare(),
             sink=notify,
             progress_token=meta.progress_token,
             log_level=meta.log_level,
@@ -362,11 +409,45 @@ async def _feature_answer(server: Server, request: Request) -> dict[str, Any]:
         raise JsonRpcError(INVALID_PARAMS, exc.message, exc.data, exc.id) from None
 
 
+async def _frame(request: Request, answer: Awaitable[dict[str, Any]]) -> bytes:
+    """The response frame of ``request``: the result ``answer`` gives, encoded, or the error
+    it raises (see :func:`_error_frame`)."""
+    try:
+        return jsonrpc.encode_response(request.id, await answer)
+    except Exception as exc:
+        return _error_frame(request, exc)
+
+
+def _error_frame(request: Request, exc: Exception) -> bytes:
+    """The error frame answering ``request`` that raised ``exc`` (called where it is caught):
+    a :class:`JsonRpcError` as it is; anything else (a bug, a result that does not encode) is
+    logged and answered ``-32603``, so the connection keeps serving its other requests."""
+    if isinstance(exc, JsonRpcError):
+        return exc.with_id(request.id).encode()
+    if isinstance(exc, jsonrpc.EncodeError):
+        log.warning("result_unencodable", method=request.method[:80])
+        return jsonrpc.internal_error("Result could not be encoded", None, request.id).encode()
+    log.exception("request_failed", method=request.method[:80], error=type(exc).__name__)
+    return jsonrpc.internal_error("Internal error", None, request.id).encode()
+
+
+class _InFlight:
+    """A ``tools/call`` or ``prompts/get`` of a byte stream, until its answer is written."""
+
+    __slots__ = ("attached", "cancelled")
+
+    def __init__(self, attached: Attached) -> None:
+        self.attached = attached
+        self.cancelled = False  # by the client: the answer is not sent
+
+
 class SessionStateless:
     """Modern requests arriving on a session-era byte stream (stdio): one task per call.
 
-    A call's progress and log notifications are written on the connection while the call (or
-    the retry resuming it) is in progress, before its answer.
+    A call's progress and log messages are written on the connection while the call (or the
+    retry resuming it) is in progress, before its answer. A request's cancellation
+    (``notifications/cancelled``) cancels its call; the request ends with the call, and its
+    answer is not sent.
 
     Create with :func:`open_for_session`.
     """
@@ -375,49 +456,46 @@ class SessionStateless:
         self.endpoint = endpoint
         self._nursery = nursery
         self._send = send
-        self._calls: dict[RequestId, trio.CancelScope] = {}
+        self._calls: dict[RequestId, _InFlight] = {}
 
     async def dispatch(self, request: Request) -> None:
-        """Answer ``request``; a ``tools/call`` or ``prompts/get`` runs in its own task
-        (returns at once)."""
+        """Answer ``request``. A ``tools/call`` or ``prompts/get`` is taken here (its call
+        started, or its retry's answers delivered: see :meth:`StatelessEndpoint.accept`), and
+        its answer is awaited and written by a task of its own (this returns at once)."""
         if request.method not in INPUT_METHODS:
             await self._write(await self.endpoint.respond(request))
             return
-        if not self.start_call(request):
+        if request.id in self._calls:
             error = jsonrpc.invalid_request("a request with this id is already in progress")
             await self._write(error.with_id(request.id).encode())
-
-    def start_call(self, request: Request) -> bool:
-        """Start a ``tools/call`` or ``prompts/get`` as its own task, without waiting;
-        ``False`` (nothing done) when a call with the same id is still in progress — the
-        caller answers that."""
-        if request.id in self._calls:
-            return False
-        scope = trio.CancelScope()
-        self._calls[request.id] = scope
-        self._nursery.start_soon(self._serve_call, request, scope)
-        return True
+            return
+        try:
+            attached = self.endpoint.accept(request, notify=self._notify)
+        except Exception as exc:
+            await self._write(_error_frame(request, exc))
+            return
+        call = self._calls[request.id] = _InFlight(attached)
+        self._nursery.start_soon(self._serve_call, request, call)
 
     def cancel(self, request_id: RequestId) -> bool:
-        """Cancel an in-flight ``tools/call`` or ``prompts/get`` (no answer is sent); False if
-        unknown."""
-        scope = self._calls.get(request_id)
-        if scope is None:
+        """Cancel an in-flight ``tools/call`` or ``prompts/get``: its call is cancelled, and
+        no answer is sent; False if unknown."""
+        call = self._calls.get(request_id)
+        if call is None:
             return False
-        scope.cancel()
+        call.cancelled = True
+        call.attached.cancel()
         return True
 
     def close(self) -> None:
-        """End every call and continuation of this connection. Idempotent."""
-        for scope in self._calls.values():
-            scope.cancel()
+        """End every call and continuation of this connection (the tasks awaiting their
+        answers run in the registry's nursery, which this cancels). Idempotent."""
         self.endpoint.registry.close()
 
-    async def _serve_call(self, request: Request, scope: trio.CancelScope) -> None:
+    async def _serve_call(self, request: Request, call: _InFlight) -> None:
         try:
-            with scope:
-                frame = await self.endpoint.respond(request, notify=self._notify)
-            if scope.cancelled_caught:
+            frame = await _frame(request, self.endpoint.answer(call.attached))
+            if call.cancelled:
                 log.info("call_cancelled", id=str(request.id)[:80])
                 return
             await self._write(frame)

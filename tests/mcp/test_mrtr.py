@@ -803,6 +803,40 @@ async def test_cancelling_a_retry_cancels_the_tool(autojump_clock: trio.testing.
         assert not [f for f in client.out if f.get("id") == 1000]  # a cancelled call gets no answer
 
 
+async def test_cancelling_a_first_call_cancels_the_tool_and_answers_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("s", "1")
+    events: list[str] = []
+
+    @server.tool()
+    async def work(ctx: Context) -> str:
+        events.append("started")
+        try:
+            await trio.sleep_forever()  # long work before any question
+        finally:
+            events.append("tool cancelled")
+        return "unreachable"
+
+    async with connect(server) as client:
+        params = {"name": "work", "arguments": {}, "_meta": meta()}
+        await client.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+        await trio.sleep(1)
+        registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
+        assert events == ["started"]
+        assert len(registry) == 1
+        cancel = {"requestId": 7, "reason": "user stopped it"}
+        await client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        await trio.sleep(1)
+        assert events == ["started", "tool cancelled"]
+        assert len(registry) == 0
+        assert not [f for f in client.out if f.get("id") == 7]
+        # The id is free again: a new call under it is answered.
+        await client.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+        await trio.sleep(1)
+        assert events == ["started", "tool cancelled", "started"]
+
+
 async def test_a_held_retry_sheds_with_a_state_only_result(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -27,18 +27,39 @@ def frame(rid: int, method: str, params: dict[str, Any]) -> bytes:
     )
 
 
-@pytest.mark.parametrize("method", ["tools/call", "tools/list"])
+@pytest.mark.parametrize(
+    ("method", "where"),
+    [("tools/call", "on_arrival"), ("tools/call", "in_the_answer"), ("tools/list", "handle")],
+)
 async def test_an_unexpected_error_is_answered_and_the_session_goes_on(
-    monkeypatch: pytest.MonkeyPatch, method: str
+    monkeypatch: pytest.MonkeyPatch, method: str, where: str
 ) -> None:
-    real = StatelessEndpoint.handle
+    real_handle, real_accept, real_answer = (
+        StatelessEndpoint.handle,
+        StatelessEndpoint.accept,
+        StatelessEndpoint.answer,
+    )
 
     async def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> dict[str, Any]:
         if request.id == 1:
             raise RuntimeError("a bug")
-        return await real(self, request, **kwargs)
+        return await real_handle(self, request, **kwargs)
 
-    monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
+    def buggy_accept(self: StatelessEndpoint, request: Any, **kwargs: Any) -> Any:
+        if request.id == 1:
+            raise RuntimeError("a bug")
+        return real_accept(self, request, **kwargs)
+
+    async def buggy_answer(self: StatelessEndpoint, attached: Any) -> dict[str, Any]:
+        result = await real_answer(self, attached)
+        if result["content"][0]["text"] == "4":  # the answer of request 1
+            raise RuntimeError("a bug")
+        return result
+
+    # A tools/call on a byte stream is taken on arrival, and answered by its own task.
+    patched = {"handle": buggy, "on_arrival": buggy_accept, "in_the_answer": buggy_answer}
+    name = {"on_arrival": "accept", "in_the_answer": "answer"}.get(where, where)
+    monkeypatch.setattr(StatelessEndpoint, name, patched[where])
     server = Server("robust", "1.0.0")
 
     @server.tool()
