@@ -36,7 +36,7 @@ from erlmcp_py.actors.api import (
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor, json_size
+from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.pages import PageRegistry
 from erlmcp_py.actors.peer import Peer
@@ -61,7 +61,7 @@ from erlmcp_py.core.errors import (
     StoreUnavailable,
 )
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.schema import LATEST_VERSION, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
 from erlmcp_py.core.shared import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
@@ -186,7 +186,9 @@ class Runtime:
             RequestTooLarge: the message (``message_bytes``) or the requestedSchema
                 (``schema_bytes``, its compact JSON encoding) exceeds the size policy; the
                 error names the part, its size and the limit, never the content.
-            SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
+            SchemaNotAllowed: the requestedSchema is not allowed for the peer's version (a
+                :class:`~erlmcp_py.core.schema.RequestedSchema` checked for it, or for an
+                older version, is taken as it is; any other schema is checked here).
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
             StoreUnavailable: the shared store cannot admit it now.
@@ -199,11 +201,14 @@ class Runtime:
         if request.mode == "form":
             assert request.requested_schema is not None
             # Every way of asking (a type, a form definition, a raw schema, a request built
-            # by hand) reaches the wire through here: the schema's size is checked once.
-            schema_size = json_size(request.requested_schema)
-            if schema_size > sizes.schema_bytes:
-                raise RequestTooLarge("requestedSchema", schema_size, sizes.schema_bytes)
-            check_requested_schema(request.requested_schema, _version_of(peer))
+            # by hand) reaches the wire through here. What a type or a form builds is a
+            # RequestedSchema already, checked once when it was built; a raw schema is
+            # checked for the peer's version here, and the request carries the checked one.
+            schema = checked_schema(request.requested_schema, _version_of(peer))
+            if schema.size > sizes.schema_bytes:
+                raise RequestTooLarge("requestedSchema", schema.size, sizes.schema_bytes)
+            if schema is not request.requested_schema:
+                request = dataclasses.replace(request, requested_schema=schema)
         elif not self.pages.owns(request.url or ""):  # the server's own page needs no check
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)

@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 ``await ctx.elicit(message, form)`` turns ``form`` into a wire ``requestedSchema`` for the
-session's protocol version (a Python type through :func:`~erlmcp_py.core.typeschema.schema_for`,
-cached per type and version; a form of the form definition language through
-:func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked and
+session's protocol version, a checked :class:`~erlmcp_py.core.schema.RequestedSchema` (a
+Python type through :func:`~erlmcp_py.core.typeschema.schema_for`, cached per type and
+version; a form of the form definition language through
+:func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked once and
 down-levelled), checks the client's declared capability (no capability → ``Unsupported`` and
 nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
 with the tool's task as owner. A question's own deadline (``timeout=`` in seconds on every
@@ -53,12 +54,10 @@ from erlmcp_py.core.forms import (
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import (
+    RequestedSchema,
     boolean_field,
-    check_requested_schema,
-    downlevel,
     enum_field,
     multi_select_field,
-    object_schema,
     string_field,
 )
 from erlmcp_py.core.sensitive import (
@@ -116,7 +115,7 @@ class _Prepared:
     out in form mode (``needs_page`` says why): it is asked on the hosted page, which renders
     ``page_schema`` with ``widgets``."""
 
-    schema: Mapping[str, Any] | None
+    schema: RequestedSchema | None
     validator: Any
     form_type: FormType[Any] | None
     page_schema: Mapping[str, Any] = field(default_factory=dict)
@@ -488,11 +487,10 @@ class Context:
                     )
                 )
             found = schema_sensitive_fields(form, names)
-            plain = strip_sensitive_markers(form)
-            check_requested_schema(plain, "2026-07-28")
+            checked = RequestedSchema(strip_sensitive_markers(form))
             if found:
-                return _on_page(plain, compile_validator(plain), None, found)
-            wire = downlevel(plain, version)
+                return _on_page(checked, compile_validator(checked), None, found)
+            wire = checked.for_version(version)
             return _Prepared(wire, compile_validator(wire), None)
         return self._prepare(schema_for(form))
 
@@ -657,7 +655,7 @@ class Context:
         timeout = _checked_timeout(timeout)
         if not self.supports("form"):
             return Unsupported("form")
-        schema = object_schema({name: prop}, required=[name])
+        schema = RequestedSchema({"type": "object", "properties": {name: prop}, "required": [name]})
         names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
         found = schema_sensitive_fields(schema, names)
         if found:  # e.g. elicit_string("...", "api_key"): on the hosted page only
@@ -665,7 +663,7 @@ class Context:
             outcome = await self._ask_on_page(message, prepared, self._peer, timeout)
         else:
             try:
-                wire = downlevel(schema, self.protocol_version)
+                wire = schema.for_version(self.protocol_version)
             except SchemaNotAllowed:
                 return Unsupported("form")  # cannot be expressed for this client's version
             request = ElicitationRequest(

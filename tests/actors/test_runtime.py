@@ -41,6 +41,7 @@ from erlmcp_py import (
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
 from erlmcp_py.core.outcomes import Outcome
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 
@@ -1169,3 +1170,23 @@ async def test_a_peer_without_a_protocol_version_gets_the_newest_schema_subset(
     old_client = MemoryPeer(protocol_version="2025-06-18")
     with pytest.raises(SchemaNotAllowed):
         await rt.create_elicitation(form(schema=with_default), peer=old_client, tenant=ALICE)
+
+
+async def test_a_raw_schema_is_checked_at_create_and_a_checked_one_goes_out_as_it_is(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    plain = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    old_client = MemoryPeer(protocol_version="2025-06-18")
+    await rt.create_elicitation(form(schema=plain), peer=old_client, tenant=ALICE)
+    sent = (await old_client.wait_request()).params["requestedSchema"]
+    assert (type(sent), sent.version, sent) == (RequestedSchema, "2025-06-18", plain)
+    checked = RequestedSchema(plain, "2025-06-18")
+    await rt.create_elicitation(form(schema=checked), peer=old_client, tenant=ALICE)
+    assert (await old_client.wait_request(2)).params["requestedSchema"] is checked
+    # checked for a wider subset than the client's: checked again for the client's version
+    with pytest.raises(SchemaNotAllowed) as refused:
+        await rt.create_elicitation(
+            form(schema=RequestedSchema(SCHEMA)), peer=old_client, tenant=ALICE
+        )
+    assert (refused.value.path, refused.value.keyword) == ("/properties/age", "default")
+    assert len(old_client.requests) == 2
