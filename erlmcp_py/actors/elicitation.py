@@ -244,6 +244,7 @@ class ElicitationActor(Actor):
             self,
             secrets.token_urlsafe(16),
             msg.request,
+            msg.schema,
             msg.peer,
             msg.tenant,
             msg.client,
@@ -268,9 +269,8 @@ class ElicitationActor(Actor):
         limit = self.policy.sizes.answer_bytes
         if size > limit:
             return ErrorReply(ResultTooLarge(size, limit))
-        request = record.request
         verdict = await self._ask(
-            self.validator, Validate(request.requested_schema, request.validator, content)
+            self.validator, Validate(record.schema, record.request.validator, content)
         )
         if isinstance(verdict, ErrorReply):
             return verdict
@@ -423,7 +423,7 @@ class ElicitationActor(Actor):
         if self._answer_too_large(record, content):
             return
         request = record.request
-        message = Validate(request.requested_schema, request.validator, content)
+        message = Validate(record.schema, request.validator, content)
         while True:
             try:  # no timeout: the deadline cancels the child's scope
                 verdict = await self.validator.call(message, timeout=None)
@@ -567,7 +567,7 @@ def _request_params(record: Record, effect: SendRequest, t: Texts) -> dict[str, 
         )
     if record.mode == "url":
         return {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}
-    params: dict[str, Any] = {"message": message, "requestedSchema": request.requested_schema}
+    params: dict[str, Any] = {"message": message, "requestedSchema": record.schema}
     return params
 
 

@@ -35,6 +35,7 @@ from erlmcp_py.core.lifecycle import (
     TransportFailed,
 )
 from erlmcp_py.core.outcomes import Outcome, Tenant
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.core.shared import SharedRecord
 from supervisors import MonitorRef
 
@@ -72,10 +73,13 @@ def info_row(info: ElicitationInfo) -> dict[str, Any]:
 class Create:
     """Register a new elicitation, start its child, reply with an ``ElicitationHandle``.
 
-    ``charge=False``: the client was already charged a rate token for this question.
+    ``schema`` is the request's requestedSchema checked for the peer's version (``None`` in
+    URL mode). ``charge=False``: the client was already charged a rate token for this
+    question.
     """
 
     request: ElicitationRequest
+    schema: RequestedSchema | None
     peer: Peer
     tenant: Tenant
     owner: trio.lowlevel.Task
@@ -186,6 +190,7 @@ class Record:
         "performing",
         "request",
         "rid",
+        "schema",
         "scope",
         "tenant",
         "waiter",
@@ -199,6 +204,7 @@ class Record:
         actor: ElicitationActor,
         elicitation_id: str,
         request: ElicitationRequest,
+        schema: RequestedSchema | None,
         peer: Peer,
         tenant: Tenant,
         client: str,
@@ -209,6 +215,7 @@ class Record:
         self.id = elicitation_id
         self.mode: Mode = request.mode
         self.request = request
+        self.schema = schema  # the requestedSchema as checked for the peer (form mode)
         self.peer = peer
         self.tenant = tenant
         self.client = client

@@ -61,7 +61,7 @@ from erlmcp_py.core.errors import (
     StoreUnavailable,
 )
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, checked_schema
+from erlmcp_py.core.schema import LATEST_VERSION, RequestedSchema, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
 from erlmcp_py.core.shared import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
@@ -198,22 +198,22 @@ class Runtime:
         message_size = len(request.message.encode())
         if message_size > sizes.message_bytes:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
+        schema: RequestedSchema | None = None
         if request.mode == "form":
             assert request.requested_schema is not None
             # Every way of asking (a type, a form definition, a raw schema, a request built
             # by hand) reaches the wire through here. What a type or a form builds is a
             # RequestedSchema already, checked once when it was built; a raw schema is
-            # checked for the peer's version here, and the request carries the checked one.
+            # checked for the peer's version here. The record keeps the checked one.
             schema = checked_schema(request.requested_schema, _version_of(peer))
             if schema.size > sizes.schema_bytes:
                 raise RequestTooLarge("requestedSchema", schema.size, sizes.schema_bytes)
-            if schema is not request.requested_schema:
-                request = dataclasses.replace(request, requested_schema=schema)
-        elif not self.pages.owns(request.url or ""):  # the server's own page needs no check
-            assert request.url is not None
-            url = await check_url(request.url, self.url_policy, resolver=self.resolver)
-            if url != request.url:
-                request = dataclasses.replace(request, url=url)
+        else:
+            if not self.pages.owns(request.url or ""):  # the server's own page needs no check
+                assert request.url is not None
+                url = await check_url(request.url, self.url_policy, resolver=self.resolver)
+                if url != request.url:
+                    request = dataclasses.replace(request, url=url)
         if not peer.supports(request.mode):
             # Never a fake decline: the peer cannot be asked at all.
             self._metrics.on_unsupported(request.mode)
@@ -221,6 +221,7 @@ class Runtime:
             return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
         message = Create(
             request,
+            schema,
             peer,
             tenant,
             owner if owner is not None else trio.lowlevel.current_task(),

@@ -557,7 +557,14 @@ class Context:
                 timeout=deadline,
                 locale=self.locale,
             )
-            outcome = await self._ask(request, peer)
+            charge = self._charge()
+            # The tool clock pauses while the human is asked. Created and awaited here, in
+            # the tool's own frame: a pending question keeps no frame of a helper.
+            with self._asking, self.clock.pause():
+                handle: ElicitationHandle = await self.runtime.create_elicitation(
+                    request, peer=peer, tenant=self.tenant, **charge
+                )
+                outcome = await handle.outcome()
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
@@ -635,16 +642,6 @@ class Context:
         )
         return handle
 
-    async def _ask(self, request: ElicitationRequest, peer: Peer | None = None) -> Outcome:
-        """Create and wait in one runtime call (``Runtime.ask``) through ``peer`` (default:
-        this call's); the tool clock is paused while the human is asked."""
-        charge = self._charge()
-        with self._asking, self.clock.pause():
-            outcome: Outcome = await self.runtime.ask(
-                request, peer=self._peer if peer is None else peer, tenant=self.tenant, **charge
-            )
-        return outcome
-
     async def _wait(self, handle: ElicitationHandle) -> Outcome:
         with self.clock.pause():
             return await handle.outcome()
@@ -652,28 +649,9 @@ class Context:
     async def _elicit_field(
         self, message: str, name: str, prop: dict[str, Any], timeout: float | None
     ) -> Outcome:
-        timeout = _checked_timeout(timeout)
-        if not self.supports("form"):
-            return Unsupported("form")
-        schema = RequestedSchema({"type": "object", "properties": {name: prop}, "required": [name]})
-        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
-        found = schema_sensitive_fields(schema, names)
-        if found:  # e.g. elicit_string("...", "api_key"): on the hosted page only
-            prepared = _on_page(schema, compile_validator(schema), None, found)
-            outcome = await self._ask_on_page(message, prepared, self._peer, timeout)
-        else:
-            try:
-                wire = schema.for_version(self.protocol_version)
-            except SchemaNotAllowed:
-                return Unsupported("form")  # cannot be expressed for this client's version
-            request = ElicitationRequest(
-                message=message,
-                mode="form",
-                requested_schema=wire,
-                timeout=timeout,
-                locale=self.locale,
-            )
-            outcome = await self._ask(request)
+        """Ask a one-field form (:meth:`elicit`); an accepted answer is the field's value."""
+        form = {"type": "object", "properties": {name: prop}, "required": [name]}
+        outcome = await self.elicit(message, form, timeout=timeout)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
             return Accepted(outcome.content.get(name))
         return outcome
