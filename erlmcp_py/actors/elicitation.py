@@ -248,7 +248,6 @@ class ElicitationActor(Actor):
             msg.peer,
             msg.tenant,
             msg.client,
-            msg.owner,
             self.now(),
         )
         self.records[record.id] = record
@@ -350,8 +349,9 @@ class ElicitationActor(Actor):
                                 record.performing = False
                             record.move_scope()
                         else:
+                            # Parked until record.wake(); the record is the park's abort.
                             record.waiter = trio.lowlevel.current_task()
-                            await trio.lowlevel.wait_task_rescheduled(record.abort_park)
+                            await trio.lowlevel.wait_task_rescheduled(record)
                 record.scope = None
                 if record.outcome is None:
                     self._on_wake(record)

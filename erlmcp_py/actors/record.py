@@ -171,7 +171,8 @@ class Record:
     """One elicitation: its lifecycle, its peer, its waiters. Fed by :meth:`feed`.
 
     ``outcome`` is set by the :class:`Resolve` effect, which the lifecycle emits exactly
-    when it enters a terminal status.
+    when it enters a terminal status. Calling a record is the abort of its parked child
+    (see :meth:`__call__`).
     """
 
     __slots__ = (
@@ -184,7 +185,6 @@ class Record:
         "mode",
         "monitor",
         "outcome",
-        "owner",
         "owner_down",
         "peer",
         "performing",
@@ -208,7 +208,6 @@ class Record:
         peer: Peer,
         tenant: Tenant,
         client: str,
-        owner: trio.lowlevel.Task,
         now: float,
     ) -> None:
         self.actor = actor
@@ -219,7 +218,6 @@ class Record:
         self.peer = peer
         self.tenant = tenant
         self.client = client
-        self.owner = owner
         self.core = Elicitation(
             actor.policy.lifecycle, now, mode=request.mode, timeout_s=request.timeout
         )
@@ -344,7 +342,13 @@ class Record:
             self.waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    def abort_park(self, _: Any) -> trio.lowlevel.Abort:
+    def __call__(self, _raise_cancel: Any) -> trio.lowlevel.Abort:
+        """trio's abort function of the parked child (``wait_task_rescheduled(record)``):
+        the child was cancelled while parked, so it is no longer there to wake.
+
+        The record itself is the abort function, rather than a bound method made at each
+        park, because the child of every pending elicitation is parked.
+        """
         self.waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
 
