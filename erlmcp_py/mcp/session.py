@@ -476,8 +476,7 @@ class ServerSession:
         self.client_capabilities = ClientCapabilities.parse(params.capabilities, version)
         if params.clientInfo is not None:
             self.client_info = params.clientInfo.model_dump()
-        meta = req.params.get("_meta") if isinstance(req.params, Mapping) else None
-        declared = meta.get(LOCALE_META_KEY) if isinstance(meta, Mapping) else None
+        declared = (params.meta or {}).get(LOCALE_META_KEY)  # the parsed params' _meta
         self.locale = client_locale(declared, self._accept_language)
         self.phase = INITIALIZING
         self._log = self._log.bind(version=version)
