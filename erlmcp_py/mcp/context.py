@@ -219,6 +219,20 @@ class Context:
             warnings) in it; a tool may use it for its own texts.
     """
 
+    __slots__ = (
+        "_asking",
+        "_last_progress",
+        "_peer",
+        "_progress_token",
+        "_server",
+        "clock",
+        "locale",
+        "request_id",
+        "runtime",
+        "tenant",
+        "tool_name",
+    )
+
     def __init__(
         self,
         *,
@@ -241,7 +255,7 @@ class Context:
         self.tool_name = tool_name
         self.clock = clock
         self._progress_token = progress_token
-        self._last_progress: dict[str | int, float] = {}  # per token
+        self._last_progress: dict[str | int, float] | None = None  # per token, once reported
         # Entered around each question, from its start to its answer: an MrtrPeer counts them,
         # so that a 2026-07-28 round ends only once every question begun is recorded.
         self._asking: AbstractContextManager[None] = getattr(peer, "asking", _UNCOUNTED)
@@ -777,10 +791,13 @@ class Context:
         token = self.progress_token
         if token is None:
             return
-        last = self._last_progress.get(token)
+        reported = self._last_progress
+        if reported is None:
+            reported = self._last_progress = {}
+        last = reported.get(token)
         if last is not None and progress <= last:
             raise ValueError("progress must increase with each notification")
-        self._last_progress[token] = progress
+        reported[token] = progress
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
