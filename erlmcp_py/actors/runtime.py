@@ -208,12 +208,11 @@ class Runtime:
             schema = checked_schema(request.requested_schema, _version_of(peer))
             if schema.size > sizes.schema_bytes:
                 raise RequestTooLarge("requestedSchema", schema.size, sizes.schema_bytes)
-        else:
-            if not self.pages.owns(request.url or ""):  # the server's own page needs no check
-                assert request.url is not None
-                url = await check_url(request.url, self.url_policy, resolver=self.resolver)
-                if url != request.url:
-                    request = dataclasses.replace(request, url=url)
+        elif not self.pages.owns(request.url or ""):  # the server's own page needs no check
+            assert request.url is not None
+            url = await check_url(request.url, self.url_policy, resolver=self.resolver)
+            if url != request.url:
+                request = dataclasses.replace(request, url=url)
         if not peer.supports(request.mode):
             # Never a fake decline: the peer cannot be asked at all.
             self._metrics.on_unsupported(request.mode)
