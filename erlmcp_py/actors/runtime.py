@@ -36,7 +36,7 @@ from erlmcp_py.actors.api import (
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors.elicitation import ElicitationActor, json_size
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.pages import PageRegistry
 from erlmcp_py.actors.peer import Peer
@@ -58,6 +58,7 @@ from erlmcp_py.core.errors import (
     AlreadyTerminal,
     ElicitationNotFound,
     RequestTooLarge,
+    SchemaNotAllowed,
     StoreUnavailable,
 )
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
@@ -205,7 +206,14 @@ class Runtime:
             # by hand) reaches the wire through here. What a type or a form builds is a
             # RequestedSchema already, checked once when it was built; a raw schema is
             # checked for the peer's version here. The record keeps the checked one.
-            schema = checked_schema(request.requested_schema, _version_of(peer))
+            try:
+                schema = checked_schema(request.requested_schema, _version_of(peer))
+            except SchemaNotAllowed:
+                # A schema over the size policy is refused for its size, allowed or not.
+                size = json_size(request.requested_schema)
+                if size > sizes.schema_bytes:
+                    raise RequestTooLarge("requestedSchema", size, sizes.schema_bytes) from None
+                raise
             if schema.size > sizes.schema_bytes:
                 raise RequestTooLarge("requestedSchema", schema.size, sizes.schema_bytes)
         elif not self.pages.owns(request.url or ""):  # the server's own page needs no check

@@ -647,6 +647,30 @@ async def test_a_schema_over_schema_bytes_is_refused_at_create(
         assert len(await rt.list_elicitations(tenant=ALICE)) == 1
 
 
+async def test_a_schema_over_schema_bytes_is_refused_for_its_size_allowed_or_not(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    peer = MemoryPeer()
+    patterned = {"type": "string", "pattern": "x" * 80}  # outside the MCP subset
+    wide_and_refused = {"type": "object", "properties": {f"f{i}": patterned for i in range(20)}}
+    narrow_and_refused = {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}
+    async with open_runtime({"schema_bytes": 1000}) as rt:
+        with pytest.raises(RequestTooLarge) as refused:
+            await rt.create_elicitation(form(schema=wide_and_refused), peer=peer, tenant=ALICE)
+        assert (refused.value.part, refused.value.limit) == ("requestedSchema", 1000)
+        with pytest.raises(SchemaNotAllowed) as not_allowed:
+            await rt.create_elicitation(form(schema=narrow_and_refused), peer=peer, tenant=ALICE)
+        assert not_allowed.value.keyword == "pattern"
+    huge = {"type": "string", "description": "x" * (70 << 10)}
+    async with open_runtime() as rt:  # the policy's 64 KiB, the MCP subset's own size limit
+        with pytest.raises(RequestTooLarge) as too_large:
+            await rt.create_elicitation(
+                form(schema={"type": "object", "properties": {"a": huge}}), peer=peer, tenant=ALICE
+            )
+        assert too_large.value.limit == 64 << 10
+    assert peer.requests == []
+
+
 async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.MockClock) -> None:
     async with open_runtime({"answer_bytes": 100}) as rt:
         peer = MemoryPeer()
