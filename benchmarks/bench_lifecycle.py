@@ -38,13 +38,13 @@ import trio
 from _baseline import quiet_logs, raw_ping_pong
 
 from erlmcp_py import Accepted, ElicitationRequest, RuntimeConfig, Tenant, open_runtime
-from erlmcp_py.core.schema import freeze
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.testing import MemoryPeer, SentRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # Frozen, as ``FormType.schema`` is: the validator cache finds it by its remembered digest.
-SCHEMA: Mapping[str, Any] = freeze(
+SCHEMA: Mapping[str, Any] = RequestedSchema(
     {
         "type": "object",
         "properties": {

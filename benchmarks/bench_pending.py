@@ -55,12 +55,12 @@ from erlmcp_py import (
     Tenant,
     open_runtime,
 )
-from erlmcp_py.core.schema import freeze
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.testing import MemoryPeer
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SCHEMA: Mapping[str, Any] = freeze(
+SCHEMA: Mapping[str, Any] = RequestedSchema(
     {
         "type": "object",
         "properties": {

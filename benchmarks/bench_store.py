@@ -39,10 +39,10 @@ import trio
 from _baseline import quiet_logs
 
 from erlmcp_py import Accepted, ElicitationRequest, Runtime, Tenant, open_runtime
-from erlmcp_py.core.schema import freeze
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.testing import MemoryPeer, SentRequest
 
-SCHEMA: Mapping[str, Any] = freeze(
+SCHEMA: Mapping[str, Any] = RequestedSchema(
     {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}
 )
 ANSWER: Mapping[str, Any] = {"action": "accept", "content": {"region": "eu"}}

@@ -244,10 +244,10 @@ class ElicitationActor(Actor):
             self,
             secrets.token_urlsafe(16),
             msg.request,
+            msg.schema,
             msg.peer,
             msg.tenant,
             msg.client,
-            msg.owner,
             self.now(),
         )
         self.records[record.id] = record
@@ -268,9 +268,8 @@ class ElicitationActor(Actor):
         limit = self.policy.sizes.answer_bytes
         if size > limit:
             return ErrorReply(ResultTooLarge(size, limit))
-        request = record.request
         verdict = await self._ask(
-            self.validator, Validate(request.requested_schema, request.validator, content)
+            self.validator, Validate(record.schema, record.request.validator, content)
         )
         if isinstance(verdict, ErrorReply):
             return verdict
@@ -350,8 +349,9 @@ class ElicitationActor(Actor):
                                 record.performing = False
                             record.move_scope()
                         else:
+                            # Parked until record.wake(); the record is the park's abort.
                             record.waiter = trio.lowlevel.current_task()
-                            await trio.lowlevel.wait_task_rescheduled(record.abort_park)
+                            await trio.lowlevel.wait_task_rescheduled(record)
                 record.scope = None
                 if record.outcome is None:
                     self._on_wake(record)
@@ -423,7 +423,7 @@ class ElicitationActor(Actor):
         if self._answer_too_large(record, content):
             return
         request = record.request
-        message = Validate(request.requested_schema, request.validator, content)
+        message = Validate(record.schema, request.validator, content)
         while True:
             try:  # no timeout: the deadline cancels the child's scope
                 verdict = await self.validator.call(message, timeout=None)
@@ -567,7 +567,7 @@ def _request_params(record: Record, effect: SendRequest, t: Texts) -> dict[str, 
         )
     if record.mode == "url":
         return {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}
-    params: dict[str, Any] = {"message": message, "requestedSchema": request.requested_schema}
+    params: dict[str, Any] = {"message": message, "requestedSchema": record.schema}
     return params
 
 

@@ -35,6 +35,7 @@ from erlmcp_py.core.lifecycle import (
     TransportFailed,
 )
 from erlmcp_py.core.outcomes import Outcome, Tenant
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.core.shared import SharedRecord
 from supervisors import MonitorRef
 
@@ -72,10 +73,13 @@ def info_row(info: ElicitationInfo) -> dict[str, Any]:
 class Create:
     """Register a new elicitation, start its child, reply with an ``ElicitationHandle``.
 
-    ``charge=False``: the client was already charged a rate token for this question.
+    ``schema`` is the request's requestedSchema checked for the peer's version (``None`` in
+    URL mode). ``charge=False``: the client was already charged a rate token for this
+    question.
     """
 
     request: ElicitationRequest
+    schema: RequestedSchema | None
     peer: Peer
     tenant: Tenant
     owner: trio.lowlevel.Task
@@ -167,7 +171,8 @@ class Record:
     """One elicitation: its lifecycle, its peer, its waiters. Fed by :meth:`feed`.
 
     ``outcome`` is set by the :class:`Resolve` effect, which the lifecycle emits exactly
-    when it enters a terminal status.
+    when it enters a terminal status. Calling a record is the abort of its parked child
+    (see :meth:`__call__`).
     """
 
     __slots__ = (
@@ -180,12 +185,12 @@ class Record:
         "mode",
         "monitor",
         "outcome",
-        "owner",
         "owner_down",
         "peer",
         "performing",
         "request",
         "rid",
+        "schema",
         "scope",
         "tenant",
         "waiter",
@@ -199,20 +204,20 @@ class Record:
         actor: ElicitationActor,
         elicitation_id: str,
         request: ElicitationRequest,
+        schema: RequestedSchema | None,
         peer: Peer,
         tenant: Tenant,
         client: str,
-        owner: trio.lowlevel.Task,
         now: float,
     ) -> None:
         self.actor = actor
         self.id = elicitation_id
         self.mode: Mode = request.mode
         self.request = request
+        self.schema = schema  # the requestedSchema as checked for the peer (form mode)
         self.peer = peer
         self.tenant = tenant
         self.client = client
-        self.owner = owner
         self.core = Elicitation(
             actor.policy.lifecycle, now, mode=request.mode, timeout_s=request.timeout
         )
@@ -337,7 +342,13 @@ class Record:
             self.waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    def abort_park(self, _: Any) -> trio.lowlevel.Abort:
+    def __call__(self, _raise_cancel: Any) -> trio.lowlevel.Abort:
+        """trio's abort function of the parked child (``wait_task_rescheduled(record)``):
+        the child was cancelled while parked, so it is no longer there to wake.
+
+        The record itself is the abort function, rather than a bound method made at each
+        park, because the child of every pending elicitation is parked.
+        """
         self.waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
 

@@ -58,10 +58,11 @@ from erlmcp_py.core.errors import (
     AlreadyTerminal,
     ElicitationNotFound,
     RequestTooLarge,
+    SchemaNotAllowed,
     StoreUnavailable,
 )
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.schema import LATEST_VERSION, RequestedSchema, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
 from erlmcp_py.core.shared import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
@@ -186,7 +187,9 @@ class Runtime:
             RequestTooLarge: the message (``message_bytes``) or the requestedSchema
                 (``schema_bytes``, its compact JSON encoding) exceeds the size policy; the
                 error names the part, its size and the limit, never the content.
-            SchemaNotAllowed: the requestedSchema is not allowed for the peer's version.
+            SchemaNotAllowed: the requestedSchema is not allowed for the peer's version (a
+                :class:`~erlmcp_py.core.schema.RequestedSchema` checked for it, or for an
+                older version, is taken as it is; any other schema is checked here).
             UnsafeURLError: URL mode with a refused URL.
             RateLimited, TooManyElicitations: the client's limits.
             StoreUnavailable: the shared store cannot admit it now.
@@ -196,14 +199,23 @@ class Runtime:
         message_size = len(request.message.encode())
         if message_size > sizes.message_bytes:
             raise RequestTooLarge("message", message_size, sizes.message_bytes)
+        schema: RequestedSchema | None = None
         if request.mode == "form":
             assert request.requested_schema is not None
             # Every way of asking (a type, a form definition, a raw schema, a request built
-            # by hand) reaches the wire through here: the schema's size is checked once.
-            schema_size = json_size(request.requested_schema)
-            if schema_size > sizes.schema_bytes:
-                raise RequestTooLarge("requestedSchema", schema_size, sizes.schema_bytes)
-            check_requested_schema(request.requested_schema, _version_of(peer))
+            # by hand) reaches the wire through here. What a type or a form builds is a
+            # RequestedSchema already, checked once when it was built; a raw schema is
+            # checked for the peer's version here. The record keeps the checked one.
+            try:
+                schema = checked_schema(request.requested_schema, _version_of(peer))
+            except SchemaNotAllowed:
+                # A schema over the size policy is refused for its size, allowed or not.
+                size = json_size(request.requested_schema)
+                if size > sizes.schema_bytes:
+                    raise RequestTooLarge("requestedSchema", size, sizes.schema_bytes) from None
+                raise
+            if schema.size > sizes.schema_bytes:
+                raise RequestTooLarge("requestedSchema", schema.size, sizes.schema_bytes)
         elif not self.pages.owns(request.url or ""):  # the server's own page needs no check
             assert request.url is not None
             url = await check_url(request.url, self.url_policy, resolver=self.resolver)
@@ -216,6 +228,7 @@ class Runtime:
             return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
         message = Create(
             request,
+            schema,
             peer,
             tenant,
             owner if owner is not None else trio.lowlevel.current_task(),

@@ -37,6 +37,13 @@ pointer to the schema object that holds the offending keyword.
 client understands (2025-06-18: defaults stay only on booleans, titled single-selects become
 ``enum`` + ``enumNames``; multi-selects cannot be expressed and are refused).
 
+:class:`RequestedSchema` is a checked schema as a value: its constructor *is* the check, so
+a ``RequestedSchema`` holds a schema of its version's subset, frozen, with its encoded size
+(measured by the check). Every way of asking builds one once (a type's form, a form
+definition, a field helper) and the runtime takes it as it is; a raw schema dict from a
+caller becomes one where it enters the runtime (:func:`checked_schema`), checked then.
+:meth:`RequestedSchema.for_version` is the down-levelled schema for an older client.
+
 The builders (:func:`string_field` ... :func:`object_schema`) return plain, checked ``dict``
 objects. :func:`freeze` turns a schema into an immutable :class:`FrozenDict` that remembers its
 canonical digest, which lets the validator cache find it in well under a microsecond.
@@ -70,10 +77,12 @@ __all__ = [
     "FieldKind",
     "FrozenDict",
     "FrozenList",
+    "RequestedSchema",
     "boolean_field",
     "canonical_json",
     "check_format",
     "check_requested_schema",
+    "checked_schema",
     "downlevel",
     "enum_field",
     "enum_options",
@@ -301,7 +310,7 @@ def _digest_of(value: Any) -> str:
 
 def schema_digest(schema: Mapping[str, Any]) -> str:
     """The hex SHA-256 of the canonical JSON of ``schema`` (cached on a :class:`FrozenDict`)."""
-    if type(schema) is FrozenDict:
+    if isinstance(schema, FrozenDict):
         return schema.digest
     return _digest_of(schema)
 
@@ -618,6 +627,12 @@ def check_requested_schema(schema: Mapping[str, Any], version: str) -> None:
             over :data:`MAX_SCHEMA_BYTES`.
         ValueError: ``version`` is not a version with form elicitation.
     """
+    _check(schema, version)
+
+
+def _check(schema: Mapping[str, Any], version: str) -> int:
+    """The whitelist walk of :func:`check_requested_schema`; returns the schema's size in
+    bytes (its compact UTF-8 JSON encoding)."""
     _check_version(version)
     if not isinstance(schema, Mapping):
         raise SchemaNotAllowed("", "type", "requestedSchema must be a JSON object")
@@ -660,11 +675,107 @@ def check_requested_schema(schema: Mapping[str, Any], version: str) -> None:
         raise SchemaNotAllowed("", "type", "not JSON-encodable") from exc
     if size > MAX_SCHEMA_BYTES:
         raise SchemaNotAllowed("", "size", f"{size} bytes encoded; the limit is {MAX_SCHEMA_BYTES}")
+    return size
 
 
 # --------------------------------------------------------------------------------------------
-# Down-levelling
+# Checked schemas and down-levelling
 # --------------------------------------------------------------------------------------------
+
+#: The subsets, as ranks: a schema of a version's subset is in every subset of equal or higher
+#: rank (2025-11-25 and 2026-07-28 share one).
+_SUBSET_RANK: Final[Mapping[str, int]] = {V_2025_06_18: 0, V_2025_11_25: 1, V_2026_07_28: 1}
+
+
+class RequestedSchema(FrozenDict):
+    """A ``requestedSchema`` checked for one protocol version's subset (frozen).
+
+    The constructor is the check (:func:`check_requested_schema`): a ``RequestedSchema`` exists
+    only for a schema the check accepted, so whoever holds one sends it as it is. It is a
+    :class:`FrozenDict`, so it encodes to JSON, compares equal to plain dicts and carries its
+    canonical digest.
+
+    Attributes:
+        version: The protocol version it was checked for.
+        size: Bytes of its compact UTF-8 JSON encoding (measured by the check).
+    """
+
+    __slots__ = ("size", "version")
+
+    def __init__(self, schema: Mapping[str, Any], version: str = LATEST_VERSION) -> None:
+        """Check ``schema`` for ``version`` and freeze it.
+
+        Raises:
+            SchemaNotAllowed: as :func:`check_requested_schema`.
+            ValueError: ``version`` is not a version with form elicitation.
+        """
+        size = _check(schema, version)
+        super().__init__()
+        for key, value in schema.items():
+            dict.__setitem__(self, key, freeze(value))
+        self.size = size
+        self.version = version
+
+    def allowed_in(self, version: str) -> bool:
+        """Whether a ``version`` client must understand this schema as it is (its subset holds
+        this schema's version's subset).
+
+        Raises:
+            ValueError: ``version`` is not a version with form elicitation.
+        """
+        rank = _SUBSET_RANK.get(version)
+        if rank is None:
+            _check_version(version)
+        return _SUBSET_RANK[self.version] <= _SUBSET_RANK[version]
+
+    def for_version(self, version: str) -> RequestedSchema:
+        """This schema as the ``version`` client must receive it: itself when it is allowed
+        there; for 2025-06-18, ``$schema`` dropped, ``default`` kept on booleans only, titled
+        single-selects (``oneOf``) as ``enum`` + ``enumNames``.
+
+        Raises:
+            SchemaNotAllowed: a multi-select has no 2025-06-18 form (keyword ``"type"`` at the
+                property).
+            ValueError: unknown ``version``.
+        """
+        if self.allowed_in(version):
+            return self
+        out: dict[str, Any] = thaw(self)
+        out.pop("$schema", None)
+        props: dict[str, Any] = out["properties"]
+        for name, prop in props.items():
+            path = _pointer("/properties", name)
+            kind = _classify(prop, path)
+            if kind in _MULTI:
+                raise SchemaNotAllowed(path, "type", "2025-06-18 has no multi-select")
+            if kind is not FieldKind.BOOLEAN:
+                prop.pop("default", None)
+            if kind is FieldKind.TITLED_SINGLE_SELECT:
+                options = prop.pop("oneOf")
+                prop["enum"] = [o["const"] for o in options]
+                prop["enumNames"] = [o["title"] for o in options]
+        return RequestedSchema(out, version)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RequestedSchema, (thaw(self), self.version))
+
+    def __repr__(self) -> str:
+        return f"RequestedSchema({dict.__repr__(self)}, {self.version!r})"
+
+
+def checked_schema(schema: Mapping[str, Any], version: str) -> RequestedSchema:
+    """``schema`` as a :class:`RequestedSchema` a ``version`` client must understand.
+
+    A ``RequestedSchema`` allowed in ``version`` is returned as it is; any other schema (a raw
+    dict from a caller, or one checked for a newer subset) is checked for ``version`` now.
+
+    Raises:
+        SchemaNotAllowed: as :func:`check_requested_schema`.
+        ValueError: ``version`` is not a version with form elicitation.
+    """
+    if isinstance(schema, RequestedSchema) and schema.allowed_in(version):
+        return schema
+    return RequestedSchema(schema, version)
 
 
 def downlevel(schema: Mapping[str, Any], version: str) -> dict[str, Any]:
@@ -673,6 +784,7 @@ def downlevel(schema: Mapping[str, Any], version: str) -> dict[str, Any]:
     For 2025-11-25 and 2026-07-28 this is a checked copy. For 2025-06-18: ``$schema`` is
     dropped, ``default`` is kept on booleans only, titled single-selects (``oneOf``) become
     ``enum`` + ``enumNames``. Multi-selects have no 2025-06-18 form and are refused.
+    (:meth:`RequestedSchema.for_version` does the same without the mutable copy.)
 
     Args:
         schema: A requestedSchema accepted by :func:`check_requested_schema` at
@@ -688,23 +800,7 @@ def downlevel(schema: Mapping[str, Any], version: str) -> dict[str, Any]:
         ValueError: unknown ``version``.
     """
     _check_version(version)
-    check_requested_schema(schema, LATEST_VERSION)
-    out: dict[str, Any] = thaw(schema)
-    if version == V_2025_06_18:
-        out.pop("$schema", None)
-        props: dict[str, Any] = out["properties"]
-        for name, prop in props.items():
-            path = _pointer("/properties", name)
-            kind = _classify(prop, path)
-            if kind in _MULTI:
-                raise SchemaNotAllowed(path, "type", "2025-06-18 has no multi-select")
-            if kind is not FieldKind.BOOLEAN:
-                prop.pop("default", None)
-            if kind is FieldKind.TITLED_SINGLE_SELECT:
-                options = prop.pop("oneOf")
-                prop["enum"] = [o["const"] for o in options]
-                prop["enumNames"] = [o["title"] for o in options]
-    check_requested_schema(out, version)
+    out: dict[str, Any] = thaw(checked_schema(schema, LATEST_VERSION).for_version(version))
     return out
 
 

@@ -56,9 +56,7 @@ from pydantic_core import PydanticUndefined
 from erlmcp_py.core.errors import InvalidAnswer, SchemaNotAllowed
 from erlmcp_py.core.schema import (
     LATEST_VERSION,
-    FrozenDict,
-    downlevel,
-    freeze,
+    RequestedSchema,
     object_schema,
 )
 from erlmcp_py.core.validation import (
@@ -452,7 +450,8 @@ class FormType(Generic[T]):
 
     Attributes:
         type: The Python type.
-        schema: The requestedSchema in the newest dialect (frozen; JSON-encodable).
+        schema: The requestedSchema in the newest dialect (a checked, frozen
+            :class:`~erlmcp_py.core.schema.RequestedSchema`).
         validator: Its compiled validator.
         wrapped: ``True`` when the type is a bare answer wrapped as the field ``value``.
     """
@@ -470,7 +469,7 @@ class FormType(Generic[T]):
     def __init__(
         self,
         tp: Any,
-        schema: FrozenDict,
+        schema: RequestedSchema,
         specs: tuple[_Spec, ...],
         build: Callable[[dict[str, Any]], Any],
         wrapped: bool,
@@ -481,13 +480,13 @@ class FormType(Generic[T]):
         self.wrapped = wrapped
         self._specs = specs
         self._build = build
-        self._by_version: dict[str, FrozenDict] = {}
+        self._by_version: dict[str, RequestedSchema] = {}
 
     def __repr__(self) -> str:
         return f"<FormType {_name_of(self.type)} fields={list(self.validator.field_names)}>"
 
-    def requested_schema(self, version: str = LATEST_VERSION) -> FrozenDict:
-        """The requestedSchema to send to a client of ``version`` (cached per version).
+    def requested_schema(self, version: str = LATEST_VERSION) -> RequestedSchema:
+        """The requestedSchema to send to a client of ``version`` (built once per version).
 
         Raises:
             SchemaNotAllowed: the form cannot be expressed for ``version`` (a multi-select
@@ -496,10 +495,7 @@ class FormType(Generic[T]):
         """
         found = self._by_version.get(version)
         if found is None:
-            found = freeze(downlevel(self.schema, version))
-            if found == self.schema:
-                found = self.schema
-            self._by_version[version] = found
+            found = self._by_version[version] = self.schema.for_version(version)
         return found
 
     def validate(self, content: object) -> ValidationResult:
@@ -639,7 +635,7 @@ def _render(tp: Any) -> FormType[Any]:
         raise TypeError(
             f"{where}: a form needs at least one field (MCP clients cannot render an empty form)"
         )
-    schema: FrozenDict = freeze(object_schema(props, required))
+    schema = RequestedSchema({"type": "object", "properties": props, "required": required})
     build = _builder(tp, record, specs)
     return FormType(tp, schema, tuple(specs), build, wrapped=not record)
 

@@ -2,9 +2,9 @@
 
 Theory of operation
 -------------------
-:func:`compile_validator` turns a requestedSchema (checked with
-:func:`~erlmcp_py.core.schema.check_requested_schema`) into a :class:`CompiledValidator`, once:
-the schema is frozen, and every property gets a jsonschema Draft 2020-12 validator for its
+:func:`compile_validator` turns a requestedSchema (a checked
+:class:`~erlmcp_py.core.schema.RequestedSchema`, or a raw schema, checked then) into a
+:class:`CompiledValidator`, once: every property gets a jsonschema Draft 2020-12 validator for its
 constraint keywords, with a format checker that enforces exactly ``email``, ``uri``, ``date``
 and ``date-time`` (:data:`~erlmcp_py.core.schema.FORMATS`). Compiled validators live in a
 bounded LRU (:class:`ValidatorCache`) keyed by the SHA-256 of the schema's canonical JSON; a
@@ -53,11 +53,11 @@ from erlmcp_py.core.schema import (
     FORMATS,
     LATEST_VERSION,
     FieldKind,
-    FrozenDict,
+    RequestedSchema,
     check_requested_schema,
+    checked_schema,
     enum_options,
     field_kind,
-    freeze,
     schema_digest,
     thaw,
 )
@@ -305,7 +305,7 @@ class CompiledValidator:
     """Validates answers to one requestedSchema. Build with :func:`compile_validator`.
 
     Attributes:
-        schema: The frozen requestedSchema.
+        schema: The checked, frozen requestedSchema.
         digest: Hex SHA-256 of its canonical JSON (the cache key).
         field_names: The form's fields, in order.
         required: The names of the required fields.
@@ -325,8 +325,7 @@ class CompiledValidator:
         Raises:
             SchemaNotAllowed: ``schema`` is not an allowed requestedSchema.
         """
-        check_requested_schema(schema, LATEST_VERSION)
-        frozen: FrozenDict = freeze(schema)
+        frozen: RequestedSchema = checked_schema(schema, LATEST_VERSION)
         self.schema = frozen
         self.digest = frozen.digest
         required = frozenset(frozen.get("required", ()))

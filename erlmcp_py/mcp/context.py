@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 ``await ctx.elicit(message, form)`` turns ``form`` into a wire ``requestedSchema`` for the
-session's protocol version (a Python type through :func:`~erlmcp_py.core.typeschema.schema_for`,
-cached per type and version; a form of the form definition language through
-:func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked and
+session's protocol version, a checked :class:`~erlmcp_py.core.schema.RequestedSchema` (a
+Python type through :func:`~erlmcp_py.core.typeschema.schema_for`, cached per type and
+version; a form of the form definition language through
+:func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked once and
 down-levelled), checks the client's declared capability (no capability → ``Unsupported`` and
 nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
 with the tool's task as owner. A question's own deadline (``timeout=`` in seconds on every
@@ -53,12 +54,10 @@ from erlmcp_py.core.forms import (
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
 from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import (
+    RequestedSchema,
     boolean_field,
-    check_requested_schema,
-    downlevel,
     enum_field,
     multi_select_field,
-    object_schema,
     string_field,
 )
 from erlmcp_py.core.sensitive import (
@@ -116,7 +115,7 @@ class _Prepared:
     out in form mode (``needs_page`` says why): it is asked on the hosted page, which renders
     ``page_schema`` with ``widgets``."""
 
-    schema: Mapping[str, Any] | None
+    schema: RequestedSchema | None
     validator: Any
     form_type: FormType[Any] | None
     page_schema: Mapping[str, Any] = field(default_factory=dict)
@@ -220,6 +219,20 @@ class Context:
             warnings) in it; a tool may use it for its own texts.
     """
 
+    __slots__ = (
+        "_asking",
+        "_last_progress",
+        "_peer",
+        "_progress_token",
+        "_server",
+        "clock",
+        "locale",
+        "request_id",
+        "runtime",
+        "tenant",
+        "tool_name",
+    )
+
     def __init__(
         self,
         *,
@@ -242,7 +255,7 @@ class Context:
         self.tool_name = tool_name
         self.clock = clock
         self._progress_token = progress_token
-        self._last_progress: dict[str | int, float] = {}  # per token
+        self._last_progress: dict[str | int, float] | None = None  # per token, once reported
         # Entered around each question, from its start to its answer: an MrtrPeer counts them,
         # so that a 2026-07-28 round ends only once every question begun is recorded.
         self._asking: AbstractContextManager[None] = getattr(peer, "asking", _UNCOUNTED)
@@ -488,11 +501,10 @@ class Context:
                     )
                 )
             found = schema_sensitive_fields(form, names)
-            plain = strip_sensitive_markers(form)
-            check_requested_schema(plain, "2026-07-28")
+            checked = RequestedSchema(strip_sensitive_markers(form))
             if found:
-                return _on_page(plain, compile_validator(plain), None, found)
-            wire = downlevel(plain, version)
+                return _on_page(checked, compile_validator(checked), None, found)
+            wire = checked.for_version(version)
             return _Prepared(wire, compile_validator(wire), None)
         return self._prepare(schema_for(form))
 
@@ -559,7 +571,14 @@ class Context:
                 timeout=deadline,
                 locale=self.locale,
             )
-            outcome = await self._ask(request, peer)
+            charge = self._charge()
+            # The tool clock pauses while the human is asked. Created and awaited here, in
+            # the tool's own frame: a pending question keeps no frame of a helper.
+            with self._asking, self.clock.pause():
+                handle: ElicitationHandle = await self.runtime.create_elicitation(
+                    request, peer=peer, tenant=self.tenant, **charge
+                )
+                outcome = await handle.outcome()
         if form_type is None or not isinstance(outcome, Accepted):
             return outcome
         content = outcome.content
@@ -637,16 +656,6 @@ class Context:
         )
         return handle
 
-    async def _ask(self, request: ElicitationRequest, peer: Peer | None = None) -> Outcome:
-        """Create and wait in one runtime call (``Runtime.ask``) through ``peer`` (default:
-        this call's); the tool clock is paused while the human is asked."""
-        charge = self._charge()
-        with self._asking, self.clock.pause():
-            outcome: Outcome = await self.runtime.ask(
-                request, peer=self._peer if peer is None else peer, tenant=self.tenant, **charge
-            )
-        return outcome
-
     async def _wait(self, handle: ElicitationHandle) -> Outcome:
         with self.clock.pause():
             return await handle.outcome()
@@ -654,28 +663,9 @@ class Context:
     async def _elicit_field(
         self, message: str, name: str, prop: dict[str, Any], timeout: float | None
     ) -> Outcome:
-        timeout = _checked_timeout(timeout)
-        if not self.supports("form"):
-            return Unsupported("form")
-        schema = object_schema({name: prop}, required=[name])
-        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
-        found = schema_sensitive_fields(schema, names)
-        if found:  # e.g. elicit_string("...", "api_key"): on the hosted page only
-            prepared = _on_page(schema, compile_validator(schema), None, found)
-            outcome = await self._ask_on_page(message, prepared, self._peer, timeout)
-        else:
-            try:
-                wire = downlevel(schema, self.protocol_version)
-            except SchemaNotAllowed:
-                return Unsupported("form")  # cannot be expressed for this client's version
-            request = ElicitationRequest(
-                message=message,
-                mode="form",
-                requested_schema=wire,
-                timeout=timeout,
-                locale=self.locale,
-            )
-            outcome = await self._ask(request)
+        """Ask a one-field form (:meth:`elicit`); an accepted answer is the field's value."""
+        form = {"type": "object", "properties": {name: prop}, "required": [name]}
+        outcome = await self.elicit(message, form, timeout=timeout)
         if isinstance(outcome, Accepted) and isinstance(outcome.content, Mapping):
             return Accepted(outcome.content.get(name))
         return outcome
@@ -801,10 +791,13 @@ class Context:
         token = self.progress_token
         if token is None:
             return
-        last = self._last_progress.get(token)
+        reported = self._last_progress
+        if reported is None:
+            reported = self._last_progress = {}
+        last = reported.get(token)
         if last is not None and progress <= last:
             raise ValueError("progress must increase with each notification")
-        self._last_progress[token] = progress
+        reported[token] = progress
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total

@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -461,9 +460,7 @@ class ServerSession:
         if handler is None:  # resources/*, prompts/*, completion/complete
             call = _Call()
             self._calls[req.id] = call
-            self._nursery.start_soon(
-                self._run_call, req.id, call, partial(self._feature_answer, req)
-            )
+            self._nursery.start_soon(self._run_call, req.id, call, self._feature_answer(req))
             return
         await handler(self, req)
 
@@ -476,8 +473,7 @@ class ServerSession:
         self.client_capabilities = ClientCapabilities.parse(params.capabilities, version)
         if params.clientInfo is not None:
             self.client_info = params.clientInfo.model_dump()
-        meta = req.params.get("_meta") if isinstance(req.params, Mapping) else None
-        declared = meta.get(LOCALE_META_KEY) if isinstance(meta, Mapping) else None
+        declared = (params.meta or {}).get(LOCALE_META_KEY)  # the parsed params' _meta
         self.locale = client_locale(declared, self._accept_language)
         self.phase = INITIALIZING
         self._log = self._log.bind(version=version)
@@ -507,15 +503,16 @@ class ServerSession:
         await self._respond(req.id, {})
 
     async def _run_call(
-        self, id: RequestId, call: _Call, answer: Callable[[], Awaitable[bytes]]
+        self, id: RequestId, call: _Call, answer: Coroutine[Any, Any, bytes]
     ) -> None:
-        """Run one request's task (``tools/call``, ``resources/read``…): write its answer,
-        nothing when the client cancelled it or is gone, or the shutdown error when
-        :meth:`stop_calls` cancelled it."""
+        """Run one request's task (``tools/call``, ``resources/read``…): await ``answer``
+        (the request's coroutine, made by the caller: a pending request keeps no callable
+        besides it) and write its answer, nothing when the client cancelled it or is gone,
+        or the shutdown error when :meth:`stop_calls` cancelled it."""
         frame: bytes | None = None
         try:
             with call.scope:
-                frame = await answer()
+                frame = await answer
             if call.scope.cancelled_caught:
                 if call.cancelled_by_client or self.phase == CLOSED:
                     self._log.info("request_cancelled", id=str(id)[:80])
@@ -562,9 +559,7 @@ class ServerSession:
             )
         call = _Call()
         self._calls[id] = call
-        self._nursery.start_soon(
-            self._run_call, id, call, partial(self._tool_answer, id, spec, params)
-        )
+        self._nursery.start_soon(self._run_call, id, call, self._tool_answer(id, spec, params))
 
     def _on_notification(self, note: Notification) -> None:
         method = note.method

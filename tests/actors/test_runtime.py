@@ -41,6 +41,7 @@ from erlmcp_py import (
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
 from erlmcp_py.core.outcomes import Outcome
+from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 
@@ -646,6 +647,30 @@ async def test_a_schema_over_schema_bytes_is_refused_at_create(
         assert len(await rt.list_elicitations(tenant=ALICE)) == 1
 
 
+async def test_a_schema_over_schema_bytes_is_refused_for_its_size_allowed_or_not(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    peer = MemoryPeer()
+    patterned = {"type": "string", "pattern": "x" * 80}  # outside the MCP subset
+    wide_and_refused = {"type": "object", "properties": {f"f{i}": patterned for i in range(20)}}
+    narrow_and_refused = {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}
+    async with open_runtime({"schema_bytes": 1000}) as rt:
+        with pytest.raises(RequestTooLarge) as refused:
+            await rt.create_elicitation(form(schema=wide_and_refused), peer=peer, tenant=ALICE)
+        assert (refused.value.part, refused.value.limit) == ("requestedSchema", 1000)
+        with pytest.raises(SchemaNotAllowed) as not_allowed:
+            await rt.create_elicitation(form(schema=narrow_and_refused), peer=peer, tenant=ALICE)
+        assert not_allowed.value.keyword == "pattern"
+    huge = {"type": "string", "description": "x" * (70 << 10)}
+    async with open_runtime() as rt:  # the policy's 64 KiB, the MCP subset's own size limit
+        with pytest.raises(RequestTooLarge) as too_large:
+            await rt.create_elicitation(
+                form(schema={"type": "object", "properties": {"a": huge}}), peer=peer, tenant=ALICE
+            )
+        assert too_large.value.limit == 64 << 10
+    assert peer.requests == []
+
+
 async def test_complete_validates_and_checks_size(autojump_clock: trio.testing.MockClock) -> None:
     async with open_runtime({"answer_bytes": 100}) as rt:
         peer = MemoryPeer()
@@ -1169,3 +1194,23 @@ async def test_a_peer_without_a_protocol_version_gets_the_newest_schema_subset(
     old_client = MemoryPeer(protocol_version="2025-06-18")
     with pytest.raises(SchemaNotAllowed):
         await rt.create_elicitation(form(schema=with_default), peer=old_client, tenant=ALICE)
+
+
+async def test_a_raw_schema_is_checked_at_create_and_a_checked_one_goes_out_as_it_is(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    plain = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    old_client = MemoryPeer(protocol_version="2025-06-18")
+    await rt.create_elicitation(form(schema=plain), peer=old_client, tenant=ALICE)
+    sent = (await old_client.wait_request()).params["requestedSchema"]
+    assert (type(sent), sent.version, sent) == (RequestedSchema, "2025-06-18", plain)
+    checked = RequestedSchema(plain, "2025-06-18")
+    await rt.create_elicitation(form(schema=checked), peer=old_client, tenant=ALICE)
+    assert (await old_client.wait_request(2)).params["requestedSchema"] is checked
+    # checked for a wider subset than the client's: checked again for the client's version
+    with pytest.raises(SchemaNotAllowed) as refused:
+        await rt.create_elicitation(
+            form(schema=RequestedSchema(SCHEMA)), peer=old_client, tenant=ALICE
+        )
+    assert (refused.value.path, refused.value.keyword) == ("/properties/age", "default")
+    assert len(old_client.requests) == 2

@@ -271,6 +271,7 @@ def test_boolean_field_and_downlevel() -> None:
         assert wire(c, "enable_ssl")["default"] is True  # boolean defaults exist in every version
         assert c.requested_schema is not None
         check_requested_schema(c.requested_schema, version)
+        assert c.requested_schema.allowed_in(version)  # a checked schema, for this version
     c = compiled(flag)
     assert ok(c, {"enable_ssl": False}) == {"enable_ssl": False}
     assert ok(c, {}) == {"enable_ssl": True}  # default filled in

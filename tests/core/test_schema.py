@@ -18,10 +18,12 @@ from erlmcp_py.core.schema import (
     FieldKind,
     FrozenDict,
     FrozenList,
+    RequestedSchema,
     boolean_field,
     canonical_json,
     check_format,
     check_requested_schema,
+    checked_schema,
     downlevel,
     enum_field,
     enum_options,
@@ -502,6 +504,122 @@ def test_downlevel_accepts_frozen_schemas() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Checked schemas (RequestedSchema)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("schema", "version"),
+    [
+        (form(a={"type": "string", "pattern": "x"}), NEW),
+        (form(), NEW),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, NEW),
+        (form(a={"type": "string", "default": "x"}), OLD),
+        (form(a={"type": "string", "description": "x" * MAX_SCHEMA_BYTES}), NEW),
+        ([], NEW),
+    ],
+)
+def test_a_requested_schema_exists_only_for_what_the_check_accepts(
+    schema: Any, version: str
+) -> None:
+    expected = rejected(schema, version)
+    with pytest.raises(SchemaNotAllowed) as info:
+        RequestedSchema(schema, version)
+    assert (info.value.path, info.value.keyword, info.value.detail) == (
+        expected.path,
+        expected.keyword,
+        expected.detail,
+    )
+    with pytest.raises(ValueError, match="no form elicitation"):
+        RequestedSchema(TOOLS_CALL_ELICITATION, "2025-03-26")
+
+
+def test_a_requested_schema_is_frozen_json_with_its_version_and_size() -> None:
+    checked = RequestedSchema(SEP1330_ENUMS, MID)
+    assert checked == SEP1330_ENUMS
+    assert (checked.version, RequestedSchema(SEP1330_ENUMS).version) == (MID, NEW)
+    compact = json.dumps(SEP1330_ENUMS, separators=(",", ":"), ensure_ascii=False)
+    assert checked.size == len(compact.encode())
+    assert json.dumps(checked) == json.dumps(SEP1330_ENUMS)
+    assert isinstance(checked, FrozenDict)
+    with pytest.raises(TypeError, match="immutable"):
+        checked["x"] = 1
+    with pytest.raises(TypeError, match="immutable"):
+        checked["properties"]["untitledMulti"]["items"]["enum"].append("x")
+    assert checked.digest == schema_digest(checked) == schema_digest(SEP1330_ENUMS)
+    assert freeze(checked) is checked
+    assert copy.copy(checked) is checked
+    again = pickle.loads(pickle.dumps(checked))
+    assert (type(again), again, again.version, again.size) == (
+        RequestedSchema,
+        checked,
+        MID,
+        checked.size,
+    )
+    assert "RequestedSchema(" in repr(checked)
+
+
+def test_a_requested_schema_is_allowed_in_its_subset_and_every_wider_one() -> None:
+    plain = form(a={"type": "string"})
+    assert all(RequestedSchema(plain, OLD).allowed_in(v) for v in ALL)
+    for version in NEWER:
+        checked = RequestedSchema(plain, version)
+        assert [checked.allowed_in(v) for v in ALL] == [False, True, True]
+    with pytest.raises(ValueError, match="no form elicitation"):
+        RequestedSchema(plain).allowed_in("2025-03-26")
+
+
+def test_for_version_is_the_down_levelled_schema_as_a_checked_value() -> None:
+    checked = RequestedSchema(SEP1034_DEFAULTS)
+    old = checked.for_version(OLD)
+    assert (type(old), old.version, old) == (
+        RequestedSchema,
+        OLD,
+        downlevel(SEP1034_DEFAULTS, OLD),
+    )
+    assert old.for_version(NEW) is old  # a 2025-06-18 schema is in every newer subset
+    for version in NEWER:
+        assert checked.for_version(version) is checked
+    with pytest.raises(SchemaNotAllowed) as info:
+        RequestedSchema(SEP1330_ENUMS).for_version(OLD)
+    assert (info.value.path, info.value.keyword) == ("/properties/untitledMulti", "type")
+
+
+def test_checked_schema_takes_a_checked_schema_as_it_is_and_checks_anything_else() -> None:
+    checked = RequestedSchema(SEP1034_DEFAULTS, MID)
+    assert checked_schema(checked, NEW) is checked
+    raw = checked_schema(TOOLS_CALL_ELICITATION, OLD)
+    assert (type(raw), raw.version, raw) == (RequestedSchema, OLD, TOOLS_CALL_ELICITATION)
+    # checked for a wider subset than the client's: checked again for the client's version
+    with pytest.raises(SchemaNotAllowed) as info:
+        checked_schema(checked, OLD)
+    assert info.value.keyword == "default"
+    narrowed = checked_schema(RequestedSchema(TOOLS_CALL_ELICITATION, MID), OLD)
+    assert narrowed.version == OLD
+
+
+def test_a_requested_schema_is_checked_once_however_often_it_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import erlmcp_py.core.schema as schema_module
+
+    walks: list[str] = []
+    walk = schema_module._check
+
+    def counted(schema: Any, version: str) -> int:
+        walks.append(version)
+        return walk(schema, version)
+
+    monkeypatch.setattr(schema_module, "_check", counted)
+    checked = RequestedSchema(SEP1034_DEFAULTS)
+    for version in NEWER:
+        assert checked_schema(checked, version) is checked.for_version(version) is checked
+    assert walks == [NEW]
+    checked.for_version(OLD)  # a new value, for another subset: checked once, for it
+    assert walks == [NEW, OLD]
+
+
+# --------------------------------------------------------------------------------------------
 # Builders
 # --------------------------------------------------------------------------------------------
 
@@ -824,6 +942,11 @@ def test_random_allowed_schemas_are_accepted(schema: dict[str, Any]) -> None:
     f = freeze(schema)
     assert f.digest == schema_digest(schema)
     check_requested_schema(f, NEW)
+    checked = RequestedSchema(schema)
+    assert checked == schema
+    assert checked.size == len(
+        json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode()
+    )
 
 
 @_FAST
@@ -837,6 +960,7 @@ def test_random_schemas_downlevel_or_refuse_for_2025_06_18(schema: dict[str, Any
         return
     old = downlevel(schema, OLD)
     check_requested_schema(old, OLD)
+    assert RequestedSchema(schema).for_version(OLD) == old
     for name, prop in old["properties"].items():
         assert ("default" in prop) == (prop["type"] == "boolean" and "default" in prop)
         # the same options survive, with their titles

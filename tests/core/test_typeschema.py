@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import BaseModel, Field, field_validator
 
 from erlmcp_py.core.errors import InvalidAnswer, SchemaNotAllowed
-from erlmcp_py.core.schema import FrozenDict, check_requested_schema
+from erlmcp_py.core.schema import FrozenDict, RequestedSchema, check_requested_schema
 from erlmcp_py.core.typeschema import Format, FormType, Titles, schema_for
 from erlmcp_py.core.validation import AnswerError
 
@@ -551,12 +551,14 @@ class Pick(BaseModel):
     count: int = 1
 
 
-def test_requested_schema_per_version_is_cached() -> None:
+def test_requested_schema_per_version_is_a_checked_schema_built_once() -> None:
     form = schema_for(Pick)
+    assert isinstance(form.schema, RequestedSchema)
     assert form.requested_schema() is form.schema
     assert form.requested_schema("2025-11-25") is form.schema
     old = form.requested_schema("2025-06-18")
     assert old is form.requested_schema("2025-06-18")
+    assert (type(old), old.version) == (RequestedSchema, "2025-06-18")
     assert json.loads(json.dumps(old)) == {
         "type": "object",
         "properties": {

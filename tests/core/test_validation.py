@@ -14,6 +14,7 @@ from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.schema import (
     FORMATS,
     FieldKind,
+    RequestedSchema,
     boolean_field,
     downlevel,
     enum_field,
@@ -564,6 +565,15 @@ def test_compiled_validator_owns_a_frozen_copy() -> None:
     schema["properties"]["a"]["maxLength"] = 100
     assert not v.validate({"a": "abc"}).ok
     assert validate_answer(v, {"a": "ab"}).ok
+
+
+def test_a_checked_schema_is_compiled_as_it_is() -> None:
+    checked = RequestedSchema(FORM)
+    v = CompiledValidator(checked)
+    assert v.schema is checked
+    assert v.digest == checked.digest
+    raw = CompiledValidator(FORM)  # a raw schema is checked, then held as a checked value
+    assert (type(raw.schema), raw.schema) == (RequestedSchema, FORM)
 
 
 def test_lru_bound_and_eviction() -> None:

@@ -51,7 +51,7 @@ from erlmcp_py.core.forms._jsonschema import (
 )
 from erlmcp_py.core.forms._sensitive import sensitive_reason
 from erlmcp_py.core.forms._wire import _wire_schema
-from erlmcp_py.core.schema import FrozenDict, freeze
+from erlmcp_py.core.schema import FrozenDict, RequestedSchema, freeze
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES, SensitiveNames
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import ValidationResult
@@ -64,8 +64,8 @@ class CompiledForm:
     Attributes:
         form: The definition.
         version: The protocol version the wire schema is for.
-        requested_schema: The frozen wire ``requestedSchema``; ``None`` when the form needs
-            URL mode.
+        requested_schema: The checked, frozen wire ``requestedSchema``; ``None`` when the form
+            needs URL mode.
         validation_schema: The frozen server-side JSON Schema 2020-12.
         needs_url_mode: Why the form cannot be sent in form mode, or ``None``.
         url_mode_fields: The ids of the fields that force URL mode.
@@ -76,7 +76,7 @@ class CompiledForm:
 
     form: FormDefinition
     version: str
-    requested_schema: FrozenDict | None
+    requested_schema: RequestedSchema | None
     validation_schema: FrozenDict
     needs_url_mode: str | None
     url_mode_fields: tuple[str, ...]

@@ -28,16 +28,12 @@ from erlmcp_py.core.forms._fields import (
 )
 from erlmcp_py.core.schema import (
     FORMATS,
-    FrozenDict,
+    RequestedSchema,
     boolean_field,
-    check_requested_schema,
-    downlevel,
     enum_field,
-    freeze,
     integer_field,
     multi_select_field,
     number_field,
-    object_schema,
     string_field,
 )
 from erlmcp_py.core.urlpolicy import UrlPolicy
@@ -131,7 +127,7 @@ def _wire_property(f: AnyField, policy: UrlPolicy) -> dict[str, Any]:
 
 def _wire_schema(
     form: FormDefinition, plans: Sequence[_Plan], version: str, policy: UrlPolicy
-) -> FrozenDict:
+) -> RequestedSchema:
     props: dict[str, Any] = {}
     required: list[str] = []
     for p in plans:
@@ -147,7 +143,5 @@ def _wire_schema(
             required.append(p.id)
     if not props:
         raise SchemaNotAllowed("", "properties", "every field of the form is hidden")
-    wire = downlevel(object_schema(props, required), version)
-    check_requested_schema(wire, version)
-    frozen: FrozenDict = freeze(wire)
-    return frozen
+    schema = RequestedSchema({"type": "object", "properties": props, "required": required})
+    return schema.for_version(version)
