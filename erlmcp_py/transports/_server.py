@@ -231,6 +231,62 @@ class _Gone(Exception):
     """The client went away (read side)."""
 
 
+class _SocketStream(trio.abc.Stream):
+    """An accepted TCP connection (a non-blocking socket) as a trio stream.
+
+    A read or write is the syscall, and waits for the socket only when the kernel has
+    nothing to give or no room: unlike trio's ``SocketStream`` it does not yield to the
+    scheduler after a call that did not block. The connection yields once per request
+    served without waiting (:meth:`_Connection.run`), so a client that keeps it busy
+    cannot starve the others. ``TCP_NODELAY`` and ``TCP_NOTSENT_LOWAT`` come from the
+    listening socket.
+    """
+
+    __slots__ = ("_sock", "waited")
+
+    def __init__(self, sock: stdlib_socket.socket) -> None:
+        self._sock = sock
+        #: Set when a read or write had to wait for the client; the connection clears it.
+        self.waited = False
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        sock = self._sock
+        while True:
+            try:
+                return sock.recv(max_bytes or _READ)
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_readable(sock)
+            except OSError as exc:
+                if sock.fileno() == -1:
+                    raise trio.ClosedResourceError from None
+                raise trio.BrokenResourceError(exc) from exc
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        sock = self._sock
+        with memoryview(data) as view:
+            sent = 0
+            while sent < len(view):
+                try:
+                    sent += sock.send(view[sent:])
+                except BlockingIOError:
+                    self.waited = True
+                    await trio.lowlevel.wait_writable(sock)
+                except OSError as exc:
+                    if sock.fileno() == -1:
+                        raise trio.ClosedResourceError from None
+                    raise trio.BrokenResourceError(exc) from exc
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.wait_writable(self._sock)
+
+    async def aclose(self) -> None:
+        if self._sock.fileno() != -1:
+            trio.lowlevel.notify_closing(self._sock)
+            self._sock.close()
+        await trio.lowlevel.checkpoint()
+
+
 class _Connection:
     """One client connection: its buffer, its current request's body state, its deadline."""
 
@@ -301,7 +357,11 @@ class _Connection:
         if self.idle:
             self._deadline.cancel()
 
-    async def run(self) -> None:
+    async def run(self, connections: set[_Connection] | None = None) -> None:
+        """Serve requests until the connection closes (listed in ``connections`` meanwhile)."""
+        stream = self._stream
+        if connections is not None:
+            connections.add(self)
         try:
             with self._deadline:
                 while not self.closing:
@@ -314,10 +374,16 @@ class _Connection:
                     self._deadline.deadline = math.inf
                     if not await self._serve(head):
                         return
+                    if isinstance(stream, _SocketStream):
+                        if not stream.waited:  # nothing of this request waited: let others run
+                            await trio.lowlevel.checkpoint()
+                        stream.waited = False
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
         finally:
-            await trio.aclose_forcefully(self._stream)  # closes at once, even when cancelled
+            if connections is not None:
+                connections.discard(self)
+            await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
 
     async def _fill(self) -> None:
         """Read once from the socket into the buffer (``_Gone`` at the end of the stream)."""
@@ -611,12 +677,18 @@ class _Server:
         self.keep_alive_s = keep_alive_s
         self.connections: set[_Connection] = set()
 
-    async def accept_loop(self, listener: trio.socket.SocketType, nursery: trio.Nursery) -> None:
+    async def accept_loop(self, listener: stdlib_socket.socket, nursery: trio.Nursery) -> None:
+        """Accept connections, one task each; an accept that did not wait yields first."""
         server_addr = listener.getsockname()
         addr = (str(server_addr[0]), int(server_addr[1]))
+        waited = False
         while True:
             try:
-                sock, _ = await listener.accept()
+                sock, peer = listener.accept()
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(listener)
+                waited = True
+                continue
             except OSError as exc:
                 if exc.errno not in _ACCEPT_RETRY:
                     raise
@@ -624,21 +696,18 @@ class _Server:
                 await trio.sleep(0.1)
                 continue
             try:
-                peer = sock.getpeername()
+                sock.setblocking(False)
             except OSError:  # already gone
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
-            stream = trio.SocketStream(sock)
-            connection = _Connection(stream, self.app, client, addr, self.keep_alive_s)
-            nursery.start_soon(self.connection, connection)
-
-    async def connection(self, connection: _Connection) -> None:
-        self.connections.add(connection)
-        try:
-            await connection.run()
-        finally:
-            self.connections.discard(connection)
+            connection = _Connection(
+                _SocketStream(sock), self.app, client, addr, self.keep_alive_s
+            )
+            nursery.start_soon(connection.run, self.connections)
+            if not waited:  # a burst of connections: let the others run between two
+                await trio.lowlevel.checkpoint()
+            waited = False
 
 
 async def serve_stream(
@@ -662,22 +731,29 @@ async def serve_stream(
     await _Connection(stream, app, client, server, keep_alive_s).run()
 
 
-async def _bind_socket(host: str, port: int, backlog: int) -> trio.socket.SocketType:
+async def _bind_socket(host: str, port: int, backlog: int) -> stdlib_socket.socket:
+    """A listening, non-blocking socket; its accepted sockets inherit ``TCP_NODELAY`` and
+    ``TCP_NOTSENT_LOWAT`` (what trio's ``SocketStream`` sets on each)."""
     name = host.strip("[]")
     family = stdlib_socket.AF_INET6 if ":" in name else stdlib_socket.AF_INET
     sock = trio.socket.socket(family, stdlib_socket.SOCK_STREAM)
     try:
         # an IPv6 address keeps the system's dual-stack default ("::" takes IPv4 too)
         sock.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_REUSEADDR, 1)
+        sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
+        if hasattr(stdlib_socket, "TCP_NOTSENT_LOWAT"):
+            sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NOTSENT_LOWAT, 2**14)
         await sock.bind((name, port))
         sock.listen(backlog)
     except BaseException:
         sock.close()
         raise
-    return sock
+    listener = stdlib_socket.socket(family, stdlib_socket.SOCK_STREAM, fileno=sock.detach())
+    listener.setblocking(False)
+    return listener
 
 
-def _repr_addr(sock: trio.socket.SocketType) -> str:
+def _repr_addr(sock: stdlib_socket.socket) -> str:
     address = sock.getsockname()
     if sock.family == stdlib_socket.AF_INET6:
         return f"http://[{address[0]}]:{address[1]}"
@@ -720,6 +796,7 @@ async def serve(
                 await shutdown_trigger()
                 accepting.cancel_scope.cancel()
             # stopping: no new connection; idle ones close now, busy ones after their answer
+            trio.lowlevel.notify_closing(listener)
             listener.close()
             for connection in list(server.connections):
                 connection.stop_when_idle()
