@@ -21,11 +21,15 @@ the socket and the application:
   message. Every response carries a ``date``. Once a write fails the client is gone: later
   writes are dropped and ``receive()`` answers ``http.disconnect``.
 
-One deadline per connection, a cancel scope whose deadline moves: ``keep_alive_s`` from the
-end of the last response (or the connection's start) until the next request head is complete,
-so an idle connection and one that trickles its head are closed after ``keep_alive_s``; none
-while the application runs (the application bounds its body reads itself, see
+A deadline around each request head read: ``keep_alive_s`` from the end of the last response
+(or the connection's start) until the next request head is complete, so an idle connection
+and one that trickles its head are closed after ``keep_alive_s``; none while the application
+runs (the application bounds its body reads itself, see
 :func:`~erlmcp_py.transports._limits.read_body`).
+
+The socket is read and written directly (:class:`_SocketStream`): a call waits only when the
+kernel has nothing to read or no room to write, and a request served without any wait yields
+to the scheduler once, so a busy client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
@@ -44,10 +48,9 @@ closed at once, a connection in a request closes after its response, and whateve
 from __future__ import annotations
 
 import errno
-import math
 import socket as stdlib_socket
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Any, Final, NoReturn
@@ -255,12 +258,13 @@ class _SocketStream(trio.abc.Stream):
             try:
                 return sock.recv(max_bytes or _READ)
             except BlockingIOError:
-                self.waited = True
-                await trio.lowlevel.wait_readable(sock)
+                pass  # waited for outside the handler: a parked read keeps no exception
             except OSError as exc:
                 if sock.fileno() == -1:
                     raise trio.ClosedResourceError from None
                 raise trio.BrokenResourceError(exc) from exc
+            self.waited = True
+            await trio.lowlevel.wait_readable(sock)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         sock = self._sock
@@ -269,13 +273,15 @@ class _SocketStream(trio.abc.Stream):
             while sent < len(view):
                 try:
                     sent += sock.send(view[sent:])
+                    continue
                 except BlockingIOError:
-                    self.waited = True
-                    await trio.lowlevel.wait_writable(sock)
+                    pass
                 except OSError as exc:
                     if sock.fileno() == -1:
                         raise trio.ClosedResourceError from None
                     raise trio.BrokenResourceError(exc) from exc
+                self.waited = True
+                await trio.lowlevel.wait_writable(sock)
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.wait_writable(self._sock)
@@ -332,7 +338,8 @@ class _Connection:
         self._buffer = bytearray()
         self._eof = False
         self._broken = False
-        self._deadline = trio.CancelScope()
+        #: The keep-alive deadline of the head being read (none while a request is served).
+        self._deadline: trio.CancelScope | None = None
         self.idle = True
         self.closing = False
         self._reset()
@@ -346,7 +353,7 @@ class _Connection:
         self._continue = False
         self._phase = _NOTHING
         self._status = 200
-        self._headers: list[tuple[bytes, bytes]] = []
+        self._headers: Iterable[tuple[bytes, bytes]] = ()
         self._head_only = False
         self._will_close = False
         self._version = "1.1"
@@ -354,7 +361,7 @@ class _Connection:
     def stop_when_idle(self) -> None:
         """Close now when between requests, else after the current response."""
         self.closing = True
-        if self.idle:
+        if self.idle and self._deadline is not None:
             self._deadline.cancel()
 
     async def run(self, connections: set[_Connection] | None = None) -> None:
@@ -363,21 +370,19 @@ class _Connection:
         if connections is not None:
             connections.add(self)
         try:
-            with self._deadline:
-                while not self.closing:
-                    self._deadline.deadline = trio.current_time() + self._keep_alive_s
+            while not self.closing:
+                head = None
+                with trio.move_on_at(trio.current_time() + self._keep_alive_s) as self._deadline:
                     self.idle = True
                     head = await self._read_head()
-                    if head is None:
-                        return
-                    self.idle = False
-                    self._deadline.deadline = math.inf
-                    if not await self._serve(head):
-                        return
-                    if isinstance(stream, _SocketStream):
-                        if not stream.waited:  # nothing of this request waited: let others run
-                            await trio.lowlevel.checkpoint()
-                        stream.waited = False
+                self.idle = False
+                self._deadline = None
+                if head is None or not await self._serve(head):
+                    return
+                if isinstance(stream, _SocketStream):
+                    if not stream.waited:  # nothing of this request waited: let others run
+                        await trio.lowlevel.checkpoint()
+                    stream.waited = False
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
         finally:
@@ -499,7 +504,19 @@ class _Connection:
             if not self._delivered:  # a request without a body: one empty message first
                 self._delivered = True
                 return {"type": "http.request", "body": b"", "more_body": False}
-            return await self._wait_disconnect()
+            # the body is read: wait for the client to go away, keeping what it sends meanwhile
+            while not (self._eof or self._broken):
+                if len(self._buffer) > MAX_HEAD_BYTES:
+                    await trio.sleep_forever()  # a client far ahead: stop reading, keep waiting
+                try:
+                    data = await self._stream.receive_some(_READ)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    self._eof = True
+                    break
+                self._buffer += data
+            return {"type": "http.disconnect"}
         if self._continue:
             self._continue = False
             await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
@@ -580,17 +597,6 @@ class _Connection:
         self._eof = True
         raise _Gone
 
-    async def _wait_disconnect(self) -> Message:
-        """Wait for the client to go away; keep what it sends meanwhile."""
-        while not (self._eof or self._broken):
-            if len(self._buffer) > MAX_HEAD_BYTES:
-                await trio.sleep_forever()  # a client far ahead: stop reading, keep waiting
-            try:
-                await self._fill()
-            except _Gone:
-                break
-        return {"type": "http.disconnect"}
-
     # -- send ---------------------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
@@ -601,7 +607,7 @@ class _Connection:
                 raise RuntimeError("http.response.start sent twice")
             self._phase = _STARTED
             self._status = int(message["status"])
-            self._headers = list(message.get("headers", ()))
+            self._headers = message.get("headers", ())
             return
         if kind != "http.response.body":
             raise RuntimeError(f"unexpected ASGI message {kind!r}")
@@ -642,6 +648,7 @@ class _Connection:
             if lower == b"transfer-encoding":
                 continue
             out += name + b": " + value + b"\r\n"
+        self._headers = ()  # sent: not kept while the response streams
         if not more:
             self._phase = _DONE
             # the length of the body sent (a HEAD answer: the one the application declared)
@@ -701,9 +708,7 @@ class _Server:
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
-            connection = _Connection(
-                _SocketStream(sock), self.app, client, addr, self.keep_alive_s
-            )
+            connection = _Connection(_SocketStream(sock), self.app, client, addr, self.keep_alive_s)
             nursery.start_soon(connection.run, self.connections)
             if not waited:  # a burst of connections: let the others run between two
                 await trio.lowlevel.checkpoint()
