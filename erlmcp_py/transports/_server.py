@@ -241,30 +241,37 @@ class _SocketStream(trio.abc.Stream):
     nothing to give or no room: unlike trio's ``SocketStream`` it does not yield to the
     scheduler after a call that did not block. The connection yields once per request
     served without waiting (:meth:`_Connection.run`), so a client that keeps it busy
-    cannot starve the others. ``TCP_NODELAY`` and ``TCP_NOTSENT_LOWAT`` come from the
-    listening socket.
+    cannot starve the others. A read that follows one which took less than it asked for
+    (the kernel had no more) waits for the socket first instead of trying a read that
+    would fail. ``TCP_NODELAY`` and ``TCP_NOTSENT_LOWAT`` come from the listening socket.
     """
 
-    __slots__ = ("_sock", "waited")
+    __slots__ = ("_drained", "_sock", "waited")
 
     def __init__(self, sock: stdlib_socket.socket) -> None:
         self._sock = sock
+        self._drained = False  # the last read took all the kernel had
         #: Set when a read or write had to wait for the client; the connection clears it.
         self.waited = False
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         sock = self._sock
+        size = max_bytes or _READ
         while True:
+            if self._drained:
+                self.waited = True
+                await trio.lowlevel.wait_readable(sock)
             try:
-                return sock.recv(max_bytes or _READ)
+                data = sock.recv(size)
             except BlockingIOError:
-                pass  # waited for outside the handler: a parked read keeps no exception
+                self._drained = True  # waited for outside the handler: no exception kept
+                continue
             except OSError as exc:
                 if sock.fileno() == -1:
                     raise trio.ClosedResourceError from None
                 raise trio.BrokenResourceError(exc) from exc
-            self.waited = True
-            await trio.lowlevel.wait_readable(sock)
+            self._drained = len(data) < size
+            return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         sock = self._sock
@@ -685,16 +692,14 @@ class _Server:
         self.connections: set[_Connection] = set()
 
     async def accept_loop(self, listener: stdlib_socket.socket, nursery: trio.Nursery) -> None:
-        """Accept connections, one task each; an accept that did not wait yields first."""
+        """Accept connections, one task each; each accept after a wait for the listener."""
         server_addr = listener.getsockname()
         addr = (str(server_addr[0]), int(server_addr[1]))
-        waited = False
         while True:
+            await trio.lowlevel.wait_readable(listener)
             try:
                 sock, peer = listener.accept()
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(listener)
-                waited = True
+            except BlockingIOError:  # another process took it
                 continue
             except OSError as exc:
                 if exc.errno not in _ACCEPT_RETRY:
@@ -710,9 +715,6 @@ class _Server:
             client = (str(peer[0]), int(peer[1]))
             connection = _Connection(_SocketStream(sock), self.app, client, addr, self.keep_alive_s)
             nursery.start_soon(connection.run, self.connections)
-            if not waited:  # a burst of connections: let the others run between two
-                await trio.lowlevel.checkpoint()
-            waited = False
 
 
 async def serve_stream(
