@@ -28,8 +28,8 @@ runs (the application bounds its body reads itself, see
 :func:`~erlmcp_py.transports._limits.read_body`).
 
 The socket is read and written directly (:class:`_SocketStream`): a call waits only when the
-kernel has nothing to read or no room to write, and a request served without any wait yields
-to the scheduler once, so a busy client cannot starve the others.
+kernel has nothing to read or no room to write, and a request read with no wait since the one
+before yields to the scheduler first, so a busy client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
@@ -239,9 +239,9 @@ class _SocketStream(trio.abc.Stream):
 
     A read or write is the syscall, and waits for the socket only when the kernel has
     nothing to give or no room: unlike trio's ``SocketStream`` it does not yield to the
-    scheduler after a call that did not block. The connection yields once per request
-    served without waiting (:meth:`_Connection.run`), so a client that keeps it busy
-    cannot starve the others. A read that follows one which took less than it asked for
+    scheduler after a call that did not block. The connection yields before a request when
+    nothing waited since the one before (:meth:`_Connection.run`), so a client that keeps it
+    busy cannot starve the others. A read that follows one which took less than it asked for
     (the kernel had no more) waits for the socket first instead of trying a read that
     would fail. ``TCP_NODELAY`` and ``TCP_NOTSENT_LOWAT`` come from the listening socket.
     """
@@ -251,8 +251,9 @@ class _SocketStream(trio.abc.Stream):
     def __init__(self, sock: stdlib_socket.socket) -> None:
         self._sock = sock
         self._drained = False  # the last read took all the kernel had
-        #: Set when a read or write had to wait for the client; the connection clears it.
-        self.waited = False
+        #: Set when a read or write had to wait for the client; the connection clears it
+        #: when it starts serving a request (set at first: the connection task just started).
+        self.waited = True
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         sock = self._sock
@@ -384,12 +385,16 @@ class _Connection:
                     head = await self._read_head()
                 self.idle = False
                 self._deadline = None
-                if head is None or not await self._serve(head):
+                if head is None:
                     return
                 if isinstance(stream, _SocketStream):
-                    if not stream.waited:  # nothing of this request waited: let others run
+                    # nothing waited since the last request was read (a pipelined or eager
+                    # client): let the others run before serving this one
+                    if not stream.waited:
                         await trio.lowlevel.checkpoint()
                     stream.waited = False
+                if not await self._serve(head):
+                    return
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
         finally:

@@ -387,3 +387,33 @@ async def test_an_ipv6_address_is_served_and_named_in_brackets() -> None:
             _, body = await read_response(stream, bytearray())
             assert json.loads(body)["body"] == "six"
             nursery.cancel_scope.cancel()
+
+
+async def test_a_pipelining_client_lets_other_tasks_run_between_its_requests() -> None:
+    """Reads and writes that do not wait do not yield, so the connection yields before each
+    request read without a wait: another task runs between two pipelined requests."""
+    count = 100
+    ticks = 0
+    seen: list[int] = []  # the ticks when each request reached the application
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await trio.lowlevel.checkpoint()
+            ticks += 1
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(ticks)
+        await echo(scope, receive, send)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            (url,) = await nursery.start(partial(serve, app, "127.0.0.1", 0))
+            stream = await trio.open_tcp_stream("127.0.0.1", int(url.rsplit(":", 1)[1]))
+            nursery.start_soon(ticker)
+            await stream.send_all(b"".join(post(b"%d" % i) for i in range(count)))
+            buffer = bytearray()
+            answers = [json.loads((await read_response(stream, buffer))[1]) for _ in range(count)]
+            assert [a["body"] for a in answers] == [str(i) for i in range(count)]
+            assert seen[-1] - seen[0] >= count // 2
+            nursery.cancel_scope.cancel()
