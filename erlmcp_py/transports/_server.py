@@ -84,7 +84,9 @@ _READ: Final = 65536
 #: accept() errors that mean "out of resources for now": wait and accept again.
 _ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
-_TOKEN: Final = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+#: The characters of an HTTP token (lower case): ``bytes.translate`` deletes them, leaving
+#: whatever is not one.
+_TOKEN: Final = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
 _REASONS: Final = {
     100: b"Continue",
     200: b"OK",
@@ -158,7 +160,7 @@ def parse_head(data: bytes) -> RequestHead:
     if len(parts) != 3 or not parts[0] or not parts[1]:
         raise HttpRequestError(400, "malformed request line")
     method, target, proto = parts
-    if not set(method.lower()) <= _TOKEN:
+    if method.lower().translate(None, _TOKEN):
         raise HttpRequestError(400, "malformed method")
     if proto == b"HTTP/1.1":
         version = "1.1"
@@ -178,7 +180,7 @@ def parse_head(data: bytes) -> RequestHead:
         if not colon or not name or line[0] in b" \t":
             raise HttpRequestError(400, "malformed header line")
         name = name.lower()
-        if not set(name) <= _TOKEN:
+        if name.translate(None, _TOKEN):
             raise HttpRequestError(400, "malformed header name")
         value = value.strip(b" \t")
         headers.append((name, value))
