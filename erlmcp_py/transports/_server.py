@@ -21,15 +21,16 @@ the socket and the application:
   message. Every response carries a ``date``. Once a write fails the client is gone: later
   writes are dropped and ``receive()`` answers ``http.disconnect``.
 
-A deadline around each request head read: ``keep_alive_s`` from the end of the last response
-(or the connection's start) until the next request head is complete, so an idle connection
-and one that trickles its head are closed after ``keep_alive_s``; none while the application
-runs (the application bounds its body reads itself, see
+A deadline for each request head: ``keep_alive_s`` from the end of the last response (or the
+connection's start) until the head is complete (and a refusal of it written), so an idle
+connection and one that trickles its head are closed after ``keep_alive_s``; none while the
+application runs (the application bounds its body reads itself, see
 :func:`~erlmcp_py.transports._limits.read_body`).
 
-The socket is read and written directly (:class:`_SocketStream`): a call waits only when the
-kernel has nothing to read or no room to write, and a request read with no wait since the one
-before yields to the scheduler first, so a busy client cannot starve the others.
+The socket is read and written directly (:class:`_SocketWire`): a call waits only when the
+kernel has nothing to read or no room to write, a deadline is armed only for such a wait, and
+a request read with no wait since the one before yields to the scheduler first, so a busy
+client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
@@ -48,6 +49,7 @@ closed at once, a connection in a request closes after its response, and whateve
 from __future__ import annotations
 
 import errno
+import math
 import socket as stdlib_socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -236,36 +238,79 @@ class _Gone(Exception):
     """The client went away (read side)."""
 
 
-class _SocketStream(trio.abc.Stream):
-    """An accepted TCP connection (a non-blocking socket) as a trio stream.
+class _Wire(trio.abc.AsyncResource):
+    """What a connection reads and writes: a client socket (:class:`_SocketWire`) or any trio
+    stream (:class:`_StreamWire`).
+
+    A read or write given a ``deadline`` waits for the client at most until then and returns
+    ``None`` (a read) or ``False`` (a write) when it passes or :meth:`interrupt` is called;
+    without one it waits as long as it takes. ``waited`` is set whenever a call yields to the
+    scheduler; the connection clears it.
+    """
+
+    __slots__ = ("_timer", "waited")
+
+    def __init__(self) -> None:
+        self._timer: trio.CancelScope | None = None  # the deadline of a wait under way
+        self.waited = True  # the connection task just started: that was a yield
+
+    def interrupt(self) -> None:
+        """End a wait under a deadline now, as if the deadline had passed."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    async def receive(self, deadline: float = math.inf) -> bytes | None:
+        """Some bytes (``b""`` at the end of the stream); ``None``: the deadline passed."""
+        raise NotImplementedError
+
+    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+        """Write ``data``; ``False``: the deadline passed first."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
+class _SocketWire(_Wire):
+    """An accepted TCP connection (a non-blocking socket).
 
     A read or write is the syscall, and waits for the socket only when the kernel has
     nothing to give or no room: unlike trio's ``SocketStream`` it does not yield to the
-    scheduler after a call that did not block. The connection yields before a request when
-    nothing waited since the one before (:meth:`_Connection.run`), so a client that keeps it
-    busy cannot starve the others. A read that follows one which took less than it asked for
-    (the kernel had no more) waits for the socket first instead of trying a read that
-    would fail. ``TCP_NODELAY`` and ``TCP_NOTSENT_LOWAT`` come from the listening socket.
+    scheduler after a call that did not block, and arms a deadline only for a wait. The
+    connection yields before a request when nothing waited since the one before
+    (:meth:`_Connection.run`), so a client that keeps it busy cannot starve the others. A
+    read that follows one which took less than it asked for (the kernel had no more) waits
+    for the socket first instead of trying a read that would fail. ``TCP_NODELAY`` and
+    ``TCP_NOTSENT_LOWAT`` come from the listening socket.
     """
 
-    __slots__ = ("_drained", "_sock", "waited")
+    __slots__ = ("_drained", "_sock")
 
     def __init__(self, sock: stdlib_socket.socket) -> None:
+        super().__init__()
         self._sock = sock
         self._drained = False  # the last read took all the kernel had
-        #: Set when a read or write had to wait for the client; the connection clears it
-        #: when it starts serving a request (set at first: the connection task just started).
-        self.waited = True
 
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+    async def _wait(self, ready: Callable[[Any], Awaitable[None]], deadline: float) -> bool:
+        """Wait for the socket (``ready``: trio's wait_readable or wait_writable); False when
+        the deadline passed first."""
+        self.waited = True
+        if deadline == math.inf:
+            await ready(self._sock)
+            return True
+        with trio.move_on_at(deadline) as timer:
+            self._timer = timer
+            await ready(self._sock)
+        self._timer = None
+        return not timer.cancelled_caught
+
+    async def receive(self, deadline: float = math.inf) -> bytes | None:
         sock = self._sock
-        size = max_bytes or _READ
         while True:
-            if self._drained:
-                self.waited = True
-                await trio.lowlevel.wait_readable(sock)
+            if self._drained and not await self._wait(trio.lowlevel.wait_readable, deadline):
+                return None
             try:
-                data = sock.recv(size)
+                data = sock.recv(_READ)
             except BlockingIOError:
                 self._drained = True  # waited for outside the handler: no exception kept
                 continue
@@ -273,10 +318,10 @@ class _SocketStream(trio.abc.Stream):
                 if sock.fileno() == -1:
                     raise trio.ClosedResourceError from None
                 raise trio.BrokenResourceError(exc) from exc
-            self._drained = len(data) < size
+            self._drained = len(data) < _READ
             return data
 
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
         sock = self._sock
         with memoryview(data) as view:
             sent = 0
@@ -290,17 +335,47 @@ class _SocketStream(trio.abc.Stream):
                     if sock.fileno() == -1:
                         raise trio.ClosedResourceError from None
                     raise trio.BrokenResourceError(exc) from exc
-                self.waited = True
-                await trio.lowlevel.wait_writable(sock)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await trio.lowlevel.wait_writable(self._sock)
+                if not await self._wait(trio.lowlevel.wait_writable, deadline):
+                    return False
+        return True
 
     async def aclose(self) -> None:
         if self._sock.fileno() != -1:
             trio.lowlevel.notify_closing(self._sock)
             self._sock.close()
         await trio.lowlevel.checkpoint()
+
+
+class _StreamWire(_Wire):
+    """Any trio stream (which yields on every call, so ``waited`` stays set)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        super().__init__()
+        self._stream = stream
+
+    async def receive(self, deadline: float = math.inf) -> bytes | None:
+        with trio.move_on_at(deadline) as timer:
+            self._timer = timer
+            try:
+                return bytes(await self._stream.receive_some(_READ))
+            finally:
+                self._timer = None
+        return None
+
+    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+        with trio.move_on_at(deadline) as timer:
+            self._timer = timer
+            try:
+                await self._stream.send_all(data)
+            finally:
+                self._timer = None
+            return True
+        return False
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
 
 
 class _Connection:
@@ -315,7 +390,6 @@ class _Connection:
         "_chunked",
         "_client",
         "_continue",
-        "_deadline",
         "_delivered",
         "_eof",
         "_head_only",
@@ -334,7 +408,7 @@ class _Connection:
 
     def __init__(
         self,
-        stream: trio.abc.Stream,
+        stream: _Wire,
         app: App,
         client: tuple[str, int] | None,
         server: tuple[str, int] | None,
@@ -348,8 +422,6 @@ class _Connection:
         self._buffer = bytearray()
         self._eof = False
         self._broken = False
-        #: The keep-alive deadline of the head being read (none while a request is served).
-        self._deadline: trio.CancelScope | None = None
         self.idle = True
         self.closing = False
         self._reset()
@@ -371,8 +443,8 @@ class _Connection:
     def stop_when_idle(self) -> None:
         """Close now when between requests, else after the current response."""
         self.closing = True
-        if self.idle and self._deadline is not None:
-            self._deadline.cancel()
+        if self.idle:
+            self._stream.interrupt()
 
     async def run(self, connections: set[_Connection] | None = None) -> None:
         """Serve requests until the connection closes (listed in ``connections`` meanwhile)."""
@@ -381,20 +453,16 @@ class _Connection:
             connections.add(self)
         try:
             while not self.closing:
-                head = None
-                with trio.move_on_at(trio.current_time() + self._keep_alive_s) as self._deadline:
-                    self.idle = True
-                    head = await self._read_head()
+                self.idle = True
+                head = await self._read_head(trio.current_time() + self._keep_alive_s)
                 self.idle = False
-                self._deadline = None
                 if head is None:
                     return
-                if isinstance(stream, _SocketStream):
+                if not stream.waited:
                     # nothing waited since the last request was read (a pipelined or eager
                     # client): let the others run before serving this one
-                    if not stream.waited:
-                        await trio.lowlevel.checkpoint()
-                    stream.waited = False
+                    await trio.lowlevel.checkpoint()
+                stream.waited = False
                 if not await self._serve(head):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
@@ -404,20 +472,25 @@ class _Connection:
                 connections.discard(self)
             await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
 
-    async def _fill(self) -> None:
-        """Read once from the socket into the buffer (``_Gone`` at the end of the stream)."""
+    async def _fill(self, deadline: float = math.inf) -> None:
+        """Read once from the socket into the buffer (``_Gone`` at the end of the stream or
+        once ``deadline`` passed)."""
         if self._eof:
             raise _Gone
         try:
-            data = await self._stream.receive_some(_READ)
+            data = await self._stream.receive(deadline)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
+        if data is None:
+            raise _Gone
         if not data:
             self._eof = True
             raise _Gone
         self._buffer += data
 
-    async def _read_head(self) -> RequestHead | None:
+    async def _read_head(self, deadline: float) -> RequestHead | None:
+        """The next request head, read by ``deadline`` (else ``None``: the connection closes,
+        as after a head refused, answered here)."""
         buffer = self._buffer
         start = 0
         while True:
@@ -425,41 +498,42 @@ class _Connection:
             if end >= 0:
                 break
             if len(buffer) > MAX_HEAD_BYTES:
-                await self._refuse(431, "request head too large")
+                await self._refuse(431, "request head too large", deadline)
                 return None
             start = max(0, len(buffer) - 3)
             try:
-                await self._fill()
+                await self._fill(deadline)
             except _Gone:
                 return None
             if buffer.startswith(b"\r\n"):  # an empty line before a request is allowed
                 del buffer[:2]
                 start = 0
         if end > MAX_HEAD_BYTES:
-            await self._refuse(431, "request head too large")
+            await self._refuse(431, "request head too large", deadline)
             return None
         raw = bytes(buffer[:end])
         del buffer[: end + 4]
         try:
             return parse_head(raw)
         except HttpRequestError as refused:
-            await self._refuse(refused.status, refused.reason)
+            await self._refuse(refused.status, refused.reason, deadline)
             return None
 
-    async def _refuse(self, status: int, reason: str) -> None:
+    async def _refuse(self, status: int, reason: str, deadline: float) -> None:
         log.info("http_request_refused", status=status, why=reason)
         body = f"{reason}\n".encode()
         head = _status_line("1.1", status) + (
             b"content-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
             % len(body)
         )
-        await self._write(head + body)
+        await self._write(head + body, deadline)
 
-    async def _write(self, data: bytes) -> None:
+    async def _write(self, data: bytes, deadline: float = math.inf) -> None:
         if self._broken:
             return
         try:
-            await self._stream.send_all(data)
+            if not await self._stream.send_all(data, deadline):
+                self._broken = True  # the client does not read: given up on
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._broken = True
 
@@ -523,7 +597,7 @@ class _Connection:
                 if len(self._buffer) > MAX_HEAD_BYTES:
                     await trio.sleep_forever()  # a client far ahead: stop reading, keep waiting
                 try:
-                    data = await self._stream.receive_some(_READ)
+                    data = await self._stream.receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
                 if not data:
@@ -720,7 +794,7 @@ class _Server:
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
-            connection = _Connection(_SocketStream(sock), self.app, client, addr, self.keep_alive_s)
+            connection = _Connection(_SocketWire(sock), self.app, client, addr, self.keep_alive_s)
             nursery.start_soon(connection.run, self.connections)
 
 
@@ -742,7 +816,7 @@ async def serve_stream(
         client: The peer's address (the scope's ``client``).
         server: The local address (the scope's ``server``).
     """
-    await _Connection(stream, app, client, server, keep_alive_s).run()
+    await _Connection(_StreamWire(stream), app, client, server, keep_alive_s).run()
 
 
 async def _bind_socket(host: str, port: int, backlog: int) -> stdlib_socket.socket:
