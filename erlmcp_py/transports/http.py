@@ -504,13 +504,13 @@ _HEADERS: Final = "erlmcp.headers"
 def _header(scope: Scope, name: bytes) -> str | None:
     """The first value of header ``name`` (lower case), from a table built once per request."""
     table = scope.get(_HEADERS)
-    if table is None:
-        table = {}
-        for key, value in scope.get("headers", ()):
-            table.setdefault(bytes(key).lower(), value)
+    if table is None:  # reversed: the first value of a name is the one kept
+        table = {
+            bytes(key).lower(): bytes(value).decode("latin-1")
+            for key, value in reversed(list(scope.get("headers", ())))
+        }
         scope[_HEADERS] = table
-    value = table.get(name)
-    return None if value is None else bytes(value).decode("latin-1")
+    return table.get(name)
 
 
 async def _dispatch_related(session: ServerSession, message: Request) -> None:
@@ -888,7 +888,7 @@ class HttpTransport:
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         accept = _header(scope, b"accept")
-        if not (accepts(accept, JSON) and accepts(accept, SSE)):
+        if not accepts(accept, JSON, SSE):
             raise _HttpError(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
