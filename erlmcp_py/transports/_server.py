@@ -292,23 +292,25 @@ class _SocketWire(_Wire):
         self._drained = False  # the last read took all the kernel had
 
     async def _wait(self, ready: Callable[[Any], Awaitable[None]], deadline: float) -> bool:
-        """Wait for the socket (``ready``: trio's wait_readable or wait_writable); False when
-        the deadline passed first."""
-        self.waited = True
-        if deadline == math.inf:
-            await ready(self._sock)
-            return True
+        """Wait for the socket (``ready``: trio's wait_readable or wait_writable) at most until
+        ``deadline``; False when it passed first."""
         with trio.move_on_at(deadline) as timer:
             self._timer = timer
-            await ready(self._sock)
-        self._timer = None
+            try:
+                await ready(self._sock)
+            finally:
+                self._timer = None
         return not timer.cancelled_caught
 
     async def receive(self, deadline: float = math.inf) -> bytes | None:
         sock = self._sock
         while True:
-            if self._drained and not await self._wait(trio.lowlevel.wait_readable, deadline):
-                return None
+            if self._drained:
+                self.waited = True
+                if deadline == math.inf:  # (waited for here: a parked read keeps one frame less)
+                    await trio.lowlevel.wait_readable(sock)
+                elif not await self._wait(trio.lowlevel.wait_readable, deadline):
+                    return None
             try:
                 data = sock.recv(_READ)
             except BlockingIOError:
@@ -335,7 +337,10 @@ class _SocketWire(_Wire):
                     if sock.fileno() == -1:
                         raise trio.ClosedResourceError from None
                     raise trio.BrokenResourceError(exc) from exc
-                if not await self._wait(trio.lowlevel.wait_writable, deadline):
+                self.waited = True
+                if deadline == math.inf:
+                    await trio.lowlevel.wait_writable(sock)
+                elif not await self._wait(trio.lowlevel.wait_writable, deadline):
                     return False
         return True
 
@@ -347,7 +352,7 @@ class _SocketWire(_Wire):
 
 
 class _StreamWire(_Wire):
-    """Any trio stream (which yields on every call, so ``waited`` stays set)."""
+    """Any trio stream (whose calls yield, as trio's streams do: each one sets ``waited``)."""
 
     __slots__ = ("_stream",)
 
@@ -356,6 +361,7 @@ class _StreamWire(_Wire):
         self._stream = stream
 
     async def receive(self, deadline: float = math.inf) -> bytes | None:
+        self.waited = True
         with trio.move_on_at(deadline) as timer:
             self._timer = timer
             try:
@@ -365,6 +371,7 @@ class _StreamWire(_Wire):
         return None
 
     async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+        self.waited = True
         with trio.move_on_at(deadline) as timer:
             self._timer = timer
             try:
