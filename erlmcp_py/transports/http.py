@@ -713,7 +713,7 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
             return
         try:
-            method = self._endpoint_method(scope)  # (routed here: one frame less per POST)
+            method = self._endpoint_method(scope)
             if method == "POST":
                 await self._post(scope, receive, send)
             elif method == "GET":
