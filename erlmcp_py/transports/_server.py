@@ -85,6 +85,23 @@ _MAX_CHUNK_LINE: Final = 1024
 _READ: Final = 65536
 #: accept() errors that mean "out of resources for now": wait and accept again.
 _ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+#: accept() errors of the one connection being accepted (gone already, or a network error
+#: Linux reports on it): accept the next one.
+_ACCEPT_GONE: Final = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "EPROTO",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+)
 _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
 #: The characters of an HTTP token (lower case): ``bytes.translate`` deletes them, leaving
 #: whatever is not one.
@@ -790,6 +807,8 @@ class _Server:
             except BlockingIOError:  # another process took it
                 continue
             except OSError as exc:
+                if exc.errno in _ACCEPT_GONE:
+                    continue
                 if exc.errno not in _ACCEPT_RETRY:
                     raise
                 log.warning("http_accept_failed", error=errno.errorcode.get(exc.errno or 0))
