@@ -581,7 +581,7 @@ def report_profile(
         "socket_sends": calls("~", "<method 'send' of '_socket.socket' objects>"),
         "socket_recvs": calls("~", "<method 'recv' of '_socket.socket' objects>"),
         "http_requests": calls("erlmcp_py/transports/_server.py", "parse_head"),
-        "connections": calls("erlmcp_py/transports/_server.py", "__init__"),
+        "connections": calls("~", "<method 'setblocking' of '_socket.socket' objects>"),
         "json_dumps": calls("json/__init__.py", "dumps"),
         "json_loads": calls("json/__init__.py", "loads"),
         "structlog_calls": calls("structlog/_native.py", "meth"),

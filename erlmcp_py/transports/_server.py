@@ -21,11 +21,16 @@ the socket and the application:
   message. Every response carries a ``date``. Once a write fails the client is gone: later
   writes are dropped and ``receive()`` answers ``http.disconnect``.
 
-One deadline per connection, a cancel scope whose deadline moves: ``keep_alive_s`` from the
-end of the last response (or the connection's start) until the next request head is complete,
-so an idle connection and one that trickles its head are closed after ``keep_alive_s``; none
-while the application runs (the application bounds its body reads itself, see
+A deadline for each request head: ``keep_alive_s`` from the end of the last response (or the
+connection's start) until the head is complete (and a refusal of it written), so an idle
+connection and one that trickles its head are closed after ``keep_alive_s``; none while the
+application runs (the application bounds its body reads itself, see
 :func:`~erlmcp_py.transports._limits.read_body`).
+
+The socket is read and written directly (:class:`_SocketWire`): a call waits only when the
+kernel has nothing to read or no room to write, a deadline is armed only for such a wait, and
+a request read with no wait since the one before yields to the scheduler first, so a busy
+client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
@@ -47,7 +52,7 @@ import errno
 import math
 import socket as stdlib_socket
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Any, Final, NoReturn
@@ -80,8 +85,27 @@ _MAX_CHUNK_LINE: Final = 1024
 _READ: Final = 65536
 #: accept() errors that mean "out of resources for now": wait and accept again.
 _ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+#: accept() errors of the one connection being accepted (gone already, or a network error
+#: Linux reports on it): accept the next one.
+_ACCEPT_GONE: Final = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "EPROTO",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+)
 _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
-_TOKEN: Final = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+#: The characters of an HTTP token (lower case): ``bytes.translate`` deletes them, leaving
+#: whatever is not one.
+_TOKEN: Final = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
 _REASONS: Final = {
     100: b"Continue",
     200: b"OK",
@@ -155,7 +179,7 @@ def parse_head(data: bytes) -> RequestHead:
     if len(parts) != 3 or not parts[0] or not parts[1]:
         raise HttpRequestError(400, "malformed request line")
     method, target, proto = parts
-    if not set(method.lower()) <= _TOKEN:
+    if method.lower().translate(None, _TOKEN):
         raise HttpRequestError(400, "malformed method")
     if proto == b"HTTP/1.1":
         version = "1.1"
@@ -175,7 +199,7 @@ def parse_head(data: bytes) -> RequestHead:
         if not colon or not name or line[0] in b" \t":
             raise HttpRequestError(400, "malformed header line")
         name = name.lower()
-        if not set(name) <= _TOKEN:
+        if name.translate(None, _TOKEN):
             raise HttpRequestError(400, "malformed header name")
         value = value.strip(b" \t")
         headers.append((name, value))
@@ -231,6 +255,153 @@ class _Gone(Exception):
     """The client went away (read side)."""
 
 
+class _Wire(trio.abc.AsyncResource):
+    """What a connection reads and writes: a client socket (:class:`_SocketWire`) or any trio
+    stream (:class:`_StreamWire`).
+
+    A read or write given a ``deadline`` waits for the client at most until then and returns
+    ``None`` (a read) or ``False`` (a write) when it passes or :meth:`interrupt` is called;
+    without one it waits as long as it takes. ``waited`` is set whenever a call yields to the
+    scheduler; the connection clears it.
+    """
+
+    __slots__ = ("_timer", "waited")
+
+    def __init__(self) -> None:
+        self._timer: trio.CancelScope | None = None  # the deadline of a wait under way
+        self.waited = True  # the connection task just started: that was a yield
+
+    def interrupt(self) -> None:
+        """End a wait under a deadline now, as if the deadline had passed."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    async def receive(self, deadline: float = math.inf) -> bytes | None:
+        """Some bytes (``b""`` at the end of the stream); ``None``: the deadline passed."""
+        raise NotImplementedError
+
+    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+        """Write ``data``; ``False``: the deadline passed first."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
+class _SocketWire(_Wire):
+    """An accepted TCP connection (a non-blocking socket).
+
+    A read or write is the syscall, and waits for the socket only when the kernel has
+    nothing to give or no room: unlike trio's ``SocketStream`` it does not yield to the
+    scheduler after a call that did not block, and arms a deadline only for a wait. The
+    connection yields before a request when nothing waited since the one before
+    (:meth:`_Connection.run`), so a client that keeps it busy cannot starve the others. A
+    read that follows one which took less than it asked for (the kernel had no more) waits
+    for the socket first instead of trying a read that would fail. ``TCP_NODELAY`` and
+    ``TCP_NOTSENT_LOWAT`` come from the listening socket.
+    """
+
+    __slots__ = ("_drained", "_sock")
+
+    def __init__(self, sock: stdlib_socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+        self._drained = False  # the last read took all the kernel had
+
+    async def _wait(self, ready: Callable[[Any], Awaitable[None]], deadline: float) -> bool:
+        """Wait for the socket (``ready``: trio's wait_readable or wait_writable) at most until
+        ``deadline``; False when it passed first."""
+        with trio.move_on_at(deadline) as timer:
+            self._timer = timer
+            try:
+                await ready(self._sock)
+            finally:
+                self._timer = None
+        return not timer.cancelled_caught
+
+    async def receive(self, deadline: float = math.inf) -> bytes | None:
+        sock = self._sock
+        while True:
+            if self._drained:
+                self.waited = True
+                if deadline == math.inf:  # (waited for here: a parked read keeps one frame less)
+                    await trio.lowlevel.wait_readable(sock)
+                elif not await self._wait(trio.lowlevel.wait_readable, deadline):
+                    return None
+            try:
+                data = sock.recv(_READ)
+            except BlockingIOError:
+                self._drained = True  # waited for outside the handler: no exception kept
+                continue
+            except OSError as exc:
+                if sock.fileno() == -1:
+                    raise trio.ClosedResourceError from None
+                raise trio.BrokenResourceError(exc) from exc
+            self._drained = len(data) < _READ
+            return data
+
+    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+        sock = self._sock
+        with memoryview(data) as view:
+            sent = 0
+            while sent < len(view):
+                try:
+                    sent += sock.send(view[sent:])
+                    continue
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    if sock.fileno() == -1:
+                        raise trio.ClosedResourceError from None
+                    raise trio.BrokenResourceError(exc) from exc
+                self.waited = True
+                if deadline == math.inf:
+                    await trio.lowlevel.wait_writable(sock)
+                elif not await self._wait(trio.lowlevel.wait_writable, deadline):
+                    return False
+        return True
+
+    async def aclose(self) -> None:
+        if self._sock.fileno() != -1:
+            trio.lowlevel.notify_closing(self._sock)
+            self._sock.close()
+        await trio.lowlevel.checkpoint()
+
+
+class _StreamWire(_Wire):
+    """Any trio stream (whose calls yield, as trio's streams do: each one sets ``waited``)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        super().__init__()
+        self._stream = stream
+
+    async def receive(self, deadline: float = math.inf) -> bytes | None:
+        self.waited = True
+        with trio.move_on_at(deadline) as timer:
+            self._timer = timer
+            try:
+                return bytes(await self._stream.receive_some(_READ))
+            finally:
+                self._timer = None
+        return None
+
+    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+        self.waited = True
+        with trio.move_on_at(deadline) as timer:
+            self._timer = timer
+            try:
+                await self._stream.send_all(data)
+            finally:
+                self._timer = None
+            return True
+        return False
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 class _Connection:
     """One client connection: its buffer, its current request's body state, its deadline."""
 
@@ -243,7 +414,6 @@ class _Connection:
         "_chunked",
         "_client",
         "_continue",
-        "_deadline",
         "_delivered",
         "_eof",
         "_head_only",
@@ -262,7 +432,7 @@ class _Connection:
 
     def __init__(
         self,
-        stream: trio.abc.Stream,
+        stream: _Wire,
         app: App,
         client: tuple[str, int] | None,
         server: tuple[str, int] | None,
@@ -276,7 +446,6 @@ class _Connection:
         self._buffer = bytearray()
         self._eof = False
         self._broken = False
-        self._deadline = trio.CancelScope()
         self.idle = True
         self.closing = False
         self._reset()
@@ -290,7 +459,7 @@ class _Connection:
         self._continue = False
         self._phase = _NOTHING
         self._status = 200
-        self._headers: list[tuple[bytes, bytes]] = []
+        self._headers: Iterable[tuple[bytes, bytes]] = ()
         self._head_only = False
         self._will_close = False
         self._version = "1.1"
@@ -299,40 +468,53 @@ class _Connection:
         """Close now when between requests, else after the current response."""
         self.closing = True
         if self.idle:
-            self._deadline.cancel()
+            self._stream.interrupt()
 
-    async def run(self) -> None:
+    async def run(self, connections: set[_Connection] | None = None) -> None:
+        """Serve requests until the connection closes (listed in ``connections`` meanwhile)."""
+        stream = self._stream
+        if connections is not None:
+            connections.add(self)
         try:
-            with self._deadline:
-                while not self.closing:
-                    self._deadline.deadline = trio.current_time() + self._keep_alive_s
-                    self.idle = True
-                    head = await self._read_head()
-                    if head is None:
-                        return
-                    self.idle = False
-                    self._deadline.deadline = math.inf
-                    if not await self._serve(head):
-                        return
+            while not self.closing:
+                self.idle = True
+                head = await self._read_head(trio.current_time() + self._keep_alive_s)
+                self.idle = False
+                if head is None:
+                    return
+                if not stream.waited:
+                    # nothing waited since the last request was read (a pipelined or eager
+                    # client): let the others run before serving this one
+                    await trio.lowlevel.checkpoint()
+                stream.waited = False
+                if not await self._serve(head):
+                    return
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
         finally:
-            await trio.aclose_forcefully(self._stream)  # closes at once, even when cancelled
+            if connections is not None:
+                connections.discard(self)
+            await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
 
-    async def _fill(self) -> None:
-        """Read once from the socket into the buffer (``_Gone`` at the end of the stream)."""
+    async def _fill(self, deadline: float = math.inf) -> None:
+        """Read once from the socket into the buffer (``_Gone`` at the end of the stream or
+        once ``deadline`` passed)."""
         if self._eof:
             raise _Gone
         try:
-            data = await self._stream.receive_some(_READ)
+            data = await self._stream.receive(deadline)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
+        if data is None:
+            raise _Gone
         if not data:
             self._eof = True
             raise _Gone
         self._buffer += data
 
-    async def _read_head(self) -> RequestHead | None:
+    async def _read_head(self, deadline: float) -> RequestHead | None:
+        """The next request head, read by ``deadline`` (else ``None``: the connection closes,
+        as after a head refused, answered here)."""
         buffer = self._buffer
         start = 0
         while True:
@@ -340,41 +522,42 @@ class _Connection:
             if end >= 0:
                 break
             if len(buffer) > MAX_HEAD_BYTES:
-                await self._refuse(431, "request head too large")
+                await self._refuse(431, "request head too large", deadline)
                 return None
             start = max(0, len(buffer) - 3)
             try:
-                await self._fill()
+                await self._fill(deadline)
             except _Gone:
                 return None
             if buffer.startswith(b"\r\n"):  # an empty line before a request is allowed
                 del buffer[:2]
                 start = 0
         if end > MAX_HEAD_BYTES:
-            await self._refuse(431, "request head too large")
+            await self._refuse(431, "request head too large", deadline)
             return None
         raw = bytes(buffer[:end])
         del buffer[: end + 4]
         try:
             return parse_head(raw)
         except HttpRequestError as refused:
-            await self._refuse(refused.status, refused.reason)
+            await self._refuse(refused.status, refused.reason, deadline)
             return None
 
-    async def _refuse(self, status: int, reason: str) -> None:
+    async def _refuse(self, status: int, reason: str, deadline: float) -> None:
         log.info("http_request_refused", status=status, why=reason)
         body = f"{reason}\n".encode()
         head = _status_line("1.1", status) + (
             b"content-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
             % len(body)
         )
-        await self._write(head + body)
+        await self._write(head + body, deadline)
 
-    async def _write(self, data: bytes) -> None:
+    async def _write(self, data: bytes, deadline: float = math.inf) -> None:
         if self._broken:
             return
         try:
-            await self._stream.send_all(data)
+            if not await self._stream.send_all(data, deadline):
+                self._broken = True  # the client does not read: given up on
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._broken = True
 
@@ -433,7 +616,19 @@ class _Connection:
             if not self._delivered:  # a request without a body: one empty message first
                 self._delivered = True
                 return {"type": "http.request", "body": b"", "more_body": False}
-            return await self._wait_disconnect()
+            # the body is read: wait for the client to go away, keeping what it sends meanwhile
+            while not (self._eof or self._broken):
+                if len(self._buffer) > MAX_HEAD_BYTES:
+                    await trio.sleep_forever()  # a client far ahead: stop reading, keep waiting
+                try:
+                    data = await self._stream.receive()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    self._eof = True
+                    break
+                self._buffer += data
+            return {"type": "http.disconnect"}
         if self._continue:
             self._continue = False
             await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
@@ -514,17 +709,6 @@ class _Connection:
         self._eof = True
         raise _Gone
 
-    async def _wait_disconnect(self) -> Message:
-        """Wait for the client to go away; keep what it sends meanwhile."""
-        while not (self._eof or self._broken):
-            if len(self._buffer) > MAX_HEAD_BYTES:
-                await trio.sleep_forever()  # a client far ahead: stop reading, keep waiting
-            try:
-                await self._fill()
-            except _Gone:
-                break
-        return {"type": "http.disconnect"}
-
     # -- send ---------------------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
@@ -535,7 +719,7 @@ class _Connection:
                 raise RuntimeError("http.response.start sent twice")
             self._phase = _STARTED
             self._status = int(message["status"])
-            self._headers = list(message.get("headers", ()))
+            self._headers = message.get("headers", ())
             return
         if kind != "http.response.body":
             raise RuntimeError(f"unexpected ASGI message {kind!r}")
@@ -576,6 +760,7 @@ class _Connection:
             if lower == b"transfer-encoding":
                 continue
             out += name + b": " + value + b"\r\n"
+        self._headers = ()  # sent: not kept while the response streams
         if not more:
             self._phase = _DONE
             # the length of the body sent (a HEAD answer: the one the application declared)
@@ -611,34 +796,32 @@ class _Server:
         self.keep_alive_s = keep_alive_s
         self.connections: set[_Connection] = set()
 
-    async def accept_loop(self, listener: trio.socket.SocketType, nursery: trio.Nursery) -> None:
+    async def accept_loop(self, listener: stdlib_socket.socket, nursery: trio.Nursery) -> None:
+        """Accept connections, one task each; each accept after a wait for the listener."""
         server_addr = listener.getsockname()
         addr = (str(server_addr[0]), int(server_addr[1]))
         while True:
+            await trio.lowlevel.wait_readable(listener)
             try:
-                sock, _ = await listener.accept()
+                sock, peer = listener.accept()
+            except BlockingIOError:  # another process took it
+                continue
             except OSError as exc:
+                if exc.errno in _ACCEPT_GONE:
+                    continue
                 if exc.errno not in _ACCEPT_RETRY:
                     raise
                 log.warning("http_accept_failed", error=errno.errorcode.get(exc.errno or 0))
                 await trio.sleep(0.1)
                 continue
             try:
-                peer = sock.getpeername()
+                sock.setblocking(False)
             except OSError:  # already gone
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
-            stream = trio.SocketStream(sock)
-            connection = _Connection(stream, self.app, client, addr, self.keep_alive_s)
-            nursery.start_soon(self.connection, connection)
-
-    async def connection(self, connection: _Connection) -> None:
-        self.connections.add(connection)
-        try:
-            await connection.run()
-        finally:
-            self.connections.discard(connection)
+            connection = _Connection(_SocketWire(sock), self.app, client, addr, self.keep_alive_s)
+            nursery.start_soon(connection.run, self.connections)
 
 
 async def serve_stream(
@@ -659,25 +842,32 @@ async def serve_stream(
         client: The peer's address (the scope's ``client``).
         server: The local address (the scope's ``server``).
     """
-    await _Connection(stream, app, client, server, keep_alive_s).run()
+    await _Connection(_StreamWire(stream), app, client, server, keep_alive_s).run()
 
 
-async def _bind_socket(host: str, port: int, backlog: int) -> trio.socket.SocketType:
+async def _bind_socket(host: str, port: int, backlog: int) -> stdlib_socket.socket:
+    """A listening, non-blocking socket; its accepted sockets inherit ``TCP_NODELAY`` and
+    ``TCP_NOTSENT_LOWAT`` (what trio's ``SocketStream`` sets on each)."""
     name = host.strip("[]")
     family = stdlib_socket.AF_INET6 if ":" in name else stdlib_socket.AF_INET
     sock = trio.socket.socket(family, stdlib_socket.SOCK_STREAM)
     try:
         # an IPv6 address keeps the system's dual-stack default ("::" takes IPv4 too)
         sock.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_REUSEADDR, 1)
+        sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
+        if hasattr(stdlib_socket, "TCP_NOTSENT_LOWAT"):
+            sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NOTSENT_LOWAT, 2**14)
         await sock.bind((name, port))
         sock.listen(backlog)
     except BaseException:
         sock.close()
         raise
-    return sock
+    listener = stdlib_socket.socket(family, stdlib_socket.SOCK_STREAM, fileno=sock.detach())
+    listener.setblocking(False)
+    return listener
 
 
-def _repr_addr(sock: trio.socket.SocketType) -> str:
+def _repr_addr(sock: stdlib_socket.socket) -> str:
     address = sock.getsockname()
     if sock.family == stdlib_socket.AF_INET6:
         return f"http://[{address[0]}]:{address[1]}"
@@ -720,6 +910,7 @@ async def serve(
                 await shutdown_trigger()
                 accepting.cancel_scope.cancel()
             # stopping: no new connection; idle ones close now, busy ones after their answer
+            trio.lowlevel.notify_closing(listener)
             listener.close()
             for connection in list(server.connections):
                 connection.stop_when_idle()

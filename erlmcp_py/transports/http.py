@@ -27,10 +27,11 @@ does not keep up is ended (a slow client only hurts itself).
 
 *POST.* A ``tools/call`` or ``prompts/get`` (when the client accepts ``text/event-stream``) is
 answered as an SSE stream carrying that call's requests to the client (``elicitation/create``…),
-progress and log notifications and finally its response; other requests are answered as
-``application/json``. Notifications and responses get 202. If the client goes away while its
-call runs (the POST stream closes), the call is cancelled exactly as by
-``notifications/cancelled``. Several POST streams of one session may be open at once.
+progress and log notifications and finally its response (the response head goes out with
+the first event); other requests are answered as ``application/json``. Notifications and
+responses get 202. If the client goes away while its call runs (the POST stream closes), the
+call is cancelled exactly as by ``notifications/cancelled``. Several POST streams of one
+session may be open at once.
 
 *Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
 on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
@@ -393,12 +394,18 @@ class _HttpSession:
         self.posts: dict[RequestId, _Stream] = {}
         self.get_stream: _Stream | None = None
         self.backlog: deque[bytes] = deque()
-        self.done = trio.Event()
+        self.closed = False
+        self._wake: trio.CancelScope | None = None  # the host task's wait, cancelled by close
         self.last_active = trio.current_time()
         self.log = log.bind(peer=None)
 
     def touch(self) -> None:
         self.last_active = trio.current_time()
+
+    @property
+    def id_header(self) -> list[tuple[bytes, bytes]]:
+        """The ``Mcp-Session-Id`` header of the session's answers."""
+        return [(b"mcp-session-id", self.id.encode())]
 
     @property
     def busy(self) -> bool:
@@ -437,7 +444,9 @@ class _HttpSession:
 
     def close(self) -> None:
         """End the session and every open stream (idempotent)."""
-        self.done.set()
+        self.closed = True
+        if self._wake is not None:
+            self._wake.cancel()
         if self.session is not None:
             self.session.close()
         for stream in self.posts.values():
@@ -463,16 +472,18 @@ class _HttpSession:
                 self.session = session
                 self.log = log.bind(peer=session.peer_id)
                 task_status.started()
+                del task_status  # the start handshake is not kept while the session lives
                 idle = transport.config.idle_timeout
-                while not self.done.is_set():
-                    with trio.move_on_at(self.last_active + idle):
-                        await self.done.wait()
-                    if not self.done.is_set() and not self.busy:
-                        if trio.current_time() >= self.last_active + idle:
-                            self.log.info("session_idle_expired")
-                            break
-                    elif not self.done.is_set():
+                while not self.closed:
+                    with trio.CancelScope(deadline=self.last_active + idle) as self._wake:
+                        await trio.sleep_forever()
+                    if self.closed:
+                        break
+                    if self.busy:
                         self.touch()
+                    elif trio.current_time() >= self.last_active + idle:
+                        self.log.info("session_idle_expired")
+                        break
         finally:
             self.close()
             if transport._sessions.pop(self.id, None) is not None:
@@ -493,13 +504,23 @@ _HEADERS: Final = "erlmcp.headers"
 def _header(scope: Scope, name: bytes) -> str | None:
     """The first value of header ``name`` (lower case), from a table built once per request."""
     table = scope.get(_HEADERS)
-    if table is None:
-        table = {}
-        for key, value in scope.get("headers", ()):
-            table.setdefault(bytes(key).lower(), value)
+    if table is None:  # reversed: the first value of a name is the one kept
+        table = {
+            bytes(key).lower(): bytes(value).decode("latin-1")
+            for key, value in reversed(list(scope.get("headers", ())))
+        }
         scope[_HEADERS] = table
-    value = table.get(name)
-    return None if value is None else bytes(value).decode("latin-1")
+    return table.get(name)
+
+
+async def _dispatch_related(session: ServerSession, message: Request) -> None:
+    """Dispatch ``message`` with :data:`RELATED_REQUEST` naming it, so the frames of the call
+    it starts go on its POST's stream."""
+    token = RELATED_REQUEST.set(message.id)
+    try:
+        await session.dispatch(message)
+    finally:
+        RELATED_REQUEST.reset(token)
 
 
 async def _send_events(send: Send, frames: list[bytes], *, more: bool = True) -> None:
@@ -692,7 +713,13 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
             return
         try:
-            await self._http(scope, receive, send)
+            method = self._endpoint_method(scope)
+            if method == "POST":
+                await self._post(scope, receive, send)
+            elif method == "GET":
+                await self._get(scope, receive, send)
+            else:
+                await self._delete(scope, send)
         except _HttpError as exc:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
         finally:
@@ -776,7 +803,9 @@ class HttpTransport:
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _endpoint_method(self, scope: Scope) -> str:
+        """The method of a request to the MCP endpoint, once the path, ``Host``, ``Origin``
+        and method checks pass (else :class:`_HttpError`)."""
         if scope.get("path") != self.config.path:
             raise _HttpError(404, "Not Found")
         reason = self.policy.check_host(_header(scope, b"host")) or self.policy.check_origin(
@@ -785,25 +814,20 @@ class HttpTransport:
         if reason is not None:
             log.info("request_refused", why=reason)
             raise _HttpError(403, f"Forbidden: {reason}")
-        method = scope.get("method")
+        method = str(scope.get("method"))
         if method in ("GET", "DELETE") and self._modern_without_session(scope):
             # 2026-07-28 has neither the GET stream nor sessions to delete
             raise _HttpError(405, "Method Not Allowed", headers=[(b"allow", b"POST")])
-        if method == "POST":
-            await self._post(scope, receive, send)
-        elif method == "GET":
-            await self._get(scope, receive, send)
-        elif method == "DELETE":
-            await self._delete(scope, send)
-        else:
+        if method not in ("POST", "GET", "DELETE"):
             raise _HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+        return method
 
     def _session_for(self, scope: Scope) -> _HttpSession:
         session_id = _header(scope, b"mcp-session-id")
         if session_id is None:
             raise _HttpError(400, "Bad Request: Mcp-Session-Id header is required")
         hs = self._sessions.get(session_id)
-        if hs is None or hs.done.is_set() or hs.session is None:
+        if hs is None or hs.closed or hs.session is None:
             raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
         if self._verifier is not None and hs.principal != self.principal_of(scope):
             # another subject's session: as unknown to this one as a made-up id
@@ -864,7 +888,7 @@ class HttpTransport:
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         accept = _header(scope, b"accept")
-        if not (accepts(accept, JSON) and accepts(accept, SSE)):
+        if not accepts(accept, JSON, SSE):
             raise _HttpError(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
@@ -919,16 +943,11 @@ class HttpTransport:
         sse = message.method in INPUT_METHODS  # their functions may ask the client
         stream = _Stream(self.config.stream_queue, sse=sse)
         hs.posts[message.id] = stream
-        token = RELATED_REQUEST.set(message.id)
-        try:
-            await hs.session.dispatch(message)
-        finally:
-            RELATED_REQUEST.reset(token)
-        headers = [(b"mcp-session-id", hs.id.encode())]
+        await _dispatch_related(hs.session, message)
         if sse and stream.final is None:  # refused at once (bad params…): a plain JSON answer
-            await self._stream_post(hs, message.id, stream, receive, send, headers)
+            await self._stream_post(hs, message.id, stream, receive, send)
         else:
-            await self._answer_json(hs, message.id, stream, receive, send, headers)
+            await self._answer_json(hs, message.id, stream, receive, send)
 
     @staticmethod
     def _modern_without_session(scope: Scope) -> bool:
@@ -955,7 +974,6 @@ class HttpTransport:
         # the SSE response at the first one); none sent: the answer stays application/json.
         notes = _Stream(self.config.stream_queue, sse=True)
         streaming = False
-        followed = trio.Event()
         calls_tool = message.method in INPUT_METHODS  # the ones that notify
 
         async def sink(method: str, params: Mapping[str, Any]) -> None:
@@ -963,48 +981,44 @@ class HttpTransport:
             if not notes.push(frame):
                 raise trio.BrokenResourceError("the POST's notification stream is closed or full")
 
-        async def follow() -> None:
+        async def follow(gone: trio.CancelScope) -> None:
             """Write the notifications as they come; cancel the request if the client leaves."""
             nonlocal streaming
-            try:
-                while not (notes.closed and not notes.frames):
-                    if not await notes.wait(receive):
-                        gone.cancel()
-                        return
-                    frames = notes.take()
-                    if frames and not streaming:
-                        streaming = True
-                        await self._start_sse(send, [], frames)
-                    elif frames:
-                        await _send_events(send, frames)
-            finally:
-                followed.set()
+            while not (notes.closed and not notes.frames):
+                if not await notes.wait(receive):
+                    gone.cancel()
+                    return
+                frames = notes.take()
+                if frames and not streaming:
+                    streaming = True
+                    await self._start_sse(send, [], frames)
+                elif frames:
+                    await _send_events(send, frames)
 
-        with trio.CancelScope() as gone:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(follow)
-                try:
-                    result = await endpoint.handle(
-                        message,
-                        principal=principal,
-                        tenant=Tenant(user=principal),
-                        client_id=principal,
-                        notify=sink if calls_tool else None,
-                        accept_language=_header(scope, b"accept-language"),
-                    )
-                except JsonRpcError as exc:
-                    error = exc.with_id(message.id)
-                except Exception as exc:  # a bug: answered, and the server keeps serving
-                    log.exception(
-                        "request_failed", method=message.method[:80], error=type(exc).__name__
-                    )
-                    error = jsonrpc.internal_error("Internal error", None, message.id)
-                finally:
-                    # Answer decided: no sink call under way or to come (cancelled: any late
-                    # one finds the stream closed and is dropped).
-                    notes.finish()
-                await followed.wait()  # everything queued is written before the answer
-        if gone.cancelled_caught:  # the client closed the POST: the request is cancelled
+        # the nursery's exit waits for ``follow``: everything queued is written before the answer
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follow, nursery.cancel_scope)
+            try:
+                result = await endpoint.handle(
+                    message,
+                    principal=principal,
+                    tenant=Tenant(user=principal),
+                    client_id=principal,
+                    notify=sink if calls_tool else None,
+                    accept_language=_header(scope, b"accept-language"),
+                )
+            except JsonRpcError as exc:
+                error = exc.with_id(message.id)
+            except Exception as exc:  # a bug: answered, and the server keeps serving
+                log.exception(
+                    "request_failed", method=message.method[:80], error=type(exc).__name__
+                )
+                error = jsonrpc.internal_error("Internal error", None, message.id)
+            finally:
+                # Answer decided: no sink call under way or to come (cancelled: any late
+                # one finds the stream closed and is dropped).
+                notes.finish()
+        if nursery.cancel_scope.cancelled_caught:  # the client closed the POST: cancelled
             log.info("modern_request_abandoned", method=message.method[:80])
             return
         if error is None:
@@ -1086,7 +1100,6 @@ class HttpTransport:
         stream: _Stream,
         receive: Receive,
         send: Send,
-        headers: list[tuple[bytes, bytes]],
     ) -> None:
         while not stream.closed:
             if not await stream.wait(receive):
@@ -1095,7 +1108,7 @@ class HttpTransport:
             stream.frames.clear()  # nothing is queued on a JSON answer
         if stream.final is None:
             raise _HttpError(404, "Session not found", code=SESSION_NOT_FOUND)
-        await self._send_simple(send, 200, stream.final, JSON, headers)
+        await self._send_simple(send, 200, stream.final, JSON, hs.id_header)
 
     async def _stream_post(
         self,
@@ -1104,15 +1117,18 @@ class HttpTransport:
         stream: _Stream,
         receive: Receive,
         send: Send,
-        headers: list[tuple[bytes, bytes]],
     ) -> None:
-        await self._start_sse(send, headers, stream.take())
+        started = False  # the head goes out with the first frame, or with the response
         while not stream.closed:
             if not await stream.wait(receive):
                 await self._client_left(hs, id)
                 return
             if stream.frames and not stream.closed:
-                await _send_events(send, stream.take())
+                if started:
+                    await _send_events(send, stream.take())
+                else:
+                    started = True
+                    await self._start_sse(send, hs.id_header, stream.take())
         frames = stream.take()
         if stream.final is not None:
             frames.append(stream.final)
@@ -1125,13 +1141,21 @@ class HttpTransport:
                     {"requestId": id, "reason": "stream overflow"},
                 )
             )
-        await _send_events(send, frames, more=False)
+        if started:
+            await _send_events(send, frames, more=False)
+        else:
+            await self._start_sse(send, hs.id_header, frames, more=False)
 
     @staticmethod
     async def _start_sse(
-        send: Send, headers: list[tuple[bytes, bytes]], frames: list[bytes] | None = None
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+        frames: list[bytes] | None = None,
+        *,
+        more: bool = True,
     ) -> None:
-        """The head of an SSE response, sent at once with ``frames`` (none: the head alone)."""
+        """The head of an SSE response, sent at once with ``frames`` (none: the head alone;
+        ``more=False``: the whole response)."""
         await send(
             {
                 "type": "http.response.start",
@@ -1144,7 +1168,7 @@ class HttpTransport:
                 ],
             }
         )
-        await _send_events(send, frames or [])
+        await _send_events(send, frames or [], more=more)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not accepts(_header(scope, b"accept"), SSE):
@@ -1156,7 +1180,7 @@ class HttpTransport:
         while hs.backlog and stream.push(hs.backlog[0]):
             hs.backlog.popleft()
         hs.get_stream = stream
-        await self._start_sse(send, [(b"mcp-session-id", hs.id.encode())], stream.take())
+        await self._start_sse(send, hs.id_header, stream.take())
         gone = False
         while not stream.closed:
             if not await stream.wait(receive):

@@ -203,16 +203,22 @@ def _media_ranges(accept: str) -> list[tuple[str, float]]:
     return out
 
 
-def accepts(accept: str | None, media_type: str) -> bool:
-    """Whether an ``Accept`` header admits ``media_type`` (wildcards and ``q=0`` honoured).
+def accepts(accept: str | None, *media_types: str) -> bool:
+    """Whether an ``Accept`` header admits every one of ``media_types`` (wildcards and ``q=0``
+    honoured; the header is parsed once).
 
     A missing header admits everything (RFC 9110).
     """
     if accept is None:
         return True
+    ranges = _media_ranges(accept)
+    return all(_admits(ranges, media_type) for media_type in media_types)
+
+
+def _admits(ranges: list[tuple[str, float]], media_type: str) -> bool:
     major = media_type.split("/", 1)[0]
     best: tuple[int, float] | None = None  # (specificity, q)
-    for media, q in _media_ranges(accept):
+    for media, q in ranges:
         if media == media_type:
             rank = 2
         elif media == f"{major}/*":

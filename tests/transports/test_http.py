@@ -71,6 +71,11 @@ def build_server(probe: Probe, **config: Any) -> Server:
         await ctx.report_progress(2, 2)
         return "done"
 
+    @server.tool()
+    async def quiet() -> str:
+        """Answer at once, sending nothing before."""
+        return "ok"
+
     return server
 
 
@@ -215,7 +220,7 @@ async def test_initialize_assigns_a_session_and_answers_json() -> None:
         assert response.status_code == 200
         assert response.headers["content-type"] == "application/json"
         names = {tool["name"] for tool in response.json()["result"]["tools"]}
-        assert names == {"ask", "chatty"}
+        assert names == {"ask", "chatty", "quiet"}
         ping = await c.post(message("ping", id="p"))
         assert ping.json() == {"jsonrpc": "2.0", "id": "p", "result": {}}
 
@@ -495,6 +500,26 @@ async def test_logs_and_progress_of_a_call_share_its_stream() -> None:
             None,
         ]
         assert got[-1]["id"] == 5
+
+
+async def test_a_call_with_nothing_to_send_before_its_answer_is_one_whole_sse_response() -> None:
+    """The head of a call's SSE answer goes out with its first event: a call that sends none
+    before its response is answered in one write, with its length."""
+    async with serving() as listening, client(listening) as c:
+        await c.initialize()
+        with trio.fail_after(TIMEOUT):
+            async with c.http.stream(
+                "POST", c.url, content=call(6, "quiet"), headers=c.headers()
+            ) as response:
+                body = await response.aread()
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert "transfer-encoding" not in response.headers
+        assert int(response.headers["content-length"]) == len(body)
+        assert body.startswith(b"event: message\ndata: ")
+        (frame,) = [json.loads(e.split(b"data: ", 1)[1]) for e in body.split(b"\n\n") if e]
+        assert frame["id"] == 6
+        assert frame["result"]["content"][0]["text"] == "ok"
 
 
 async def test_unrelated_messages_wait_for_the_get_stream() -> None:

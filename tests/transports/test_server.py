@@ -6,7 +6,9 @@ sockets on 127.0.0.1; the application is a small ASGI echo.
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -20,6 +22,7 @@ from hypothesis import given, strategies as st
 from erlmcp_py.transports._server import (
     MAX_HEAD_BYTES,
     HttpRequestError,
+    _Server,
     parse_head,
     serve,
     serve_stream,
@@ -386,4 +389,69 @@ async def test_an_ipv6_address_is_served_and_named_in_brackets() -> None:
             await stream.send_all(post(b"six"))
             _, body = await read_response(stream, bytearray())
             assert json.loads(body)["body"] == "six"
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_pipelining_client_lets_other_tasks_run_between_its_requests() -> None:
+    """Reads and writes that do not wait do not yield, so the connection yields before each
+    request read without a wait: another task runs between two pipelined requests."""
+    count = 100
+    ticks = 0
+    seen: list[int] = []  # the ticks when each request reached the application
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await trio.lowlevel.checkpoint()
+            ticks += 1
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(ticks)
+        await echo(scope, receive, send)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            (url,) = await nursery.start(partial(serve, app, "127.0.0.1", 0))
+            stream = await trio.open_tcp_stream("127.0.0.1", int(url.rsplit(":", 1)[1]))
+            nursery.start_soon(ticker)
+            await stream.send_all(b"".join(post(b"%d" % i) for i in range(count)))
+            buffer = bytearray()
+            answers = [json.loads((await read_response(stream, buffer))[1]) for _ in range(count)]
+            assert [a["body"] for a in answers] == [str(i) for i in range(count)]
+            assert seen[-1] - seen[0] >= count // 2
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_accept_that_reports_its_connection_gone_goes_on_accepting() -> None:
+    """accept() failing for the one connection it takes (ECONNABORTED, or a network error
+    Linux reports on it) does not stop the server: the next connection is served."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+
+    class Aborting:
+        """The listener, whose first accept reports its connection aborted."""
+
+        failed = False
+
+        def getsockname(self) -> Any:
+            return listener.getsockname()
+
+        def fileno(self) -> int:
+            return listener.fileno()
+
+        def accept(self) -> tuple[socket.socket, Any]:
+            if not self.failed:
+                self.failed = True
+                raise ConnectionAbortedError(errno.ECONNABORTED, "aborted")
+            return listener.accept()
+
+    with listener, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_Server(echo, 5.0).accept_loop, Aborting(), nursery)
+            stream = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
+            await stream.send_all(post(b"after"))
+            _, body = await read_response(stream, bytearray())
+            assert json.loads(body)["body"] == "after"
             nursery.cancel_scope.cancel()
