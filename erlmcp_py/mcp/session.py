@@ -57,7 +57,7 @@ from erlmcp_py.mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from erlmcp_py.mcp.meta import is_modern_request
+from erlmcp_py.mcp.meta import request_meta
 from erlmcp_py.mcp.params import (
     LOG_LEVELS,
     CallToolParams,
@@ -430,7 +430,8 @@ class ServerSession:
         callback(response)
 
     async def _on_request(self, req: Request) -> None:
-        if is_modern_request(req):  # 2026-07-28: per-request _meta, no initialize
+        meta = request_meta(req)  # the era, and a 2026-07-28 request's checked _meta
+        if meta is not None:  # 2026-07-28: per-request _meta, no initialize
             if self._stateless is None:
                 self._stateless = await open_for_session(
                     self._server,
@@ -441,7 +442,7 @@ class ServerSession:
                     peer_id=self._peer_id,
                     **self._continuations,
                 )
-            await self._stateless.dispatch(req)
+            await self._stateless.dispatch(req, meta)
             return
         method = req.method
         if method == "ping":
