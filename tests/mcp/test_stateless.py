@@ -10,6 +10,7 @@ import pytest
 import trio.testing
 
 from erlmcp_py.example_server import build_server
+from erlmcp_py.mcp.server import Server
 from tests.mcp.harness import connect
 
 META: dict[str, Any] = {
@@ -125,3 +126,27 @@ async def test_a_request_whose_meta_is_refused_gets_its_error_and_the_stream_goe
         assert (error["code"], error["message"]) == (code, message)
         served = (await wire.request("tools/list", {"_meta": META}))["result"]
         assert served["resultType"] == "complete"
+
+
+async def test_a_request_with_the_id_of_a_call_in_progress_is_refused_and_the_call_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("duplicate-id", "1.0.0")
+    release = trio.Event()
+
+    @server.tool()
+    async def wait() -> str:
+        await release.wait()
+        return "done"
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    params = {"name": "wait", "arguments": {}, "_meta": META}
+    async with connect(server) as wire:
+        await wire.feed({**call, "params": params})
+        await wire.feed({**call, "params": params})
+        refused = await wire.response(1)
+        assert refused["error"]["code"] == -32600
+        release.set()
+        await wire.wait(lambda f: f.get("id") == 1 and "result" in f)
+        answers = [f for f in wire.out if f.get("id") == 1]
+        assert [a["result"]["content"][0]["text"] for a in answers if "result" in a] == ["done"]
