@@ -11,7 +11,10 @@ and optionally ``io.modelcontextprotocol/clientInfo`` and ``…/logLevel``.
 
 A request is *modern* (served statelessly) when its ``_meta`` names a protocol version, or
 when it is ``server/discover`` (which only exists in the modern era). Everything else is
-left to the session era (``initialize`` first). :func:`parse_request_meta` then decides:
+left to the session era (``initialize`` first). :func:`request_meta` reads ``_meta`` once per
+request: ``None`` for the session era, else the checked :class:`RequestMeta` that the
+stateless side then serves the request with (:func:`parse_request_meta` checks a request
+already taken as modern, e.g. by its HTTP headers). Either refuses a modern request:
 
 * ``_meta`` missing, or a required member missing or of the wrong type → ``-32602``;
 * a version we do not serve per request → ``UnsupportedProtocolVersion`` (``-32022``) whose
@@ -42,6 +45,7 @@ __all__ = [
     "is_modern_request",
     "missing_capability",
     "parse_request_meta",
+    "request_meta",
     "unsupported_version",
 ]
 
@@ -94,10 +98,8 @@ def _meta_of(params: object) -> Mapping[str, Any] | None:
 
 def is_modern_request(request: Request) -> bool:
     """Whether ``request`` belongs to the stateless era (see the module docstring)."""
-    if request.method == _DISCOVER:
-        return True
     meta = _meta_of(request.params)
-    return meta is not None and PROTOCOL_VERSION in meta
+    return request.method == _DISCOVER or (meta is not None and PROTOCOL_VERSION in meta)
 
 
 def unsupported_version(requested: object, id: RequestId | None = None) -> JsonRpcError:
@@ -121,25 +123,51 @@ def missing_capability(required: Mapping[str, Any], id: RequestId | None = None)
     )
 
 
+def request_meta(request: Request) -> RequestMeta | None:
+    """The era of ``request`` and, for the stateless era, its metadata: ``_meta`` read once.
+
+    Args:
+        request: Any client request.
+
+    Returns:
+        ``None`` when the request belongs to the session era (:func:`is_modern_request` is
+        false), else its checked metadata (as :func:`parse_request_meta` gives it).
+
+    Raises:
+        JsonRpcError: the request is modern and its metadata is refused (see
+            :func:`parse_request_meta`).
+    """
+    meta = _meta_of(request.params)
+    if (meta is None or PROTOCOL_VERSION not in meta) and request.method != _DISCOVER:
+        return None  # the session era (as is_modern_request decides)
+    return _read(request, meta)
+
+
 def parse_request_meta(request: Request) -> RequestMeta:
     """Read and check the per-request metadata of a modern request.
 
     Args:
-        request: A request for which :func:`is_modern_request` is true.
+        request: A request served statelessly (:func:`is_modern_request`, or a transport that
+            knows the era otherwise).
 
     Returns:
         The metadata.
 
     Raises:
-        JsonRpcError: ``-32602`` when ``_meta`` or a required member is missing or malformed;
-            ``-32022`` when the version is not one of :data:`MODERN_VERSIONS`.
+        JsonRpcError: ``-32602`` when ``params`` is not an object, or ``_meta`` or a required
+            member is missing or malformed; ``-32022`` when the version is not one of
+            :data:`MODERN_VERSIONS`.
     """
+    return _read(request, _meta_of(request.params))
+
+
+def _read(request: Request, meta: Mapping[str, Any] | None) -> RequestMeta:
+    """Check ``meta`` (``request``'s ``params._meta`` when it is an object, else ``None``)."""
     id = request.id
-    params = request.params
-    if params is not None and not isinstance(params, Mapping):
-        raise invalid_params("Invalid params: params must be an object", None, id)
-    meta = _meta_of(params)
     if meta is None:
+        params = request.params
+        if params is not None and not isinstance(params, Mapping):
+            raise invalid_params("Invalid params: params must be an object", None, id)
         raise invalid_params(
             "Invalid params: _meta with the protocol version and client capabilities is required",
             {"missing": [PROTOCOL_VERSION, CLIENT_CAPABILITIES]},

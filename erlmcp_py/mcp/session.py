@@ -57,7 +57,7 @@ from erlmcp_py.mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from erlmcp_py.mcp.meta import is_modern_request
+from erlmcp_py.mcp.meta import request_meta
 from erlmcp_py.mcp.params import (
     LOG_LEVELS,
     CallToolParams,
@@ -231,14 +231,19 @@ class ServerSession:
         self._pending.pop(request_id, None)
 
     async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
-        """Send a notification to this client.
+        """Send a notification to this client. A checkpoint whatever the transport, and whether
+        or not the log level lets the message through: a tool that reports progress in a loop
+        stays cancellable and lets other tasks run. As in trio's own operations, cancellation
+        is checked before the frame is written and the yield comes after it, so the frame
+        keeps its place among the writes of other tasks.
 
         Raises:
             PeerGone: the session is closed.
         """
-        if method == "notifications/message" and not self._level_enabled(params.get("level")):
-            return
-        await self._write(jsonrpc.encode_notification(method, dict(params)))
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if method != "notifications/message" or self._level_enabled(params.get("level")):
+            await self._write(jsonrpc.encode_notification(method, dict(params)))
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def send_raw(self, frame: bytes) -> None:
         """Write an already encoded frame (e.g. a transport-level refusal).
@@ -297,18 +302,30 @@ class ServerSession:
         """Write one frame; frames go out one at a time, in the order their writers took the
         write lock.
 
+        A writer that finds the lock free and nobody waiting takes it without yielding: the
+        transport's ``send`` is the write's only yield (a stream or channel send is a
+        checkpoint; Streamable HTTP's routing to a queued stream never blocks). Otherwise it
+        waits its turn; the lock passes to the longest waiter when released.
+
         Raises:
             PeerGone: the session is closed, or the transport failed (the session closes).
         """
         if self.phase == CLOSED:
             raise PeerGone("session closed")
-        async with self._write_lock:
+        lock = self._write_lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
             if self.phase == CLOSED:
                 raise PeerGone("session closed")
             try:
                 await self._send(frame)
             except _TRANSPORT_ERRORS as exc:
                 raise self._transport_lost(exc) from exc
+        finally:
+            lock.release()
 
     def _transport_lost(self, exc: BaseException) -> PeerGone:
         """A write failed: the session is closed; the error to raise to the writer."""
@@ -430,7 +447,8 @@ class ServerSession:
         callback(response)
 
     async def _on_request(self, req: Request) -> None:
-        if is_modern_request(req):  # 2026-07-28: per-request _meta, no initialize
+        meta = request_meta(req)  # the era, and a 2026-07-28 request's checked _meta
+        if meta is not None:  # 2026-07-28: per-request _meta, no initialize
             if self._stateless is None:
                 self._stateless = await open_for_session(
                     self._server,
@@ -441,7 +459,7 @@ class ServerSession:
                     peer_id=self._peer_id,
                     **self._continuations,
                 )
-            await self._stateless.dispatch(req)
+            await self._stateless.dispatch(req, meta)
             return
         method = req.method
         if method == "ping":

@@ -3,7 +3,7 @@
 
 Theory of operation
 -------------------
-A modern request (see :func:`~erlmcp_py.mcp.meta.is_modern_request`) is self-contained: its
+A modern request (see :func:`~erlmcp_py.mcp.meta.request_meta`) is self-contained: its
 ``_meta`` names the protocol version and the client's capabilities, so no ``initialize`` is
 needed and nothing is remembered about the connection. :class:`StatelessEndpoint` answers one
 such request with a result (always carrying ``resultType``, and ``_meta.serverInfo``) or a
@@ -133,6 +133,7 @@ class StatelessEndpoint:
         self,
         request: Request,
         *,
+        meta: RequestMeta | None = None,
         principal: str | None = None,
         tenant: Tenant | None = None,
         client_id: str | None = None,
@@ -142,7 +143,10 @@ class StatelessEndpoint:
         """Answer one modern request.
 
         Args:
-            request: The request (its ``_meta`` is checked here).
+            request: The request.
+            meta: Its metadata, when the caller has read it already
+                (:func:`~erlmcp_py.mcp.meta.request_meta`); else ``_meta`` is read and checked
+                here.
             principal: The authenticated principal (default: the endpoint's).
             tenant: The tenant scope (default: the endpoint's).
             client_id: The rate-limit key (default: the endpoint's).
@@ -161,10 +165,13 @@ class StatelessEndpoint:
             JsonRpcError: the answer is an error (``-32602`` bad ``_meta`` or refused state,
                 ``-32022`` unsupported version, ``-32601`` unknown method…).
         """
+        if meta is None:
+            meta = parse_request_meta(request)
         method = request.method
         if method in INPUT_METHODS:
             attached = self.accept(
                 request,
+                meta=meta,
                 principal=principal,
                 tenant=tenant,
                 client_id=client_id,
@@ -172,7 +179,6 @@ class StatelessEndpoint:
                 accept_language=accept_language,
             )
             return await self.answer(attached)
-        parse_request_meta(request)
         if method == "server/discover":
             result = self.discover_result()
         elif method == "tools/list":
@@ -195,6 +201,7 @@ class StatelessEndpoint:
         self,
         request: Request,
         *,
+        meta: RequestMeta | None = None,
         principal: str | None = None,
         tenant: Tenant | None = None,
         client_id: str | None = None,
@@ -218,7 +225,8 @@ class StatelessEndpoint:
             JsonRpcError: refused at once (``-32602`` bad ``_meta``, params or ``requestState``,
                 ``-32022`` unsupported version, ``-32603`` busy…).
         """
-        meta = parse_request_meta(request)
+        if meta is None:
+            meta = parse_request_meta(request)
         attached = self._input_call(
             request,
             meta,
@@ -298,7 +306,7 @@ class StatelessEndpoint:
 
         def prepare() -> RunCall:
             """Check the request; what runs its function (a first call, a replay)."""
-            declared = params["_meta"].get(LOCALE_META_KEY)  # parse_request_meta checked _meta
+            declared = params["_meta"].get(LOCALE_META_KEY)  # ``meta`` was read from it
             locale = client_locale(declared, accept_language)
             if request.method == "tools/call":
                 return self._tool_runner(request, meta, tenant, locale)
@@ -458,19 +466,21 @@ class SessionStateless:
         self._send = send
         self._calls: dict[RequestId, _InFlight] = {}
 
-    async def dispatch(self, request: Request) -> None:
-        """Answer ``request``. A ``tools/call`` or ``prompts/get`` is taken here (its call
-        started, or its retry's answers delivered: see :meth:`StatelessEndpoint.accept`), and
-        its answer is awaited and written by a task of its own (this returns at once)."""
+    async def dispatch(self, request: Request, meta: RequestMeta) -> None:
+        """Answer ``request``, whose metadata ``meta`` the connection has read
+        (:func:`~erlmcp_py.mcp.meta.request_meta`). A ``tools/call`` or ``prompts/get`` is
+        taken here (its call started, or its retry's answers delivered: see
+        :meth:`StatelessEndpoint.accept`), and its answer is awaited and written by a task of
+        its own (this returns at once)."""
         if request.method not in INPUT_METHODS:
-            await self._write(await self.endpoint.respond(request))
+            await self._write(await self.endpoint.respond(request, meta=meta))
             return
         if request.id in self._calls:
             error = jsonrpc.invalid_request("a request with this id is already in progress")
             await self._write(error.with_id(request.id).encode())
             return
         try:
-            attached = self.endpoint.accept(request, notify=self._notify)
+            attached = self.endpoint.accept(request, meta=meta, notify=self._notify)
         except Exception as exc:
             await self._write(_error_frame(request, exc))
             return

@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
-from erlmcp_py.mcp.meta import PROTOCOL_VERSION, RequestMeta, is_modern_request, parse_request_meta
+from erlmcp_py.mcp.meta import (
+    CLIENT_CAPABILITIES,
+    PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
+    RequestMeta,
+    is_modern_request,
+    parse_request_meta,
+    request_meta,
+)
 
 V = "2026-07-28"
 
@@ -84,3 +92,81 @@ def test_a_request_is_modern_when_its_meta_names_the_protocol_version(
     method: str, params: Any, modern: bool
 ) -> None:
     assert is_modern_request(Request(1, method, params)) is modern
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tools/call", None),
+        ("tools/call", {"name": "t"}),
+        ("tools/call", {"_meta": None}),
+        ("tools/call", {"_meta": {"other": 1}}),
+        ("tools/call", {"_meta": [PROTOCOL_VERSION]}),
+        ("tools/call", ["x"]),
+        ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}),
+    ],
+)
+def test_request_meta_leaves_session_era_requests_unread(method: str, params: Any) -> None:
+    assert request_meta(Request(1, method, params)) is None
+
+
+def test_request_meta_reads_a_modern_request_as_parse_request_meta_does() -> None:
+    request = Request(1, "tools/call", {"_meta": meta({"elicitation": {}}, {"name": "c"})})
+    read = request_meta(request)
+    assert read == parse_request_meta(request)
+    assert read is not None
+    assert read.protocol_version == V
+    assert read.capabilities.supports("form")
+    assert read.progress_token == 7
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "code", "message", "data"),
+    [
+        (
+            "server/discover",
+            None,
+            -32602,
+            "Invalid params: _meta with the protocol version and client capabilities is required",
+            {"missing": [PROTOCOL_VERSION, CLIENT_CAPABILITIES]},
+        ),
+        (
+            "server/discover",
+            ["x"],
+            -32602,
+            "Invalid params: params must be an object",
+            None,
+        ),
+        (
+            "tools/call",
+            {"_meta": {PROTOCOL_VERSION: 1}},
+            -32602,
+            f"Invalid params: _meta.{PROTOCOL_VERSION} must be a string",
+            {"missing": [PROTOCOL_VERSION]},
+        ),
+        (
+            "tools/call",
+            {"_meta": {PROTOCOL_VERSION: "2099-01-01", CLIENT_CAPABILITIES: {}}},
+            -32022,
+            "Unsupported protocol version",
+            {"supported": list(SUPPORTED_VERSIONS), "requested": "2099-01-01"},
+        ),
+        (
+            "tools/list",
+            {"_meta": {PROTOCOL_VERSION: V}},
+            -32602,
+            f"Invalid params: _meta.{CLIENT_CAPABILITIES} must be an object",
+            {"missing": [CLIENT_CAPABILITIES]},
+        ),
+    ],
+)
+def test_a_modern_request_with_refused_meta_is_refused_by_request_meta(
+    method: str, params: Any, code: int, message: str, data: Any
+) -> None:
+    request = Request(9, method, params)
+    for read in (request_meta, parse_request_meta):
+        with pytest.raises(JsonRpcError) as caught:
+            read(request)
+        assert (caught.value.code, caught.value.message) == (code, message)
+        assert caught.value.data == data
+        assert caught.value.id == 9

@@ -461,6 +461,75 @@ async def test_a_write_while_another_is_under_way_waits_its_turn() -> None:
         assert [m["method"] for m in transport.out] == ["first", "second"]
 
 
+async def test_a_writer_cancelled_while_waiting_its_turn_sends_nothing_and_others_keep_order() -> (
+    None
+):
+    async with _ready_session() as (session, transport), trio.open_nursery() as nursery:
+        transport.gate = trio.Event()
+        nursery.start_soon(session.send_notification, "first", {})
+        await trio.testing.wait_all_tasks_blocked()
+        second = trio.CancelScope()
+
+        async def cancellable() -> None:
+            with second:
+                await session.send_notification("second", {})
+
+        nursery.start_soon(cancellable)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(session.send_notification, "third", {})
+        await trio.testing.wait_all_tasks_blocked()
+        second.cancel()  # parked behind "first", ahead of "third"
+        await trio.testing.wait_all_tasks_blocked()
+        assert second.cancelled_caught
+        transport.gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [m["method"] for m in transport.out] == ["first", "third"]
+
+
+async def test_a_writer_whose_turn_comes_after_the_session_closed_gets_peer_gone() -> None:
+    async with _ready_session() as (session, transport), trio.open_nursery() as nursery:
+        transport.gate = trio.Event()
+        nursery.start_soon(session.send_notification, "first", {})
+        await trio.testing.wait_all_tasks_blocked()
+        outcomes: list[str] = []
+
+        async def second() -> None:
+            try:
+                await session.send_notification("second", {})
+                outcomes.append("sent")
+            except PeerGone:
+                outcomes.append("gone")
+
+        nursery.start_soon(second)
+        await trio.testing.wait_all_tasks_blocked()
+        session.close()
+        transport.gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert outcomes == ["gone"]
+        assert [m["method"] for m in transport.out] == ["first"]
+
+
+async def test_a_write_yields_only_in_the_transports_send() -> None:
+    async with _ready_session() as (session, transport):
+        with trio.testing.assert_no_checkpoints():  # this transport's send never yields
+            await session.send_raw(jsonrpc.encode_notification("raw"))
+        assert [m["method"] for m in transport.out] == ["raw"]
+
+
+async def test_a_notification_is_a_checkpoint_even_on_a_transport_that_never_yields() -> None:
+    async with _ready_session() as (session, transport):
+        with trio.testing.assert_checkpoints():
+            await session.send_notification("notifications/progress", {"progressToken": 1})
+        session.log_level = "error"
+        with trio.testing.assert_checkpoints():  # filtered out by the log level: not sent
+            await session.send_notification("notifications/message", {"level": "debug"})
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await session.send_notification("notifications/progress", {"progressToken": 2})
+        assert scope.cancelled_caught
+        assert [m["params"] for m in transport.out] == [{"progressToken": 1}]
+
+
 async def test_a_broken_transport_closes_the_session() -> None:
     async with _ready_session() as (session, transport):
         transport.broken = True
