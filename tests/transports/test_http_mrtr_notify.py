@@ -281,14 +281,14 @@ async def test_an_unexpected_error_is_answered_internal_error_and_serving_goes_o
     ASGI server); nothing of the exception reaches the client, and the next POST is served."""
     from erlmcp_py.mcp.stateless import StatelessEndpoint
 
-    real = StatelessEndpoint.handle
+    real = StatelessEndpoint.accept
 
-    async def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> dict[str, Any]:
+    def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> Any:
         if request.params["name"] == "quiet" and request.params["arguments"].get("boom"):
             raise RuntimeError("a secret bug detail")
-        return await real(self, request, **kwargs)
+        return real(self, request, **kwargs)
 
-    monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
+    monkeypatch.setattr(StatelessEndpoint, "accept", buggy)
     async with serving(Probe()) as listening, client(listening) as c:
         with trio.fail_after(TIMEOUT):
             answer = json_answer(await c.call("quiet", {"boom": True}), 200)
