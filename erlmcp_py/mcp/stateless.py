@@ -23,8 +23,10 @@ JSON-RPC error:
   ``InputRequiredResult``;
 * anything else (``ping``, ``logging/setLevel``… are gone in 2026-07-28) → ``-32601``.
 
-Transports: Streamable HTTP calls :meth:`StatelessEndpoint.handle` per POST (with the
-authenticated principal and tenant). On a byte stream (stdio), the session era's
+Transports: Streamable HTTP answers each POST (with the authenticated principal and tenant)
+with :meth:`StatelessEndpoint.handle`, or, for a ``tools/call`` or ``prompts/get``, with
+:meth:`StatelessEndpoint.accept` and :meth:`StatelessEndpoint.answer` given the POST's own
+wait as the :class:`~erlmcp_py.mcp.mrtr.Waiter`. On a byte stream (stdio), the session era's
 ``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
 :func:`open_for_session`), which takes each ``tools/call`` and ``prompts/get`` where it reads
 it (:meth:`StatelessEndpoint.accept`: the call started, or the retry's answers delivered) and

@@ -68,8 +68,10 @@ notification is answered as ``application/json`` as above. The one difference: o
 has started, the status (200) is already sent, so an error response goes out as the last event
 under 200 instead of its 4xx.
 Notifications are queued without blocking the tool (bounded by ``stream_queue``); past that the
-client does not keep up and further ones are dropped and counted, as on a failing sink. Closing
-the POST cancels the request, and with it the tool call it was running or resuming. One
+client does not keep up and further ones are dropped and counted, as on a failing sink. The
+POST's task waits for the answer as a session POST does (:class:`_StatelessPost`: parked in
+``receive()``, woken by a queued notification, which it writes, or by a change of the call).
+Closing the POST cancels the request, and with it the tool call it was running or resuming. One
 continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as long as
 :meth:`HttpTransport.run`; its end cancels every suspended tool.
 
