@@ -205,24 +205,27 @@ class Waiter(Protocol):
 
 
 class _Sleeper:
-    """The :class:`Waiter` of a request awaited as it is (``await attached``): a sleep that
-    :meth:`wake` cancels."""
+    """The :class:`Waiter` of a request awaited as it is (``await attached``): the task
+    sleeps until :meth:`wake` reschedules it (or it is cancelled)."""
 
-    __slots__ = ("_scope",)
+    __slots__ = ("_task",)
 
     def __init__(self) -> None:
-        self._scope: trio.CancelScope | None = None
+        self._task: trio.lowlevel.Task | None = None
 
     def wake(self) -> None:
-        scope = self._scope
-        if scope is not None:
-            self._scope = None
-            scope.cancel()
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
 
     async def park(self) -> None:
-        with trio.CancelScope() as self._scope:
-            await trio.sleep_forever()
-        self._scope = None
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 #: Runtime notifications about server→client requests and elicitation ids, which 2026-07-28
