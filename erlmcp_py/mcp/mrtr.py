@@ -125,7 +125,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, Protocol
 
 import structlog
 import trio
@@ -155,6 +155,7 @@ __all__ = [
     "NotificationSink",
     "RequestStateRefused",
     "RunCall",
+    "Waiter",
     "open_continuations",
 ]
 
@@ -184,6 +185,48 @@ NotificationSink = Callable[[str, Mapping[str, Any]], Awaitable[None]]
 """``await sink(method, params)`` sends one notification related to one request, on that
 request's own channel (e.g. its POST's SSE stream), before its response. It may raise when
 the channel is gone; the notification is then dropped."""
+
+
+class Waiter(Protocol):
+    """How the task answering an attached request waits for its call to change.
+
+    :meth:`park` waits until :meth:`wake` is called (a wake while nobody is parked is
+    dropped: the registry checks the call before parking) and returns; whatever it raises
+    (the request's client went away) ends the wait and cancels the call, as cancelling the
+    wait does. A transport whose answering task already waits for its request's channel
+    (the client's disconnect, frames to write) parks there, so one wait serves both.
+    """
+
+    def wake(self) -> None:
+        """Wake the parked task (if any)."""
+
+    async def park(self) -> None:
+        """Wait until woken."""
+
+
+class _Sleeper:
+    """The :class:`Waiter` of a request awaited as it is (``await attached``): the task
+    sleeps until :meth:`wake` reschedules it (or it is cancelled)."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self) -> None:
+        self._task: trio.lowlevel.Task | None = None
+
+    def wake(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    async def park(self) -> None:
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
 
 #: Runtime notifications about server→client requests and elicitation ids, which 2026-07-28
 #: does not have (its input requests are answered by the retry): never sent.
@@ -235,7 +278,6 @@ class _Continuation:
         "asked",
         "asking",
         "attached",
-        "changed",
         "digest",
         "discarded",
         "done",
@@ -261,6 +303,7 @@ class _Continuation:
         "sending",
         "sink",
         "version",
+        "waiter",
     )
 
     def __init__(self, principal: str, digest: str) -> None:
@@ -276,7 +319,7 @@ class _Continuation:
         self.version = 0
         self.expires_at = math.inf
         self.life = trio.CancelScope()
-        self.changed = trio.Event()
+        self.waiter: Waiter | None = None  # the attached request's, woken by ``touch``
         self.keys = itertools.count(1)
         self.peer: MrtrPeer
         # The attached request's channel: its sink (None when nobody is attached, or its answer
@@ -304,8 +347,8 @@ class _Continuation:
 
     def touch(self) -> None:
         self.version += 1
-        self.changed.set()
-        self.changed = trio.Event()
+        if self.waiter is not None:
+            self.waiter.wake()
 
     def unsent(self) -> bool:
         """Whether a question of the tool has no request recorded yet (it is on its way
@@ -517,7 +560,8 @@ class Attached:
     the call's result, ``complete`` or ``input_required``. Cancelling the wait cancels the
     call, and so does :meth:`cancel`. A request is attached on arrival (the retry's answers
     delivered, the tool started) and awaited by whoever answers it: an attachment never
-    awaited keeps its call attached.
+    awaited keeps its call attached. :meth:`answer` awaits it with a :class:`Waiter` of the
+    caller's own.
 
     Raises (when awaited):
         JsonRpcError: the tool's own JSON-RPC error, or ``-32603`` (the call was cancelled
@@ -531,7 +575,12 @@ class Attached:
         self._cont = cont
 
     def __await__(self) -> Generator[Any, None, dict[str, Any]]:
-        return self._registry._answer(self._cont).__await__()
+        return self._registry._answer(self._cont, _Sleeper()).__await__()
+
+    async def answer(self, waiter: Waiter) -> dict[str, Any]:
+        """The answer, as ``await``-ing this gives it, waiting in ``waiter`` for the call to
+        change; an exception out of ``waiter.park()`` cancels the call and is raised here."""
+        return await self._registry._answer(self._cont, waiter)
 
     def cancel(self) -> None:
         """Cancel the call (its tool), as cancelling the wait does: the wait then ends with
@@ -906,10 +955,12 @@ class ContinuationRegistry:
             self._holding[cont.id] = (trio.current_time() + hold, cont)
         return Attached(self, cont)
 
-    async def _answer(self, cont: _Continuation) -> dict[str, Any]:
-        """Wait for the attached call's next yield; detach the request; its answer."""
+    async def _answer(self, cont: _Continuation, waiter: Waiter) -> dict[str, Any]:
+        """Wait in ``waiter`` for the attached call's next yield; detach the request; its
+        answer."""
+        cont.waiter = waiter
         try:
-            await self._until_yield(cont)
+            await self._until_yield(cont, waiter)
             self._holding.pop(cont.id, None)
             cont.ended_seen = cont.ended
             # The answer is decided: nothing more goes to this request's channel, and what is
@@ -941,22 +992,27 @@ class ContinuationRegistry:
             cont.life.cancel()  # the request is gone: so is the call
             raise
         finally:
+            cont.waiter = None
             self._holding.pop(cont.id, None)
             cont.sink = None
             cont.log_level = None
             cont.drained = None
             cont.attached = False
 
-    async def _until_yield(self, cont: _Continuation) -> None:
+    async def _until_yield(self, cont: _Continuation, waiter: Waiter) -> None:
         """Wait until the tool finished, or asked and the round settled, or the retry's hold
-        ran out."""
+        ran out (parked in ``waiter``, which every change of the call wakes)."""
         while not (cont.done or cont.final is not None or cont.held):
             if cont.outstanding and not cont.unsent():
                 if not cont.parked():
                     await self._settle(cont)
                 if cont.outstanding or cont.done or cont.final is not None:
                     return
-            await cont.changed.wait()
+            try:
+                await waiter.park()
+            except BaseException:
+                cont.life.cancel()  # the request is gone (cancelled, its client left)
+                raise
 
     async def _settle(self, cont: _Continuation) -> None:
         """Pass checkpoints until ``settle_checkpoints`` in a row saw no new request and no

@@ -23,8 +23,10 @@ JSON-RPC error:
   ``InputRequiredResult``;
 * anything else (``ping``, ``logging/setLevel``… are gone in 2026-07-28) → ``-32601``.
 
-Transports: Streamable HTTP calls :meth:`StatelessEndpoint.handle` per POST (with the
-authenticated principal and tenant). On a byte stream (stdio), the session era's
+Transports: Streamable HTTP answers each POST (with the authenticated principal and tenant)
+with :meth:`StatelessEndpoint.handle`, or, for a ``tools/call`` or ``prompts/get``, with
+:meth:`StatelessEndpoint.accept` and :meth:`StatelessEndpoint.answer` given the POST's own
+wait as the :class:`~erlmcp_py.mcp.mrtr.Waiter`. On a byte stream (stdio), the session era's
 ``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
 :func:`open_for_session`), which takes each ``tools/call`` and ``prompts/get`` where it reads
 it (:meth:`StatelessEndpoint.accept`: the call started, or the retry's answers delivered) and
@@ -70,6 +72,7 @@ from erlmcp_py.mcp.mrtr import (
     MrtrPeer,
     NotificationSink,
     RunCall,
+    Waiter,
 )
 from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
@@ -238,14 +241,20 @@ class StatelessEndpoint:
         )
         return attached
 
-    async def answer(self, attached: Attached) -> dict[str, Any]:
+    async def answer(self, attached: Attached, waiter: Waiter | None = None) -> dict[str, Any]:
         """The result of the request :meth:`accept` took (with ``_meta.serverInfo``), once the
         call decided it; cancelling the wait cancels the call.
+
+        Args:
+            attached: What :meth:`accept` returned.
+            waiter: Where to wait for the call (see :class:`~erlmcp_py.mcp.mrtr.Waiter`: a
+                transport's own wait for the request's channel); by default a sleep.
 
         Raises:
             JsonRpcError: the call's own error (see :class:`~erlmcp_py.mcp.mrtr.Attached`).
         """
-        return self._with_server_info(await attached)
+        result = await (attached if waiter is None else attached.answer(waiter))
+        return self._with_server_info(result)
 
     async def respond(self, request: Request, **kwargs: Any) -> bytes:
         """Like :meth:`handle`, but returns the encoded response frame (result or error).

@@ -68,8 +68,10 @@ notification is answered as ``application/json`` as above. The one difference: o
 has started, the status (200) is already sent, so an error response goes out as the last event
 under 200 instead of its 4xx.
 Notifications are queued without blocking the tool (bounded by ``stream_queue``); past that the
-client does not keep up and further ones are dropped and counted, as on a failing sink. Closing
-the POST cancels the request, and with it the tool call it was running or resuming. One
+client does not keep up and further ones are dropped and counted, as on a failing sink. The
+POST's task waits for the answer as a session POST does (:class:`_StatelessPost`: parked in
+``receive()``, woken by a queued notification, which it writes, or by a change of the call).
+Closing the POST cancels the request, and with it the tool call it was running or resuming. One
 continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as long as
 :meth:`HttpTransport.run`; its end cancels every suspended tool.
 
@@ -292,16 +294,27 @@ class _HttpError(Exception):
 
 
 class _Stream:
-    """One open response of a session: a POST waiting for its answer, or the GET stream.
+    """One open response: a POST waiting for its answer (of a session, or a 2026-07-28
+    ``tools/call`` or ``prompts/get``), or a session's GET stream.
 
     Frames are queued without blocking, up to ``capacity``; the final response of a POST is
     kept aside so that it is never lost to a full queue. The task answering the request
     waits in :meth:`wait`, which also watches for the client going away: while it waits in the
-    server's ``receive()`` (which returns only at a disconnect), a push or the end wakes it by
-    cancelling that wait, so no task of its own watches the connection.
+    server's ``receive()`` (which returns only at a disconnect), a push, the end or
+    :meth:`wake` wakes it by cancelling that wait, so no task of its own watches the
+    connection.
     """
 
-    __slots__ = ("_waiter", "capacity", "closed", "final", "frames", "overflowed", "sse")
+    __slots__ = (
+        "_waiter",
+        "capacity",
+        "closed",
+        "final",
+        "frames",
+        "overflowed",
+        "sse",
+        "started",
+    )
 
     def __init__(self, capacity: int, *, sse: bool) -> None:
         self.frames: deque[bytes] = deque()
@@ -310,6 +323,7 @@ class _Stream:
         self.final: bytes | None = None
         self.overflowed = False
         self.closed = False
+        self.started = False  # the SSE head went out (with the first frame)
         self._waiter: trio.CancelScope | None = None
 
     def push(self, frame: bytes) -> bool:
@@ -321,7 +335,7 @@ class _Stream:
             self.finish()
             return False
         self.frames.append(frame)
-        self._wake()
+        self.wake()
         return True
 
     def finish(self, frame: bytes | None = None) -> None:
@@ -329,9 +343,10 @@ class _Stream:
         if frame is not None:
             self.final = frame
         self.closed = True
-        self._wake()
+        self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """End the answering task's :meth:`wait` (if it waits)."""
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -344,7 +359,8 @@ class _Stream:
         return frames
 
     async def wait(self, receive: Receive) -> bool:
-        """Until a frame is queued or the stream has ended; False if the client went away."""
+        """Until a frame is queued, the stream has ended or :meth:`wake` is called; False if
+        the client went away."""
         while not self.frames and not self.closed:
             with trio.CancelScope() as waiter:
                 self._waiter = waiter
@@ -352,7 +368,66 @@ class _Stream:
                     self._waiter = None
                     return False
             self._waiter = None
+            if waiter.cancelled_caught:
+                break
         return True
+
+
+async def _relay(
+    stream: _Stream, receive: Receive, send: Send, headers: list[tuple[bytes, bytes]]
+) -> bool:
+    """One turn of the wait of a POST answered as an SSE stream: wait (:meth:`_Stream.wait`),
+    then write the frames queued, the SSE head (``headers`` in it) with the first; frames
+    queued on an ended stream are left to go out with its end. False: the client went away."""
+    if not await stream.wait(receive):
+        return False
+    if stream.frames and not stream.closed:
+        if stream.started:
+            await _send_events(send, stream.take())
+        else:
+            stream.started = True
+            await HttpTransport._start_sse(send, headers, stream.take())
+    return True
+
+
+class _ClientLeft(Exception):
+    """The client closed the POST of a 2026-07-28 call (raised out of its wait)."""
+
+
+class _StatelessPost:
+    """A 2026-07-28 ``tools/call`` or ``prompts/get`` POST: the notification sink of its call
+    and the :class:`~erlmcp_py.mcp.mrtr.Waiter` its answer is awaited in.
+
+    The POST's task waits as a session POST does (:func:`_relay`): parked in ``receive()``,
+    woken by a notification queued or by a change of the call, writing the notifications
+    as they come (the SSE head with the first). The client's disconnect raises
+    :class:`_ClientLeft` out of the wait, which cancels the call.
+    """
+
+    __slots__ = ("receive", "send", "stream")
+
+    def __init__(self, stream: _Stream, receive: Receive, send: Send) -> None:
+        self.stream = stream
+        self.receive = receive
+        self.send = send
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """The call's sink: queue the notification without blocking the tool; past the
+        stream's capacity the client does not keep up, and it and every later one are
+        dropped (raised: the registry counts them)."""
+        frame = jsonrpc.encode_notification(method, params)  # EncodeError: dropped
+        stream = self.stream
+        if stream.overflowed or len(stream.frames) >= stream.capacity:
+            stream.overflowed = True
+            raise trio.BrokenResourceError("the POST's notification stream is full")
+        stream.push(frame)
+
+    def wake(self) -> None:
+        self.stream.wake()
+
+    async def park(self) -> None:
+        if not await _relay(self.stream, self.receive, self.send, []):
+            raise _ClientLeft
 
 
 #: How every frame of our encoder with an id starts (:mod:`~erlmcp_py.mcp.jsonrpc` writes
@@ -970,57 +1045,39 @@ class HttpTransport:
         principal = self.principal_of(scope)
         result: dict[str, Any] | None = None
         error: JsonRpcError | None = None
-        # A tools/call's notifications: queued by the sink, written by ``follow`` (which starts
-        # the SSE response at the first one); none sent: the answer stays application/json.
-        notes = _Stream(self.config.stream_queue, sse=True)
-        streaming = False
-        calls_tool = message.method in INPUT_METHODS  # the ones that notify
-
-        async def sink(method: str, params: Mapping[str, Any]) -> None:
-            frame = jsonrpc.encode_notification(method, params)  # EncodeError: dropped
-            if not notes.push(frame):
-                raise trio.BrokenResourceError("the POST's notification stream is closed or full")
-
-        async def follow(gone: trio.CancelScope) -> None:
-            """Write the notifications as they come; cancel the request if the client leaves."""
-            nonlocal streaming
-            while not (notes.closed and not notes.frames):
-                if not await notes.wait(receive):
-                    gone.cancel()
-                    return
-                frames = notes.take()
-                if frames and not streaming:
-                    streaming = True
-                    await self._start_sse(send, [], frames)
-                elif frames:
-                    await _send_events(send, frames)
-
-        # the nursery's exit waits for ``follow``: everything queued is written before the answer
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follow, nursery.cancel_scope)
-            try:
+        # A tools/call's notifications queue on its stream and are written while the POST
+        # waits for its answer (the SSE response starts with the first); none sent: the
+        # answer stays application/json.
+        stream: _Stream | None = None
+        try:
+            if message.method in INPUT_METHODS:  # the ones that notify
+                stream = _Stream(self.config.stream_queue, sse=True)
+                post = _StatelessPost(stream, receive, send)
+                attached = endpoint.accept(
+                    message,
+                    principal=principal,
+                    tenant=Tenant(user=principal),
+                    client_id=principal,
+                    notify=post.notify,
+                    accept_language=_header(scope, b"accept-language"),
+                )
+                result = await endpoint.answer(attached, post)
+            else:
                 result = await endpoint.handle(
                     message,
                     principal=principal,
                     tenant=Tenant(user=principal),
                     client_id=principal,
-                    notify=sink if calls_tool else None,
                     accept_language=_header(scope, b"accept-language"),
                 )
-            except JsonRpcError as exc:
-                error = exc.with_id(message.id)
-            except Exception as exc:  # a bug: answered, and the server keeps serving
-                log.exception(
-                    "request_failed", method=message.method[:80], error=type(exc).__name__
-                )
-                error = jsonrpc.internal_error("Internal error", None, message.id)
-            finally:
-                # Answer decided: no sink call under way or to come (cancelled: any late
-                # one finds the stream closed and is dropped).
-                notes.finish()
-        if nursery.cancel_scope.cancelled_caught:  # the client closed the POST: cancelled
+        except _ClientLeft:  # the client closed the POST: the call is cancelled
             log.info("modern_request_abandoned", method=message.method[:80])
             return
+        except JsonRpcError as exc:
+            error = exc.with_id(message.id)
+        except Exception as exc:  # a bug: answered, and the server keeps serving
+            log.exception("request_failed", method=message.method[:80], error=type(exc).__name__)
+            error = jsonrpc.internal_error("Internal error", None, message.id)
         if error is None:
             assert result is not None
             try:
@@ -1040,10 +1097,13 @@ class HttpTransport:
                 extra.append((b"retry-after", str(self.config.retry_after_s).encode()))
         else:
             status = 200
-        if streaming:  # the status went out with the first notification: the answer is an event
-            await _send_events(send, [body], more=False)
-            return
-        await self._send_simple(send, status, body, JSON, extra)
+        frames = stream.take() if stream is not None else []
+        if stream is not None and stream.started:  # the status went out: the answer is an event
+            await _send_events(send, [*frames, body], more=False)
+        elif frames:  # notifications queued: the same, in one write
+            await self._start_sse(send, [], [*frames, body], more=False)
+        else:
+            await self._send_simple(send, status, body, JSON, extra)
 
     async def _initialize(self, scope: Scope, message: Request, send: Send) -> None:
         if _header(scope, b"mcp-session-id") is not None:
@@ -1118,17 +1178,10 @@ class HttpTransport:
         receive: Receive,
         send: Send,
     ) -> None:
-        started = False  # the head goes out with the first frame, or with the response
-        while not stream.closed:
-            if not await stream.wait(receive):
+        while not stream.closed:  # the head goes out with the first frame, or with the response
+            if not await _relay(stream, receive, send, hs.id_header):
                 await self._client_left(hs, id)
                 return
-            if stream.frames and not stream.closed:
-                if started:
-                    await _send_events(send, stream.take())
-                else:
-                    started = True
-                    await self._start_sse(send, hs.id_header, stream.take())
         frames = stream.take()
         if stream.final is not None:
             frames.append(stream.final)
@@ -1141,7 +1194,7 @@ class HttpTransport:
                     {"requestId": id, "reason": "stream overflow"},
                 )
             )
-        if started:
+        if stream.started:
             await _send_events(send, frames, more=False)
         else:
             await self._start_sse(send, hs.id_header, frames, more=False)

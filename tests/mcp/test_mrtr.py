@@ -1468,3 +1468,86 @@ async def test_a_prompts_log_messages_go_to_the_request_it_works_for(
         logged = [f for f in client.out if f.get("method") == "notifications/message"]
         assert [f["params"]["data"] for f in logged] == ["rendering"]
         assert client.out.index(logged[0]) < client.out.index(done)  # before the response
+
+
+# -- where the answer is awaited --------------------------------------------------------------
+
+
+class _ClientLeft(Exception):
+    pass
+
+
+class _OwnWait:
+    """A transport's own wait (a :class:`~erlmcp_py.mcp.mrtr.Waiter`): parked until woken,
+    and raising once its request's client has left."""
+
+    def __init__(self) -> None:
+        self.wakes = 0
+        self.left = False
+        self._woken = trio.Event()
+
+    def wake(self) -> None:
+        self.wakes += 1
+        self._woken.set()
+
+    async def park(self) -> None:
+        await self._woken.wait()
+        self._woken = trio.Event()
+        if self.left:
+            raise _ClientLeft
+
+
+def _start(registry: Any, run: Any) -> Any:
+    return registry.start(
+        principal="alice",
+        method="tools/call",
+        params={"name": "t", "arguments": {}},
+        capabilities=ClientCapabilities(frozenset({"form"})),
+        protocol_version=V,
+        client_id="c1",
+        run=run,
+    )
+
+
+async def test_an_answer_awaited_in_a_waiter_of_its_own_is_woken_by_the_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_continuations() as registry:
+        waiter = _OwnWait()
+        result = await _start(registry, _tool_asking_twice(gap=0)).answer(waiter)
+        assert result["resultType"] == "input_required"
+        assert sorted(r["params"]["message"] for r in result["inputRequests"].values()) == [
+            "first?",
+            "second?",
+        ]
+        assert waiter.wakes >= 1
+
+
+async def test_what_the_waiter_raises_cancels_the_call_and_reaches_the_caller(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ended = trio.Event()
+
+    async def work(peer: Any) -> Mapping[str, Any]:
+        try:
+            await trio.sleep_forever()
+        finally:
+            ended.set()
+        raise AssertionError
+
+    async with open_continuations() as registry, trio.open_nursery() as nursery:
+        waiter = _OwnWait()
+
+        async def client_leaves() -> None:
+            await trio.sleep(1)
+            waiter.left = True
+            waiter.wake()
+
+        nursery.start_soon(client_leaves)
+        with pytest.raises(_ClientLeft):
+            await _start(registry, work).answer(waiter)
+        with trio.fail_after(1):
+            await ended.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(registry) == 0
+        assert registry.counters["completed"] == 0

@@ -22,7 +22,7 @@ import trio.testing
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.transports.http import Listening, serve_http
+from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
 from tests.mcp.test_mrtr_notify_e2e import add_export
 from tests.transports.test_http import SseReader
 
@@ -61,6 +61,13 @@ def build_server(probe: Probe) -> Server:
         raise jsonrpc.invalid_params("no, thanks")
 
     @server.tool()
+    async def burst(ctx: Context, n: int) -> str:
+        """Logs ``n`` messages at once (no checkpoint between them), then answers."""
+        for i in range(n):
+            await ctx.log("info", f"line {i}")
+        return "burst"
+
+    @server.tool()
     async def gated(ctx: Context) -> str:
         """Logs, then waits for the test (which has seen that log) to open the gate."""
         try:
@@ -75,11 +82,11 @@ def build_server(probe: Probe) -> Server:
 
 
 @asynccontextmanager
-async def serving(probe: Probe) -> AsyncIterator[Listening]:
+async def serving(probe: Probe, config: HttpConfig | None = None) -> AsyncIterator[Listening]:
     server = build_server(probe)
     async with server.running(), trio.open_nursery() as nursery:
         listening: Listening = await nursery.start(
-            partial(serve_http, server, host="127.0.0.1", port=0)
+            partial(serve_http, server, host="127.0.0.1", port=0, config=config)
         )
         try:
             yield listening
@@ -255,6 +262,21 @@ async def test_notifications_arrive_while_the_call_runs() -> None:
             assert answer["result"]["content"][0]["text"] == "through"
 
 
+async def test_notifications_past_the_stream_queue_are_dropped_not_the_answer() -> None:
+    """A client that does not keep up: past ``stream_queue`` frames waiting to be written, the
+    notification and every later one are dropped (and counted); the answer is not."""
+    config = HttpConfig(stream_queue=2)
+    async with serving(Probe(), config) as listening, client(listening) as c:
+        with trio.fail_after(TIMEOUT):
+            *during, answer = events(await c.call("burst", {"n": 5}, {LOG_LEVEL: "info"}))
+        assert notes(during) == [info("line 0"), info("line 1")]
+        assert answer["result"]["content"][0]["text"] == "burst"
+        registry = listening.transport.continuations
+        assert registry is not None
+        assert registry.counters["notifications_sent"] == 2
+        assert registry.counters["notifications_dropped"] == 3
+
+
 async def test_a_client_leaving_mid_stream_cancels_the_call_and_nothing_else() -> None:
     probe = Probe()
     async with serving(probe) as listening, client(listening) as c:
@@ -281,14 +303,14 @@ async def test_an_unexpected_error_is_answered_internal_error_and_serving_goes_o
     ASGI server); nothing of the exception reaches the client, and the next POST is served."""
     from erlmcp_py.mcp.stateless import StatelessEndpoint
 
-    real = StatelessEndpoint.handle
+    real = StatelessEndpoint.accept
 
-    async def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> dict[str, Any]:
+    def buggy(self: StatelessEndpoint, request: Any, **kwargs: Any) -> Any:
         if request.params["name"] == "quiet" and request.params["arguments"].get("boom"):
             raise RuntimeError("a secret bug detail")
-        return await real(self, request, **kwargs)
+        return real(self, request, **kwargs)
 
-    monkeypatch.setattr(StatelessEndpoint, "handle", buggy)
+    monkeypatch.setattr(StatelessEndpoint, "accept", buggy)
     async with serving(Probe()) as listening, client(listening) as c:
         with trio.fail_after(TIMEOUT):
             answer = json_answer(await c.call("quiet", {"boom": True}), 200)
