@@ -334,11 +334,12 @@ async def test_an_ended_elicitation_holds_no_peer_request_or_waiter(
     handle = await rt.create_elicitation(REQUEST, peer=peer, tenant=ALICE)
     await peer.wait_request()
     peer.answer(peer.last().id, {"action": "decline"})
-    assert await handle.outcome() == Declined()
+    outcome = await handle.outcome()
+    assert outcome == Declined()
     await trio.testing.wait_all_tasks_blocked()
     elicitation_id = handle.id
     peer_ref = weakref.ref(peer)
-    del handle, peer  # the tool is done with its handle; the client went away
+    del peer  # the client went away; the tool still holds its handle
     # The actor has served another call since (it holds the message it last served).
     assert (await rt.get_elicitation_status(elicitation_id, tenant=ALICE)).status == "declined"
     gc.collect()
@@ -347,6 +348,7 @@ async def test_an_ended_elicitation_holds_no_peer_request_or_waiter(
     entry = actor_of(rt).records[elicitation_id]
     assert all(type(v) in (str, int, float, type(None)) for v in entry)  # plain values only
     assert not gc.is_tracked(entry)  # nothing for the garbage collector to walk
+    assert await handle.outcome() is outcome  # the handle kept its outcome, and only that
 
 
 async def test_the_store_publishes_an_ended_elicitations_row_again_on_rejoin(

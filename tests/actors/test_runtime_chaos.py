@@ -55,6 +55,7 @@ from erlmcp_py import (
     ValidationResult,
     open_runtime,
 )
+from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import PeerError
 from erlmcp_py.actors.record import Record, info_of
 from erlmcp_py.core.lifecycle import status_for_outcome
@@ -462,8 +463,8 @@ async def check_quiescent(chaos: Chaos) -> None:
         assert row.status not in ("pending", "active"), row
         assert row.ended_at is not None
         assert now - row.ended_at < retention.retention_max_age_s
-    assert probe._record is not None
-    actor = probe._record.actor  # the live incarnation (read-only inspection)
+    actor = runtime.actor("elicitation")._shared.actor  # the live incarnation (read-only)
+    assert isinstance(actor, ElicitationActor)
     assert len(actor.records) == len(rows)
     # Every child is done: the registry keeps only plain ended rows, no Record.
     assert not any(isinstance(r, Record) for r in actor.records.values())
