@@ -41,7 +41,7 @@ Once a record has ended and its child task is done with it, the registry keeps o
 ``Ended`` row (the status row and the tenant, as plain values) until the retention evicts it:
 every lookup (:meth:`ElicitationActor._find`, the list) reads a live ``Record`` and an
 ``Ended`` row alike, and a call that would change an ended one is refused with
-``AlreadyTerminal`` either way. The waiter's handle keeps its own ``Record`` (its outcome).
+``AlreadyTerminal`` either way. The waiter's handle keeps the outcome object.
 
 If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
 takes every child task with it; ``terminate`` tells each client to drop its open request and

@@ -78,8 +78,8 @@ Ended: TypeAlias = tuple[Any, ...]
 """An ended elicitation as the registry keeps it once its child task is done with it: its
 status row's values in :class:`ElicitationInfo`'s field order, then its tenant's user,
 workspace and conversation. Only strings, numbers and ``None``: the garbage collector stops
-tracking such a tuple, and it holds nothing of the request, the peer or the waiters. (A
-waiter's handle holds its :class:`Record`, which keeps the outcome object.)"""
+tracking such a tuple, and it holds nothing of the request, the peer or the waiters (the
+waiter's handle keeps the outcome object)."""
 
 
 def ended(record: Record) -> Ended:
