@@ -13,6 +13,13 @@ Two passes over fresh runtimes in one process:
 2. tracemalloc: the traced-memory delta per elicitation, and the top allocators (source
    lines) for the human lines.
 
+3. finished (``--finished N``, default 10 000; 0 skips it): N elicitations asked and answered
+   one after another (accepted, valid), each waiter dropping its handle as a tool that
+   returned does; what the runtime still holds of them once every child task is done, while
+   the retention keeps them: traced bytes and objects the garbage collector tracks, per
+   finished elicitation (``finished_bytes_per_elicitation``,
+   ``finished_gc_objects_per_elicitation``).
+
 ``bytes_per_elicitation`` is the larger of the two deltas (goal <= 4096). It includes the
 MemoryPeer's own bookkeeping of each request (a real session also keeps a correlation per
 outstanding request); ``peer_bytes_per_elicitation`` says how much of it that is.
@@ -25,15 +32,18 @@ stack (slow: use N ~ 3 000).
 Human-readable lines first; the last line is one JSON object. ``--quick``: n = 15 000.
 
     python benchmarks/bench_pending.py [--quick] [--n N] [--traced-n N] [--owners K] [--detail N]
+        [--finished N]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import linecache
 import logging
+import math
 import os
 import statistics
 import time
@@ -49,6 +59,7 @@ import trio.testing
 
 from erlmcp_py import (
     ElicitationHandle,
+    ElicitationNotFound,
     ElicitationRequest,
     Runtime,
     RuntimeConfig,
@@ -291,8 +302,105 @@ async def detail_pass(n: int, owners: int, top: int) -> list[tuple[float, float,
     return rows
 
 
+class AnsweringPeer:
+    """A client whose requests the benchmark answers from its own task, keeping nothing once
+    a request is answered or forgotten."""
+
+    peer_id = "answering"
+    protocol_version = "2025-11-25"
+
+    def __init__(self) -> None:
+        self.pending: dict[str, Any] = {}
+        self._arrived, self.arrivals = trio.open_memory_channel[str](math.inf)
+
+    def supports(self, mode: str) -> bool:
+        return mode == "form"
+
+    async def send_request(
+        self, method: str, params: Mapping[str, Any], *, request_id: str, on_response: Any
+    ) -> None:
+        await trio.lowlevel.checkpoint()
+        self.pending[request_id] = on_response
+        self._arrived.send_nowait(request_id)
+
+    def forget_request(self, request_id: str) -> None:
+        self.pending.pop(request_id, None)
+
+    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def answer(self, request_id: str, response: Mapping[str, Any]) -> None:
+        on_response = self.pending.pop(request_id, None)
+        if on_response is not None:
+            on_response(response)
+
+
+async def finished_pass(n: int) -> dict[str, Any]:
+    """What the runtime keeps of ``n`` answered elicitations once their children are done."""
+    config = RuntimeConfig.model_validate(
+        {**CONFIG.model_dump(), "retention_max_records": max(n, 1)}
+    )
+    async with open_runtime(config) as runtime:
+
+        async def ask_and_answer(i: int) -> None:
+            # A session of its own, and a question made for this call, as a tool's
+            # ``ctx.elicit`` makes it; both dropped with the handle once answered.
+            peer = AnsweringPeer()
+            request = ElicitationRequest(
+                f"Pick a region for deployment {i}", requested_schema=SCHEMA
+            )
+            handle = await runtime.create_elicitation(request, peer=peer, tenant=TENANTS[i & 3])
+            request_id = await peer.arrivals.receive()
+            peer.answer(request_id, {"action": "accept", "content": {"region": "eu", "n": 3}})
+            assert type(await handle.outcome()).__name__ == "Accepted"
+            assert not peer.pending
+
+        async def serve_one_call() -> None:
+            """The actors have served a call since: the last message they hold is not ours."""
+            with contextlib.suppress(ElicitationNotFound):
+                await runtime.get_elicitation_status("unknown", tenant=TENANTS[0])
+
+        for i in range(1000):  # every code path once
+            await ask_and_answer(i)
+        await settle()
+        await serve_one_call()
+        gc.collect()
+        objects_before = len(gc.get_objects())
+        tracemalloc.start(1)
+        before = tracemalloc.take_snapshot()
+        started = time.perf_counter()
+        for i in range(n):
+            await ask_and_answer(i)
+        elapsed = time.perf_counter() - started
+        await settle()
+        await serve_one_call()
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        objects_after = len(gc.get_objects())
+        assert runtime.metrics()["pending"] == 0
+        stats = after.compare_to(before, "lineno")
+        return {
+            "n": n,
+            "ask_answer_s": round(elapsed, 2),
+            "bytes_per": sum(stat.size_diff for stat in stats) / n,
+            "gc_objects_per": (objects_after - objects_before) / n,
+            "top_lines": [
+                (stat.size_diff / n, stat.count_diff / n, _where(fr.filename, fr.lineno))
+                for stat in stats[:8]
+                for fr in [stat.traceback[0]]
+            ],
+        }
+
+
 async def main(
-    n: int, traced_n: int, owners: int, top: int, detail: int, close_pending: bool
+    n: int,
+    traced_n: int,
+    owners: int,
+    top: int,
+    detail: int,
+    close_pending: bool,
+    finished: int,
 ) -> dict[str, Any]:
     timing = await timing_pass(n, owners, close_pending)
     traced = await tracemalloc_pass(traced_n, owners, top)
@@ -334,7 +442,24 @@ async def main(
         print(f"... charged to the innermost runtime line on the stack ({detail:,} pending):")
         for size, count, where in await detail_pass(detail, owners, top):
             print(f"  {size:8.1f} B {count:6.2f}  {where}")
+    out_finished: dict[str, Any] = {}
+    if finished:
+        done = await finished_pass(finished)
+        print(
+            f"{finished:,} finished elicitations (answered, retained): "
+            f"{done['bytes_per']:,.0f} B traced and {done['gc_objects_per']:.2f} objects the "
+            f"garbage collector tracks, per finished elicitation (asked and answered in "
+            f"{done['ask_answer_s']} s, traced)"
+        )
+        for size, count, where in done["top_lines"]:
+            print(f"  {size:8.1f} B {count:6.2f}  {where}")
+        out_finished = {
+            "finished_n": finished,
+            "finished_bytes_per_elicitation": round(done["bytes_per"]),
+            "finished_gc_objects_per_elicitation": round(done["gc_objects_per"], 2),
+        }
     return {
+        **out_finished,
         "n": n,
         "owners": owners,
         "bytes_per_elicitation": round(max(rss_per, traced_per)),
@@ -368,6 +493,13 @@ if __name__ == "__main__":
         "--detail", type=int, default=0, metavar="N", help="also charge memory to runtime lines"
     )
     parser.add_argument("--owners", type=int, default=4, help="owner tasks")
+    parser.add_argument(
+        "--finished",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="also measure what N finished elicitations keep (0: skip)",
+    )
     parser.add_argument("--top", type=int, default=15, help="allocator lines to print")
     parser.add_argument(
         "--close-pending",
@@ -380,5 +512,7 @@ if __name__ == "__main__":
     n = args.n or (15_000 if args.quick else 100_000)
     # tracemalloc slows a create ~4x: trace fewer (per-elicitation bytes are linear in n).
     traced_n = args.traced_n or min(n, 3_000 if args.quick else 10_000)
-    out = trio.run(main, n, traced_n, args.owners, args.top, args.detail, args.close_pending)
+    out = trio.run(
+        main, n, traced_n, args.owners, args.top, args.detail, args.close_pending, args.finished
+    )
     print(json.dumps(out))

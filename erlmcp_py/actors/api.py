@@ -118,7 +118,11 @@ class ElicitationInfo:
 
 
 class ElicitationHandle:
-    """The waiter's side of one elicitation: ``await handle.outcome()`` yields exactly once."""
+    """The waiter's side of one elicitation: ``await handle.outcome()`` yields exactly once.
+
+    Once it has the outcome, the handle keeps only that object and lets go of the
+    elicitation's record (its request, its peer).
+    """
 
     __slots__ = ("_outcome", "_record", "id", "mode")
 
@@ -153,6 +157,7 @@ class ElicitationHandle:
             else:
                 await trio.lowlevel.checkpoint()
             self._outcome = record.outcome
+            self._record = None
         else:
             await trio.lowlevel.checkpoint()
         assert self._outcome is not None
@@ -168,6 +173,7 @@ class ElicitationHandle:
             if self._record is None or self._record.outcome is None:
                 raise trio.WouldBlock
             self._outcome = self._record.outcome
+            self._record = None
         return self._outcome
 
     def __repr__(self) -> str:

@@ -37,6 +37,12 @@ waiting for the application's ``complete_elicitation``; then
 Every change of a record is handed to the store (``Store.changed``), which publishes its
 status row for the other replicas (the in-memory store has none, and does nothing).
 
+Once a record has ended and its child task is done with it, the registry keeps only its
+``Ended`` row (the status row and the tenant, as plain values) until the retention evicts it:
+every lookup (:meth:`ElicitationActor._find`, the list) reads a live ``Record`` and an
+``Ended`` row alike, and a call that would change an ended one is refused with
+``AlreadyTerminal`` either way. The waiter's handle keeps the outcome object.
+
 If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
 takes every child task with it; ``terminate`` tells each client to drop its open request and
 then feeds ``RuntimeRestart`` to every live record: each waiter gets
@@ -46,6 +52,7 @@ then feeds ``RuntimeRestart`` to every live record: each waiter gets
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import secrets
 from collections import Counter
@@ -65,6 +72,7 @@ from erlmcp_py.actors.record import (
     CancelIt,
     CompleteIt,
     Create,
+    Ended,
     ExtendIt,
     GetStatus,
     ListAll,
@@ -72,6 +80,10 @@ from erlmcp_py.actors.record import (
     Record,
     Republish,
     ResponseRoute,
+    ended,
+    info_of,
+    shared_record,
+    tenant_of,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import Validate
@@ -104,7 +116,7 @@ from erlmcp_py.core.lifecycle import (
     Validated,
     WarningDue,
 )
-from erlmcp_py.core.outcomes import Accepted, Failed
+from erlmcp_py.core.outcomes import Accepted, Failed, Tenant
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
@@ -153,7 +165,7 @@ class ElicitationActor(Actor):
 
     async def init(self) -> None:
         self.now: Callable[[], float] = trio.current_time
-        self.records: dict[str, Record] = {}
+        self.records: dict[str, Record | Ended] = {}  # Ended once the child is done
         self.retention: Retention[str] = Retention(self.policy.retention)
         self._evict_at = math.inf  # when the oldest retained record ages out
         self.ratelimiter = self._registry["ratelimiter"]
@@ -178,8 +190,8 @@ class ElicitationActor(Actor):
 
     async def handle_cast(self, msg: Any) -> None:
         if type(msg) is Republish:
-            for record in self.records.values():
-                self.changed(record)
+            for elicitation_id, entry in self.records.items():
+                self.changed(elicitation_id, entry)
         else:
             await super().handle_cast(msg)  # raises: an unknown cast crashes the actor
 
@@ -189,15 +201,15 @@ class ElicitationActor(Actor):
         if kind is Create:
             return await self._create(msg)
         if kind is ListAll:
-            return [r.info() for r in self.records.values() if r.tenant == msg.tenant]
-        record = self.records.get(msg.elicitation_id)
-        if record is None or record.tenant != msg.tenant:
-            # Another tenant's id takes exactly the unknown-id path.
+            return [info_of(e) for e in self.records.values() if tenant_of(e) == msg.tenant]
+        entry = self._find(msg.elicitation_id, msg.tenant)
+        if entry is None:
             return ErrorReply(ElicitationNotFound(msg.elicitation_id))
         if kind is GetStatus:
-            return record.info()
-        if record.outcome is not None:
-            return ErrorReply(AlreadyTerminal(record.core.status.value))
+            return info_of(entry)
+        if not isinstance(entry, Record) or entry.outcome is not None:
+            return ErrorReply(AlreadyTerminal(info_of(entry).status))
+        record = entry
         if kind is CancelIt:
             record.feed(Cancel(by="server"))
             return record.info()
@@ -217,6 +229,15 @@ class ElicitationActor(Actor):
             record.apply(effects)
             return record.info()
         raise TypeError(f"unknown elicitation call {kind.__name__}")
+
+    def _find(self, elicitation_id: str, tenant: Tenant) -> Record | Ended | None:
+        """The registry's entry of ``elicitation_id`` (its ``Record``, or its ``Ended`` row
+        once it has ended and its child is done), or ``None`` when it is unknown, evicted or
+        another tenant's: another tenant's id takes exactly the unknown-id path."""
+        entry = self.records.get(elicitation_id)
+        if entry is None or tenant_of(entry) != tenant:
+            return None
+        return entry
 
     async def _ask(self, ref: ActorRef, msg: Any) -> Any:
         """Call a sibling actor; its Busy/death (or the store's outage) becomes the caller's
@@ -258,7 +279,7 @@ class ElicitationActor(Actor):
         # an application completion that comes before the child's first turn is honoured.
         record.start()
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
-        self.changed(record)
+        self.changed(record.id, record)
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
@@ -305,9 +326,16 @@ class ElicitationActor(Actor):
             self._evict_at = math.inf if expiry is None else expiry
         self.event("outcome", record, outcome=type(outcome).__name__, status=record.core.status)
 
-    def changed(self, record: Record) -> None:
-        """``record``'s status row may have changed: hand it to the store."""
-        self.store.changed(record.id, record.shared)
+    def changed(self, elicitation_id: str, entry: Record | Ended) -> None:
+        """The status row of ``entry`` may have changed: hand it to the store."""
+        store = self.store
+        store.changed(elicitation_id, functools.partial(shared_record, entry, store.replica))
+
+    def _finished(self, record: Record) -> None:
+        """``record`` has ended and its child is done: the registry keeps its ``Ended`` row
+        (unless the retention already evicted it)."""
+        if self.records.get(record.id) is record:
+            self.records[record.id] = ended(record)
 
     def _evict(self, now: float) -> None:
         if now < self._evict_at:
@@ -362,6 +390,7 @@ class ElicitationActor(Actor):
             if record.rid is not None:
                 record.peer.forget_request(record.rid)
         self._release(record)
+        self._finished(record)
 
     def _on_wake(self, record: Record) -> None:
         """The child left its scope with the record live: its owner died or a timer fired."""
@@ -539,7 +568,9 @@ class ElicitationActor(Actor):
                     await trio.sleep(0.01)  # keep the batch; the limiter will drain
 
     async def terminate(self, reason: object) -> None:
-        live = [r for r in self.records.values() if not r.core.is_terminal]
+        live = [
+            r for r in self.records.values() if isinstance(r, Record) and not r.core.is_terminal
+        ]
         # Best effort, bounded: tell clients to drop requests nobody will wait for — before
         # the waiters wake, because a woken tool answers its call at once, and on Streamable
         # HTTP that answer closes the stream the notice has to go on.

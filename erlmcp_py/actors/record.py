@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import trio
 
@@ -47,6 +47,7 @@ __all__ = [
     "CancelIt",
     "CompleteIt",
     "Create",
+    "Ended",
     "ExtendIt",
     "GetStatus",
     "ListAll",
@@ -54,16 +55,62 @@ __all__ = [
     "Record",
     "Republish",
     "ResponseRoute",
+    "ended",
+    "info_of",
     "info_row",
+    "shared_record",
+    "tenant_of",
 ]
 
 _ACTIONS = ("accept", "decline", "cancel")  # compared by equality: any JSON value is safe
 _INFO_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ElicitationInfo))
+_N_INFO: Final = len(_INFO_FIELDS)
 
 
 def info_row(info: ElicitationInfo) -> dict[str, Any]:
     """A status row as a plain dict (what the store keeps; ``ElicitationInfo(**row)`` again)."""
     return {name: getattr(info, name) for name in _INFO_FIELDS}
+
+
+# -- what the registry keeps of an ended elicitation -------------------------------------------
+
+Ended: TypeAlias = tuple[Any, ...]
+"""An ended elicitation as the registry keeps it once its child task is done with it: its
+status row's values in :class:`ElicitationInfo`'s field order, then its tenant's user,
+workspace and conversation. Only strings, numbers and ``None``: the garbage collector stops
+tracking such a tuple, and it holds nothing of the request, the peer or the waiters (the
+waiter's handle keeps the outcome object)."""
+
+
+def ended(record: Record) -> Ended:
+    """What the registry keeps of ``record`` once it has ended and its child is done."""
+    info = record.info()
+    tenant = record.tenant
+    return (
+        *[getattr(info, name) for name in _INFO_FIELDS],
+        tenant.user,
+        tenant.workspace,
+        tenant.conversation,
+    )
+
+
+def info_of(entry: Record | Ended) -> ElicitationInfo:
+    """The status row of a registry entry, live or ended."""
+    if isinstance(entry, Record):
+        return entry.info()
+    return ElicitationInfo(*entry[:_N_INFO])
+
+
+def tenant_of(entry: Record | Ended) -> Tenant:
+    """The tenant of a registry entry, live or ended."""
+    if isinstance(entry, Record):
+        return entry.tenant
+    return Tenant(*entry[_N_INFO:])
+
+
+def shared_record(entry: Record | Ended, replica: str) -> SharedRecord:
+    """A registry entry as the store publishes it (taken when the store writes)."""
+    return SharedRecord(info_row(info_of(entry)), tenant_of(entry), replica)
 
 
 # -- the elicitation actor's call protocol -----------------------------------------------------
@@ -268,7 +315,7 @@ class Record:
                     self.warned = True
                 self.work.append(effect)
         self.wake()
-        self.actor.changed(self)
+        self.actor.changed(self.id, self)
         return replies
 
     def on_response(self, rid: str, response: PeerResponse) -> None:
@@ -351,10 +398,6 @@ class Record:
         """
         self.waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
-
-    def shared(self) -> SharedRecord:
-        """This elicitation as the store publishes it (taken when the store writes)."""
-        return SharedRecord(info_row(self.info()), self.tenant, self.actor.store.replica)
 
     def info(self) -> ElicitationInfo:
         """This elicitation's status row."""

@@ -6,8 +6,10 @@ All under trio's autojump clock.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -16,6 +18,11 @@ import trio.testing
 
 from erlmcp_py import (
     Accepted,
+    AlreadyTerminal,
+    Declined,
+    ElicitationHandle,
+    ElicitationInfo,
+    ElicitationNotFound,
     ElicitationRequest,
     Failed,
     Runtime,
@@ -25,8 +32,9 @@ from erlmcp_py import (
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.ratelimiter import Acquire, Release
-from erlmcp_py.actors.record import Create, Record
+from erlmcp_py.actors.record import Create, Record, info_row
 from erlmcp_py.actors.validator import Validate
+from erlmcp_py.core.shared import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -184,3 +192,179 @@ async def test_a_warning_waits_for_a_send_in_progress_but_the_deadline_cuts_it(
         assert trio.current_time() - start == pytest.approx(300)
         await trio.testing.wait_all_tasks_blocked()
         assert stuck.notifications == []  # nothing reached the client: nothing to withdraw
+
+
+# -- what the registry keeps of an ended elicitation -------------------------------------------
+
+BOB = Tenant("bob", "ws1", "conv1")
+
+
+def _ended_rows(monkeypatch: pytest.MonkeyPatch) -> dict[str, ElicitationInfo]:
+    """The status row of every record at the moment it ends (its live ``Record``'s)."""
+    rows: dict[str, ElicitationInfo] = {}
+    on_resolved = ElicitationActor.on_resolved
+
+    def spy(self: ElicitationActor, record: Record) -> None:
+        on_resolved(self, record)
+        rows[record.id] = record.info()
+
+    monkeypatch.setattr(ElicitationActor, "on_resolved", spy)
+    return rows
+
+
+async def _end_one_of_each(rt: Runtime, peer: MemoryPeer) -> list[ElicitationHandle]:
+    """Five elicitations, ended five ways: accepted, declined, cancelled by the client and by
+    the server, timed out."""
+    handles = [await rt.create_elicitation(REQUEST, peer=peer, tenant=ALICE) for _ in range(5)]
+    await peer.wait_request(5)
+    peer.answer(peer.requests[0].id, {"action": "accept", "content": {"name": "Ada"}})
+    peer.answer(peer.requests[1].id, {"action": "decline"})
+    peer.answer(peer.requests[2].id, {"action": "cancel"})
+    await rt.cancel_elicitation(handles[3].id, tenant=ALICE)
+    await trio.sleep(301)  # the last one times out
+    await trio.testing.wait_all_tasks_blocked()
+    assert not children(rt)
+    return handles
+
+
+async def test_an_ended_elicitation_reports_the_status_row_it_ended_with(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _ended_rows(monkeypatch)
+    handles = await _end_one_of_each(rt, MemoryPeer())
+    registry = actor_of(rt).records
+    assert not any(isinstance(registry[h.id], Record) for h in handles)
+    statuses = [(await rt.get_elicitation_status(h.id, tenant=ALICE)) for h in handles]
+    assert statuses == [rows[h.id] for h in handles]
+    assert [s.status for s in statuses] == [
+        "completed", "declined", "cancelled", "cancelled", "timed_out",
+    ]  # fmt: skip
+    assert sorted(await rt.list_elicitations(tenant=ALICE), key=lambda r: r.created_at) == sorted(
+        statuses, key=lambda r: r.created_at
+    )
+
+
+async def test_a_late_waiter_of_an_ended_elicitation_gets_the_same_outcome_object(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(REQUEST, peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    peer.answer(peer.last().id, {"action": "accept", "content": {"name": "Ada"}})
+    first = await handle.outcome()
+    await trio.testing.wait_all_tasks_blocked()
+    assert not isinstance(actor_of(rt).records[handle.id], Record)  # the registry's row only
+    assert first == Accepted({"name": "Ada"})
+    assert await handle.outcome() is first
+    assert handle.outcome_nowait() is first
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [("complete", {"name": "Eve"}), ("cancel", None), ("extend", None), ("answer", "decline")],
+)
+async def test_a_call_that_would_change_an_ended_elicitation_is_refused_as_terminal(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, call: str, argument: Any
+) -> None:
+    handles = await _end_one_of_each(rt, MemoryPeer())
+
+    async def run(elicitation_id: str, tenant: Tenant) -> Any:
+        if call == "complete":
+            return await rt.complete_elicitation(elicitation_id, argument, tenant=tenant)
+        if call == "cancel":
+            return await rt.cancel_elicitation(elicitation_id, tenant=tenant)
+        if call == "extend":
+            return await rt.extend_timeout(elicitation_id, tenant=tenant)
+        return await rt.answer_elicitation(elicitation_id, argument, tenant=tenant)
+
+    for handle, status in zip(
+        handles, ["completed", "declined", "cancelled", "cancelled", "timed_out"], strict=True
+    ):
+        with pytest.raises(AlreadyTerminal) as terminal:
+            await run(handle.id, ALICE)
+        assert terminal.value.status == status
+        assert str(terminal.value) == f"elicitation already terminal ({status})"
+        with pytest.raises(ElicitationNotFound) as missing:  # another tenant's: unknown
+            await run(handle.id, BOB)
+        assert str(missing.value) == str(ElicitationNotFound(handle.id))
+        status_row = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+        assert status_row.status == status  # the refused call changed nothing
+
+
+async def test_an_ended_elicitation_is_another_tenants_unknown_id(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    handles = await _end_one_of_each(rt, MemoryPeer())
+    for handle in handles:
+        with pytest.raises(ElicitationNotFound):
+            await rt.get_elicitation_status(handle.id, tenant=BOB)
+        for other in (Tenant("alice", "ws2", "conv1"), Tenant("alice", "ws1", "conv2")):
+            with pytest.raises(ElicitationNotFound):
+                await rt.get_elicitation_status(handle.id, tenant=other)
+    assert await rt.list_elicitations(tenant=BOB) == []
+    assert len(await rt.list_elicitations(tenant=ALICE)) == 5
+
+
+async def test_the_retention_evicts_ended_elicitations_by_count_and_by_age(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = {"rate": 1000, "retention_max_records": 3, "retention_max_age_s": 100.0}
+    async with open_runtime(config) as rt:
+        peer = MemoryPeer(auto=lambda r: {"action": "decline"})
+        ids = [(await rt.create_elicitation(REQUEST, peer=peer, tenant=ALICE)).id for _ in range(4)]
+        await trio.testing.wait_all_tasks_blocked()
+        assert not any(isinstance(e, Record) for e in actor_of(rt).records.values())
+        with pytest.raises(ElicitationNotFound):  # the oldest, over the count
+            await rt.get_elicitation_status(ids[0], tenant=ALICE)
+        rows = await rt.list_elicitations(tenant=ALICE)
+        assert {r.id for r in rows} == set(ids[1:])
+        await trio.sleep(100)
+        assert await rt.list_elicitations(tenant=ALICE) == []
+        for elicitation_id in ids:
+            with pytest.raises(ElicitationNotFound):
+                await rt.get_elicitation_status(elicitation_id, tenant=ALICE)
+        assert actor_of(rt).records == {}
+        assert len(actor_of(rt).retention) == 0
+
+
+async def test_an_ended_elicitation_holds_no_peer_request_or_waiter(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(REQUEST, peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    peer.answer(peer.last().id, {"action": "decline"})
+    outcome = await handle.outcome()
+    assert outcome == Declined()
+    await trio.testing.wait_all_tasks_blocked()
+    elicitation_id = handle.id
+    peer_ref = weakref.ref(peer)
+    del peer  # the client went away; the tool still holds its handle
+    # The actor has served another call since (it holds the message it last served).
+    assert (await rt.get_elicitation_status(elicitation_id, tenant=ALICE)).status == "declined"
+    gc.collect()
+    assert peer_ref() is None, gc.get_referrers(peer_ref())
+    assert not [o for o in gc.get_objects() if type(o) is Record and o.id == elicitation_id]
+    entry = actor_of(rt).records[elicitation_id]
+    assert all(type(v) in (str, int, float, type(None)) for v in entry)  # plain values only
+    assert not gc.is_tracked(entry)  # nothing for the garbage collector to walk
+    assert await handle.outcome() is outcome  # the handle kept its outcome, and only that
+
+
+async def test_the_store_publishes_an_ended_elicitations_row_again_on_rejoin(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _ended_rows(monkeypatch)
+    handles = await _end_one_of_each(rt, MemoryPeer())
+    published: dict[str, SharedRecord] = {}
+
+    def changed(elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+        published[elicitation_id] = snapshot()
+
+    monkeypatch.setattr(rt.store, "changed", changed)
+    rt.rejoined()
+    await trio.testing.wait_all_tasks_blocked()
+    assert published == {
+        h.id: SharedRecord(info_row(rows[h.id]), ALICE, rt.store.replica) for h in handles
+    }
+    assert all(published[h.id].terminal for h in handles)

@@ -40,6 +40,7 @@ from erlmcp_py import (
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
+from erlmcp_py.actors.record import Record
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.testing import MemoryPeer
@@ -1089,7 +1090,9 @@ async def test_ask_is_a_checkpoint_for_a_cancelled_caller_as_create_is(
 
 def _check(actor: Any) -> None:
     assert isinstance(actor, ElicitationActor)
-    assert actor.live == sum(r.outcome is None for r in actor.records.values())
+    assert actor.live == sum(
+        isinstance(r, Record) and r.outcome is None for r in actor.records.values()
+    )
 
 
 @pytest.mark.parametrize("max_records", [1, 3, 100])

@@ -55,7 +55,9 @@ from erlmcp_py import (
     ValidationResult,
     open_runtime,
 )
+from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import PeerError
+from erlmcp_py.actors.record import Record, info_of
 from erlmcp_py.core.lifecycle import status_for_outcome
 from erlmcp_py.testing import MemoryPeer, SentRequest
 from supervisors import (
@@ -461,10 +463,11 @@ async def check_quiescent(chaos: Chaos) -> None:
         assert row.status not in ("pending", "active"), row
         assert row.ended_at is not None
         assert now - row.ended_at < retention.retention_max_age_s
-    assert probe._record is not None
-    actor = probe._record.actor  # the live incarnation (read-only inspection)
+    actor = runtime.actor("elicitation")._shared.actor  # the live incarnation (read-only)
+    assert isinstance(actor, ElicitationActor)
     assert len(actor.records) == len(rows)
-    assert all(r.core.is_terminal for r in actor.records.values())
+    # Every child is done: the registry keeps only plain ended rows, no Record.
+    assert not any(isinstance(r, Record) for r in actor.records.values())
     assert actor.live == 0
     assert actor.hub.watched_tasks() == 0, "an owner watch outlived its elicitation"
     leftover = [
@@ -474,10 +477,11 @@ async def check_quiescent(chaos: Chaos) -> None:
     ]
     assert not leftover, f"a child task outlived its elicitation: {leftover}"
     for i, handle in chaos.handles.items():
-        record = actor.records.get(handle.id)
-        if record is not None:  # retained by this incarnation: status agrees with outcome
-            assert record.outcome is chaos.outcomes[i]
-            assert record.core.status == status_for_outcome(chaos.outcomes[i])
+        entry = actor.records.get(handle.id)
+        if entry is not None:  # retained by this incarnation: status agrees with outcome
+            info = info_of(entry)
+            assert info.outcome == type(chaos.outcomes[i]).__name__
+            assert info.status == status_for_outcome(chaos.outcomes[i]).value
 
     # No peer still correlates a request nobody waits for; notices name real requests.
     for peer in chaos.all_peers:
