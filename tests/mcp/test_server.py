@@ -47,7 +47,8 @@ async def test_the_servers_url_policy_is_the_one_its_runtime_applies(
         handle = await ctx.begin_elicit_url("Open the shop", "https://bücher.example/cart")
         assert not isinstance(handle, Unsupported)
         started.append(handle.id)
-        return "asked"
+        # the tool owns the elicitation: it waits, or its return would abandon the question
+        return repr(await ctx.wait(handle))
 
     form = {
         "id": "shop",
@@ -64,10 +65,13 @@ async def test_the_servers_url_policy_is_the_one_its_runtime_applies(
         assert server.runtime is not None
         assert server.runtime.url_policy is marking
         await wire.initialize({"elicitation": {"form": {}, "url": {}}})
-        result = (await wire.call("visit"))["result"]
-        assert result.get("isError") is not True, result
-        request = await wire.server_request(0)
-        assert request["params"]["url"] == "https://xn--bcher-kva.example/cart"
+        async with trio.open_nursery() as nursery:
+            visiting = wire.start_call(nursery, "visit")
+            request = await wire.server_request(0)
+            assert request["params"]["url"] == "https://xn--bcher-kva.example/cart"
+            await wire.answer(request["id"], {"action": "decline"})
+            visited = await wire.response(visiting)
+        assert "Declined" in visited["result"]["content"][0]["text"], visited
         async with trio.open_nursery() as nursery:
             rid = wire.start_call(nursery, "ask_site")
             asked = await wire.server_request(1)
