@@ -253,7 +253,12 @@ async def test_a_dead_replicas_elicitations_end_failed(redis_server: RedisServer
             )
             assert ended.outcome == "Failed"
             assert ended.ended_at is not None
-            assert b.metrics()["store"]["replicas_ended"] == 1
+
+            async def reaped() -> int:  # counted once the heartbeat that reaped it returns
+                await trio.lowlevel.checkpoint()
+                return int(b.metrics()["store"]["replicas_ended"])
+
+            assert await eventually(reaped, lambda n: n >= 1) == 1
             with pytest.raises(AlreadyTerminal):
                 await b.complete_elicitation(elicitation_id, {}, tenant=Tenant("alice"))
     finally:
