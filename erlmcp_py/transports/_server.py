@@ -62,6 +62,7 @@ import structlog
 import trio
 
 __all__ = [
+    "KEEP_ALIVE_S",
     "MAX_HEAD_BYTES",
     "HttpRequestError",
     "RequestHead",
@@ -69,6 +70,13 @@ __all__ = [
     "serve",
     "serve_stream",
 ]
+
+#: Seconds an idle connection stays open by default: longer than the idle expiry of the common
+#: HTTP client pools (httpx, which the official MCP SDK uses: 5 s; Node's undici: 4 s; aiohttp:
+#: 15 s), so the client ends an idle connection, never the server while a request may be on its
+#: way (the client then sees "disconnected without a response"). Also the longest a request
+#: head may take to arrive.
+KEEP_ALIVE_S: Final = 20.0
 
 log = structlog.get_logger("erlmcp.http.server")
 
@@ -828,7 +836,7 @@ async def serve_stream(
     app: App,
     stream: trio.abc.Stream,
     *,
-    keep_alive_s: float = 5.0,
+    keep_alive_s: float = KEEP_ALIVE_S,
     client: tuple[str, int] | None = None,
     server: tuple[str, int] | None = None,
 ) -> None:
@@ -879,7 +887,7 @@ async def serve(
     host: str,
     port: int,
     *,
-    keep_alive_s: float = 5.0,
+    keep_alive_s: float = KEEP_ALIVE_S,
     graceful_s: float = 1.0,
     backlog: int = 1024,
     shutdown_trigger: Callable[[], Awaitable[object]] | None = None,

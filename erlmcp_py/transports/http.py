@@ -199,7 +199,7 @@ class HttpConfig:
             ``limits.sessions``; ``initialize`` beyond it gets 503 with ``Retry-After``.
         idle_timeout: Seconds a session without an open stream lives on.
         keep_alive_s: Seconds an idle connection stays open, and the longest a request
-            head may take to arrive.
+            head may take to arrive (:data:`~erlmcp_py.transports._server.KEEP_ALIVE_S`).
         body_grace_s: Seconds a request body may take beyond what ``body_min_rate`` allows.
         body_min_rate: Bytes per second a request body must keep up (408 and close, else).
         limits: Caps per principal; past one, 429 with ``Retry-After``.
@@ -226,7 +226,7 @@ class HttpConfig:
     max_frame_bytes: int = DEFAULT_BODY_BYTES
     max_sessions: int = 1024
     idle_timeout: float = 300.0
-    keep_alive_s: float = 5.0
+    keep_alive_s: float = _server.KEEP_ALIVE_S
     body_grace_s: float = 10.0
     body_min_rate: int = 32 * 1024
     limits: PrincipalLimits = field(default_factory=PrincipalLimits)

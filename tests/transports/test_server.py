@@ -20,6 +20,7 @@ import trio.testing
 from hypothesis import given, strategies as st
 
 from erlmcp_py.transports._server import (
+    KEEP_ALIVE_S,
     MAX_HEAD_BYTES,
     HttpRequestError,
     _Server,
@@ -221,6 +222,28 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive(autojump_clock:
         start = trio.current_time()
         assert await closed(stream)
         assert trio.current_time() - start == pytest.approx(2.0)
+
+
+async def test_an_idle_connection_outlives_the_client_pools_idle_expiry_by_default(
+    autojump_clock: object,
+) -> None:
+    # httpx (the official SDK's client) reuses a pooled connection idle for up to 5 s, aiohttp
+    # up to 15 s: the server must not close it under a request on its way
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_stream, echo, server)
+        buffer = bytearray()
+        await client.send_all(post(b"first"))
+        await read_response(client, buffer)
+        await trio.sleep(15.0)
+        await client.send_all(post(b"again"))
+        head, body = await read_response(client, buffer)
+        assert head.startswith(b"http/1.1 200")
+        assert json.loads(body)["body"] == "again"
+        start = trio.current_time()
+        assert await closed(client)
+        assert trio.current_time() - start == pytest.approx(KEEP_ALIVE_S)
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_head_that_trickles_is_closed_at_the_keep_alive(autojump_clock: object) -> None:
