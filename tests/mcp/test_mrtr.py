@@ -987,16 +987,20 @@ def _tool_asking_twice(gap: int) -> Any:
     return run
 
 
-async def _first_round(registry: Any, gap: int) -> list[str]:
-    result = await registry.start(
+def _start(registry: Any, run: Any) -> Any:
+    return registry.start(
         principal="alice",
         method="tools/call",
         params={"name": "t", "arguments": {}},
         capabilities=ClientCapabilities(frozenset({"form"})),
         protocol_version=V,
         client_id="c1",
-        run=_tool_asking_twice(gap),
+        run=run,
     )
+
+
+async def _first_round(registry: Any, gap: int) -> list[str]:
+    result = await _start(registry, _tool_asking_twice(gap))
     assert result["resultType"] == "input_required"
     return sorted(r["params"]["message"] for r in result["inputRequests"].values())
 
@@ -1041,15 +1045,7 @@ async def test_a_question_begun_with_the_round_joins_it_however_late_it_is_recor
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_continuations(settle_checkpoints=1) as registry:
-        result = await registry.start(
-            principal="alice",
-            method="tools/call",
-            params={"name": "t", "arguments": {}},
-            capabilities=ClientCapabilities(frozenset({"form"})),
-            protocol_version=V,
-            client_id="c1",
-            run=_tool_asking_while_another_question_is_on_its_way(gap=40),
-        )
+        result = await _start(registry, _tool_asking_while_another_question_is_on_its_way(gap=40))
         asked = sorted(r["params"]["message"] for r in result["inputRequests"].values())
         assert asked == ["first?", "second?"]
 
@@ -1080,15 +1076,7 @@ async def test_a_failed_question_lets_the_tool_react_before_the_round_ends(
 
     async with open_continuations() as registry:
         with pytest.raises(JsonRpcError):  # the tool's failure, not a round asking "first?"
-            await registry.start(
-                principal="alice",
-                method="tools/call",
-                params={"name": "t", "arguments": {}},
-                capabilities=ClientCapabilities(frozenset({"form"})),
-                protocol_version=V,
-                client_id="c1",
-                run=run,
-            )
+            await _start(registry, run)
 
 
 async def test_one_principal_holds_at_most_its_share_of_the_registry(
@@ -1495,18 +1483,6 @@ class _OwnWait:
         self._woken = trio.Event()
         if self.left:
             raise _ClientLeft
-
-
-def _start(registry: Any, run: Any) -> Any:
-    return registry.start(
-        principal="alice",
-        method="tools/call",
-        params={"name": "t", "arguments": {}},
-        capabilities=ClientCapabilities(frozenset({"form"})),
-        protocol_version=V,
-        client_id="c1",
-        run=run,
-    )
 
 
 async def test_an_answer_awaited_in_a_waiter_of_its_own_is_woken_by_the_call(
