@@ -347,7 +347,12 @@ class Runtime:
         return info
 
     async def complete_elicitation(
-        self, elicitation_id: str, content: Mapping[str, Any] | None, *, tenant: Tenant
+        self,
+        elicitation_id: str,
+        content: Mapping[str, Any] | None,
+        *,
+        tenant: Tenant,
+        replica: str | None = None,
     ) -> ElicitationInfo:
         """Complete from the application side (URL mode: the out-of-band flow finished).
 
@@ -355,7 +360,9 @@ class Runtime:
         ``notifications/elicitation/complete`` to the initiating client.
 
         The replica holding the elicitation may be another one sharing the store: the call is
-        forwarded to it.
+        forwarded to it. ``replica`` names the holder when the caller knows it (a hosted
+        page's ticket does), so an elicitation asked a moment ago is reached before the store's
+        copy of its record is written.
 
         Raises:
             ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer,
@@ -364,17 +371,18 @@ class Runtime:
         try:
             info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
         except ElicitationNotFound:
-            return await self._elsewhere("complete", elicitation_id, tenant, content)
+            return await self._elsewhere("complete", elicitation_id, tenant, content, replica)
         return info
 
     async def answer_elicitation(
-        self, elicitation_id: str, action: str, *, tenant: Tenant
+        self, elicitation_id: str, action: str, *, tenant: Tenant, replica: str | None = None
     ) -> ElicitationInfo:
         """Decline or cancel on the user's behalf, as the client would (the hosted page's
         Reject and Cancel): the outcome is ``Declined`` or ``Cancelled(by="client")``.
 
         The replica holding the elicitation may be another one sharing the store: the call is
-        forwarded to it.
+        forwarded to it (``replica``: the holder, when the caller knows it, as in
+        :meth:`complete_elicitation`).
 
         Raises:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
@@ -385,7 +393,7 @@ class Runtime:
         try:
             info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
         except ElicitationNotFound:
-            return await self._elsewhere("answer", elicitation_id, tenant, action)
+            return await self._elsewhere("answer", elicitation_id, tenant, action, replica)
         return info
 
     async def extend_timeout(
@@ -426,13 +434,22 @@ class Runtime:
         return str(row["status"]), float(row["left"])
 
     async def _elsewhere(
-        self, op: CallOp | None, elicitation_id: str, tenant: Tenant, argument: Any = None
+        self,
+        op: CallOp | None,
+        elicitation_id: str,
+        tenant: Tenant,
+        argument: Any = None,
+        holder: str | None = None,
     ) -> ElicitationInfo:
         """An id this replica does not hold: its row in the store (``op`` ``None``), or the
-        call forwarded to the replica that holds it."""
+        call forwarded to the replica that holds it (``holder``, when the caller knows it and
+        the store has no copy of the record yet: the holder checks the id and tenant)."""
         record = await self.store.find(elicitation_id, tenant)
         if record is None:
-            raise ElicitationNotFound(elicitation_id)
+            if op is None or holder is None or holder == self.store.replica:
+                raise ElicitationNotFound(elicitation_id)
+            row = await self.store.forward(holder, op, elicitation_id, tenant, argument)
+            return ElicitationInfo(**row)
         if op is None:
             return ElicitationInfo(**record.row)
         if record.replica == self.store.replica:  # ours, and no longer held

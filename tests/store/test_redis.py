@@ -21,6 +21,7 @@ import trio
 from erlmcp_py import (
     Accepted,
     AlreadyTerminal,
+    Declined,
     ElicitationNotFound,
     ElicitationRequest,
     Failed,
@@ -32,6 +33,7 @@ from erlmcp_py import (
     open_runtime,
 )
 from erlmcp_py.core.errors import StoreUnavailable
+from erlmcp_py.store import _redis as redis_store
 from erlmcp_py.testing import MemoryPeer
 from tests.store.server import RedisServer
 
@@ -201,6 +203,30 @@ async def test_a_url_completion_on_one_replica_reaches_the_one_holding_it(
             assert await handle.outcome() == Accepted({"ok": True})
         await eventually(lambda: _notified(peer), bool)
         assert b.metrics()["store"]["forwarded"] == 1
+
+
+async def test_a_completion_naming_its_holder_reaches_it_before_the_store_has_the_record(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store's copy of a record is written a moment after each change; a hosted page's
+    # ticket names the holder, so an answer submitted at once on another replica reaches it.
+    monkeypatch.setattr(redis_store, "_PUBLISH_DELAY_S", 30.0)
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+        answered = await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        declined = await a.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
+        holder = a.store.replica
+        with pytest.raises(ElicitationNotFound):  # without the holder: not in the store yet
+            await b.complete_elicitation(answered.id, {"name": "Ada"}, tenant=ALICE)
+        with pytest.raises(ElicitationNotFound):  # the holder checks the tenant
+            await b.complete_elicitation(answered.id, {"name": "Ada"}, tenant=BOB, replica=holder)
+        info = await b.complete_elicitation(
+            answered.id, {"name": "Ada"}, tenant=ALICE, replica=holder
+        )
+        assert info.status == "completed"
+        await b.answer_elicitation(declined.id, "decline", tenant=ALICE, replica=holder)
+        with trio.fail_after(5):
+            assert await answered.outcome() == Accepted({"name": "Ada"})
+            assert await declined.outcome() == Declined()
 
 
 async def test_a_forwarded_completion_is_validated_by_the_holder_and_refused_with_its_errors(
