@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The runtime alone (make demo); the test stamp implies it.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 # The directories ruff checks (examples/ when present).
 LINTED := supervisors erlmcp_py tests benchmarks $(wildcard examples)
 
@@ -11,13 +13,20 @@ LINTED := supervisors erlmcp_py tests benchmarks $(wildcard examples)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -U pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(RUNTIME_STAMP)
+
+# The test tools (pytest, hypothesis, ruff, mypy, the official SDK and browser driver as peers).
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
 
 # Runs the example server over stdio and drives it with a scripted client (a readable transcript).
-demo: $(STAMP)
+# Installs the runtime alone: the demo needs none of the test tools.
+demo: $(RUNTIME_STAMP)
 	$(BIN)/erlmcp-py demo
 
 test: lint typecheck pytest

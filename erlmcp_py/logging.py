@@ -3,9 +3,11 @@ a console, with sensitive values redacted.
 
 The library never writes a log line to stdout unless the application configures structlog to.
 Importing ``erlmcp_py`` leaves a structlog configuration the application made alone; when there
-is none yet, it keeps structlog's default processors but sends their output to ``sys.stderr``
-(unconfigured structlog would print to stdout, the MCP stream of a stdio server). An
-application's own ``structlog.configure`` (or :func:`configure_logging`) replaces that default.
+is none yet, it sets a quiet default (:func:`stderr_by_default`): lines at ``info`` and above,
+readable console lines on ``sys.stderr`` (unconfigured structlog would print every debug line to
+stdout, the MCP stream of a stdio server), coloured only when stderr is a terminal and
+``NO_COLOR`` is unset, sensitive values redacted. ``ERLMCP_LOG_LEVEL`` sets that default's
+level. An application's own ``structlog.configure`` (or :func:`configure_logging`) replaces it.
 """
 
 from __future__ import annotations
@@ -169,14 +171,40 @@ def _stderr_logger(*_args: Any) -> Any:
     return structlog.WriteLogger(_robust(sys.stderr))
 
 
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def stderr_by_default() -> None:
-    """Send structlog's output to stderr when nobody has configured structlog.
+    """Give structlog a quiet default when nobody has configured it: ``info`` and above (or
+    ``ERLMCP_LOG_LEVEL``), console lines on ``sys.stderr``, colours only on a terminal
+    without ``NO_COLOR``, sensitive values redacted.
 
     Does nothing once structlog is configured (by the application, or by this function).
     Called when ``erlmcp_py`` is imported.
     """
-    if not structlog.is_configured():
-        structlog.configure(logger_factory=_stderr_logger)
+    if structlog.is_configured():
+        return
+    level = os.environ.get("ERLMCP_LOG_LEVEL", "info").upper()
+    colours = _is_terminal(sys.stderr) and not os.environ.get("NO_COLOR")
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.StackInfoRenderer(),
+            structlog.dev.set_exc_info,
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
+            redact,
+            structlog.dev.ConsoleRenderer(colors=colours),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping().get(level, logging.INFO)
+        ),
+        logger_factory=_stderr_logger,
+    )
 
 
 stderr_by_default()

@@ -161,3 +161,46 @@ def test_the_default_leaves_an_application_configuration_alone() -> None:
         structlog.reset_defaults()
         stderr_by_default()
     assert json.loads(stream.getvalue())["event"] == "mine"
+
+
+LOGS_AT_EVERY_LEVEL = textwrap.dedent(
+    """
+    import structlog
+    import erlmcp_py  # noqa: F401  (sets the default)
+
+    log = structlog.get_logger("app")
+    log.debug("a debug line")
+    log.info("an info line", password="hunter2")
+    log.warning("a warning line")
+    """
+)
+
+
+def _run_logging_script(**env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", LOGS_AT_EVERY_LEVEL],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    return done.stderr
+
+
+def test_the_default_logs_info_and_above_without_colour_when_stderr_is_not_a_terminal() -> None:
+    stderr = _run_logging_script()
+    assert "an info line" in stderr
+    assert "a warning line" in stderr
+    assert "a debug line" not in stderr
+    assert "\x1b[" not in stderr  # no ANSI escapes in a file or a pipe
+    assert "hunter2" not in stderr
+
+
+def test_the_default_level_is_set_by_the_environment() -> None:
+    assert "a debug line" in _run_logging_script(ERLMCP_LOG_LEVEL="debug")
+    quiet = _run_logging_script(ERLMCP_LOG_LEVEL="warning")
+    assert "an info line" not in quiet
+    assert "a warning line" in quiet
