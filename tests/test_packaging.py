@@ -86,3 +86,14 @@ def test_a_type_checker_reads_the_installed_library(wheel: Path, tmp_path: Path)
     # The library's annotations are read: a wrong argument type is caught, and nothing else.
     assert 'Argument "name" to "Server" has incompatible type "int"' in out, out
     assert "Found 1 error in 1 file" in out, out
+
+
+def test_make_demo_installs_the_runtime_without_the_test_tools(tmp_path: Path) -> None:
+    # A dry run in a fresh folder (no .venv yet): what `make demo` would install.
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    (tmp_path / "pyproject.toml").touch()
+    planned = subprocess.run(
+        ["make", "-n", "demo"], capture_output=True, text=True, cwd=tmp_path, check=True
+    ).stdout
+    assert "pip install -q -e .\n" in planned
+    assert "[test]" not in planned
