@@ -21,7 +21,10 @@ The conversation, seen from a peer:
    * :class:`AnswerTooLarge` — the client answered, but its answer was over the transport's
      frame limit and was discarded unread (the elicitation fails with reason
      ``"answer_too_large"``);
-   * a :class:`PeerGone` instance — the connection ended while the request was open.
+   * a :class:`PeerGone` instance — the connection ended while the request was open;
+   * :class:`Recorded` — an answer the client gave before this request was sent (a
+     2026-07-28 retry that re-runs a tool hands back the answers it recorded): the client's
+     answer all the same, but nobody answered it now (it is no human answer time).
 
    Any other shape (no ``action``, an unknown action) fails the elicitation as an invalid
    response. Answers after :meth:`Peer.forget_request` must be dropped by the peer.
@@ -36,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["AnswerTooLarge", "Peer", "PeerError", "PeerGone", "PeerResponse"]
+__all__ = ["AnswerTooLarge", "Peer", "PeerError", "PeerGone", "PeerResponse", "Recorded"]
 
 
 class PeerGone(Exception):
@@ -66,11 +69,20 @@ class AnswerTooLarge:
     limit: int
 
 
-PeerResponse = Mapping[str, Any] | PeerError | PeerGone | AnswerTooLarge
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """An answer the client gave before the request was sent, handed back from a record (a
+    2026-07-28 replay, or an answer the first call brought): taken as the client's answer,
+    but no human answered it now."""
+
+    result: Mapping[str, Any]
+
+
+PeerResponse = Mapping[str, Any] | PeerError | PeerGone | AnswerTooLarge | Recorded
 """What ``on_response`` receives: the result mapping ``{"action": "accept" | "decline" |
 "cancel", "content": {...}}``, the client's :class:`PeerError`, :class:`AnswerTooLarge` when
-the answer was over the frame limit, or a :class:`PeerGone` if the connection ended while the
-request was outstanding."""
+the answer was over the frame limit, a :class:`PeerGone` if the connection ended while the
+request was outstanding, or a :class:`Recorded` result given before the request was sent."""
 
 
 @runtime_checkable

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import trio
 
 from erlmcp_py.actors.api import ElicitationInfo, ElicitationRequest, Mode
-from erlmcp_py.actors.peer import AnswerTooLarge, Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import (
+    AnswerTooLarge,
+    Peer,
+    PeerError,
+    PeerGone,
+    PeerResponse,
+    Recorded,
+)
 from erlmcp_py.core.lifecycle import (
     Answer,
     Effect,
@@ -332,16 +339,20 @@ class Record:
             detail = f"answer of at least {response.size} bytes > frame limit {response.limit}"
             self.feed(TransportFailed(detail, reason="answer_too_large"))
             return
+        recorded = isinstance(response, Recorded)
+        if isinstance(response, Recorded):
+            response = response.result
         action = response.get("action") if isinstance(response, Mapping) else None
         if action not in _ACTIONS:
             self.feed(TransportFailed("invalid response: action must be accept|decline|cancel"))
             return
         actor = self.actor
-        # From the request reaching the client (or, if it answered before our send returned,
-        # from creation) to the human's answer.
-        sent_at = self.core.sent_at
-        asked_at = self.core.created_at if sent_at is None else sent_at
-        actor.metrics.on_answer_latency(actor.now() - asked_at)
+        if not recorded:
+            # From the request reaching the client (or, if it answered before our send
+            # returned, from creation) to the human's answer.
+            sent_at = self.core.sent_at
+            asked_at = self.core.created_at if sent_at is None else sent_at
+            actor.metrics.on_answer_latency(actor.now() - asked_at)
         if self.mode == "url" and action == "accept":
             self.consented = True  # the user opened the page; the app completes it later
             actor.event("consented", self)

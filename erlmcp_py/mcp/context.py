@@ -38,7 +38,14 @@ import trio
 
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
 from erlmcp_py.actors.pages import PageQuestion, PageRegistry
-from erlmcp_py.actors.peer import AnswerTooLarge, Peer, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.peer import (
+    AnswerTooLarge,
+    Peer,
+    PeerError,
+    PeerGone,
+    PeerResponse,
+    Recorded,
+)
 from erlmcp_py.actors.urlcheck import check_url
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import (
@@ -366,6 +373,8 @@ class Context:
                 await _tell_cancelled(peer, request_id, "timed out")
             raise trio.TooSlowError(f"the client did not answer {method} in {timeout:g} s")
         response = answer[0]
+        if isinstance(response, Recorded):  # a replay hands back what the client answered
+            return dict(response.result)
         if isinstance(response, PeerError):
             raise ClientRequestError(response.code, response.message, response.data)
         if isinstance(response, PeerGone):

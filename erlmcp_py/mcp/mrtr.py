@@ -130,7 +130,7 @@ from typing import Any, Final, NoReturn, Protocol
 import structlog
 import trio
 
-from erlmcp_py.actors.peer import PeerResponse
+from erlmcp_py.actors.peer import PeerResponse, Recorded
 from erlmcp_py.core.errors import StateTokenError, StateTokenTooLarge
 from erlmcp_py.core.schema import schema_digest
 from erlmcp_py.core.state_token import (
@@ -492,7 +492,7 @@ class MrtrPeer:
             response = offered if _response_problem(method, offered) is None else None
         if response is not None:  # answered at once: a replay, or the first call's answer
             cont.journal.append((question, response))
-            on_response(response)
+            on_response(Recorded(response))
             return
         key = _free_key(cont, key, method)
         cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response, question)

@@ -150,7 +150,10 @@ class _Collector:
 
 def _latency(histogram: Mapping[str, Any] | None) -> HistogramMetricFamily:
     name = "erlmcp_human_answer_seconds"
-    doc = "Time from an elicitation reaching the client to the human's answer."
+    doc = (
+        "Time from an elicitation reaching the client to the human's answer "
+        "(answers replayed from a 2026-07-28 requestState excluded)."
+    )
     if not histogram:
         return HistogramMetricFamily(name, doc, buckets=[("+Inf", 0)], sum_value=0.0)
     buckets: list[tuple[str, float]] = []

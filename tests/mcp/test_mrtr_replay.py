@@ -286,6 +286,44 @@ async def test_replayed_questions_are_charged_once(
         assert "rate" in refused_call["result"]["content"][0]["text"].lower()
 
 
+async def test_replayed_answers_are_not_counted_as_human_answer_times(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen = new_seen()
+    server = make_server(seen)
+    async with server.running() as runtime:
+        state, responses = None, {}
+        for n in range(3):
+            key, _, state = asked(await attempt(server, call("three", state, responses)))
+            await trio.sleep(7)  # the user takes 7 s to answer
+            responses = {key: {"action": "accept", "content": {"value": f"w{n}"}}}
+        done = await attempt(server, call("three", state, responses))
+        assert done["result"]["content"][0]["text"] == "w0 w1 w2"
+        # every round met a new registry: each answer reached the tool from the sealed state
+        # at once, and this replica never saw how long anybody took
+        assert runtime.metrics()["human_latency_s"]["count"] == 0
+
+    held = new_seen()
+    server = make_server(held)
+    async with server.running() as runtime, replica(server) as client:
+        state, responses = None, {}
+        for n in range(3):
+            message = await client.request_raw(
+                "tools/call", client.with_meta(call("three", state, responses))
+            )
+            key, _, state = asked(message)
+            await trio.sleep(7)
+            responses = {key: {"action": "accept", "content": {"value": f"w{n}"}}}
+        done = await client.request_raw(
+            "tools/call", client.with_meta(call("three", state, responses))
+        )
+        assert done["result"]["content"][0]["text"] == "w0 w1 w2"
+        assert held["starts"] == 1  # one registry held the call: three human answers, timed
+        latency = runtime.metrics()["human_latency_s"]
+        assert latency["count"] == 3
+        assert latency["sum"] == pytest.approx(21, abs=0.1)
+
+
 async def test_a_state_past_its_size_bound_ends_the_call_with_a_clear_error(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
