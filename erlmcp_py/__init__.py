@@ -33,7 +33,12 @@ from erlmcp_py.actors.api import (
     ElicitationRequest as ElicitationRequest,
     RuntimeConfig as RuntimeConfig,
 )
-from erlmcp_py.actors.peer import Peer as Peer, PeerError as PeerError, PeerGone as PeerGone
+from erlmcp_py.actors.peer import (
+    Peer as Peer,
+    PeerError as PeerError,
+    PeerGone as PeerGone,
+    PeerResponse as PeerResponse,
+)
 from erlmcp_py.actors.runtime import Runtime as Runtime, open_runtime as open_runtime
 from erlmcp_py.actors.urlcheck import check_url as check_url
 from erlmcp_py.core.errors import (
@@ -125,6 +130,7 @@ __all__ = [
     "Peer",
     "PeerError",
     "PeerGone",
+    "PeerResponse",
     "RateLimited",
     "RequestTooLarge",
     "ResourceNotFound",

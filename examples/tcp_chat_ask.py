@@ -34,12 +34,12 @@ from erlmcp_py import (
     Accepted,
     Declined,
     PeerGone,
+    PeerResponse,
     Runtime,
     Tenant,
     TimedOut,
     open_runtime,
 )
-from erlmcp_py.actors.peer import PeerResponse
 
 HOST = "127.0.0.1"
 

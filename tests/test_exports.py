@@ -27,7 +27,7 @@ ERLMCP_PY_API = {
     "Context", "Declined", "ElicitationHandle", "ElicitationInfo", "ElicitationNotFound",
     "ElicitationRequest", "ErlmcpError", "ExtensionDenied", "Failed", "FormDefinition",
     "FormDefinitionError", "FormType", "Format", "InvalidAnswer", "InvalidClientResult",
-    "Outcome", "Peer", "PeerError", "PeerGone", "RateLimited", "RequestTooLarge",
+    "Outcome", "Peer", "PeerError", "PeerGone", "PeerResponse", "RateLimited", "RequestTooLarge",
     "ResourceNotFound", "ResultTooLarge", "Root", "Runtime", "RuntimeConfig", "SampledMessage",
     "SchemaNotAllowed", "Server", "Tenant",
     "TimedOut", "Titles", "TooManyElicitations", "ToolError", "UnsafeURLError", "Unsupported",
