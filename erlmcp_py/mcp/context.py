@@ -827,3 +827,19 @@ class Context:
         if logger is not None:
             params["logger"] = logger
         await self._peer.session.notify("notifications/message", params)
+
+    async def debug(self, data: Any, logger: str | None = None) -> None:
+        """:meth:`log` at ``debug``."""
+        await self.log("debug", data, logger)
+
+    async def info(self, data: Any, logger: str | None = None) -> None:
+        """:meth:`log` at ``info``."""
+        await self.log("info", data, logger)
+
+    async def warning(self, data: Any, logger: str | None = None) -> None:
+        """:meth:`log` at ``warning``."""
+        await self.log("warning", data, logger)
+
+    async def error(self, data: Any, logger: str | None = None) -> None:
+        """:meth:`log` at ``error``."""
+        await self.log("error", data, logger)

@@ -1,26 +1,34 @@
 """Tool definitions from Python functions: input schema from type hints, argument checking,
-and the conversion of a return value into a ``CallToolResult``.
+an output schema from the return annotation, and the conversion of a return value into a
+``CallToolResult``.
 
-Pure: no I/O. A parameter annotated with :class:`~erlmcp_py.mcp.context.Context` (or a
-subclass) is injected by the session and left out of the input schema.
+A tool whose return annotation is object-shaped (a pydantic model, a dataclass, a
+``TypedDict``, a ``dict[str, T]`` other than ``dict[str, Any]``) declares its
+``outputSchema`` (MCP 2025-06-18 and later): each result carries the value as
+``structuredContent`` (and as JSON text, for clients that read only the content), checked
+against that type first, since a client may reject a result that does not match the schema it
+was given. Any other annotation declares nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import JsonRpcError
 
 __all__ = [
+    "OutputMismatch",
     "ToolArgumentsError",
     "ToolSpec",
     "budget_exceeded",
@@ -52,6 +60,8 @@ class ToolSpec:
         input_schema: The JSON Schema sent in ``tools/list``.
         context_param: The name of the injected ``Context`` parameter, if any.
         timeout: Seconds of tool time (paused while an elicitation is pending), or ``None``.
+        output: The checked return type (an object-shaped annotation), or ``None``.
+        output_schema: Its JSON Schema, sent in ``tools/list`` as ``outputSchema``.
     """
 
     name: str
@@ -62,6 +72,8 @@ class ToolSpec:
     input_schema: Mapping[str, Any]
     context_param: str | None
     timeout: float | None
+    output: pydantic.TypeAdapter[Any] | None = None
+    output_schema: Mapping[str, Any] | None = None
 
     def definition(self) -> dict[str, Any]:
         """The entry of this tool in a ``tools/list`` result."""
@@ -70,6 +82,8 @@ class ToolSpec:
             out["title"] = self.title
         out["description"] = self.description
         out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
         return out
 
     def bind(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -84,12 +98,8 @@ class ToolSpec:
         try:
             model = self.arguments_model.model_validate(dict(arguments or {}))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-                for err in exc.errors(include_url=False, include_input=False)
-            )
             raise ToolArgumentsError(
-                f"Invalid arguments for tool {self.name!r}: {problems}"
+                f"Invalid arguments for tool {self.name!r}: {_problems(exc, 'arguments')}"
             ) from None
         return {name: getattr(model, name) for name in names}
 
@@ -97,6 +107,18 @@ class ToolSpec:
     def argument_names(self) -> tuple[str, ...]:
         """The tool's parameters, without the injected ``Context``."""
         return tuple(self.arguments_model.model_fields)
+
+
+class OutputMismatch(ValueError):
+    """What a tool returned does not fit its declared return type (an ``isError`` result)."""
+
+
+def _problems(exc: ValidationError, whole: str = "value") -> str:
+    """Each problem of a pydantic refusal as ``location: message`` (never the value)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or whole}: {err['msg']}"
+        for err in exc.errors(include_url=False, include_input=False)
+    )
 
 
 def _is_context(annotation: Any, context_type: type) -> bool:
@@ -158,6 +180,7 @@ def make_tool(
     schema.pop("title", None)
     schema.setdefault("properties", {})
     schema["type"] = "object"
+    output, output_schema = _output_of(tool_name, hints.get("return"))
     doc = description if description is not None else inspect.getdoc(fn) or ""
     return ToolSpec(
         name=tool_name,
@@ -168,7 +191,50 @@ def make_tool(
         input_schema=schema,
         context_param=context_param,
         timeout=timeout,
+        output=output,
+        output_schema=output_schema,
     )
+
+
+def _object_shaped(annotation: Any) -> bool:
+    """Whether values of ``annotation`` are JSON objects (what ``structuredContent`` holds).
+
+    ``dict[str, Any]`` is not: it is how a tool that builds its whole ``CallToolResult``
+    types its return value.
+    """
+    if isinstance(annotation, type):
+        return (
+            issubclass(annotation, BaseModel)
+            or dataclasses.is_dataclass(annotation)
+            or typing_extensions.is_typeddict(annotation)
+        )
+    if typing.get_origin(annotation) in (dict, Mapping):
+        key, value = typing.get_args(annotation) or (Any, Any)
+        return key is str and value is not Any
+    return False
+
+
+def _output_of(
+    tool_name: str, annotation: Any
+) -> tuple[pydantic.TypeAdapter[Any] | None, dict[str, Any] | None]:
+    """The checked return type of a tool and its ``outputSchema``, for an object-shaped
+    return annotation (``Annotated`` metadata kept); ``(None, None)`` otherwise.
+
+    Raises:
+        TypeError: the type cannot be expressed as JSON Schema.
+    """
+    bare = (
+        typing.get_args(annotation)[0] if typing.get_origin(annotation) is Annotated else annotation
+    )
+    if not _object_shaped(bare):
+        return None, None
+    try:
+        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(annotation)
+        schema = adapter.json_schema(mode="serialization")
+    except pydantic.errors.PydanticUserError as exc:
+        raise TypeError(f"tool {tool_name!r}: return type: {exc}") from None
+    schema["type"] = "object"
+    return adapter, schema
 
 
 def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -179,13 +245,29 @@ def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return result
 
 
-def to_call_result(value: Any) -> dict[str, Any]:
+def to_call_result(value: Any, output: pydantic.TypeAdapter[Any] | None = None) -> dict[str, Any]:
     """Turn what a tool returned into a ``CallToolResult``.
 
     ``str`` → one text block; ``None`` → no content; a mapping with a ``content`` list → used
     as the result itself; a list of content blocks (mappings with ``type``) → the content; any
     other value → its JSON as text, and as ``structuredContent`` when it is an object.
+
+    With ``output`` (the tool's declared return type), a value that is not a whole result is
+    checked against that type and written as ``structuredContent`` and JSON text.
+
+    Raises:
+        OutputMismatch: the value does not fit ``output``.
     """
+    if output is not None and not (
+        isinstance(value, Mapping) and isinstance(value.get("content"), list)
+    ):
+        try:
+            structured = output.dump_python(output.validate_python(value), mode="json")
+        except ValidationError as exc:
+            raise OutputMismatch(_problems(exc)) from None
+        result = text_result(_ANY.dump_json(structured).decode())
+        result["structuredContent"] = structured
+        return result
     if isinstance(value, str):
         return text_result(value)
     if value is None:
@@ -234,7 +316,13 @@ def _tool_returned(spec: ToolSpec, value: Any, log: Any) -> dict[str, Any]:
     """The ``CallToolResult`` of what a tool returned (an ``isError`` result, logged as
     ``tool_result_unencodable``, when it cannot be one)."""
     try:
-        return to_call_result(value)
+        return to_call_result(value, spec.output)
+    except OutputMismatch as exc:
+        log.warning("tool_result_mismatch", tool=spec.name, problems=str(exc))
+        return text_result(
+            f"Tool {spec.name!r} returned a value that does not fit its declared output: {exc}",
+            is_error=True,
+        )
     except Exception as exc:
         log.warning("tool_result_unencodable", tool=spec.name, error=type(exc).__name__)
         return text_result(f"Tool {spec.name!r} returned an unencodable value", is_error=True)
