@@ -11,6 +11,7 @@ from erlmcp_py.actors.runtime import Runtime, open_runtime
 from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.mcp.asked_forms import check_asked_forms
 from erlmcp_py.mcp.completion import Completer, CompletionRegistry
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.prompts import PromptFunction, PromptSpec, make_prompt
@@ -147,7 +148,9 @@ class Server:
 
         Raises:
             ValueError: a tool with that name exists, or the name is invalid.
-            TypeError: the signature cannot be turned into an input schema.
+            TypeError: the signature cannot be turned into an input schema, or a form the
+                tool's code asks for cannot be sent (see
+                :mod:`~erlmcp_py.mcp.asked_forms`).
         """
         spec = make_tool(
             fn,
@@ -159,6 +162,8 @@ class Server:
         )
         if spec.name in self.tools:
             raise ValueError(f"tool {spec.name!r} is already registered")
+        if spec.context_param is not None:
+            check_asked_forms("tool", spec.name, fn, spec.context_param)
         self.tools[spec.name] = spec
         return spec
 
@@ -312,13 +317,16 @@ class Server:
 
         Raises:
             ValueError: a prompt with that name exists.
-            TypeError: a parameter is not string-typed.
+            TypeError: a parameter is not string-typed, or a form the prompt's code asks for
+                cannot be sent.
         """
         spec = make_prompt(
             fn, name=name, title=title, description=description, context_type=Context
         )
         if spec.name in self.prompts:
             raise ValueError(f"prompt {spec.name!r} is already registered")
+        if spec.context_param is not None:
+            check_asked_forms("prompt", spec.name, fn, spec.context_param)
         self.prompts[spec.name] = spec
         return spec
 
