@@ -95,6 +95,7 @@ from erlmcp_py.mcp.errors import (
 )
 from erlmcp_py.mcp.resources import Contents as Contents, ResourceNotFound as ResourceNotFound
 from erlmcp_py.mcp.server import Server as Server
+from erlmcp_py.transports.asgi import McpApp as McpApp
 from erlmcp_py.transports.http import serve_http as serve_http
 from erlmcp_py.transports.stdio import serve_stdio as serve_stdio
 from supervisors import ActorGone as ActorGone, Busy as Busy
@@ -126,6 +127,7 @@ __all__ = [
     "Format",
     "InvalidAnswer",
     "InvalidClientResult",
+    "McpApp",
     "Outcome",
     "Peer",
     "PeerError",

@@ -26,7 +26,7 @@ ERLMCP_PY_API = {
     "Cancelled", "CapabilityMissing", "ClientRequestError", "CompletionRequest", "Contents",
     "Context", "Declined", "ElicitationHandle", "ElicitationInfo", "ElicitationNotFound",
     "ElicitationRequest", "ErlmcpError", "ExtensionDenied", "Failed", "FormDefinition",
-    "FormDefinitionError", "FormType", "Format", "InvalidAnswer", "InvalidClientResult",
+    "FormDefinitionError", "FormType", "Format", "InvalidAnswer", "InvalidClientResult", "McpApp",
     "Outcome", "Peer", "PeerError", "PeerGone", "PeerResponse", "RateLimited", "RequestTooLarge",
     "ResourceNotFound", "ResultTooLarge", "Root", "Runtime", "RuntimeConfig", "SampledMessage",
     "SchemaNotAllowed", "Server", "Tenant",
