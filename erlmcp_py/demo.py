@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -74,14 +74,22 @@ class _Script:
         _out(f"\n== {title}")
         _out(f"  -> tools/call {tool} {json.dumps(arguments) if arguments else ''}".rstrip())
         self.answers = list(answers)
+        before = len(self.client.notifications)
         try:
             result = await self.client.call_tool(tool, arguments)
         except ClientRequestError as exc:
+            _show_notifications(self.client, _NOTICES, since=before)
             _out(f"  <- error {exc.code}: {exc.message}")
             if exc.data:
                 _out(f"     data: {json.dumps(exc.data)}")
             return
+        # what the server notified while the call ran came before its result
+        _show_notifications(self.client, _NOTICES, since=before)
         _out(f"  <- result: {_text(result)}")
+
+
+#: The notifications a scene shows (the deadline warning, a withdrawn request).
+_NOTICES: Final = ("notifications/message", "notifications/cancelled")
 
 
 def _accept(content: Mapping[str, Any] | None = None) -> Answer:
@@ -147,12 +155,8 @@ async def _main(elicitation_timeout: float) -> None:
             url="http://169.254.169.254/latest/meta-data",
         )
         await _cancel_scene(script)
-        before = len(client.notifications)
         await script.scene(
             f"Nobody answers: the {elicitation_timeout:g} s deadline passes", "demo_confirm"
-        )
-        _show_notifications(
-            client, ("notifications/cancelled", "notifications/message"), since=before
         )
         _out("\nclosing stdin: the server ends the session and exits")
 
@@ -210,7 +214,7 @@ async def _cancel_scene(script: _Script) -> None:
 
 
 def _show_notifications(client: StdioClient, methods: tuple[str, ...], *, since: int) -> None:
-    """What the server notified during the last scene (printed after its result)."""
+    """What the server notified since the ``since``-th notification, in arrival order."""
     for method, params in client.notifications[since:]:
         if method in methods:
             _out(f"  <- {method} {json.dumps(dict(params))}")

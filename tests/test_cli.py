@@ -156,9 +156,10 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     # The timeout scene shows what the server sent during it, and only that: the warning,
     # then the notice withdrawing its own request.
     last = out.split("== Nobody answers")[1]
-    notices = [line for line in last.splitlines() if line.startswith("  <- notifications/")]
-    assert [n.split()[1] for n in notices] == ["notifications/message", "notifications/cancelled"]
-    assert '"reason": "elicitation timed out"' in notices[1]
+    shown = [line.split()[1] for line in last.splitlines() if line.startswith("  <- ")]
+    # in the order they came: the warning and the withdrawn request, then the call's result
+    assert shown == ["notifications/message", "notifications/cancelled", "result:"]
+    assert '"reason": "elicitation timed out"' in last
 
 
 def test_serve_mrtr_option_defaults_to_auto_and_refuses_other_modes(
