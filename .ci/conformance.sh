@@ -25,6 +25,9 @@
 #                          scored scenarios decide the exit status (0.2.0 pre-releases on)
 #   --expected-failures F  YAML baseline (server: [scenario, ...]; from 0.2.0 on also
 #                          scenario:check-id for one check); passed to every run
+#   --runs N               do it all N times in a row against the same server (default 1):
+#                          what one run leaves behind (idle sessions, suspended calls) is
+#                          there for the next, as for a client that runs its tests again
 #   --output-dir DIR       where checks.json files go (default: a fresh dir under the cache)
 #   --verbose              conformance prints every check as JSON
 #   --list                 install if needed, list server scenarios, exit
@@ -46,6 +49,8 @@
 #       tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums
 #   .ci/conformance.sh --url http://127.0.0.1:3917/mcp --suite active \
 #       --expected-failures .ci/conformance-expected-failures.yml
+#   .ci/conformance.sh --server-cmd '.venv/bin/erlmcp-py serve --transport http --port 3917' \
+#       --url http://127.0.0.1:3917/mcp --suite active --runs 2
 #   CONFORMANCE_VERSION=0.2.0-alpha.12 .ci/conformance.sh --url http://127.0.0.1:3917/mcp \
 #       --requirements 2026-07-28 --expected-failures .ci/conformance-2026-07-28-expected-failures.yml
 set -euo pipefail
@@ -65,6 +70,7 @@ suite=""
 requirements=""
 expected_failures=""
 output_dir=""
+runs=1
 verbose=""
 mode="run"
 scenarios=()
@@ -81,6 +87,7 @@ while (($#)); do
         --requirements) requirements=${2:?--requirements needs a value}; shift 2 ;;
         --expected-failures) expected_failures=$(realpath "${2:?}"); shift 2 ;;
         --output-dir) output_dir=${2:?}; shift 2 ;;
+        --runs) runs=${2:?--runs needs a value}; shift 2 ;;
         --verbose) verbose=--verbose; shift ;;
         --list) mode=list; shift ;;
         --install-only) mode=install; shift ;;
@@ -90,6 +97,8 @@ while (($#)); do
         *) scenarios+=("$1"); shift ;;
     esac
 done
+
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive whole number, got '$runs'"
 
 # --- install (idempotent) -----------------------------------------------------------------------
 
@@ -231,32 +240,43 @@ common=(--url "$url" -o "$output_dir")
 
 started=$SECONDS
 status=0
-if [[ -n "$requirements" ]]; then
-    "${conformance[@]}" server --requirements "$requirements" "${common[@]}" || status=$?
-    summary="requirements $requirements: exit $status"
-elif [[ -n "$suite" ]]; then
-    "${conformance[@]}" server --suite "$suite" "${common[@]}" || status=$?
-    summary="suite $suite: exit $status"
-else
-    summary=""
-    for s in "${scenarios[@]}"; do
-        echo "=== $s ==="
+summary=""
+for ((run = 1; run <= runs; run++)); do
+    label=""
+    if ((runs > 1)); then
+        label="run $run/$runs: "
+        echo "=== run $run of $runs against $url ==="
+    fi
+    if [[ -n "$requirements" ]]; then
         rc=0
-        "${conformance[@]}" server --scenario "$s" "${common[@]}" || rc=$?
-        ((rc == 0)) || status=1
-        # tally the checks this run saved: <output-dir>/server-<scenario>-<timestamp>/checks.json
-        checks=$(ls -d "$output_dir/server-$s-"*/ 2>/dev/null | sort | tail -n 1)checks.json
-        tally=$(node -e 'const c = require(process.argv[1]);
-            const n = (s) => c.filter((x) => x.status === s).length;
-            console.log(`${n("SUCCESS")} ${n("FAILURE")} ${n("WARNING")}`);' "$checks" \
-            2>/dev/null || echo "? ? ?")
-        read -r passed failed warned <<<"$tally"
-        if [[ "$failed" == 0 && "$rc" == 0 ]]; then verdict=PASS
-        elif ((rc == 0)); then verdict="FAIL (expected: baseline)"
-        else verdict=FAIL; fi
-        summary+=$'\n'"$verdict $s: $passed passed, $failed failed, $warned warnings"
-    done
-fi
+        "${conformance[@]}" server --requirements "$requirements" "${common[@]}" || rc=$?
+        ((status != 0)) || status=$rc
+        summary+=$'\n'"${label}requirements $requirements: exit $rc"
+    elif [[ -n "$suite" ]]; then
+        rc=0
+        "${conformance[@]}" server --suite "$suite" "${common[@]}" || rc=$?
+        ((status != 0)) || status=$rc
+        summary+=$'\n'"${label}suite $suite: exit $rc"
+    else
+        for s in "${scenarios[@]}"; do
+            echo "=== $s ==="
+            rc=0
+            "${conformance[@]}" server --scenario "$s" "${common[@]}" || rc=$?
+            ((rc == 0)) || status=1
+            # tally the checks this run saved: <output-dir>/server-<scenario>-<timestamp>/checks.json
+            checks=$(ls -d "$output_dir/server-$s-"*/ 2>/dev/null | sort | tail -n 1)checks.json
+            tally=$(node -e 'const c = require(process.argv[1]);
+                const n = (s) => c.filter((x) => x.status === s).length;
+                console.log(`${n("SUCCESS")} ${n("FAILURE")} ${n("WARNING")}`);' "$checks" \
+                2>/dev/null || echo "? ? ?")
+            read -r passed failed warned <<<"$tally"
+            if [[ "$failed" == 0 && "$rc" == 0 ]]; then verdict=PASS
+            elif ((rc == 0)); then verdict="FAIL (expected: baseline)"
+            else verdict=FAIL; fi
+            summary+=$'\n'"$label$verdict $s: $passed passed, $failed failed, $warned warnings"
+        done
+    fi
+done
 
 echo
 echo "=== conformance $CONFORMANCE_VERSION against $url: $((SECONDS - started)) s ==="

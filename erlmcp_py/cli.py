@@ -403,7 +403,8 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         type=_positive_int,
         default=None,
         metavar="N",
-        help="new elicitations per client per minute (default: 10)",
+        help="new elicitations per client per minute (a client: its address, or its token's "
+        "subject; every local client shares 127.0.0.1) (default: 10)",
     )
     serve.add_argument(
         "--locale",
@@ -444,16 +445,26 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         help="HTTP: end a session after this long without an open stream (default: %(default)g)",
     )
     for name, default, what in (
-        ("sessions", shares.sessions, "open sessions"),
-        ("requests", shares.requests, "HTTP requests in flight"),
-        ("suspended", shares.suspended, "suspended 2026-07-28 tool calls"),
+        (
+            "sessions",
+            shares.sessions,
+            "open sessions; at it, a new one ends the client's least recently used idle "
+            "session (429 only when all are at work)",
+        ),
+        (
+            "requests",
+            shares.requests,
+            "requests in flight, open GET streams included; past it, 429",
+        ),
+        ("suspended", shares.suspended, "suspended 2026-07-28 tool calls; past it, 429"),
     ):
         serve.add_argument(
             f"--{name}-per-client",
             type=_positive_int,
             default=default,
             metavar="N",
-            help=f"HTTP: {what} per client address (IPv6: per /64) (default: %(default)d)",
+            help=f"HTTP: {what}. Per client address (IPv6: per /64; every local client "
+            "shares 127.0.0.1) or token subject (default: %(default)d)",
         )
     serve.add_argument(
         "--keyring",

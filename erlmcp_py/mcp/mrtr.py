@@ -41,6 +41,12 @@ fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
   ``abandoned`` through the owner watch) and the entry removed. The runtime's deadline
   bounds every elicitation: a client that never retries makes the tool see ``TimedOut``; if
   the tool then finishes, its result is kept (without a task) for a late retry until expiry.
+* The registry is bounded (``max_continuations``, and ``max_per_principal`` per principal).
+  At its cap, a new call *evicts* a call nobody is attached to (the least recently used of
+  the principal holding the most): ended as at expiry (no ``expired`` count: ``evicted``),
+  so its retry is replayed like any retry for a call this process does not hold, or refused
+  ``unknown_continuation`` under ``mrtr="suspend"``. Only a registry full of attached calls
+  refuses (``busy``).
 * A retry that is cancelled (client cancel, disconnect) cancels the tool.
 
 Notifications (``notifications/progress``, ``notifications/message``) relate to a request: in
@@ -133,6 +139,7 @@ import trio
 from erlmcp_py.actors.peer import PeerResponse, Recorded
 from erlmcp_py.core.errors import StateTokenError, StateTokenTooLarge
 from erlmcp_py.core.schema import schema_digest
+from erlmcp_py.core.shares import Refuse, Shares, Shed
 from erlmcp_py.core.state_token import (
     MAX_TOKEN_CHARS,
     KeyRing,
@@ -601,10 +608,16 @@ class ContinuationRegistry:
         keyring: Seals states; default: a fresh random key for this process (states do not
             survive a restart). Processes that replay each other's calls share one ring.
         state_ttl: Seconds a state (and a detached continuation) stays valid.
-        max_continuations: Live continuations at most; further calls are refused.
+        max_continuations: Live continuations at most. At the cap a new call (a replay too)
+            *evicts* a detached one (suspended between rounds, or finished and kept for a
+            late retry): the least recently used of the principal holding the most, whose
+            tool is cancelled (its elicitations end ``abandoned``) and whose retry is replayed
+            (``mrtr="auto"``) or refused ``unknown_continuation`` (``"suspend"``). Only when
+            every live call is attached to a request is the new call refused (``busy``).
         max_per_principal: Live continuations of one principal at most (default: no cap
             below ``max_continuations``); its further calls are refused with
-            ``data.reason`` :data:`PRINCIPAL_BUSY`, others' calls still run.
+            ``data.reason`` :data:`PRINCIPAL_BUSY` (nothing of its own is evicted), others'
+            calls still run.
         hold_s: How long a retry waits for the tool to finish or ask again before answering
             a state-only ``InputRequiredResult`` (the client retries after a back-off).
         settle_checkpoints: Checkpoints without a new request that end a round the tool may
@@ -646,10 +659,12 @@ class ContinuationRegistry:
         self.state_ttl = state_ttl
         self.max_continuations = max_continuations
         self.max_per_principal = max_per_principal or max_continuations
-        self._per_principal: Counter[str] = Counter()
         self.hold_s = hold_s
         self.settle_checkpoints = settle_checkpoints
-        self._entries: dict[str, _Continuation] = {}
+        # Live continuations by id, each principal's within its share, all within the cap.
+        self._entries: Shares[str, _Continuation] = Shares(
+            max_per_principal or None, max_continuations, shed_own=False
+        )
         self._finals: list[tuple[float, str]] = []  # heap of (expiry, id) of parked results
         # What the one timer of the registry ends when due (see run_timer): the suspended
         # calls by id, in the order of their expiry (``state_ttl`` after their round ended),
@@ -668,7 +683,7 @@ class ContinuationRegistry:
     def snapshot(self) -> dict[str, Any]:
         """Gauges and counters: ``live``, ``unfinished`` (tools still running or suspended),
         ``suspended``, and ``started``, ``rounds``, ``completed``, ``expired``,
-        ``refused.<reason>``…"""
+        ``evicted``, ``refused.<reason>``…"""
         self._evict(trio.current_time())
         unfinished = [c for c in self._entries.values() if not c.done]
         suspended = sum(1 for c in unfinished if not c.attached)
@@ -821,19 +836,23 @@ class ContinuationRegistry:
         protocol_version: str,
         client_id: str,
     ) -> _Continuation:
-        """A new registered continuation; ``busy`` when the registry is full or closed,
+        """A new registered continuation, for which a detached call may be evicted at the
+        registry's cap; ``busy`` when the registry is closed, or full of attached calls;
         :data:`PRINCIPAL_BUSY` when ``principal`` holds its share."""
-        if self._closed or len(self._entries) >= self.max_continuations:
+        admission = self._entries.admit(principal, _detached)
+        if self._closed or (isinstance(admission, Refuse) and admission.scope == "total"):
             self.counters["refused.busy"] += 1
             raise internal_error(
                 "Too many suspended tool calls on this server; retry later", {"reason": "busy"}
             )
-        if self._per_principal[principal] >= self.max_per_principal:
+        if isinstance(admission, Refuse):
             self.counters[f"refused.{PRINCIPAL_BUSY}"] += 1
             raise internal_error(
                 "Too many suspended tool calls for this client; retry later",
                 {"reason": PRINCIPAL_BUSY},
             )
+        if isinstance(admission, Shed):
+            self._shed(admission)
         cont = _Continuation(principal, digest)
         cont.peer = MrtrPeer(
             cont,
@@ -843,9 +862,24 @@ class ContinuationRegistry:
             self.counters,
             keeps_call=self.mrtr != "replay",
         )
-        self._entries[cont.id] = cont
-        self._per_principal[principal] += 1
+        self._entries.add(principal, cont.id, cont)
         return cont
+
+    def _shed(self, shed: Shed[str, _Continuation]) -> None:
+        """Evict a detached call to make room at the registry's cap: its tool is cancelled (its
+        elicitations end ``abandoned`` through the owner watch) and its entry removed, so its
+        retry replays it, or is refused ``unknown_continuation`` (``mrtr="suspend"``)."""
+        cont = shed.value
+        self.counters["evicted"] += 1
+        log.info(
+            "continuation_evicted",
+            continuation=cont.id[:8],
+            round=cont.round,
+            finished=cont.done,
+            held=self._entries.held(shed.principal),
+            why="max_continuations",
+        )
+        self._discard(cont)
 
     def _replay(
         self,
@@ -929,7 +963,7 @@ class ContinuationRegistry:
             cont.done = True
             if cont.final is None:
                 self._forget(cont.id)
-            elif not cont.attached:
+            elif not cont.attached and not cont.discarded:
                 # Finished between rounds (e.g. after TimedOut): keep the result, not the task.
                 heapq.heappush(self._finals, (cont.expires_at, cont.id))
             cont.touch()
@@ -951,6 +985,7 @@ class ContinuationRegistry:
         cont.progress_token = progress_token
         cont.log_level = log_level
         self._suspended.pop(cont.id, None)  # an attached call does not expire
+        self._entries.touch(cont.id)  # the most recently used of its principal's
         if hold != math.inf:
             self._holding[cont.id] = (trio.current_time() + hold, cont)
         return Attached(self, cont)
@@ -1107,13 +1142,13 @@ class ContinuationRegistry:
 
     def _forget(self, cid: str) -> None:
         self._suspended.pop(cid, None)
-        cont = self._entries.pop(cid, None)
-        if cont is not None:
-            left = self._per_principal[cont.principal] - 1
-            if left > 0:
-                self._per_principal[cont.principal] = left
-            else:
-                del self._per_principal[cont.principal]
+        self._entries.remove(cid)
+
+
+def _detached(cont: _Continuation) -> bool:
+    """Whether a call may be evicted: no request is attached to it (it is suspended between
+    rounds, or finished and kept for a late retry)."""
+    return not cont.attached
 
 
 def _free_key(cont: _Continuation, key: str | None, method: str) -> str:

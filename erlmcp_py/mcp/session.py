@@ -198,6 +198,13 @@ class ServerSession:
         """True once the transport is gone."""
         return self.phase == CLOSED
 
+    @property
+    def working(self) -> bool:
+        """Whether a request of the client is being served (a call running: ``tools/call``,
+        ``prompts/get``, ``resources/read``…, with whatever it waits for) or a request of the
+        server awaits the client's answer (``elicitation/create``, sampling, roots)."""
+        return bool(self._calls) or bool(self._pending)
+
     async def send_request(
         self,
         method: str,

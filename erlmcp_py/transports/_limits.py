@@ -11,9 +11,10 @@ so a client that trickles bytes is cut off after ``grace_s`` while one that send
 minimum rate or faster is never. The request head is bounded by the server's keep-alive
 deadline, which runs until a complete head has arrived (:mod:`~erlmcp_py.transports._server`).
 
-*Principals.* :class:`PrincipalCounter` counts what each principal holds (sessions,
-requests in flight) against a per-principal cap, so that one principal filling its share
-never takes another's.
+*Principals.* :class:`PrincipalCounter` counts what each principal holds (requests in flight)
+against a per-principal cap, so that one principal filling its share never takes another's.
+Sessions are held in :class:`~erlmcp_py.core.shares.Shares`, which also names the idle session
+to end when a share or the global cap is full.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class PrincipalLimits:
     """Caps per principal (see :mod:`erlmcp_py.transports.principal`).
 
     Attributes:
-        sessions: Open sessions of one principal.
+        sessions: Open sessions of one principal; at it, a new one ends the principal's least
+            recently used idle session (429 only when none is idle).
         requests: HTTP requests of one principal being served at once (GET streams count).
         suspended: 2026-07-28 tool calls of one principal alive in the continuation registry.
     """

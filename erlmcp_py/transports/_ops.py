@@ -4,8 +4,8 @@
 the elicitation runtime's supervision tree has every child running and the transport is not
 draining, else 503 (a load balancer then sends new clients elsewhere). ``/metrics`` is the
 Prometheus text exposition, built at scrape time from the runtime's counters
-(:meth:`Runtime.metrics`) and the transport's own gauges and refusal counters, every name
-prefixed ``erlmcp_``.
+(:meth:`Runtime.metrics`) and the transport's own gauges, refusal and eviction counters,
+every name prefixed ``erlmcp_``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class OpsSource(Protocol):
 
     @property
     def refusals(self) -> Mapping[str, int]: ...
+
+    @property
+    def evictions(self) -> Mapping[str, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,15 @@ class _Collector:
         for reason, n in sorted(reasons.items()):
             refusals.add_metric([reason], n)
         yield refusals
+        evictions = CounterMetricFamily(
+            "erlmcp_evictions",
+            "Idle sessions and suspended calls ended to admit a new one at a cap, by the cap "
+            "reached (the reasons of erlmcp_refusals).",
+            labels=["reason"],
+        )
+        for reason, n in sorted(source.evictions.items()):
+            evictions.add_metric([reason], n)
+        yield evictions
         restarts = CounterMetricFamily(
             "erlmcp_actor_restarts",
             "Restarts of the runtime's actors by their supervisor, by actor.",

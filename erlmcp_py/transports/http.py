@@ -9,8 +9,9 @@ DNS-rebinding guard (``Host`` and ``Origin`` against :class:`HostPolicy`, else 4
 (via :func:`open_session`) in a task of the transport's own nursery, so that it outlives the
 HTTP request; its id (256 random bits, URL-safe) is returned in the ``Mcp-Session-Id`` header and
 required on every later request (missing: 400, unknown or ended: 404). The session ends on
-DELETE, after ``idle_timeout`` without an open stream, or when the transport stops; its tool
-calls are then cancelled, so the runtime's owner watch ends their elicitations ``abandoned``.
+DELETE, after ``idle_timeout`` without an open stream, when it is evicted to make room for a
+new one (see *Fair limits*), or when the transport stops; its tool calls are then cancelled,
+so the runtime's owner watch ends their elicitations ``abandoned``.
 
 *Routing.* The session writes every frame through one callback, :meth:`_HttpSession.write`,
 which picks exactly one channel per frame:
@@ -100,6 +101,19 @@ principal is answered 429 with
 (``max_sessions``, the registry's ``max_continuations``) stay as the last resort, answered 503
 with ``Retry-After``.
 
+Caps shed what is idle before they refuse (:mod:`~erlmcp_py.core.shares`): most clients never
+DELETE their session, and every local client shares one address. An ``initialize`` at its
+principal's session share ends that principal's least recently used *evictable* session
+(:attr:`_HttpSession.evictable`: no POST awaiting its answer, no call running, no request of
+the server awaiting the client's answer, no GET stream doing work); at ``max_sessions``, the
+least recently used evictable session of the principal holding the most. The evicted
+session's next request gets 404, which tells its client to start a new session. A 2026-07-28
+call at the registry's cap evicts a suspended call the same way
+(:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`). Only when nothing can be evicted is the
+answer 429 (the principal's own sessions all at work) or 503. Evictions are counted by the
+cap reached (:attr:`HttpTransport.evictions`, ``erlmcp_evictions_total`` on ``/metrics``) and
+logged (``session_evicted``, ``continuation_evicted``).
+
 *Draining.* After :meth:`HttpTransport.drain`, ``initialize`` and every new request get 503
 with ``Retry-After`` (``/readyz`` too); answers to the server's requests, notifications,
 retries of suspended 2026-07-28 calls and requests already under way go on, so the calls
@@ -127,6 +141,7 @@ import structlog
 import trio
 
 from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.shares import Refuse, Shares, Shed
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
 from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
@@ -196,13 +211,16 @@ class HttpConfig:
             ``frame_bytes`` policy. 1 MiB by default: a JSON parse holds the event loop for
             its whole length (see :data:`~erlmcp_py.transports._limits.DEFAULT_BODY_BYTES`).
         max_sessions: Open sessions at most, over all principals: the last resort behind
-            ``limits.sessions``; ``initialize`` beyond it gets 503 with ``Retry-After``.
+            ``limits.sessions``. At it, ``initialize`` evicts the least recently used idle
+            session of the principal holding the most, and gets 503 with ``Retry-After`` only
+            when no session is idle.
         idle_timeout: Seconds a session without an open stream lives on.
         keep_alive_s: Seconds an idle connection stays open, and the longest a request
             head may take to arrive (:data:`~erlmcp_py.transports._server.KEEP_ALIVE_S`).
         body_grace_s: Seconds a request body may take beyond what ``body_min_rate`` allows.
         body_min_rate: Bytes per second a request body must keep up (408 and close, else).
-        limits: Caps per principal; past one, 429 with ``Retry-After``.
+        limits: Caps per principal; past one, 429 with ``Retry-After`` (at its session share,
+            ``initialize`` first evicts the principal's least recently used idle session).
         retry_after_s: The ``Retry-After`` of a 429 or 503.
         ops_port: Serve ``/healthz``, ``/readyz`` and ``/metrics`` on this port of the same
             host instead of beside the MCP endpoint (0: any free one; ``None``: beside it).
@@ -475,7 +493,10 @@ class _HttpSession:
         self.log = log.bind(peer=None)
 
     def touch(self) -> None:
+        """The client used the session now: its idle time starts again, and it is its
+        principal's most recently used session."""
         self.last_active = trio.current_time()
+        self.transport._sessions.touch(self.id)
 
     @property
     def id_header(self) -> list[tuple[bytes, bytes]]:
@@ -484,7 +505,22 @@ class _HttpSession:
 
     @property
     def busy(self) -> bool:
+        """Whether a stream is open (the idle timeout does not run meanwhile)."""
         return bool(self.posts) or self.get_stream is not None
+
+    @property
+    def evictable(self) -> bool:
+        """Whether ending the session now loses no work of its client: it is running, no POST
+        of it awaits its answer, no call of it runs, no request of the server awaits the
+        client's answer (an elicitation, a sampling or roots request), and no GET stream of it
+        is doing work (open while the session has resource subscriptions, or with frames
+        queued). A GET stream open for nothing else is no work: the client learns of the end
+        when it reconnects (404), as after any other end of a session."""
+        session = self.session
+        if session is None or self.closed or self.posts or session.working:
+            return False
+        stream = self.get_stream
+        return stream is None or not (session.subscriptions or stream.frames)
 
     async def write(self, frame: bytes) -> None:
         """The session's ``send``: route one frame to exactly one channel (never blocks)."""
@@ -518,8 +554,9 @@ class _HttpSession:
         self.backlog.append(frame)
 
     def close(self) -> None:
-        """End the session and every open stream (idempotent)."""
+        """End the session and every open stream, and give back its place (idempotent)."""
         self.closed = True
+        self.transport._sessions.remove(self.id)
         if self._wake is not None:
             self._wake.cancel()
         if self.session is not None:
@@ -554,16 +591,18 @@ class _HttpSession:
                         await trio.sleep_forever()
                     if self.closed:
                         break
-                    if self.busy:
-                        self.touch()
+                    if self.busy:  # an open stream keeps it alive (no use by the client)
+                        self.last_active = trio.current_time()
                     elif trio.current_time() >= self.last_active + idle:
                         self.log.info("session_idle_expired")
                         break
         finally:
             self.close()
-            if transport._sessions.pop(self.id, None) is not None:
-                transport._session_shares.release(self.principal)
             self.log.info("session_ended")
+
+
+def _evictable(hs: _HttpSession) -> bool:
+    return hs.evictable
 
 
 def _resumes(message: Request) -> bool:
@@ -623,11 +662,13 @@ class HttpTransport:
         self.policy = HostPolicy.build(
             self.config.allowed_hosts, self.config.allowed_origins, self.config.public_url
         )
-        self._sessions: dict[str, _HttpSession] = {}
+        limits = self.config.limits
+        #: Open sessions by id, each principal's within its share, all within max_sessions.
+        self._sessions: Shares[str, _HttpSession] = Shares(
+            limits.sessions, self.config.max_sessions
+        )
         self._nursery: trio.Nursery | None = None
         self._stateless: StatelessEndpoint | None = None
-        limits = self.config.limits
-        self._session_shares = PrincipalCounter(limits.sessions)
         self._request_shares = PrincipalCounter(limits.requests)
         #: The frame limit applied: ``config.max_frame_bytes`` within the server's policy.
         self.max_frame_bytes = frame_limit(server, self.config.max_frame_bytes)
@@ -636,6 +677,7 @@ class HttpTransport:
         )
         self._draining = False
         self._refusals: Counter[str] = Counter()
+        self._evictions: Counter[str] = Counter()
         self._metrics = metrics_registry(self)
         auth = self.config.auth
         self._verifier = BearerVerifier(auth) if auth is not None else None
@@ -659,6 +701,17 @@ class HttpTransport:
     def refusals(self) -> Mapping[str, int]:
         """Requests refused by the transport's limits, by reason."""
         return self._refusals
+
+    @property
+    def evictions(self) -> Mapping[str, int]:
+        """Idle sessions and suspended 2026-07-28 calls ended to make room for a new one, by
+        the cap reached (the reasons of :attr:`refusals`): ``principal_sessions``,
+        ``sessions``, ``suspended``."""
+        evicted = Counter(self._evictions)
+        registry = self.continuations
+        if registry is not None and registry.counters["evicted"]:
+            evicted["suspended"] = registry.counters["evicted"]
+        return evicted
 
     @property
     def suspended_calls(self) -> int:
@@ -1116,16 +1169,20 @@ class HttpTransport:
         if self._nursery is None:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
         principal = self.principal_of(scope)
-        if self._session_shares.held(principal) >= self._session_shares.cap:
-            raise self._refuse(
-                "principal_sessions", 429, "Too Many Requests: too many sessions for this client"
-            )
-        if len(self._sessions) >= self.config.max_sessions:
+        admission = self._sessions.admit(principal, _evictable)
+        if isinstance(admission, Refuse):  # every session that could make room is busy
+            if admission.scope == "principal":
+                raise self._refuse(
+                    "principal_sessions",
+                    429,
+                    "Too Many Requests: too many sessions for this client",
+                )
             raise self._refuse("sessions", 503, "Service Unavailable: too many sessions")
+        if isinstance(admission, Shed):
+            self._evict(admission)
         session_id = secrets.token_urlsafe(32)
         hs = _HttpSession(self, session_id, principal, _header(scope, b"accept-language"))
-        self._session_shares.acquire(principal)
-        self._sessions[session_id] = hs
+        self._sessions.add(principal, session_id, hs)
         await self._nursery.start(hs.run)
         assert hs.session is not None
         stream = _Stream(1, sse=False)
@@ -1141,6 +1198,19 @@ class HttpTransport:
         hs.log.info("session_opened")
         headers = [(b"mcp-session-id", session_id.encode())]
         await self._send_simple(send, 200, frame, JSON, headers)
+
+    def _evict(self, shed: Shed[str, _HttpSession]) -> None:
+        """End an idle session to make room for a new one (its next request gets 404)."""
+        reason = "principal_sessions" if shed.scope == "principal" else "sessions"
+        self._evictions[reason] += 1
+        victim = shed.value
+        victim.log.info(
+            "session_evicted",
+            why="principal_share" if shed.scope == "principal" else "max_sessions",
+            idle_s=round(trio.current_time() - victim.last_active, 3),
+            held=self._sessions.held(shed.principal),
+        )
+        victim.close()
 
     async def _client_left(self, hs: _HttpSession, id: RequestId) -> None:
         """The client dropped the POST of request ``id``: cancel its call (if still running)."""

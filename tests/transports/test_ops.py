@@ -97,22 +97,33 @@ async def test_metrics_count_elicitations_sessions_and_refusals() -> None:
                 pending = await scrape(http, listening)
                 assert pending["erlmcp_elicitations_pending{}"] == 1
                 assert pending["erlmcp_elicitations_created_total{mode=form}"] == 1
+                # a second session of this address, left idle, makes room for a third
+                await McpHttp(http, listening.url).initialize()
+                third = McpHttp(http, listening.url)
+                await third.initialize()
+                async with third.stream(call(2)) as more:
+                    asked = await more.next()
+                    assert asked is not None
+                    # both sessions wait for an answer: a fourth is refused
+                    fourth = await McpHttp(http, listening.url).post(
+                        message("initialize", INIT, id=0)
+                    )
+                    assert fourth.status_code == 429
+                    await third.answer(asked, {"action": "decline"})
+                    await more.rest()
                 await c.answer(request, {"action": "decline"})
                 await events.rest()
-            # one more session is allowed, the third from this address is refused
-            await McpHttp(http, listening.url).initialize()
-            third = await McpHttp(http, listening.url).post(message("initialize", INIT, id=0))
-            assert third.status_code == 429
             runtime = listening.transport.runtime
             runtime.actor("validator").cast("boom")  # no handle_cast: the actor crashes
             await trio.testing.wait_all_tasks_blocked(0.01)
             after = await scrape(http, listening)
         assert after["erlmcp_elicitations_pending{}"] == 0
-        assert after["erlmcp_elicitations_ended_total{mode=form,outcome=Declined}"] == 1
-        assert after["erlmcp_human_answer_seconds_count{}"] == 1
-        assert after["erlmcp_human_answer_seconds_bucket{le=+Inf}"] == 1
+        assert after["erlmcp_elicitations_ended_total{mode=form,outcome=Declined}"] == 2
+        assert after["erlmcp_human_answer_seconds_count{}"] == 2
+        assert after["erlmcp_human_answer_seconds_bucket{le=+Inf}"] == 2
         assert after["erlmcp_sessions{}"] == 2
         assert after["erlmcp_refusals_total{reason=principal_sessions}"] == 1
+        assert after["erlmcp_evictions_total{reason=principal_sessions}"] == 1
         # rest_for_one: the validator and the elicitation actor started after it
         assert after["erlmcp_actor_restarts_total{actor=validator}"] == 1
         assert after["erlmcp_actor_restarts_total{actor=elicitation}"] == 1
