@@ -109,7 +109,7 @@ def parse_jwks(document: Any) -> dict[str | None, tuple[SigningKey, ...]]:
 
 
 def _signing_key(jwk: Any) -> SigningKey | None:
-    if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig" or "d" in jwk:
+    if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
         return None
     kid, alg = jwk.get("kid"), jwk.get("alg")
     if not isinstance(kid, str | None) or not isinstance(alg, str | None):
@@ -118,13 +118,7 @@ def _signing_key(jwk: Any) -> SigningKey | None:
         parsed = jwt.PyJWK(jwk).key
     except (jwt.PyJWTError, ValueError, TypeError, KeyError):
         return None  # an unsupported or broken key verifies nothing
-    if not isinstance(
-        parsed,
-        rsa.RSAPublicKey
-        | ec.EllipticCurvePublicKey
-        | ed25519.Ed25519PublicKey
-        | ed448.Ed448PublicKey,
-    ):
+    if not isinstance(parsed, PublicKey):  # a private or symmetric key: never a signer's
         return None
     return SigningKey(kid, alg, parsed, json.dumps(jwk, sort_keys=True))
 

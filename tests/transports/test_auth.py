@@ -64,6 +64,8 @@ class Issuer:
     introspected: list[str] = field(default_factory=list)  # the Authorization headers seen
     fetches: int = 0  # requests for the JWKS
     jwks_status: int = 200
+    jwks_body: bytes | None = None  # instead of the JWKS of ``keys``
+    junk_keys: list[dict[str, Any]] = field(default_factory=list)  # published before them
     hold: trio.Event | None = None
     held: trio.Event = field(default_factory=trio.Event)  # a fetch waits for ``hold``
 
@@ -82,7 +84,7 @@ class Issuer:
             else:
                 jwk = jwt.algorithms.OKPAlgorithm.to_jwk(public, as_dict=True)
             out.append({**jwk, "kid": kid, "use": "sig"})
-        return {"keys": out}
+        return {"keys": [*self.junk_keys, *out]}
 
     def token(self, audience: str, *, kid: str = "k1", alg: str = "ES256", **claims: Any) -> str:
         now = int(time.time())
@@ -119,6 +121,7 @@ class Issuer:
                 await self.hold.wait()
             status = self.jwks_status
             body = json.dumps(self.jwks()).encode() if status == 200 else b"{}"
+            body = self.jwks_body if self.jwks_body is not None else body
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -567,6 +570,86 @@ async def test_a_failing_issuer_is_asked_once_per_cooldown(
         assert iss.fetches == 2
 
 
+async def test_an_issuer_slower_than_the_timeout_is_a_failed_fetch(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with issuer() as iss, protected(iss, issuer_timeout_s=5) as listening:
+        token = iss.token(listening.url)
+        iss.hold = trio.Event()
+        statuses: list[int] = []
+
+        async def first() -> None:
+            async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+                statuses.append((await initialize_with(http, listening.url, token)).status_code)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first)
+            await iss.held.wait()
+            mock_clock.jump(5.1)
+        assert statuses == [503]
+        iss.hold.set()
+        mock_clock.jump(30)  # the cooldown
+        async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+            assert (await initialize_with(http, listening.url, token)).status_code == 200
+        assert iss.fetches == 2
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 600 * 1024,  # over the size bound
+        b"<html>not JSON</html>",
+        b"[" * 100_000 + b"]" * 100_000,  # nested deeper than the JSON parser goes
+        b'{"keys": {"kid": "k1"}}',
+        b'"keys"',
+    ],
+    ids=["oversized", "not-json", "deep", "keys-not-a-list", "not-an-object"],
+)
+async def test_a_broken_jwks_is_a_failed_fetch(body: bytes) -> None:
+    async with (
+        issuer() as iss,
+        protected(iss) as listening,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        iss.jwks_body = body
+        with structlog.testing.capture_logs() as logs:
+            answer = await initialize_with(http, listening.url, iss.token(listening.url))
+        assert answer.status_code == 503
+        assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["jwks_fetch_failed"]
+        assert [e for e in logs if e["log_level"] in ("error", "critical")] == []
+
+
+async def test_keys_the_server_cannot_use_are_left_out_of_the_set() -> None:
+    async with (
+        issuer() as iss,
+        protected(iss) as listening,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        private = ec.generate_private_key(ec.SECP256R1())
+        public = jwt.algorithms.ECAlgorithm.to_jwk(private.public_key(), as_dict=True)
+        iss.junk_keys = [
+            {**jwt.algorithms.ECAlgorithm.to_jwk(private, as_dict=True), "kid": "private"},
+            {"kty": "oct", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0", "kid": "hmac"},
+            {**public, "kid": "encryption", "use": "enc"},
+            {"kty": "EC", "crv": "P-256", "x": "AAAA", "y": "AAAA", "kid": "broken"},
+            {**public, "kid": 7},
+            "not a key",
+        ]
+        for kid in ("private", "encryption"):
+            claims = {"iss": iss.url, "aud": listening.url, "sub": "x", "exp": time.time() + 60}
+            forged = jwt.encode(claims, private, algorithm="ES256", headers={"kid": kid})
+            assert (await initialize_with(http, listening.url, forged)).status_code == 401
+        hmac = jwt.encode(
+            {"iss": iss.url, "aud": listening.url, "sub": "x", "exp": time.time() + 60},
+            "secret-secret-secret-secret-secret-secret",
+            algorithm="HS256",
+            headers={"kid": "hmac"},
+        )
+        assert (await initialize_with(http, listening.url, hmac)).status_code == 401
+        token = iss.token(listening.url)
+        assert (await initialize_with(http, listening.url, token)).status_code == 200
+
+
 async def test_a_token_whose_algorithm_does_not_fit_its_key_is_401_without_a_traceback() -> None:
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     async with (
@@ -730,6 +813,37 @@ def test_any_token_is_accepted_when_valid_or_refused_401_invalid_token(
                 assert outcome.principal == f"sub:{payload_['sub']}@{iss.url}"
 
     trio.run(check)
+
+
+async def test_an_introspection_endpoint_that_fails_is_503_and_odd_answers_401() -> None:
+    async with issuer() as iss:
+        settings = {"introspection_url": f"{iss.url}/nowhere"}  # answers 404
+        async with (
+            protected(iss, **settings) as listening,
+            httpx2.AsyncClient(timeout=TIMEOUT) as http,
+        ):
+            answer = await initialize_with(http, listening.url, "opaque-good")
+            assert answer.status_code == 503
+        async with (
+            protected(iss, introspection_url=f"{iss.url}/introspect") as listening,
+            httpx2.AsyncClient(timeout=TIMEOUT) as http,
+        ):
+            live = {"active": True, "sub": "dave", "aud": listening.url, "iss": iss.url}
+            iss.opaque = {
+                "opaque-exp-text": {**live, "exp": "tomorrow"},
+                "opaque-scope-number": {**live, "scope": 7},
+                "opaque-sub-list": {**live, "sub": ["dave"]},
+                "opaque-long-sub": {**live, "sub": "d" * 1025},
+                "opaque-good": live,
+            }
+            for token in iss.opaque:
+                answer = await initialize_with(http, listening.url, token)
+                assert answer.status_code == (200 if token == "opaque-good" else 401), token
+            for token in ("with space", "semi;colon", "a,b"):
+                answer = await initialize_with(http, listening.url, token)
+                assert answer.status_code == 401
+                assert answer.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
+            assert len(iss.introspected) == len(iss.opaque)  # odd characters are never sent
 
 
 def test_issuer_urls_are_https_or_http_to_loopback() -> None:
