@@ -163,9 +163,9 @@ def auth_config(
     Raises:
         ValueError: some of ``--auth-issuer``, ``--auth-resource``, ``--auth-jwks-url`` are
             given, not all three; scopes without them; a ``--auth-tool-scope`` that is not
-            ``TOOL=SCOPE``.
+            ``TOOL=SCOPE``; an issuer URL that is not ``https`` (nor ``http`` to loopback).
     """
-    from erlmcp_py.transports.auth import AuthConfig
+    from erlmcp_py.transports.auth import AuthConfig, check_issuer_url
 
     given = {
         "--auth-issuer": args.auth_issuer,
@@ -173,12 +173,24 @@ def auth_config(
         "--auth-jwks-url": args.auth_jwks_url,
     }
     if not any(given.values()):
-        if args.auth_scope or args.auth_tool_scope or args.auth_introspection_url:
+        if (
+            args.auth_scope
+            or args.auth_tool_scope
+            or args.auth_introspection_url
+            or args.auth_jwks_cache is not None
+        ):
             raise ValueError("scopes need --auth-issuer, --auth-resource, --auth-jwks-url")
         return None
     missing = [name for name, value in given.items() if not value]
     if missing:
         raise ValueError(f"authentication also needs {', '.join(missing)}")
+    urls = {**given, "--auth-introspection-url": args.auth_introspection_url}
+    for option, url in urls.items():
+        if url is not None and option != "--auth-resource":
+            try:
+                check_issuer_url(url)
+            except ValueError as exc:
+                raise ValueError(f"{option}: {exc}") from None
     tool_scopes: dict[str, tuple[str, ...]] = {}
     for item in args.auth_tool_scope or ():
         tool, sep, scope = item.partition("=")
@@ -192,6 +204,7 @@ def auth_config(
         if not (sep and client_id):
             raise ValueError(f"{INTROSPECTION_CLIENT_ENV} must be CLIENT_ID:SECRET")
         client = (client_id, secret)
+    lifetime = {} if args.auth_jwks_cache is None else {"jwks_cache_s": args.auth_jwks_cache}
     return AuthConfig(
         issuer=args.auth_issuer,
         resource=args.auth_resource,
@@ -200,6 +213,7 @@ def auth_config(
         tool_scopes=tool_scopes,
         introspection_url=args.auth_introspection_url,
         introspection_client=client,
+        **lifetime,
     )
 
 
@@ -499,6 +513,14 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
     )
     serve.add_argument(
         "--auth-jwks-url", default=None, metavar="URL", help="HTTP: the issuer's signing keys"
+    )
+    serve.add_argument(
+        "--auth-jwks-cache",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: how long fetched signing keys are trusted before they are fetched again, "
+        "so a key the issuer withdraws or replaces stops verifying (default: 300)",
     )
     serve.add_argument(
         "--auth-scope",

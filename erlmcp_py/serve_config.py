@@ -81,13 +81,18 @@ class ServeConfig(BaseModel):
     auth_issuer: str | None = Field(None, min_length=1)
     auth_resource: str | None = Field(None, min_length=1)
     auth_jwks_url: str | None = Field(None, min_length=1)
+    auth_jwks_cache: float | None = Field(None, gt=0, allow_inf_nan=False)
     auth_scope: list[str] | None = None
     auth_tool_scope: list[str] | None = None
     auth_introspection_url: str | None = Field(None, min_length=1)
     insecure_no_auth: bool | None = None
 
     @field_validator(
-        "elicitation_timeout", "shutdown_timeout", "session_idle_timeout", mode="before"
+        "elicitation_timeout",
+        "shutdown_timeout",
+        "session_idle_timeout",
+        "auth_jwks_cache",
+        mode="before",
     )
     @classmethod
     def _seconds(cls, value: Any) -> Any:
@@ -101,6 +106,15 @@ class ServeConfig(BaseModel):
     def _public_url(cls, value: str | None) -> str | None:
         if value is not None:
             public_origin(value)  # a ValueError names what is wrong
+        return value
+
+    @field_validator("auth_issuer", "auth_jwks_url", "auth_introspection_url")
+    @classmethod
+    def _issuer_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            from erlmcp_py.transports.auth import check_issuer_url
+
+            check_issuer_url(value)  # a ValueError names what is wrong
         return value
 
     @field_validator("store")

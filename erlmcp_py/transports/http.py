@@ -824,7 +824,7 @@ class HttpTransport:
             return
         if self._verifier is not None and scope.get("path") == self.config.path:
             try:
-                subject = await self._verifier.verify(_header(scope, b"authorization"))
+                subject = await self._verifier.verify(scope.get("headers", ()))
             except AuthRefused as refused:
                 self._refusals[f"auth_{refused.status}"] += 1
                 body = jsonrpc.encode_error(None, SERVER_ERROR, refused.description)
