@@ -128,9 +128,9 @@ def runtime_config(
 
 
 def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
-    """The HTTP transport policy for ``serve``'s options (public URL, idle expiry, per-client
-    shares, ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh random key for this
-    process)."""
+    """The HTTP transport policy for ``serve``'s options (public URL, trusted proxies, idle
+    expiry, per-client shares, ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh
+    random key for this process)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
     limits = PrincipalLimits(
