@@ -128,9 +128,9 @@ def runtime_config(
 
 
 def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
-    """The HTTP transport policy for ``serve``'s options (public URL, idle expiry, per-client
-    shares, ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh random key for this
-    process)."""
+    """The HTTP transport policy for ``serve``'s options (public URL, trusted proxies, idle
+    expiry, per-client shares, ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh
+    random key for this process)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
     limits = PrincipalLimits(
@@ -143,6 +143,7 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
         continuations["keyring"] = keyring
     return HttpConfig(
         public_url=args.public_url,
+        forwarded_allow_ips=args.forwarded_allow_ips,
         ops_port=args.ops_port,
         idle_timeout=args.session_idle_timeout,
         limits=limits,
@@ -370,6 +371,15 @@ def _public_url(text: str) -> str:
     return text
 
 
+def _forwarded_allow_ips(text: str) -> tuple[str, ...]:
+    from erlmcp_py.transports.forwarded import TrustedProxies
+
+    try:
+        return TrustedProxies.parse(text).entries
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentParser:
     """The command line; ``defaults`` replace ``serve``'s own (from a configuration file)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
@@ -403,6 +413,16 @@ def _parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentPa
         help="HTTP: where browsers and clients reach this server behind a load balancer or "
         "proxy (http(s)://HOST[:PORT], no path): the hosted page's links name it, and its "
         "Host and Origin are accepted",
+    )
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        type=_forwarded_allow_ips,
+        default=(),
+        metavar="IPS",
+        help="HTTP: proxies trusted to name the client (comma-separated addresses and CIDR "
+        "networks, * for any; default: none): from such a peer, the client is the right-most "
+        "address of X-Forwarded-For (or Forwarded: for=) that is not itself trusted, and it "
+        "counts for the per-client shares and rate; from other peers those headers are ignored",
     )
     serve.add_argument(
         "--elicitation-timeout",

@@ -13,6 +13,7 @@ Example::
     host = "127.0.0.1"
     port = 8000
     public_url = "https://mcp.example.com"
+    forwarded_allow_ips = "127.0.0.1"
     shutdown_timeout = 10
     rate = 10
     session_idle_timeout = 300
@@ -30,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from erlmcp_py.core.shared import parse_store_url
+from erlmcp_py.transports.forwarded import TrustedProxies
 from erlmcp_py.transports.http_checks import public_origin
 
 __all__ = ["ENV_PREFIX", "ConfigError", "ServeConfig", "load_serve_config"]
@@ -63,6 +65,7 @@ class ServeConfig(BaseModel):
     port: int | None = Field(None, ge=0, le=65535)
     ops_port: int | None = Field(None, ge=0, le=65535)
     public_url: str | None = Field(None, min_length=1)
+    forwarded_allow_ips: str | None = None
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     dev: bool | None = None
     rate: int | None = Field(None, gt=0)
@@ -115,6 +118,13 @@ class ServeConfig(BaseModel):
             from erlmcp_py.transports.auth import check_issuer_url
 
             check_issuer_url(value)  # a ValueError names what is wrong
+        return value
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _forwarded_allow_ips(cls, value: str | None) -> str | None:
+        if value is not None:
+            TrustedProxies.parse(value)  # a ValueError names the bad entry
         return value
 
     @field_validator("store")

@@ -277,6 +277,35 @@ def test_serve_public_url_option_refuses_anything_but_an_origin(
     assert why in err
 
 
+def test_serve_forwarded_allow_ips_option_sets_the_trusted_proxies() -> None:
+    assert http_config(_parser().parse_args(["serve"])).forwarded_allow_ips == ()
+    argv = ["serve", "--forwarded-allow-ips", " 127.0.0.1, 10.0.0.0/8,[::1]"]
+    config = http_config(_parser().parse_args(argv))
+    assert config.forwarded_allow_ips == ("127.0.0.1", "10.0.0.0/8", "::1")
+    nobody = _parser().parse_args(["serve", "--forwarded-allow-ips", ""])
+    assert http_config(nobody).forwarded_allow_ips == ()
+    anyone = _parser().parse_args(["serve", "--forwarded-allow-ips", "*"])
+    assert http_config(anyone).forwarded_allow_ips == ("*",)
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("10.0.0.1/8", "'10.0.0.1/8' has host bits set (the network is 10.0.0.0/8)"),
+        ("127.0.0.1,haproxy", "'haproxy' is not an IP address, a CIDR network or *"),
+    ],
+)
+def test_serve_forwarded_allow_ips_option_refuses_a_bad_entry_by_name(
+    bad: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        _parser().parse_args(["serve", "--forwarded-allow-ips", bad])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --forwarded-allow-ips:" in err
+    assert why in err
+
+
 KEY_A = base64.b64encode(bytes(range(32))).decode()
 KEY_B = base64.b64encode(bytes(range(50, 82))).decode()
 

@@ -92,3 +92,19 @@ def test_the_public_url_key_takes_an_origin_and_names_a_bad_one(tmp_path: Path) 
     (problem,) = info.value.problems
     assert problem.startswith("public_url (from ERLMCP_SERVE_PUBLIC_URL): ")
     assert "must not have a path" in problem
+
+
+def test_the_forwarded_allow_ips_key_takes_a_list_and_names_a_bad_entry(tmp_path: Path) -> None:
+    from erlmcp_py.cli import parse_args
+
+    path = write(tmp_path, 'forwarded_allow_ips = "127.0.0.1, 10.0.0.0/8"\n')
+    assert load_serve_config(path, {}).options() == {"forwarded_allow_ips": "127.0.0.1, 10.0.0.0/8"}
+    args = parse_args(["serve", "--config", path], {})
+    assert args.forwarded_allow_ips == ("127.0.0.1", "10.0.0.0/8")
+    overridden = parse_args(["serve", "--config", path], {"ERLMCP_SERVE_FORWARDED_ALLOW_IPS": "*"})
+    assert overridden.forwarded_allow_ips == ("*",)
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(path, {"ERLMCP_SERVE_FORWARDED_ALLOW_IPS": "10.0.0.1/8"})
+    (problem,) = info.value.problems
+    assert problem.startswith("forwarded_allow_ips (from ERLMCP_SERVE_FORWARDED_ALLOW_IPS): ")
+    assert "'10.0.0.1/8' has host bits set (the network is 10.0.0.0/8)" in problem

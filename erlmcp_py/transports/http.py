@@ -82,15 +82,23 @@ continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as 
 served under ``/.well-known/oauth-protected-resource``, and the token's subject is the
 principal: a session answers only the principal that opened it.
 
+*Client address.* The first thing the app does with a request is to settle its client's
+address: the scope's ``client`` is the connection's peer, unless that peer is a trusted proxy
+(:attr:`HttpConfig.forwarded_allow_ips`) whose ``X-Forwarded-For`` or ``Forwarded`` header
+names the client (:mod:`~erlmcp_py.transports.forwarded`); the app then replaces the scope's
+``client`` with that address, so that everything after it (the principal, its shares, the
+elicitation rate) counts the client, not the proxy. Headers a trusted peer sends that cannot
+be read leave the peer's address, and are logged (``forwarded_ignored``).
+
 *Principal.* Without authentication, sealed ``requestState`` tokens are bound to a principal
 derived per request (:meth:`HttpTransport.principal_of`): the value of
 :attr:`HttpConfig.principal_header` when that is configured and present (set it only behind a
 trusted proxy or gateway that authenticates the client and overwrites the header: a client can
 send any value), else the client's IP address. A state sealed for one principal is refused
 (``wrong_principal``) for another. Limits: every client behind one address (all local clients
-on 127.0.0.1, a NAT, a proxy that does not set the header) shares one principal, one tenant and
-one rate-limit key, so address-only binding separates hosts, not users. IPv6 addresses are
-grouped by /64 (:mod:`~erlmcp_py.transports.principal`).
+on 127.0.0.1, a NAT, a proxy that is not trusted or does not forward the address) shares one
+principal, one tenant and one rate-limit key, so address-only binding separates hosts, not
+users. IPv6 addresses are grouped by /64 (:mod:`~erlmcp_py.transports.principal`).
 
 *Fair limits.* Each principal has its own share (:class:`PrincipalLimits`): open sessions,
 requests being served at once (a GET stream counts while open) and suspended 2026-07-28 calls
@@ -164,6 +172,7 @@ from erlmcp_py.transports._limits import (
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
 from erlmcp_py.transports._page import ElicitationPage, is_page_path
 from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
+from erlmcp_py.transports.forwarded import TrustedProxies, resolve_client
 from erlmcp_py.transports.http_checks import (
     HEADER_MISMATCH,
     HostPolicy,
@@ -231,6 +240,12 @@ class HttpConfig:
         principal_header: Request header naming the principal of 2026-07-28 requests (their
             ``requestState`` is bound to it). Only behind a trusted proxy that authenticates
             the client and sets it; unset or absent, the client's IP address is the principal.
+        forwarded_allow_ips: The proxies trusted to name the client: IP addresses, CIDR
+            networks, or ``*`` for any peer (a comma-separated string, or one entry per
+            item). From such a peer the client's address is the right-most address of
+            ``X-Forwarded-For`` (or ``Forwarded: for=``) that is not itself trusted; from any
+            other peer those headers are ignored (:mod:`~erlmcp_py.transports.forwarded`).
+            Empty (the default): no one; the client's address is the connection's peer.
         continuations: Keyword arguments of the 2026-07-28 continuation registry
             (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``keyring``, ``state_ttl``,
             ``max_continuations``, ``hold_s``); ``state_ttl`` defaults to
@@ -254,9 +269,14 @@ class HttpConfig:
     stream_queue: int = 256
     backlog: int = 256
     principal_header: str | None = None
+    forwarded_allow_ips: str | tuple[str, ...] = ()
     continuations: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        try:
+            TrustedProxies.parse(self.forwarded_allow_ips)
+        except ValueError as exc:
+            raise ValueError(f"forwarded_allow_ips: {exc}") from None
         if self.public_url is not None:
             try:
                 public_origin(self.public_url)
@@ -663,6 +683,7 @@ class HttpTransport:
             self.config.allowed_hosts, self.config.allowed_origins, self.config.public_url
         )
         limits = self.config.limits
+        self._trusted_proxies = TrustedProxies.parse(self.config.forwarded_allow_ips)
         #: Open sessions by id, each principal's within its share, all within max_sessions.
         self._sessions: Shares[str, _HttpSession] = Shares(
             limits.sessions, self.config.max_sessions
@@ -809,6 +830,8 @@ class HttpTransport:
             return
         if kind != "http":
             return
+        if self._trusted_proxies:
+            self._settle_client(scope)
         if (
             self.config.ops_port is None
             and scope.get("path") in OPS_PATHS
@@ -852,6 +875,15 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
         finally:
             self._request_shares.release(principal)
+
+    def _settle_client(self, scope: Scope) -> None:
+        """The client's address behind a trusted proxy, in the scope's ``client`` for
+        everything downstream (the principal, its shares, the elicitation rate)."""
+        peer = scope.get("client")
+        found = resolve_client(peer, scope.get("headers", ()), self._trusted_proxies)
+        if found.problem is not None:
+            log.info("forwarded_ignored", peer=peer[0] if peer else None, why=found.problem)
+        scope["client"] = found.client
 
     def _check_tool_scopes(self, scope: Scope, message: Request) -> None:
         """A ``tools/call`` of a tool with scopes of its own: 403 unless the token has them."""

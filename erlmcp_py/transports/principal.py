@@ -1,9 +1,10 @@
 """Who a request comes from, for fair limits and for binding ``requestState``.
 
-Without authentication the principal is the client's address. IPv4 addresses count one by
-one; IPv6 addresses are grouped by their /64 prefix, the smallest block a site is usually
-given, so that one host cannot take many shares by rotating through its own prefix. An
-IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) is its IPv4 address.
+Without authentication the principal is the client's address (the scope's ``client``: behind
+a trusted proxy, the address it names, :mod:`~erlmcp_py.transports.forwarded`). IPv4
+addresses count one by one; IPv6 addresses are grouped by their /64 prefix, the smallest block
+a site is usually given, so that one host cannot take many shares by rotating through its own
+prefix. An IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) is its IPv4 address.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A cluster on real parts: ``redis-server``, three ``erlmcp-py serve --transport http``
 replicas sharing one key ring and that Redis as their store, and HAProxy in front, configured
 by the shipped ``deploy/haproxy/erlmcp-py.cfg`` with only its ports and paths replaced. The
-replicas are started as behind a public name: ``--public-url`` is HAProxy's address.
+replicas are started as behind a public name: ``--public-url`` is HAProxy's address; and they
+trust HAProxy to name the client as the shipped program files do (``--forwarded-allow-ips``).
 
 Every process is a child of the test process, started from the main thread with its output in
 a file of the cluster's temporary directory and ``PR_SET_PDEATHSIG`` (SIGKILL) set, so that
@@ -12,6 +13,7 @@ Waits poll under bounds; nothing sleeps a fixed time.
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import csv
 import ctypes
@@ -35,6 +37,7 @@ from tests.components import require
 from tests.deploy.support import REPO, free_port, log_events
 
 SHIPPED_HAPROXY = REPO / "deploy" / "haproxy" / "erlmcp-py.cfg"
+SHIPPED_PROGRAM = REPO / "deploy" / "supervisord" / "erlmcp-py.conf"
 BACKEND = "erlmcp-py"
 REPLICAS = ("r1", "r2", "r3")  # the server names of the shipped backend
 START_LIMIT = 30.0  # seconds for a process to be ready (a busy machine imports slowly)
@@ -51,6 +54,17 @@ def store_args(redis_url: str) -> tuple[str, ...]:
     holds an elicitation are shared.
     """
     return ("--store", redis_url)
+
+
+def trusted_balancer_args() -> tuple[str, ...]:
+    """The replicas' trust in the balancer, as ``deploy/`` ships it: the
+    ``--forwarded-allow-ips`` of the shipped supervisord program (HAProxy, on the replicas'
+    host, connects to them from 127.0.0.1). A module's ``REPLICA_ARGS`` come after, so a
+    module can give another value."""
+    program = configparser.ConfigParser(inline_comment_prefixes=(";",), interpolation=None)
+    program.read_string(SHIPPED_PROGRAM.read_text())
+    command = program["program:erlmcp-py"]["command"].split()
+    return ("--forwarded-allow-ips", command[command.index("--forwarded-allow-ips") + 1])
 
 
 def shipped_haproxy_config(frontend: int, replicas: Mapping[str, int], stats_socket: Path) -> str:
@@ -374,8 +388,9 @@ def _replica_command(port: int, frontend: int, keyring: Path, extra: Sequence[st
 
 @contextlib.contextmanager
 def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluster]:
-    """Start Redis, three replicas (with ``replica_args`` besides the shared key ring and
-    :func:`store_args`) and HAProxy; stop them all at the end.
+    """Start Redis, three replicas (with ``replica_args`` besides the shared key ring,
+    :func:`store_args` and :func:`trusted_balancer_args`) and HAProxy; stop them all at the
+    end.
 
     Raises:
         AssertionError: a process did not become ready; the message has every log.
@@ -417,7 +432,7 @@ def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluste
         frontend=frontend,
         stats_socket=stats_socket,
     )
-    extra = (*store_args(cluster.redis_url), *replica_args)
+    extra = (*store_args(cluster.redis_url), *trusted_balancer_args(), *replica_args)
     for name, port in ports.items():
         command = _replica_command(port, frontend, keyring, extra)
         cluster.replicas[name] = Replica(name, command, tmp / f"{name}.log", port=port)

@@ -1,8 +1,8 @@
 """``--rate N`` on three replicas sharing one store, through HAProxy (round-robin): the
 replicas take one client's tokens from one bucket in the store, so the client's (N+1)th new
 elicitation is refused on whichever replica it lands, although its first N were admitted on
-different replicas. Every call of this module comes from 127.0.0.1 (HAProxy's address, as the
-replicas see it): one client.
+different replicas. Every call of this module comes from 127.0.0.1 (which HAProxy forwards as
+the client's address): one client.
 """
 
 from __future__ import annotations

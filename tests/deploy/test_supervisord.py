@@ -280,6 +280,7 @@ def test_the_shipped_program_stops_before_supervisord_kills_it() -> None:
     argv = program["command"].split()
     args = _parser().parse_args(argv[1:])
     assert (args.command, args.transport, args.host) == ("serve", "http", "127.0.0.1")
+    assert args.forwarded_allow_ips == ("127.0.0.1",)  # the proxy in front, on this host
     assert program["stopsignal"] == "TERM"
     assert args.shutdown_timeout < float(program["stopwaitsecs"])
     assert program["autorestart"] == "unexpected"

@@ -101,7 +101,8 @@ def test_the_unit_is_hardened(tmp_path: Path) -> None:
 
 
 def expand(command: str, env: dict[str, str]) -> list[str]:
-    """systemd's ExecStart expansion: ``${VAR}`` is one word, ``$VAR`` splits on whitespace."""
+    """systemd's ExecStart expansion: ``${VAR}`` is one word (an empty one too), ``$VAR``
+    splits on whitespace."""
     out: list[str] = []
     for word in command.split():
         if re.fullmatch(r"\$[A-Za-z_][A-Za-z0-9_]*", word):
@@ -128,8 +129,12 @@ def test_the_unit_command_line_is_a_loopback_serve_that_stops_before_systemd_kil
         args = _parser().parse_args(argv[1:])
         assert (args.command, args.transport, args.host) == ("serve", "http", "127.0.0.1")
         assert args.shutdown_timeout < float(setting(text, "TimeoutStopSec"))
+        # the reverse proxy or balancer in front, on this host, names the client
+        assert args.forwarded_allow_ips == ("127.0.0.1",)
     extra = expand(setting(text, "ExecStart"), {**defaults, "ERLMCP_OPTS": "--rate 50 --dev"})
     assert extra[-3:] == ["--rate", "50", "--dev"]
+    no_one = expand(setting(text, "ExecStart"), {**defaults, "ERLMCP_FORWARDED_ALLOW_IPS": ""})
+    assert _parser().parse_args(no_one[1:]).forwarded_allow_ips == ()
     assert setting(text, "Type") in ("exec", "simple")
     assert setting(text, "KillSignal") == "SIGTERM"
     assert setting(text, "Restart") == "on-failure"
