@@ -11,17 +11,10 @@ from typing import Any
 
 import httpx2
 
-from tests.transports.test_http import INIT, McpHttp, message
-from tests.transports.test_http_forwarded import peer
+from tests.transports.test_http_forwarded import alive, lives, open_session, peer
 from tests.transports.test_http_mrtr import META, Modern
 
-__all__ = ["ask_signup", "open_session", "peer"]
-
-
-async def open_session(http: httpx2.AsyncClient, url: str, **headers: str) -> int:
-    """An ``initialize`` POST (a new 2025-11-25 session); its status."""
-    response = await McpHttp(http, url).post(message("initialize", INIT, 0), **headers)
-    return response.status_code
+__all__ = ["alive", "ask_signup", "lives", "open_session", "peer"]
 
 
 async def ask_signup(http: httpx2.AsyncClient, url: str, tag: str) -> str:

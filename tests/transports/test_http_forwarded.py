@@ -38,9 +38,26 @@ async def peer(local: str, **headers: str) -> AsyncIterator[httpx2.AsyncClient]:
         yield http
 
 
-async def open_session(http: httpx2.AsyncClient, url: str) -> int:
-    """An ``initialize`` POST; its status."""
-    return (await McpHttp(http, url).post(message("initialize", INIT, 0))).status_code
+async def open_session(http: httpx2.AsyncClient, url: str, **headers: str) -> McpHttp:
+    """A new 2025-11-25 session (``initialize`` answered 200)."""
+    session = McpHttp(http, url)
+    response = await session.post(message("initialize", INIT, 0), **headers)
+    assert response.status_code == 200, response.text
+    session.session_id = response.headers["mcp-session-id"]
+    return session
+
+
+async def alive(session: McpHttp) -> bool:
+    """Whether the session still answers (a ``ping``: 200), or was ended (404). A client at its
+    session share opens a new one by ending its own least recently used idle session: which
+    sessions live tells whose share a client counted against."""
+    status = (await session.post(message("ping", {}, 1))).status_code
+    assert status in (200, 404), status
+    return status == 200
+
+
+async def lives(*sessions: McpHttp) -> list[bool]:
+    return [await alive(session) for session in sessions]
 
 
 def one_session_each(**config: Any) -> HttpConfig:
@@ -51,17 +68,22 @@ async def test_a_trusted_proxy_gives_each_client_it_names_its_own_session_share(
     async with serving(config=one_session_each(forwarded_allow_ips=PROXY)) as listening:
         url = listening.url
         with trio.fail_after(TIMEOUT):
-            async with peer(PROXY, x_forwarded_for="203.0.113.1") as first:
-                assert await open_session(first, url) == 200
-                assert await open_session(first, url) == 429  # its one session is taken
-            async with peer(PROXY, x_forwarded_for="198.51.100.9, 203.0.113.2") as second:
-                assert await open_session(second, url) == 200  # another client: its own share
-            async with peer(PROXY, forwarded='for="[2001:db8:1:2::7]:4711"') as third:
-                assert await open_session(third, url) == 200
-            async with peer(PROXY, forwarded='for="[2001:db8:1:2::8]"') as same_64:
-                assert await open_session(same_64, url) == 429  # IPv6 clients count by /64
-            async with peer(PROXY) as itself:  # the proxy's own requests: its own address
-                assert await open_session(itself, url) == 200
+            async with (
+                peer(PROXY, x_forwarded_for="203.0.113.1") as first,
+                peer(PROXY, x_forwarded_for="198.51.100.9, 203.0.113.2") as second,
+                peer(PROXY, forwarded='for="[2001:db8:1:2::7]:4711"') as third,
+                peer(PROXY, forwarded='for="[2001:db8:1:2::8]"') as same_64,
+                peer(PROXY) as itself,  # the proxy's own requests: its own address
+            ):
+                a = await open_session(first, url)
+                b = await open_session(second, url)  # another client: its own share
+                c = await open_session(third, url)
+                d = await open_session(itself, url)
+                assert await lives(a, b, c, d) == [True] * 4
+                a2 = await open_session(first, url)  # its one session is taken: it ends it
+                assert await lives(a, a2, b, c, d) == [False, True, True, True, True]
+                c2 = await open_session(same_64, url)  # IPv6 clients count by /64
+                assert await lives(c, c2, b, d) == [False, True, True, True]
         assert listening.transport.session_count == 4
 
 
@@ -69,27 +91,31 @@ async def test_forwarding_headers_from_an_untrusted_peer_are_ignored() -> None:
     async with serving(config=one_session_each(forwarded_allow_ips=PROXY)) as listening:
         url = listening.url
         with trio.fail_after(TIMEOUT):
-            async with peer(STRANGER, x_forwarded_for="203.0.113.1") as spoofing:
-                assert await open_session(spoofing, url) == 200
-            for headers in (
-                {"x_forwarded_for": "203.0.113.2"},
-                {"forwarded": "for=203.0.113.3"},
-                {"x_forwarded_for": "203.0.113.4", "forwarded": "for=203.0.113.4"},
-            ):
-                async with peer(STRANGER, **headers) as again:  # still the stranger's share
-                    assert await open_session(again, url) == 429, headers
-            # what the stranger claimed to be is untouched
             async with peer(PROXY, x_forwarded_for="203.0.113.2") as named:
-                assert await open_session(named, url) == 200
+                claimed = await open_session(named, url)
+                for headers in (
+                    {"x_forwarded_for": "203.0.113.2"},
+                    {"forwarded": "for=203.0.113.2"},
+                    {"x_forwarded_for": "203.0.113.2", "forwarded": "for=203.0.113.2"},
+                ):
+                    async with peer(STRANGER, **headers) as spoofing:
+                        before = await open_session(spoofing, url)
+                        again = await open_session(spoofing, url)  # the stranger's own share
+                        assert await lives(before, again) == [False, True], headers
+                # what the stranger claimed to be is untouched
+                assert await alive(claimed)
 
 
 async def test_without_trusted_proxies_every_header_is_ignored() -> None:
     async with serving(config=one_session_each()) as listening:
         with trio.fail_after(TIMEOUT):
-            async with peer(PROXY, x_forwarded_for="203.0.113.1") as one:
-                assert await open_session(one, listening.url) == 200
-            async with peer(PROXY, x_forwarded_for="203.0.113.2") as two:
-                assert await open_session(two, listening.url) == 429
+            async with (
+                peer(PROXY, x_forwarded_for="203.0.113.1") as one,
+                peer(PROXY, x_forwarded_for="203.0.113.2") as two,
+            ):
+                first = await open_session(one, listening.url)
+                second = await open_session(two, listening.url)  # the same client: one share
+                assert await lives(first, second) == [False, True]
 
 
 async def test_the_named_client_is_the_principal_of_a_stateless_call() -> None:
