@@ -58,6 +58,7 @@ async def test_a_page_opened_on_one_replica_is_rendered_and_answered_on_another(
             page = await c.http.get(on(b, url))
             assert page.status_code == 200, page.text
             assert "Sign in to Acme" in page.text
+            assert "Asked by <strong>Acme &lt;Cloud&gt;</strong>" in page.text  # who asks
             assert 'type="password"' in page.text
             csrf = CSRF.findall(page.text)[0]
             done = await c.http.post(
