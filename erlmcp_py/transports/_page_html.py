@@ -10,6 +10,7 @@ must be typed again.
 from __future__ import annotations
 
 import json
+import string
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Final
@@ -376,19 +377,27 @@ def _json_block(value: object) -> str:
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def _with_markup(template: str, **markup: str) -> str:
+    """A catalog template, HTML-escaped, with its ``{placeholders}`` replaced by ``markup``
+    (already escaped)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(escape(literal))
+        if name:
+            out.append(markup[name])
+    return "".join(out)
+
+
 def _asker(question: PageQuestion, locale: str) -> str:
     """Who asks (the server, and its tool), or nothing when the ticket does not say."""
     if not question.server:
         return ""
-    t = Texts(locale)
-    server = f"<strong>{escape(question.server)}</strong>"
+    names = {"server": f"<strong>{escape(question.server)}</strong>"}
+    key = "mcp.elicitation.page.asked_by_server"
     if question.tool:
-        tool = f"<strong>{escape(question.tool)}</strong>"
-        said = escape(t("mcp.elicitation.page.asked_by", server="\0", tool="\1"))
-        said = said.replace("\0", server).replace("\1", tool)
-    else:
-        said = escape(t("mcp.elicitation.page.asked_by_server", server="\0")).replace("\0", server)
-    return f'<p class="asker" id="asker">{said}</p>'
+        names["tool"] = f"<strong>{escape(question.tool)}</strong>"
+        key = "mcp.elicitation.page.asked_by"
+    return f'<p class="asker" id="asker">{_with_markup(CATALOG[key][locale], **names)}</p>'
 
 
 def render_form(

@@ -1125,3 +1125,30 @@ def test_the_script_is_given_every_text_it_uses_and_no_other() -> None:
     used -= set(re.findall(r'\bcount\("([^"]+)"', _SCRIPT))
     assert used == set(_SCRIPT_TEXTS)
     assert all(key in CATALOG for key in _SCRIPT_TEXTS)
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "said"),
+    [
+        ("S&Co", "t", "Asked by <strong>S&amp;Co</strong>, for its tool <strong>t</strong>."),
+        ("S&Co", "", "Asked by <strong>S&amp;Co</strong>."),  # an application's own question
+        ("", "", None),  # a runtime embedded without MCP: nobody to name
+    ],
+)
+def test_the_form_names_who_asks_as_far_as_the_ticket_knows(
+    server: str, tool: str, said: str | None
+) -> None:
+    schema = {"type": "object", "properties": {"k": {"type": "string"}}}
+    question = PageQuestion("q", schema, {}, server=server, tool=tool)
+    html = render_form(
+        locale="en-US",
+        nonce="N",
+        action="/elicit/t",
+        csrf="c",
+        question=question,
+        fields=page_fields(question),
+        remaining_s=60,
+    )
+    found = re.findall(r'<p class="asker" id="asker">(.*?)</p>', html)
+    assert found == ([] if said is None else [said])
+    assert ('aria-describedby="asker message"' in html) == (said is not None)
