@@ -279,6 +279,10 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "Your answer is being checked; try again in a moment.",
         _PT: "Sua resposta está sendo verificada; tente de novo em instantes.",
     },
+    "mcp.elicitation.page.refused": {
+        _EN: "The server did not accept this answer.",
+        _PT: "O servidor não aceitou esta resposta.",
+    },
     "mcp.elicitation.page.fix_errors": {
         _EN: "Please correct the fields marked below.",
         _PT: "Corrija os campos indicados abaixo.",

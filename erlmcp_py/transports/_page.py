@@ -263,8 +263,6 @@ class ElicitationPage:
             general: tuple[str, ...]
             if isinstance(exc, InvalidAnswer):
                 errors, general = page_errors(fields, exc.errors, respond.locale)
-                if not errors and not general:  # refused with no reason given: still refused
-                    general = (str(exc) or t("mcp.elicitation.page.fix_errors"),)
             elif isinstance(exc, ResultTooLarge):
                 general = (t("mcp.answer.too_large", size=exc.size, limit=exc.limit),)
             else:

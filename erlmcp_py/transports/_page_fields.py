@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 
 from erlmcp_py.actors.pages import PageQuestion
 from erlmcp_py.core.error_texts import error_text
+from erlmcp_py.core.i18n import Texts
 from erlmcp_py.core.validation import AnswerError
 
 __all__ = ["PageField", "content_from_form", "page_errors", "page_fields"]
@@ -243,7 +244,8 @@ def page_errors(
 
     An error is worded in ``locale`` from its constraint (:func:`error_text`); one this
     runtime has no wording for (a type's own validator, an application's rule) shows its own
-    message. Anything that is not an :class:`AnswerError` shows as text above the form.
+    message. Anything that is not an :class:`AnswerError` shows as text above the form, and a
+    refusal that gives no reason still says the answer was not accepted.
     """
     by_key = {f.key: f for f in fields}
     per_field: dict[str, list[str]] = {}
@@ -263,6 +265,8 @@ def page_errors(
         text = error_text(error, locale) or _own_words(error, field)
         if text not in said:
             said.append(text)
+    if not per_field and not general:
+        general.append(Texts(locale)("mcp.elicitation.page.refused"))
     return (
         {key: " ".join(texts) for key, texts in per_field.items()},
         tuple(dict.fromkeys(general)),

@@ -560,6 +560,8 @@ def test_any_refusal_shows_on_its_field_or_above_the_form() -> None:
     )
     assert ALERT.findall(html) == ["The answer: n and s disagree. refused"]
     assert field_errors(html) == {}
+    # refused with no reason given: refused all the same
+    assert page_errors(fields, (), "en-US") == ({}, ("The server did not accept this answer.",))
 
 
 # -- who asks, and how fields are labelled ---------------------------------------------------------
