@@ -347,7 +347,12 @@ class Runtime:
         return info
 
     async def complete_elicitation(
-        self, elicitation_id: str, content: Mapping[str, Any] | None, *, tenant: Tenant
+        self,
+        elicitation_id: str,
+        content: Mapping[str, Any] | None,
+        *,
+        tenant: Tenant,
+        replica: str | None = None,
     ) -> ElicitationInfo:
         """Complete from the application side (URL mode: the out-of-band flow finished).
 
@@ -355,7 +360,8 @@ class Runtime:
         ``notifications/elicitation/complete`` to the initiating client.
 
         The replica holding the elicitation may be another one sharing the store: the call is
-        forwarded to it.
+        forwarded to it; ``replica``, when the caller knows the holder (the hosted page's
+        ticket names it), sends it there without looking for its row in the store.
 
         Raises:
             ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer,
@@ -364,17 +370,17 @@ class Runtime:
         try:
             info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
         except ElicitationNotFound:
-            return await self._elsewhere("complete", elicitation_id, tenant, content)
+            return await self._elsewhere("complete", elicitation_id, tenant, content, replica)
         return info
 
     async def answer_elicitation(
-        self, elicitation_id: str, action: str, *, tenant: Tenant
+        self, elicitation_id: str, action: str, *, tenant: Tenant, replica: str | None = None
     ) -> ElicitationInfo:
         """Decline or cancel on the user's behalf, as the client would (the hosted page's
         Reject and Cancel): the outcome is ``Declined`` or ``Cancelled(by="client")``.
 
         The replica holding the elicitation may be another one sharing the store: the call is
-        forwarded to it.
+        forwarded to it (to ``replica`` at once when the caller knows it holds it).
 
         Raises:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
@@ -385,7 +391,7 @@ class Runtime:
         try:
             info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
         except ElicitationNotFound:
-            return await self._elsewhere("answer", elicitation_id, tenant, action)
+            return await self._elsewhere("answer", elicitation_id, tenant, action, replica)
         return info
 
     async def extend_timeout(
@@ -426,10 +432,24 @@ class Runtime:
         return str(row["status"]), float(row["left"])
 
     async def _elsewhere(
-        self, op: CallOp | None, elicitation_id: str, tenant: Tenant, argument: Any = None
+        self,
+        op: CallOp | None,
+        elicitation_id: str,
+        tenant: Tenant,
+        argument: Any = None,
+        holder: str | None = None,
     ) -> ElicitationInfo:
         """An id this replica does not hold: its row in the store (``op`` ``None``), or the
-        call forwarded to the replica that holds it."""
+        call forwarded to the replica that holds it. A ``holder`` the caller names gets the
+        call at once: the store's row is written a moment after each change, so a call made
+        just after the elicitation began may find none there yet."""
+        if op is not None and holder is not None and holder != self.store.replica:
+            try:
+                row = await self.store.forward(holder, op, elicitation_id, tenant, argument)
+            except StoreUnavailable:
+                pass  # its holder is gone? the store's row says what became of it
+            else:
+                return ElicitationInfo(**row)
         record = await self.store.find(elicitation_id, tenant)
         if record is None:
             raise ElicitationNotFound(elicitation_id)

@@ -246,11 +246,11 @@ class ElicitationPage:
         try:
             if action == "accept":
                 await self.runtime.complete_elicitation(
-                    ticket.elicitation_id, content, tenant=ticket.tenant
+                    ticket.elicitation_id, content, tenant=ticket.tenant, replica=ticket.replica
                 )
             else:
                 await self.runtime.answer_elicitation(
-                    ticket.elicitation_id, action, tenant=ticket.tenant
+                    ticket.elicitation_id, action, tenant=ticket.tenant, replica=ticket.replica
                 )
         except StoreUnavailable:
             with suppress(StoreUnavailable):  # else the user's next try finds it used
