@@ -447,9 +447,11 @@ class Runtime:
             try:
                 row = await self.store.forward(holder, op, elicitation_id, tenant, argument)
             except StoreUnavailable:
-                pass  # its holder is gone? the store's row says what became of it
-            else:
-                return ElicitationInfo(**row)
+                record = await self.store.find(elicitation_id, tenant)  # its holder is gone?
+                if record is None or not record.terminal:
+                    raise  # or not listening yet: the caller may try again
+                raise AlreadyTerminal(str(record.row["status"])) from None
+            return ElicitationInfo(**row)
         record = await self.store.find(elicitation_id, tenant)
         if record is None:
             raise ElicitationNotFound(elicitation_id)
