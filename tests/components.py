@@ -1,14 +1,18 @@
-"""OS components some tests drive for real (redis-server, HAProxy, Chromium).
+"""Components some tests drive for real: OS packages (redis-server, HAProxy, Chromium), and
+axe-core, the accessibility rules engine the page's browser tests inject (from npm, into a
+cache folder outside the repository, by ``.ci/axe-core.sh``).
 
 `.ci/run` installs them, and under CI (``CI`` set in the environment) a missing one fails the
-test that needs it. On a developer's machine without them, those tests skip with the package
-to install, so ``make test`` still works with nothing but Python.
+test that needs it. On a developer's machine without them, those tests skip with what to
+install, so ``make test`` still works with nothing but Python.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +36,27 @@ def require(executable: str) -> str:
     if path is not None:
         return path
     package = PACKAGES.get(executable, executable)
-    why = f"{executable} is not installed (Debian package {package}; .ci/run installs it)"
+    _missing(f"{executable} is not installed (Debian package {package}; .ci/run installs it)")
+    raise AssertionError("unreachable")  # pytest.skip and pytest.fail raise
+
+
+#: The script that installs axe-core and says where its ``axe.min.js`` is.
+AXE_CORE = Path(__file__).resolve().parents[1] / ".ci" / "axe-core.sh"
+
+
+def _missing(why: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(why)
     pytest.skip(why)
+
+
+def require_axe_core(script: Path = AXE_CORE) -> str:
+    """The path of axe-core's ``axe.min.js``; skip the test without it, or fail it under CI."""
+    found = subprocess.run(
+        ["bash", str(script), "--check"], capture_output=True, text=True, timeout=30, check=False
+    )
+    path = found.stdout.strip()
+    if found.returncode == 0 and os.path.isfile(path):
+        return path
+    _missing(f"axe-core is not installed (run {script.name} in .ci/, as .ci/run does)")
+    raise AssertionError("unreachable")  # pytest.skip and pytest.fail raise

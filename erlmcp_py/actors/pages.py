@@ -66,6 +66,10 @@ class PageQuestion:
             password input), ``kind`` (``"file"``, ``"textarea"``), ``accept`` (file types),
             ``placeholder``, ``help`` (help text), ``rows``, ``titles`` (option value ->
             title).
+        server: Who asks: the server's name as its clients know it (``serverInfo``'s
+            ``title``, else its ``name``); empty when unknown. The page names it, so the user
+            knows whom a secret goes to.
+        tool: The tool that asks (its title, else its name); empty when unknown.
 
     The page's answer is validated by the runtime (the elicitation's own validator) when the
     page completes the elicitation.
@@ -74,6 +78,8 @@ class PageQuestion:
     message: str
     schema: Mapping[str, Any]
     widgets: Mapping[str, Mapping[str, Any]]
+    server: str = ""
+    tool: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +113,9 @@ class PageTicket:
             token=shared.token,
             url=shared.url,
             csrf=shared.csrf,
-            question=PageQuestion(shared.message, shared.schema, shared.widgets),
+            question=PageQuestion(
+                shared.message, shared.schema, shared.widgets, shared.server, shared.tool
+            ),
             tenant=shared.tenant,
             elicitation_id=shared.elicitation_id,
             state=shared.state,
@@ -119,7 +127,8 @@ class PageTicket:
         question = self.question
         return SharedTicket(self.token, self.url, self.csrf, self.tenant, question.message,
                             question.schema, question.widgets, self.replica,
-                            self.elicitation_id, self.state)  # fmt: skip
+                            self.elicitation_id, self.state, question.server,
+                            question.tool)  # fmt: skip
 
 
 class PageRegistry:

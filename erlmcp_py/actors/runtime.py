@@ -360,9 +360,8 @@ class Runtime:
         ``notifications/elicitation/complete`` to the initiating client.
 
         The replica holding the elicitation may be another one sharing the store: the call is
-        forwarded to it. ``replica`` names the holder when the caller knows it (a hosted
-        page's ticket does), so an elicitation asked a moment ago is reached before the store's
-        copy of its record is written.
+        forwarded to it; ``replica``, when the caller knows the holder (the hosted page's
+        ticket names it), sends it there without looking for its row in the store.
 
         Raises:
             ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer,
@@ -381,8 +380,7 @@ class Runtime:
         Reject and Cancel): the outcome is ``Declined`` or ``Cancelled(by="client")``.
 
         The replica holding the elicitation may be another one sharing the store: the call is
-        forwarded to it (``replica``: the holder, when the caller knows it, as in
-        :meth:`complete_elicitation`).
+        forwarded to it (to ``replica`` at once when the caller knows it holds it).
 
         Raises:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
@@ -442,14 +440,21 @@ class Runtime:
         holder: str | None = None,
     ) -> ElicitationInfo:
         """An id this replica does not hold: its row in the store (``op`` ``None``), or the
-        call forwarded to the replica that holds it (``holder``, when the caller knows it and
-        the store has no copy of the record yet: the holder checks the id and tenant)."""
+        call forwarded to the replica that holds it. A ``holder`` the caller names gets the
+        call at once: the store's row is written a moment after each change, so a call made
+        just after the elicitation began may find none there yet."""
+        if op is not None and holder is not None and holder != self.store.replica:
+            try:
+                row = await self.store.forward(holder, op, elicitation_id, tenant, argument)
+            except StoreUnavailable:
+                record = await self.store.find(elicitation_id, tenant)  # its holder is gone?
+                if record is None or not record.terminal:
+                    raise  # or not listening yet: the caller may try again
+                raise AlreadyTerminal(str(record.row["status"])) from None
+            return ElicitationInfo(**row)
         record = await self.store.find(elicitation_id, tenant)
         if record is None:
-            if op is None or holder is None or holder == self.store.replica:
-                raise ElicitationNotFound(elicitation_id)
-            row = await self.store.forward(holder, op, elicitation_id, tenant, argument)
-            return ElicitationInfo(**row)
+            raise ElicitationNotFound(elicitation_id)
         if op is None:
             return ElicitationInfo(**record.row)
         if record.replica == self.store.replica:  # ours, and no longer held

@@ -81,6 +81,141 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "{field}: this address is not allowed ({reason}).",
         _PT: "{field}: este endereço não é permitido ({reason}).",
     },
+    # -- an answer error worded again from its constraint (erlmcp_py.core.error_texts) --------
+    "mcp.answer.error.required": {
+        _EN: "This field is required.",
+        _PT: "Este campo é obrigatório.",
+    },
+    "mcp.answer.error.file_parts": {
+        _EN: "The file's name, type and size are required.",
+        _PT: "O nome, o tipo e o tamanho do arquivo são obrigatórios.",
+    },
+    "mcp.answer.error.must_be": {_EN: "Must be {what}.", _PT: "Deve ser {what}."},
+    "mcp.answer.word.string": {_EN: "text", _PT: "texto"},
+    "mcp.answer.word.number": {_EN: "a number", _PT: "um número"},
+    "mcp.answer.word.integer": {_EN: "a whole number", _PT: "um número inteiro"},
+    "mcp.answer.word.boolean": {_EN: "true or false", _PT: "verdadeiro ou falso"},
+    "mcp.answer.word.array": {_EN: "a list of choices", _PT: "uma lista de opções"},
+    "mcp.answer.word.object": {_EN: "an object of fields", _PT: "um objeto com campos"},
+    "mcp.answer.word.email": {
+        _EN: "a valid email address",
+        _PT: "um endereço de e-mail válido",
+    },
+    "mcp.answer.word.uri": {
+        _EN: "an absolute web address (e.g. https://example.com/)",
+        _PT: "um endereço web absoluto (ex.: https://example.com/)",
+    },
+    "mcp.answer.word.date": {
+        _EN: "a date as YYYY-MM-DD",
+        _PT: "uma data no formato AAAA-MM-DD",
+    },
+    "mcp.answer.word.date-time": {
+        _EN: "a date and time like 2025-01-31T09:30:00Z",
+        _PT: "uma data e hora como 2025-01-31T09:30:00Z",
+    },
+    "mcp.answer.word.uuid": {_EN: "a UUID", _PT: "um UUID"},
+    "mcp.answer.word.hostname": {_EN: "a host name", _PT: "um nome de host"},
+    "mcp.answer.word.ipv4": {_EN: "an IPv4 address", _PT: "um endereço IPv4"},
+    "mcp.answer.word.ipv6": {_EN: "an IPv6 address", _PT: "um endereço IPv6"},
+    "mcp.answer.error.minLength.one": {
+        _EN: "Must be at least {count} character long.",
+        _PT: "Deve ter pelo menos {count} caractere.",
+    },
+    "mcp.answer.error.minLength.many": {
+        _EN: "Must be at least {count} characters long.",
+        _PT: "Deve ter pelo menos {count} caracteres.",
+    },
+    "mcp.answer.error.maxLength.one": {
+        _EN: "Must be at most {count} character long.",
+        _PT: "Deve ter no máximo {count} caractere.",
+    },
+    "mcp.answer.error.maxLength.many": {
+        _EN: "Must be at most {count} characters long.",
+        _PT: "Deve ter no máximo {count} caracteres.",
+    },
+    "mcp.answer.error.minimum": {
+        _EN: "Must be at least {limit}.",
+        _PT: "Deve ser no mínimo {limit}.",
+    },
+    "mcp.answer.error.maximum": {
+        _EN: "Must be at most {limit}.",
+        _PT: "Deve ser no máximo {limit}.",
+    },
+    "mcp.answer.error.exclusiveMinimum": {
+        _EN: "Must be greater than {limit}.",
+        _PT: "Deve ser maior que {limit}.",
+    },
+    "mcp.answer.error.exclusiveMaximum": {
+        _EN: "Must be less than {limit}.",
+        _PT: "Deve ser menor que {limit}.",
+    },
+    "mcp.answer.error.multipleOf": {
+        _EN: "Must be a multiple of {limit}.",
+        _PT: "Deve ser múltiplo de {limit}.",
+    },
+    "mcp.answer.error.on_or_after": {
+        _EN: "Must be on or after {limit}.",
+        _PT: "Deve ser igual ou posterior a {limit}.",
+    },
+    "mcp.answer.error.on_or_before": {
+        _EN: "Must be on or before {limit}.",
+        _PT: "Deve ser igual ou anterior a {limit}.",
+    },
+    "mcp.answer.error.option": {_EN: "Choose one of the options.", _PT: "Escolha uma das opções."},
+    "mcp.answer.error.minItems": {
+        _EN: "Choose at least {limit}.",
+        _PT: "Escolha pelo menos {limit}.",
+    },
+    "mcp.answer.error.maxItems": {
+        _EN: "Choose at most {limit}.",
+        _PT: "Escolha no máximo {limit}.",
+    },
+    "mcp.answer.error.uniqueItems": {
+        _EN: "Choose each option only once.",
+        _PT: "Escolha cada opção uma só vez.",
+    },
+    "mcp.answer.error.pattern": {
+        _EN: "Does not have the expected form.",
+        _PT: "Não está no formato esperado.",
+    },
+    "mcp.answer.error.finite": {_EN: "Must be a finite number.", _PT: "Deve ser um número finito."},
+    "mcp.answer.error.not_object": {
+        _EN: "The answer must be an object of fields.",
+        _PT: "A resposta deve ser um objeto com campos.",
+    },
+    "mcp.answer.error.additionalProperties": {
+        _EN: "The answer has fields that the form does not have.",
+        _PT: "A resposta tem campos que o formulário não tem.",
+    },
+    "mcp.answer.error.maxSize.one": {
+        _EN: "The file must be at most {count} byte.",
+        _PT: "O arquivo deve ter no máximo {count} byte.",
+    },
+    "mcp.answer.error.maxSize.many": {
+        _EN: "The file must be at most {count} bytes.",
+        _PT: "O arquivo deve ter no máximo {count} bytes.",
+    },
+    "mcp.answer.error.allowedMimeTypes": {
+        _EN: "The file type must be one of: {allowed}.",
+        _PT: "O tipo do arquivo deve ser um destes: {allowed}.",
+    },
+    "mcp.answer.error.allowedExtensions": {
+        _EN: "The file name must end with one of: {allowed}.",
+        _PT: "O nome do arquivo deve terminar com um destes: {allowed}.",
+    },
+    "mcp.answer.error.allowedSchemes": {_EN: "Must use {allowed}.", _PT: "Deve usar {allowed}."},
+    "mcp.answer.error.blockLocalhost": {
+        _EN: "Must not point at this machine (localhost).",
+        _PT: "Não pode apontar para esta máquina (localhost).",
+    },
+    "mcp.answer.error.blockPrivateIPs": {
+        _EN: "Must not point at a private or reserved address.",
+        _PT: "Não pode apontar para um endereço privado ou reservado.",
+    },
+    "mcp.answer.error.urlPolicy": {
+        _EN: "This address is not allowed.",
+        _PT: "Este endereço não é permitido.",
+    },
     "mcp.elicitation.expires.one": {
         _EN: "This request expires in 1 second.",
         _PT: "Este pedido expira em 1 segundo.",
@@ -144,9 +279,42 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "Your answer is being checked; try again in a moment.",
         _PT: "Sua resposta está sendo verificada; tente de novo em instantes.",
     },
+    "mcp.elicitation.page.refused": {
+        _EN: "The server did not accept this answer.",
+        _PT: "O servidor não aceitou esta resposta.",
+    },
     "mcp.elicitation.page.fix_errors": {
         _EN: "Please correct the fields marked below.",
         _PT: "Corrija os campos indicados abaixo.",
+    },
+    "mcp.elicitation.page.asked_by": {
+        _EN: "Asked by {server}, for its tool {tool}.",
+        _PT: "Pedido por {server}, para a ferramenta {tool}.",
+    },
+    "mcp.elicitation.page.asked_by_server": {
+        _EN: "Asked by {server}.",
+        _PT: "Pedido por {server}.",
+    },
+    "mcp.elicitation.page.retype_secret": {
+        _EN: "Type this again: for your safety it is not kept when an answer is refused.",
+        _PT: "Digite de novo: por segurança, isto não é guardado quando uma resposta é recusada.",
+    },
+    "mcp.elicitation.page.closes_in": {_EN: "Closes in {time}", _PT: "Fecha em {time}"},
+    "mcp.elicitation.page.closes_in_minutes.one": {
+        _EN: "This page closes in {count} minute.",
+        _PT: "Esta página fecha em {count} minuto.",
+    },
+    "mcp.elicitation.page.closes_in_minutes.many": {
+        _EN: "This page closes in {count} minutes.",
+        _PT: "Esta página fecha em {count} minutos.",
+    },
+    "mcp.elicitation.page.closes_in_seconds.one": {
+        _EN: "This page closes in {count} second.",
+        _PT: "Esta página fecha em {count} segundo.",
+    },
+    "mcp.elicitation.page.closes_in_seconds.many": {
+        _EN: "This page closes in {count} seconds.",
+        _PT: "Esta página fecha em {count} segundos.",
     },
     "mcp.elicitation.page.invalid": {_EN: "Invalid value", _PT: "Valor inválido"},
     "mcp.elicitation.page.too_short": {

@@ -358,6 +358,8 @@ class SharedTicket:
         state: ``open`` (answerable once bound), ``used`` (an answer is being given) or
             ``closed`` (the elicitation ended: the ticket keeps its elicitation's id and its
             state, nothing else).
+        server: The name of the server that asks (the page shows it).
+        tool: The tool that asks.
     """
 
     token: str
@@ -370,6 +372,8 @@ class SharedTicket:
     replica: str
     elicitation_id: str | None = None
     state: TicketState = "open"
+    server: str = ""
+    tool: str = ""
 
 
 def closed_ticket(token: str, elicitation_id: str | None) -> SharedTicket:
@@ -389,6 +393,8 @@ def encode_ticket(ticket: SharedTicket) -> str:
             "schema": ticket.schema,
             "widgets": ticket.widgets,
             "replica": ticket.replica,
+            "server": ticket.server,
+            "tool": ticket.tool,
         },
         separators=(",", ":"),
     )
@@ -429,6 +435,8 @@ def decode_ticket(
         replica=str(data["replica"]),
         elicitation_id=elicitation_id,
         state=checked,
+        server=str(data.get("server", "")),  # a replica of an older release writes none
+        tool=str(data.get("tool", "")),
     )
 
 

@@ -29,6 +29,9 @@ Python field type                         form field
                                           ``title``, ``description`` and ``default`` too
 ========================================  ===================================================
 
+Every field has a ``title``: its ``Field(title=...)``, else its wire name (a pydantic alias,
+else the attribute) as a label (``spent_on`` -> "Spent on", ``api_key`` -> "API key").
+
 A field with a default (or ``default_factory``) is not required; a default that JSON can carry
 becomes the wire ``default`` (SEP-1034). Anything else -- nested models, ``dict``, ``set``,
 ``tuple``, ``list[str]``, unions of two types, exclusive float bounds, ``pattern``,
@@ -66,7 +69,7 @@ from erlmcp_py.core.validation import (
     compile_validator,
     summarize,
 )
-from erlmcp_py.core.wording import json_pointer
+from erlmcp_py.core.wording import field_title, json_pointer
 
 __all__ = ["FormType", "Format", "Titles", "schema_for"]
 
@@ -627,7 +630,9 @@ def _render(tp: Any) -> FormType[Any]:
                 a.prop["default"] = a.to_wire(default)
             if key_required and not a.optional and default is PydanticUndefined:
                 required.append(wire)
-            props[wire] = object_schema({wire: a.prop})["properties"][wire]
+            if "title" not in a.prop:  # a client labels the field with it, not the wire name
+                a.prop["title"] = field_title(wire)
+            props[wire] = object_schema({wire: _ordered(a.prop)})["properties"][wire]
         except (_Unsupported, SchemaNotAllowed) as exc:
             raise TypeError(f"{label}: {exc}") from None
         specs.append(_Spec(wire, attr, a.convert, missing))

@@ -1,4 +1,5 @@
-"""The wording of answer errors, shared by every validator so each words an error the same way.
+"""The wording of answer errors, shared by every validator so each words an error the same way,
+and of a field's default label (:func:`field_title`).
 
 :mod:`~erlmcp_py.core.validation` (answers to a requestedSchema) and the form definition
 language (:mod:`~erlmcp_py.core.forms`) build their
@@ -11,6 +12,7 @@ Pure: no I/O, no clock, no trio.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -19,6 +21,7 @@ __all__ = [
     "MAX_LISTED_OPTIONS",
     "TYPE_WORDS",
     "choice_message",
+    "field_title",
     "json_pointer",
     "json_type",
     "keyword_message",
@@ -144,3 +147,29 @@ def choice_message(index: int, keyword: str, text: str) -> str:
     if keyword == "type":
         return f"choice {index} must be one of the options, as text (got {text})"
     return f"choice {index} must be one of: {text}"
+
+
+#: Words a label writes in capitals (``api_key`` -> "API key").
+_ACRONYMS: Final = frozenset(
+    {"api", "cpf", "cvc", "cvv", "dns", "http", "https", "iban", "id", "ip", "json", "otp",
+     "pin", "sms", "ssh", "ssn", "tls", "uri", "url", "uuid", "vat"}
+)  # fmt: skip
+#: Where a camelCase name changes word: ``spentOn``, ``HTTPServer`` (ASCII case only).
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def field_title(name: str) -> str:
+    """A field name as a label: ``spent_on`` and ``spentOn`` -> "Spent on", ``api_key`` ->
+    "API key", ``userID`` -> "User ID" (the name itself when it has no word)."""
+    words = [w for w in re.split(r"[\s_\-]+", _CAMEL.sub(" ", name)) if w]
+    if not words:
+        return name
+    out = []
+    for i, word in enumerate(words):
+        if word.lower() in _ACRONYMS or (len(word) > 1 and word.isupper()):
+            out.append(word.upper())
+        elif i == 0:
+            out.append(word[:1].upper() + word[1:].lower())
+        else:
+            out.append(word.lower())
+    return " ".join(out)

@@ -619,7 +619,14 @@ class Context:
             )
         if not peer.supports("url"):
             return Unsupported("url")
-        question = PageQuestion(message, prepared.page_schema, prepared.widgets)
+        spec = self._server.tools.get(self.tool_name)
+        question = PageQuestion(
+            message,
+            prepared.page_schema,
+            prepared.widgets,
+            server=self._server.title or self._server.name,
+            tool=(spec.title if spec is not None else None) or self.tool_name,
+        )
         ticket = await pages.open(question, self.tenant)
         try:
             request = ElicitationRequest(

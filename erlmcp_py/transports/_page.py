@@ -18,8 +18,13 @@ the page's origin and ``Sec-Fetch-Site`` ``same-origin``, where the browser send
 answer claims the ticket, then goes through the runtime: ``accept`` completes the elicitation
 (``complete_elicitation``: the runtime's own validation, then the tool's outcome and, to the
 client, ``notifications/elicitation/complete``); an invalid answer releases the ticket and
-renders the form again with an error per field (422); ``decline`` and ``cancel`` answer as the
+renders the form again with an error per field, worded in the page's locale, and any error
+about the answer as a whole above it (422); whatever the runtime refuses, however it words the
+refusal, the page never says the answer was sent. ``decline`` and ``cancel`` answer as the
 user would (``answer_elicitation``).
+
+The form names who asks: the server (its ``serverInfo`` title, else its name) and the tool,
+as the ticket carries them.
 
 Tickets are in the runtime's store, so with a shared store every replica answers the page:
 the runtime forwards the answer to the replica holding the elicitation, and the claim is one
@@ -56,7 +61,7 @@ from erlmcp_py.core.errors import (
 )
 from erlmcp_py.core.i18n import Texts, negotiate
 from erlmcp_py.transports._limits import BodyPolicy, BodyTooLarge, BodyTooSlow, read_body
-from erlmcp_py.transports._page_fields import content_from_form, page_fields
+from erlmcp_py.transports._page_fields import content_from_form, page_errors, page_fields
 from erlmcp_py.transports._page_html import render_form, render_notice
 from erlmcp_py.transports.http_checks import HostPolicy
 
@@ -157,7 +162,7 @@ class ElicitationPage:
                 nonce=nonce,
                 action=f"{PAGE_PATH}{ticket.token}",
                 csrf=ticket.csrf,
-                message=ticket.question.message,
+                question=ticket.question,
                 fields=fields,
                 remaining_s=remaining,
             ),
@@ -253,22 +258,15 @@ class ElicitationPage:
             raise
         except (InvalidAnswer, ResultTooLarge, AnswerInFlight) as exc:
             await pages.release(ticket)
+            t = Texts(respond.locale)
             errors: dict[str, str] = {}
-            form_error: str | None = None
+            general: tuple[str, ...]
             if isinstance(exc, InvalidAnswer):
-                for error in exc.errors:
-                    name = getattr(error, "field", None)
-                    message = str(getattr(error, "message", ""))
-                    if isinstance(name, str) and any(f.key == name for f in fields):
-                        errors.setdefault(name, message)
-                    else:
-                        form_error = form_error or message
+                errors, general = page_errors(fields, exc.errors, respond.locale)
+            elif isinstance(exc, ResultTooLarge):
+                general = (t("mcp.answer.too_large", size=exc.size, limit=exc.limit),)
             else:
-                form_error = (
-                    Texts(respond.locale)("mcp.elicitation.page.busy")
-                    if isinstance(exc, AnswerInFlight)
-                    else str(exc)
-                )
+                general = (t("mcp.elicitation.page.busy"),)
             shown = ticket
             await respond.page(
                 422 if isinstance(exc, InvalidAnswer) else 409,
@@ -277,12 +275,12 @@ class ElicitationPage:
                     nonce=nonce,
                     action=f"{PAGE_PATH}{shown.token}",
                     csrf=shown.csrf,
-                    message=shown.question.message,
+                    question=shown.question,
                     fields=fields,
                     remaining_s=remaining,
                     values=content,
                     errors=errors,
-                    form_error=form_error,
+                    form_errors=general,
                 ),
             )
             return

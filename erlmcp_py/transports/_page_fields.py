@@ -7,6 +7,9 @@ reads an ``application/x-www-form-urlencoded`` submission back into the JSON ans
 runtime validates: text as strings, numbers as numbers, a switch as a boolean, a multi choice
 as a list, a file as its metadata object. A value that does not parse (``abc`` for a number)
 is kept as text, so the runtime's validation reports the field, never the value.
+:func:`page_errors` places the errors of a refused answer: each under its field, worded in the
+page's locale, and any other (about the answer as a whole, or a field the page does not show)
+above the form.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from erlmcp_py.actors.pages import PageQuestion
+from erlmcp_py.core.error_texts import error_text
+from erlmcp_py.core.i18n import Texts
+from erlmcp_py.core.validation import AnswerError
 
-__all__ = ["PageField", "content_from_form", "page_fields"]
+__all__ = ["PageField", "content_from_form", "page_errors", "page_fields"]
 
 Kind = Literal[
     "text",
@@ -217,3 +223,51 @@ def content_from_form(
         else:
             content[f.key] = last
     return content
+
+
+def _own_words(error: AnswerError, field: PageField | None) -> str:
+    """The error's own message, less the field name it starts with when written under it."""
+    message = error.message
+    if field is not None:
+        for name in (field.key, field.title):
+            if message.startswith(f"{name}: "):
+                rest = message[len(name) + 2 :]
+                return rest[:1].upper() + rest[1:]
+    return message
+
+
+def page_errors(
+    fields: Sequence[PageField], errors: Sequence[object], locale: str
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Where the errors of a refused answer show: per field key, the sentences under it; and
+    the sentences about the answer as a whole (or a field the page has not), in order.
+
+    An error is worded in ``locale`` from its constraint (:func:`error_text`); one this
+    runtime has no wording for (a type's own validator, an application's rule) shows its own
+    message. Anything that is not an :class:`AnswerError` shows as text above the form, and a
+    refusal that gives no reason still says the answer was not accepted.
+    """
+    by_key = {f.key: f for f in fields}
+    per_field: dict[str, list[str]] = {}
+    general: list[str] = []
+    for error in errors:
+        if not isinstance(error, AnswerError):
+            general.append(str(error))
+            continue
+        field = by_key.get(error.field) if isinstance(error.field, str) else None
+        if field is None:
+            # the answer as a whole is worded in the locale; an error of a field the page has
+            # not keeps its own message, which names the field
+            worded = error_text(error, locale) if not error.field else None
+            general.append(worded or error.message)
+            continue
+        said = per_field.setdefault(field.key, [])
+        text = error_text(error, locale) or _own_words(error, field)
+        if text not in said:
+            said.append(text)
+    if not per_field and not general:
+        general.append(Texts(locale)("mcp.elicitation.page.refused"))
+    return (
+        {key: " ".join(texts) for key, texts in per_field.items()},
+        tuple(dict.fromkeys(general)),
+    )

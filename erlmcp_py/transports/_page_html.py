@@ -3,16 +3,19 @@
 Everything is inline (no external asset): one ``<style>`` and one ``<script>``, each carrying
 the response's CSP nonce. Every text from the question or the schema is HTML-escaped; the
 script's data travels as a JSON data block with ``<`` escaped. A field's value is written back
-after a refused submission, except a password's, which is never sent back.
+after a refused submission, except a password's, which is never sent back: the field says it
+must be typed again.
 """
 
 from __future__ import annotations
 
 import json
+import string
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Final
 
+from erlmcp_py.actors.pages import PageQuestion
 from erlmcp_py.core.i18n import CATALOG, Texts
 from erlmcp_py.transports._page_fields import PageField
 
@@ -31,20 +34,26 @@ padding:32px 16px}
 .dialog{background:var(--card);border:1px solid var(--line);border-radius:12px;
 width:100%;max-width:560px;padding:24px;box-shadow:0 8px 28px rgba(0,0,0,.12)}
 h1{font-size:1.3rem;margin:0 0 8px}
+.asker{margin:0 0 8px}
 .message{margin:0 0 8px;white-space:pre-wrap}
-.note,.status{color:var(--muted);font-size:.9rem;margin:0 0 16px}
-.countdown{font-weight:600;color:var(--err);margin:0 0 12px}
+.note{color:var(--muted);font-size:.9rem;margin:0 0 16px}
+.countdown{font-variant-numeric:tabular-nums;color:var(--muted);font-size:.9rem;margin:0 0 12px}
+.countdown.urgent{font-weight:600;color:var(--err)}
+.sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;
+clip:rect(0,0,0,0);white-space:nowrap;border:0}
 .field{margin:0 0 16px;border:0;padding:0}
 label,legend{display:block;font-weight:600;margin:0 0 4px;padding:0}
 .req{font-weight:500;font-size:.8rem;color:var(--err);margin-left:6px}
 .help{color:var(--muted);font-size:.9rem;margin:2px 0 6px}
-.error{color:var(--err);font-size:.9rem;margin:4px 0 0;min-height:0}
-.error:empty{display:none}
+.error{color:var(--err);font-size:.9rem;margin:4px 0 0}
+.error:empty{margin:0}
+.retype{font-size:.9rem;margin:4px 0 0}
 input[type=text],input[type=password],input[type=email],input[type=url],input[type=date],
 input[type=number],select,textarea{width:100%;font:inherit;color:inherit;background:transparent;
 border:1px solid var(--line);border-radius:8px;padding:8px 10px}
 input[type=file]{font:inherit}
-[aria-invalid=true]{border-color:var(--err);outline-color:var(--err)}
+.field [aria-invalid=true]{border:2px solid var(--err);outline-color:var(--err)}
+.field [role=group][aria-invalid=true]{border-radius:8px;padding:4px 8px}
 .switch{display:flex;align-items:center;gap:10px;font-weight:600}
 .switch input{width:2.6rem;height:1.4rem;accent-color:var(--accent)}
 .choice{display:flex;align-items:center;gap:8px;margin:2px 0}
@@ -53,25 +62,32 @@ input[type=file]{font:inherit}
 button{font:inherit;border-radius:8px;padding:8px 16px;border:1px solid var(--line);
 background:transparent;color:inherit;cursor:pointer}
 button.primary{background:var(--accent);border-color:var(--accent);color:#fff}
+@media (prefers-color-scheme:dark){button.primary{color:#0f1115}}
 button:disabled{opacity:.5;cursor:not-allowed}
 :focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .alert{border-left:4px solid var(--err);padding:6px 10px;margin:0 0 16px}
+.alert:empty{border:0;padding:0;margin:0}
 """
 
 # Checks each field as the user types or changes it (touched fields only: an error appears
 # under the field being edited, never under one the focus merely left, which would move the
-# buttons under the pointer), keeps Submit disabled while a
-# required field is empty or a field breaks a rule, counts down the last 30 s, and sends the
-# Cancel button on Esc. The server checks everything again.
+# buttons under the pointer). A message the server wrote under a field stays until the user
+# edits that field: the script checks less than the server does. Submit stays enabled (a
+# disabled button gives a keyboard user's Enter nothing to say): Submit or Enter on a form
+# with a problem marks every field, focuses the first one marked and says so in the alert.
+# The countdown's visible text changes once a second; what screen readers hear of it is a
+# separate polite region, written only when a threshold passes (every 5 minutes, each of the
+# last 5 minutes, then 30 and 10 seconds). Esc sends Cancel. The server checks everything again.
 _SCRIPT: Final = r"""
 (function(){
 "use strict";
 var data=JSON.parse(document.getElementById("page-data").textContent);
 var T=data.texts, form=document.getElementById("form");
 if(!form){return;}
-var submit=document.getElementById("submit");
+var submit=document.getElementById("submit"), alertBox=document.getElementById("form-error");
 function t(key,fields){var s=T[key];for(var k in fields){s=s.split("{"+k+"}").join(fields[k]);}
 return s;}
+function count(key,n){return t(key+(n===1?".one":".many"),{count:n});}
 function value(f){
   var el=document.getElementById(f.id);
   if(f.kind==="multi"){var out=[];el.querySelectorAll("input[type=checkbox]").forEach(
@@ -117,25 +133,36 @@ function problem(f){
     return t("mcp.elicitation.page.pattern");}}catch(e){}}
   return null;
 }
-var touched={};
+var touched={}, server=data.server_errors;
 function show(f,msg){
   var el=document.getElementById(f.id), err=document.getElementById(f.id+"-err");
-  if(msg){el.setAttribute("aria-invalid","true");err.textContent=msg;}
-  else{el.removeAttribute("aria-invalid");err.textContent="";}
+  if(msg){el.setAttribute("aria-invalid","true");if(err.textContent!==msg){err.textContent=msg;}}
+  else{el.removeAttribute("aria-invalid");if(err.textContent){err.textContent="";}}
 }
+// The fields with a problem the script sees; touched fields show theirs (a field the server
+// refused keeps the server's message until it is edited).
 function check(){
-  var ok=true;
+  var bad=[];
   data.fields.forEach(function(f){
     var msg=problem(f);
-    if(msg){ok=false;}
-    if(touched[f.id]||data.server_errors[f.id]){show(f,msg);}
+    if(msg){bad.push(f);}
+    if(touched[f.id]&&!server[f.id]){show(f,msg);}
   });
-  submit.disabled=!ok;
-  return ok;
+  return bad;
+}
+function focusField(f){
+  var el=document.getElementById(f.id);
+  (f.kind==="multi"?el.querySelector("input"):el).focus();
+}
+var said=null;
+function announce(text){
+  // cleared first, then written a moment later: the same words said twice are said again
+  alertBox.textContent="";clearTimeout(said);
+  said=setTimeout(function(){alertBox.textContent=text;},100);
 }
 data.fields.forEach(function(f){
   var el=document.getElementById(f.id);
-  function touch(){touched[f.id]=true;delete data.server_errors[f.id];check();}
+  function touch(){touched[f.id]=true;delete server[f.id];check();}
   el.addEventListener("input",touch);el.addEventListener("change",touch);
   if(f.kind==="file"){el.addEventListener("change",function(){
     var file=value(f), meta=document.getElementById(f.id+"-meta");
@@ -144,36 +171,62 @@ data.fields.forEach(function(f){
 });
 form.addEventListener("submit",function(e){
   var action=e.submitter?e.submitter.value:"accept";
-  if(action==="accept"&&!check()){
-    data.fields.forEach(function(f){touched[f.id]=true;});check();e.preventDefault();
-    var bad=form.querySelector("[aria-invalid=true]");if(bad){bad.focus();}
-  }
+  if(action!=="accept"){return;}
+  var bad=check();
+  if(!bad.length){return;}
+  e.preventDefault();
+  bad.forEach(function(f){touched[f.id]=true;delete server[f.id];});
+  check();focusField(bad[0]);announce(t("mcp.elicitation.page.fix_errors"));
 });
 document.addEventListener("keydown",function(e){
   if(e.key==="Escape"){e.preventDefault();form.requestSubmit(document.getElementById("cancel"));}
 });
-var end=Date.now()+data.remaining*1000, countdown=document.getElementById("countdown");
+var end=Date.now()+data.remaining*1000, countdown=document.getElementById("countdown"),
+  spoken=document.getElementById("countdown-live");
+function clock(s){
+  var h=Math.floor(s/3600), m=Math.floor(s%3600/60), ss=s%60;
+  function two(n){return (n<10?"0":"")+n;}
+  return (h?h+":"+two(m):m)+":"+two(ss);
+}
+// The threshold a number of seconds left falls under; a new one is said aloud.
+function step(s){
+  if(s<=10){return 10;} if(s<=30){return 30;} if(s<=300){return Math.ceil(s/60)*60;}
+  return Math.ceil(s/300)*300;
+}
+var lastStep=null;
 function tick(){
-  var left=Math.ceil((end-Date.now())/1000);
-  if(left<=30){countdown.hidden=false;
-    countdown.textContent=t("mcp.elicitation.timeout_warning",{seconds:Math.max(left,0)});}
+  var left=Math.max(Math.ceil((end-Date.now())/1000),0), text=t("mcp.elicitation.page.closes_in",
+    {time:clock(left)});
+  if(countdown.textContent!==text){countdown.textContent=text;}
+  countdown.classList.toggle("urgent",left<=30);
+  var now=step(left);
+  if(lastStep!==null&&now<lastStep&&left>0){
+    spoken.textContent=now>=60?count("mcp.elicitation.page.closes_in_minutes",now/60):
+      count("mcp.elicitation.page.closes_in_seconds",now);}
+  lastStep=now;
   if(left<=0){submit.disabled=true;setTimeout(function(){location.reload();},400);return;}
   setTimeout(tick,250);
 }
 check();tick();
 var first=form.querySelector("[aria-invalid=true]")||
   form.querySelector("input:not([type=hidden]),select,textarea");
-if(first){first.focus();}
+if(first){(first.getAttribute("role")==="group"?first.querySelector("input"):first).focus();}
 })();
 """
 
-#: The texts the script needs (all the validation words, the countdown, Required).
-_SCRIPT_TEXTS: Final = tuple(
-    k
-    for k in CATALOG
-    if k.startswith("mcp.elicitation.page.")
-    or k in ("mcp.elicitation.field_required", "mcp.elicitation.timeout_warning")
-)
+#: The texts the script needs: its checks' words, the alert, the countdown.
+_SCRIPT_TEXTS: Final = (
+    "mcp.elicitation.field_required",
+    *(
+        f"mcp.elicitation.page.{name}"
+        for name in (
+            "choices", "invalid", "not_date", "not_email", "not_integer", "not_number",
+            "not_url", "pattern", "too_large", "too_long", "too_short", "too_small",
+            "fix_errors", "closes_in", "closes_in_minutes.one", "closes_in_minutes.many",
+            "closes_in_seconds.one", "closes_in_seconds.many",
+        )
+    ),
+)  # fmt: skip
 
 
 def _attr(name: str, value: object) -> str:
@@ -200,8 +253,10 @@ def render_notice(locale: str, nonce: str, key: str) -> str:
     )
 
 
-def _described(f: PageField) -> str:
+def _described(f: PageField, retype: bool) -> str:
     ids = ([f"{f.id}-help"] if f.description else []) + [f"{f.id}-err"]
+    if retype:
+        ids.append(f"{f.id}-retype")
     return _attr("aria-describedby", " ".join(ids))
 
 
@@ -231,8 +286,8 @@ _INPUT_TYPES: Final = {
 }
 
 
-def _control(f: PageField, value: Any, locale: str) -> str:
-    common = f"{_attr('id', f.id)}{_described(f)}{_required_attrs(f)}"
+def _control(f: PageField, value: Any, locale: str, retype: bool) -> str:
+    common = f"{_attr('id', f.id)}{_described(f, retype)}{_required_attrs(f)}"
     named = f"{common}{_attr('name', f.key)}"
     if f.kind == "switch":
         checked = " checked" if value is True else ""
@@ -285,8 +340,9 @@ def _control(f: PageField, value: Any, locale: str) -> str:
     return f"<input{_attr('type', _INPUT_TYPES[f.kind])}{named}{extra}{shown}>"
 
 
-def _field(f: PageField, value: Any, error: str | None, locale: str) -> str:
-    control = _control(f, value, locale)
+def _field(f: PageField, value: Any, error: str | None, locale: str, retype: bool) -> str:
+    """One field; ``retype``: its secret was refused with the answer, and is not kept."""
+    control = _control(f, value, locale, retype)
     if error:
         control = control.replace(f'id="{f.id}"', f'id="{f.id}" aria-invalid="true"', 1)
     help_text = (
@@ -297,6 +353,10 @@ def _field(f: PageField, value: Any, error: str | None, locale: str) -> str:
     err = (
         f'<p class="error" aria-live="polite"{_attr("id", f.id + "-err")}>{escape(error or "")}</p>'
     )
+    if retype:
+        note = escape(Texts(locale)("mcp.elicitation.page.retype_secret"))
+        err += f'<p class="retype"{_attr("id", f.id + "-retype")}>{note}</p>'
+
     if f.kind == "switch":
         mark = (
             f' <span class="req">{escape(Texts(locale)("mcp.elicitation.field_required"))}</span>'
@@ -317,18 +377,41 @@ def _json_block(value: object) -> str:
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def _with_markup(template: str, **markup: str) -> str:
+    """A catalog template, HTML-escaped, with its ``{placeholders}`` replaced by ``markup``
+    (already escaped)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(escape(literal))
+        if name:
+            out.append(markup[name])
+    return "".join(out)
+
+
+def _asker(question: PageQuestion, locale: str) -> str:
+    """Who asks (the server, and its tool), or nothing when the ticket does not say."""
+    if not question.server:
+        return ""
+    names = {"server": f"<strong>{escape(question.server)}</strong>"}
+    key = "mcp.elicitation.page.asked_by_server"
+    if question.tool:
+        names["tool"] = f"<strong>{escape(question.tool)}</strong>"
+        key = "mcp.elicitation.page.asked_by"
+    return f'<p class="asker" id="asker">{_with_markup(CATALOG[key][locale], **names)}</p>'
+
+
 def render_form(
     *,
     locale: str,
     nonce: str,
     action: str,
     csrf: str,
-    message: str,
+    question: PageQuestion,
     fields: Sequence[PageField],
     remaining_s: float,
     values: Mapping[str, Any] | None = None,
     errors: Mapping[str, str] | None = None,
-    form_error: str | None = None,
+    form_errors: Sequence[str] = (),
 ) -> str:
     """The form dialog.
 
@@ -337,21 +420,33 @@ def render_form(
         nonce: The response's CSP nonce.
         action: The form's own path (``/elicit/{token}``).
         csrf: The ticket's CSRF value.
-        message: The elicitation's message.
+        question: What is asked, and who asks.
         fields: The fields, in order.
         remaining_s: Seconds until the elicitation's deadline (the countdown).
-        values: Values to show (defaults, or a refused submission's).
+        values: A refused submission's values (``None``: a fresh form, with the defaults).
         errors: Per field key, the server's error.
-        form_error: An error about the answer as a whole.
+        form_errors: Errors about the answer as a whole.
     """
     errors = errors or {}
+    refused = values is not None
     values = values if values is not None else {f.key: f.default for f in fields}
-    title = Texts(locale)("mcp.elicitation.page.title")
-    body = "".join(_field(f, values.get(f.key), errors.get(f.key), locale) for f in fields)
-    alert = ""
-    if errors or form_error:
-        summary = form_error or Texts(locale)("mcp.elicitation.page.fix_errors")
-        alert = f'<p class="alert" role="alert" id="form-error">{escape(summary)}</p>'
+    t = Texts(locale)
+    title = t("mcp.elicitation.page.title")
+    body = "".join(
+        _field(
+            f,
+            values.get(f.key),
+            errors.get(f.key),
+            locale,
+            retype=refused and f.kind == "password" and values.get(f.key) is not None,
+        )
+        for f in fields
+    )
+    said = list(form_errors)
+    if errors:
+        said.insert(0, t("mcp.elicitation.page.fix_errors"))
+    # Always there, empty or not: a live region must exist before the script writes into it.
+    alert = f'<p class="alert" role="alert" id="form-error">{escape(" ".join(said))}</p>'
     data = {
         "remaining": max(remaining_s, 0.0),
         "texts": {k: CATALOG[k][locale] for k in _SCRIPT_TEXTS},  # templates: the script fills them
@@ -369,22 +464,24 @@ def render_form(
     }
     buttons = (
         f'<button type="submit" class="primary" id="submit" name="_action" value="accept">'
-        f"{escape(Texts(locale)('mcp.elicitation.action.accept'))}</button>"
+        f"{escape(t('mcp.elicitation.action.accept'))}</button>"
         f'<button type="submit" id="reject" name="_action" value="decline" formnovalidate>'
-        f"{escape(Texts(locale)('mcp.elicitation.action.reject'))}</button>"
+        f"{escape(t('mcp.elicitation.action.reject'))}</button>"
         f'<button type="submit" id="cancel" name="_action" value="cancel" formnovalidate>'
-        f"{escape(Texts(locale)('mcp.elicitation.action.cancel'))}</button>"
+        f"{escape(t('mcp.elicitation.action.cancel'))}</button>"
     )
+    asker = _asker(question, locale)
+    described = "asker message" if asker else "message"
+    head_title = f"{title} · {question.server}" if question.server else title
     return (
-        f'{_head(title, locale, nonce)}<body><div class="backdrop">'
-        '<div class="dialog" role="dialog" aria-modal="true" aria-labelledby="title" '
-        'aria-describedby="message">'
-        f'<p class="status" role="status" id="opening">'
-        f"{escape(Texts(locale)('mcp.elicitation.url_mode.opening'))}</p>"
-        f'<h1 id="title">{escape(title)}</h1>'
-        f'<p class="message" id="message">{escape(message)}</p>'
-        f'<p class="note">{escape(Texts(locale)("mcp.elicitation.page.secure_note"))}</p>'
-        '<p class="countdown" id="countdown" role="timer" aria-live="polite" hidden></p>'
+        f'{_head(head_title, locale, nonce)}<body><div class="backdrop">'
+        '<div class="dialog" role="dialog" aria-modal="true" aria-labelledby="title"'
+        f"{_attr('aria-describedby', described)}>"
+        f'<h1 id="title">{escape(title)}</h1>{asker}'
+        f'<p class="message" id="message">{escape(question.message)}</p>'
+        f'<p class="note">{escape(t("mcp.elicitation.page.secure_note"))}</p>'
+        '<p class="countdown" id="countdown" role="timer"></p>'
+        '<p class="sr-only" id="countdown-live" aria-live="polite" aria-atomic="true"></p>'
         f"{alert}"
         f'<form id="form" method="post" novalidate{_attr("action", action)}>'
         f'<input type="hidden" name="_csrf"{_attr("value", csrf)}>'

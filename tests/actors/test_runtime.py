@@ -41,8 +41,10 @@ from erlmcp_py import (
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
 from erlmcp_py.actors.record import Record
+from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.schema import RequestedSchema
+from erlmcp_py.core.shared import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 
@@ -1217,3 +1219,35 @@ async def test_a_raw_schema_is_checked_at_create_and_a_checked_one_goes_out_as_i
         )
     assert (refused.value.path, refused.value.keyword) == ("/properties/age", "default")
     assert len(old_client.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("row", "raised"),
+    [
+        (None, StoreUnavailable),  # not listening yet, and no row: the caller tries again
+        ({"status": "failed", "outcome": "Failed"}, AlreadyTerminal),  # its holder died
+    ],
+)
+async def test_a_call_to_a_named_holder_that_does_not_answer_says_what_the_store_knows(
+    rt: Runtime,
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    row: dict[str, Any] | None,
+    raised: type[Exception],
+) -> None:
+    forwarded: list[str] = []
+
+    async def unreachable(replica: str, op: str, *args: Any) -> Any:
+        forwarded.append(f"{op}@{replica}")
+        raise StoreUnavailable("forward: the replica holding it is not reachable")
+
+    async def find(elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
+        return None if row is None else SharedRecord(row, tenant, "r-other")
+
+    monkeypatch.setattr(rt.store, "forward", unreachable)
+    monkeypatch.setattr(rt.store, "find", find)
+    with pytest.raises(raised):
+        await rt.complete_elicitation("e-there", {"name": "x"}, tenant=ALICE, replica="r-other")
+    with pytest.raises(raised):
+        await rt.answer_elicitation("e-there", "decline", tenant=ALICE, replica="r-other")
+    assert forwarded == ["complete@r-other", "answer@r-other"]  # sent there first, at once

@@ -183,7 +183,7 @@ def test_innocent_types_are_not_sensitive() -> None:
 
 def test_a_secret_field_is_a_plain_string_on_the_form_and_a_secret_in_the_answer() -> None:
     form = schema_for(Login)
-    assert form.schema["properties"]["api_key"] == {"type": "string"}
+    assert form.schema["properties"]["api_key"] == {"type": "string", "title": "API key"}
     login = form.parse({"user": "ada", "api_key": "k-1"})
     assert isinstance(login.api_key, SecretStr)
     assert login.api_key.get_secret_value() == "k-1"

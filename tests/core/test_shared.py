@@ -3,6 +3,8 @@ calls on the wire."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -20,11 +22,14 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.shared import (
     BucketParams,
     Keys,
+    SharedTicket,
     StoreUrl,
     decode_call,
     decode_record,
+    decode_ticket,
     encode_call,
     encode_record,
+    encode_ticket,
     error_from_wire,
     error_to_wire,
     parse_store_url,
@@ -150,3 +155,23 @@ def test_a_forwarded_call_and_its_errors_cross_the_wire() -> None:
         assert str(again) == str(original)
     assert error_from_wire(error_to_wire(InvalidAnswer((error,), "x"))).errors == (error,)
     assert isinstance(error_from_wire(error_to_wire(RuntimeError("boom"))), StoreUnavailable)
+
+
+def test_a_ticket_reads_back_with_who_asks_on_every_replica() -> None:
+    ticket = SharedTicket(
+        "t" * 43,
+        "https://mcp.example/elicit/" + "t" * 43,
+        "csrf",
+        Tenant("u", "w", "c"),
+        "Your key?",
+        {"type": "object", "properties": {"key": {"type": "string"}}},
+        {"key": {"sensitive": True}},
+        "replica-a",
+        server="Acme <Cloud>",
+        tool="Sign in",
+    )
+    assert decode_ticket(ticket.token, encode_ticket(ticket), None, "open") == ticket
+    written = json.loads(encode_ticket(ticket))
+    del written["server"], written["tool"]  # as a replica of an earlier release writes it
+    read = decode_ticket(ticket.token, json.dumps(written), "e-1", "used")
+    assert (read.server, read.tool, read.elicitation_id, read.state) == ("", "", "e-1", "used")

@@ -22,6 +22,7 @@ from erlmcp_py.core.errors import InvalidAnswer, SchemaNotAllowed
 from erlmcp_py.core.schema import FrozenDict, RequestedSchema, check_requested_schema
 from erlmcp_py.core.typeschema import Format, FormType, Titles, schema_for
 from erlmcp_py.core.validation import AnswerError
+from erlmcp_py.core.wording import field_title
 
 
 class Region(enum.StrEnum):
@@ -137,7 +138,7 @@ def test_bare_types_are_wrapped(tp: Any, prop: dict[str, Any], required: bool) -
     assert form.wrapped
     assert props(tp) == {
         "type": "object",
-        "properties": {"value": prop},
+        "properties": {"value": {"title": "Value", **prop}},  # a title of its own wins
         "required": ["value"] if required else [],
     }
     check_requested_schema(form.schema, "2025-11-25")
@@ -236,27 +237,34 @@ SIGNUP_SCHEMA = {
             "description": "Your full name",
             "minLength": 1,
         },
-        "age": {"type": "integer", "minimum": 18, "maximum": 150},
-        "email": {"type": "string", "format": "email"},
+        "age": {"type": "integer", "title": "Age", "minimum": 18, "maximum": 150},
+        "email": {"type": "string", "title": "Email", "format": "email"},
         "region": {
             "type": "string",
+            "title": "Region",
             "oneOf": [
                 {"const": "us-east-1", "title": "US East"},
                 {"const": "eu-west-1", "title": "EU West"},
             ],
             "default": "eu-west-1",
         },
-        "priority": {"type": "string", "enum": ["LOW", "HIGH"], "default": "LOW"},
+        "priority": {
+            "type": "string",
+            "title": "Priority",
+            "enum": ["LOW", "HIGH"],
+            "default": "LOW",
+        },
         "topics": {
             "type": "array",
+            "title": "Topics",
             "maxItems": 2,
             "items": {"type": "string", "enum": ["news", "offers"]},
         },
-        "birthday": {"type": "string", "format": "date"},
-        "nickname": {"type": "string"},
-        "newsletter": {"type": "boolean", "default": False},
-        "score": {"type": "number", "default": 1.5},
-        "promoCode": {"type": "string", "default": "none"},
+        "birthday": {"type": "string", "title": "Birthday", "format": "date"},
+        "nickname": {"type": "string", "title": "Nickname"},
+        "newsletter": {"type": "boolean", "title": "Newsletter", "default": False},
+        "score": {"type": "number", "title": "Score", "default": 1.5},
+        "promoCode": {"type": "string", "title": "Promo code", "default": "none"},  # the alias
     },
     "required": ["name", "age", "email"],
 }
@@ -359,11 +367,17 @@ def test_dataclass_schema_and_round_trip() -> None:
     assert json.loads(json.dumps(form.schema)) == {
         "type": "object",
         "properties": {
-            "guests": {"type": "integer", "minimum": 1, "maximum": 8},
-            "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
-            "when": {"type": "string", "format": "date-time"},
+            "guests": {"type": "integer", "title": "Guests", "minimum": 1, "maximum": 8},
+            "color": {
+                "type": "string",
+                "title": "Color",
+                "enum": ["red", "blue"],
+                "default": "red",
+            },
+            "when": {"type": "string", "title": "When", "format": "date-time"},
             "extras": {
                 "type": "array",
+                "title": "Extras",
                 "items": {"type": "string", "enum": ["us-east-1", "eu-west-1"]},
             },
             "note": {"type": "string", "title": "Note", "description": "Free text", "default": ""},
@@ -415,9 +429,9 @@ def test_typeddicts() -> None:
     assert json.loads(json.dumps(schema_for(Contact).schema)) == {
         "type": "object",
         "properties": {
-            "email": {"type": "string", "format": "email"},
-            "phone": {"type": "string"},
-            "since": {"type": "string", "format": "date"},
+            "email": {"type": "string", "title": "Email", "format": "email"},
+            "phone": {"type": "string", "title": "Phone"},
+            "since": {"type": "string", "title": "Since", "format": "date"},
         },
         "required": ["email"],
     }
@@ -562,8 +576,13 @@ def test_requested_schema_per_version_is_a_checked_schema_built_once() -> None:
     assert json.loads(json.dumps(old)) == {
         "type": "object",
         "properties": {
-            "size": {"type": "string", "enum": ["s", "m"], "enumNames": ["Small", "Medium"]},
-            "count": {"type": "integer"},
+            "size": {
+                "type": "string",
+                "title": "Size",
+                "enum": ["s", "m"],
+                "enumNames": ["Small", "Medium"],
+            },
+            "count": {"type": "integer", "title": "Count"},
         },
         "required": [],
     }
@@ -669,3 +688,58 @@ def test_type_schema_answer_value_round_trip(case: tuple[str, list[Any]]) -> Non
         if isinstance(v, enum.Enum):
             actual = got[name] if kind == "typeddict" else getattr(got, name)
             assert actual is v
+
+
+# --------------------------------------------------------------------------------------------
+# Labels
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "title"),
+    [
+        ("spent_on", "Spent on"),
+        ("spentOn", "Spent on"),
+        ("api_key", "API key"),
+        ("APIKey", "API key"),
+        ("userID", "User ID"),
+        ("user_id", "User ID"),
+        ("HTTPServer", "HTTP server"),
+        ("home_url", "Home URL"),
+        ("value", "Value"),
+        ("preço_total", "Preço total"),
+        ("address2", "Address2"),
+        ("__", "__"),
+    ],
+)
+def test_a_field_name_reads_as_a_label(name: str, title: str) -> None:
+    assert field_title(name) == title
+
+
+class Expense(BaseModel):
+    spent_on: dt.date
+    api_key: str
+    amount_brl: float = Field(title="Amount (R$)")
+    cost_center: str = Field(alias="costCenterCode")
+
+
+@dataclasses.dataclass
+class Trip:
+    startsAt: dt.datetime
+
+
+class Visit(TypedDict):
+    home_url: Annotated[str, Format("uri")]
+
+
+def test_a_field_without_a_title_is_labelled_from_its_wire_name() -> None:
+    titles = {k: p["title"] for k, p in schema_for(Expense).schema["properties"].items()}
+    assert titles == {
+        "spent_on": "Spent on",
+        "api_key": "API key",
+        "amount_brl": "Amount (R$)",  # an explicit title wins
+        "costCenterCode": "Cost center code",  # the alias is the wire name
+    }
+    assert schema_for(Trip).schema["properties"]["startsAt"]["title"] == "Starts at"
+    assert schema_for(Visit).schema["properties"]["home_url"]["title"] == "Home URL"
+    assert list(schema_for(Trip).schema["properties"]["startsAt"]) == ["type", "title", "format"]

@@ -595,7 +595,7 @@ WIDE = 60  # fields of about 100 bytes each: a schema of about 6 KB
 
 def _wide_model() -> type[BaseModel]:
     fields: dict[str, Any] = {
-        f"f{i}": (str, pydantic.Field(description=f"{HIDDEN} {'x' * 60}")) for i in range(WIDE)
+        f"f{i}": (str, pydantic.Field(title=f"{HIDDEN} {'x' * 60}")) for i in range(WIDE)
     }
     model: type[BaseModel] = pydantic.create_model("Wide", **fields)
     return model

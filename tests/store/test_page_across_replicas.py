@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import httpx2
+import pytest
 import trio
 
 from erlmcp_py.actors.pages import PageQuestion, PageRegistry, PageTicket
@@ -58,6 +59,7 @@ async def test_a_page_opened_on_one_replica_is_rendered_and_answered_on_another(
             page = await c.http.get(on(b, url))
             assert page.status_code == 200, page.text
             assert "Sign in to Acme" in page.text
+            assert "Asked by <strong>Acme &lt;Cloud&gt;</strong>" in page.text  # who asks
             assert 'type="password"' in page.text
             csrf = CSRF.findall(page.text)[0]
             done = await c.http.post(
@@ -119,6 +121,23 @@ async def test_decline_and_cancel_on_another_replica_reach_the_tool(
                     assert done.status_code == 200, done.text
                     assert tool_text(await events.rest()) == said
                     assert (await c.http.get(on(b, url))).status_code == 410
+
+
+@pytest.mark.parametrize("action", ["accept", "decline", "cancel"])
+async def test_a_page_answered_before_its_holder_writes_the_record_reaches_the_holder(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    # The holder writes its records to the store a moment after each change; here that moment
+    # outlasts the page's answer, which must go to the replica its ticket names all the same.
+    monkeypatch.setattr("erlmcp_py.store._redis._PUBLISH_DELAY_S", 5.0)
+    said = {"accept": "accept user=ada key=k-b", "decline": "decline", "cancel": "cancel by client"}
+    async with two_replicas(redis_server.url()) as (a, b), asked(a) as (c, events, url):
+        with trio.fail_after(TIMEOUT):
+            csrf = CSRF.findall((await c.http.get(on(b, url))).text)[0]
+            data = {"_csrf": csrf, "_action": action, "user": "ada", "api_key": "k-b"}
+            done = await c.http.post(on(b, url), data=data)
+            assert done.status_code == 200, done.text
+            assert tool_text(await events.rest()) == said[action]
 
 
 async def test_a_2026_call_is_answered_by_a_page_submitted_on_another_replica(

@@ -8,6 +8,7 @@ The browser tests (tests/transports/test_page_browser.py) reuse :func:`page_serv
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -29,12 +30,13 @@ from erlmcp_py.core.i18n import CATALOG, Texts, negotiate
 from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, TimedOut
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.state_token import KeyRing
+from erlmcp_py.core.validation import AnswerError
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.store import MemoryStore
 from erlmcp_py.testing import open_memory_client
-from erlmcp_py.transports._page_fields import content_from_form, page_fields
-from erlmcp_py.transports._page_html import render_form
+from erlmcp_py.transports._page_fields import content_from_form, page_errors, page_fields
+from erlmcp_py.transports._page_html import _SCRIPT, _SCRIPT_TEXTS, render_form
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
 from tests.transports.test_http import SseReader
 
@@ -52,6 +54,34 @@ class Login(BaseModel):
 
     user: str = Field(title="User name", description="The account to sign in to")
     api_key: SecretStr = Field(title="API key")
+
+
+class Expense(BaseModel):
+    """A secret, and a field whose form only the server checks (a date and time); no titles:
+    the page labels them from their names."""
+
+    api_key: SecretStr
+    spent_on: dt.date
+    starts_at: dt.datetime
+
+
+#: A secret and two dates under a rule of the form's own, worded by the application.
+PERIOD = {
+    "id": "period",
+    "title": "Access period",
+    "fields": [
+        {"id": "token", "type": "text", "label": "Access token", "required": True},
+        {"id": "start", "type": "date", "label": "Start"},
+        {"id": "end", "type": "date", "label": "End"},
+    ],
+    "validation": {
+        "rules": [{"left": "end", "operator": "ge", "right": "start",
+                   "message": "The period cannot end before it starts"}]
+    },
+}  # fmt: skip
+
+#: The test server's name as its clients see it (markup in it: the page escapes it).
+SERVER_TITLE = "Acme <Cloud>"
 
 
 #: A form definition with every field type the page renders, and a password.
@@ -84,6 +114,11 @@ def describe(outcome: Any) -> str:
         content = outcome.content
         if isinstance(content, Login):
             return f"accept user={content.user} key={content.api_key.get_secret_value()}"
+        if isinstance(content, Expense):
+            return (
+                f"accept key={content.api_key.get_secret_value()} spent_on={content.spent_on} "
+                f"starts_at={content.starts_at.isoformat()}"
+            )
         return "accept " + json.dumps(content, sort_keys=True)
     if isinstance(outcome, Declined):
         return "decline"
@@ -95,12 +130,27 @@ def describe(outcome: Any) -> str:
 
 
 def build_server(**config: Any) -> Server:
-    server = Server("page-test", "1.0", runtime_config=RuntimeConfig.model_validate(config))
+    server = Server(
+        "page-test",
+        "1.0",
+        title=SERVER_TITLE,
+        runtime_config=RuntimeConfig.model_validate(config),
+    )
 
-    @server.tool()
+    @server.tool(title="Sign in")
     async def login(ctx: Context) -> str:
         """Ask for a user name and an API key."""
         return describe(await ctx.elicit("Sign in to Acme", Login))
+
+    @server.tool()
+    async def expense(ctx: Context) -> str:
+        """Ask for an API key, a date and a date and time."""
+        return describe(await ctx.elicit("Record an expense", Expense))
+
+    @server.tool()
+    async def period(ctx: Context) -> str:
+        """Ask for a token and a period under a rule of the form's own."""
+        return describe(await ctx.elicit("Grant access", PERIOD))
 
     @server.tool()
     async def everything(ctx: Context) -> str:
@@ -336,7 +386,6 @@ async def test_every_field_type_renders() -> None:
             "Enviar",
             "Recusar",
             "Cancelar",
-            "Abrindo página externa",
         ):
             assert needle in html, needle
         await c.http.post(url, data={"_csrf": CSRF.findall(html)[0], "_action": "decline"})
@@ -395,6 +444,166 @@ async def test_invalid_answer_is_shown_per_field_and_the_token_stays_usable() ->
             "content_type": "application/pdf",
             "size": 10,
         }
+
+
+# -- a refused answer -----------------------------------------------------------------------------
+
+FIELD_ERROR = re.compile(r'<p class="error" aria-live="polite" id="(f-\d+)-err">([^<]*)</p>')
+ALERT = re.compile(r'<p class="alert" role="alert" id="form-error">([^<]*)</p>')
+
+
+def field_errors(html: str) -> dict[str, str]:
+    """The messages under the fields of a rendered form, by field id."""
+    return {field: text for field, text in FIELD_ERROR.findall(html) if text}
+
+
+@pytest.mark.parametrize(
+    ("language", "says"),
+    [
+        ("en-US", "Must be a date and time like 2025-01-31T09:30:00Z."),
+        ("pt-BR", "Deve ser uma data e hora como 2025-01-31T09:30:00Z."),
+    ],
+)
+async def test_a_refused_answer_says_why_on_the_field_in_the_page_language(
+    language: str, says: str
+) -> None:
+    t = Texts(language)
+    headers = {"accept-language": language}
+    async with page_server() as listening, asked(listening, "expense") as (c, events, url):
+        csrf = CSRF.findall((await c.http.get(url, headers=headers)).text)[0]
+        answer = {
+            "_csrf": csrf,
+            "_action": "accept",
+            "api_key": "k-first",
+            "spent_on": "2026-01-31",
+        }
+        bad = await c.http.post(url, headers=headers, data={**answer, "starts_at": "tomorrow 9am"})
+        assert bad.status_code == 422
+        html = bad.text
+        assert field_errors(html) == {"f-2": says}  # the server's check, which the script lacks
+        assert 'id="f-2" aria-invalid="true"' in html
+        assert ALERT.findall(html) == [t("mcp.elicitation.page.fix_errors")]
+        if language == "pt-BR":
+            assert "must be" not in html.lower()
+        # the secret is never sent back, and its field says it must be typed again
+        assert "k-first" not in html
+        note = t("mcp.elicitation.page.retype_secret")
+        assert f'<p class="retype" id="f-0-retype">{note}</p>' in html
+        assert 'aria-describedby="f-0-err f-0-retype"' in html
+        assert html.count('class="retype"') == 1  # only the secret's field
+        assert 'value="2026-01-31"' in html
+        good = await c.http.post(
+            url, data={**answer, "api_key": "k-again", "starts_at": "2026-01-31T09:00:00Z"}
+        )
+        assert good.status_code == 200, good.text
+        assert tool_text(await events.rest()) == (
+            "accept key=k-again spent_on=2026-01-31 starts_at=2026-01-31T09:00:00+00:00"
+        )
+
+
+async def test_a_rule_of_the_forms_own_refuses_on_its_field_in_its_own_words() -> None:
+    async with page_server() as listening, asked(listening, "period") as (c, events, url):
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        bad = await c.http.post(
+            url,
+            data={"_csrf": csrf, "_action": "accept", "token": "t-1", "start": "2026-02-01",
+                  "end": "2026-01-01"},
+        )  # fmt: skip
+        assert bad.status_code == 422  # never "your answer was sent"
+        assert "Your answer was sent" not in bad.text
+        assert field_errors(bad.text) == {"f-2": "The period cannot end before it starts."}
+        await c.http.post(url, data={"_csrf": csrf, "_action": "cancel"})
+        assert tool_text(await events.rest()) == "cancel by client"
+
+
+def test_any_refusal_shows_on_its_field_or_above_the_form() -> None:
+    question = PageQuestion(
+        "q",
+        {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "title": "Number"}, "s": {"type": "string"}},
+        },
+        {},
+    )
+    fields = page_fields(question)
+    errors = (
+        AnswerError("n", "model", "value_error", "/n", "n: Value error, must be even."),
+        AnswerError("n", "minimum", 3, "/n", "n: must be at least 3."),
+        AnswerError("n", "minimum", 3, "/n", "n: must be at least 3."),  # said once
+        AnswerError("s", "aNewCheck", True, "/s", "s: is not what the tool wants."),
+        AnswerError(None, "additionalProperties", ("n", "s"), "", "The answer has 1 field ..."),
+        AnswerError("gone", "required", True, "/gone", "gone: is required."),
+        AnswerError(None, "model", "value_error", "", "The answer: n and s disagree."),
+        ValueError("refused"),
+    )
+    per_field, general = page_errors(fields, errors, "pt-BR")
+    assert per_field == {
+        "n": "Value error, must be even. Deve ser no mínimo 3.",  # a validator's own words
+        "s": "Is not what the tool wants.",
+    }
+    assert general == (
+        "A resposta tem campos que o formulário não tem.",
+        "gone: is required.",  # a field the page has not: its message names it
+        "The answer: n and s disagree.",
+        "refused",
+    )
+    html = render_form(
+        locale="pt-BR",
+        nonce="N",
+        action="/elicit/t",
+        csrf="c",
+        question=question,
+        fields=fields,
+        remaining_s=60,
+        values={},
+        form_errors=general[2:],
+    )
+    assert ALERT.findall(html) == ["The answer: n and s disagree. refused"]
+    assert field_errors(html) == {}
+    # refused with no reason given: refused all the same
+    assert page_errors(fields, (), "en-US") == ({}, ("The server did not accept this answer.",))
+
+
+# -- who asks, and how fields are labelled ---------------------------------------------------------
+
+
+async def test_the_form_names_the_server_and_the_tool_that_ask() -> None:
+    async with page_server() as listening, asked(listening) as (c, events, url):
+        en = (await c.http.get(url)).text
+        pt = (await c.http.get(url, headers={"accept-language": "pt-BR"})).text
+        ticket = await listening.transport.runtime.pages.get(url.rsplit("/", 1)[1])
+        await c.http.post(url, data={"_csrf": CSRF.findall(en)[0], "_action": "cancel"})
+        assert tool_text(await events.rest()) == "cancel by client"
+    server = "<strong>Acme &lt;Cloud&gt;</strong>"
+    assert (
+        f'<p class="asker" id="asker">Asked by {server}, for its tool <strong>Sign in</strong>.</p>'
+        in en
+    )
+    assert f"Pedido por {server}, para a ferramenta <strong>Sign in</strong>." in pt
+    assert "<title>Information requested · Acme &lt;Cloud&gt;</title>" in en
+    assert 'aria-describedby="asker message"' in en
+    assert ticket is not None
+    assert (ticket.question.server, ticket.question.tool) == (SERVER_TITLE, "Sign in")
+
+
+async def test_the_form_says_nothing_of_opening_a_page() -> None:
+    async with page_server() as listening, asked(listening) as (c, events, url):
+        en = (await c.http.get(url)).text
+        pt = (await c.http.get(url, headers={"accept-language": "pt-BR"})).text
+        await c.http.post(url, data={"_csrf": CSRF.findall(en)[0], "_action": "cancel"})
+        assert tool_text(await events.rest()) == "cancel by client"
+    assert Texts("en-US")("mcp.elicitation.url_mode.opening") not in en
+    assert Texts("pt-BR")("mcp.elicitation.url_mode.opening") not in pt
+
+
+async def test_fields_without_a_title_are_labelled_from_their_names() -> None:
+    async with page_server() as listening, asked(listening, "expense") as (c, events, url):
+        html = (await c.http.get(url, headers={"accept-language": "pt-BR"})).text
+        await c.http.post(url, data={"_csrf": CSRF.findall(html)[0], "_action": "cancel"})
+        assert tool_text(await events.rest()) == "cancel by client"
+    labels = re.findall(r'<label for="f-\d">([^<]*) <span class="req">', html)
+    assert labels == ["API key", "Spent on", "Starts at"]
+    assert "para a ferramenta <strong>expense</strong>" in html  # a tool without a title
 
 
 # -- CSRF and origin ------------------------------------------------------------------------------
@@ -841,16 +1050,19 @@ def test_question_text_is_escaped_everywhere() -> None:
             },
         },
         {},
+        server=evil,
+        tool=evil,
     )
     html = render_form(
         locale="en-US",
         nonce="N",
         action="/elicit/t",
         csrf="c",
-        message=evil,
+        question=question,
         fields=page_fields(question),
         remaining_s=60,
         errors={"a": evil},
+        form_errors=(evil,),
     )
     assert evil not in html
     assert "&lt;script&gt;" in html
@@ -903,3 +1115,42 @@ def test_a_posted_form_is_read_back_by_field_type() -> None:
         "bad": "4.5",  # kept as text: the runtime reports the field's type
         "f": {"filename": "a.pdf", "content_type": "application/pdf", "size": 3},
     }
+
+
+def test_the_script_is_given_every_text_it_uses_and_no_other() -> None:
+    used = set(re.findall(r'\b(?:t|count)\("([^"]+)"', _SCRIPT))
+    used |= {
+        f"{key}.{form}"
+        for key in re.findall(r'\bcount\("([^"]+)"', _SCRIPT)
+        for form in ("one", "many")
+    }
+    used -= set(re.findall(r'\bcount\("([^"]+)"', _SCRIPT))
+    assert used == set(_SCRIPT_TEXTS)
+    assert all(key in CATALOG for key in _SCRIPT_TEXTS)
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "said"),
+    [
+        ("S&Co", "t", "Asked by <strong>S&amp;Co</strong>, for its tool <strong>t</strong>."),
+        ("S&Co", "", "Asked by <strong>S&amp;Co</strong>."),  # an application's own question
+        ("", "", None),  # a runtime embedded without MCP: nobody to name
+    ],
+)
+def test_the_form_names_who_asks_as_far_as_the_ticket_knows(
+    server: str, tool: str, said: str | None
+) -> None:
+    schema = {"type": "object", "properties": {"k": {"type": "string"}}}
+    question = PageQuestion("q", schema, {}, server=server, tool=tool)
+    html = render_form(
+        locale="en-US",
+        nonce="N",
+        action="/elicit/t",
+        csrf="c",
+        question=question,
+        fields=page_fields(question),
+        remaining_s=60,
+    )
+    found = re.findall(r'<p class="asker" id="asker">(.*?)</p>', html)
+    assert found == ([] if said is None else [said])
+    assert ('aria-describedby="asker message"' in html) == (said is not None)

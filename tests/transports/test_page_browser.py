@@ -24,9 +24,11 @@ import httpx2
 import pytest
 import trio
 
-from tests.components import require
+from erlmcp_py.core.i18n import Texts
+from tests.components import require, require_axe_core
 from tests.transports.test_page import (
     CONSENT,
+    CSRF,
     Modern,
     asked,
     completion_notified,
@@ -47,7 +49,8 @@ WORDS = {
         "cancel": "Cancel",
         "required": "Required",
         "opening": "Opening external page",
-        "closing": "Closing in",
+        "asker": "Asked by Acme <Cloud>, for its tool Sign in.",
+        "closing": "Closes in",
         "sent": "Your answer was sent",
         "closed": "expired or was already answered",
     },
@@ -57,7 +60,8 @@ WORDS = {
         "cancel": "Cancelar",
         "required": "Obrigatório",
         "opening": "Abrindo página externa",
-        "closing": "Fechando em",
+        "asker": "Pedido por Acme <Cloud>, para a ferramenta Sign in.",
+        "closing": "Fecha em",
         "sent": "Sua resposta foi enviada",
         "closed": "expirou ou já foi respondido",
     },
@@ -149,7 +153,8 @@ async def test_form_mounts_with_its_fields_labels_and_words(
             "required": page.get_by_label("API key").get_attribute("aria-required"),
             "buttons": [b.inner_text() for b in page.locator("form button").all()],
             "marks": page.locator(".req").all_inner_texts(),
-            "status": page.get_by_role("status").inner_text(),
+            "asker": page.locator("#asker").inner_text(),
+            "opening": page.get_by_text(words["opening"]).count(),
             "focused": page.evaluate("document.activeElement.name"),
             "lang": page.evaluate("document.documentElement.lang"),
         }
@@ -168,7 +173,8 @@ async def test_form_mounts_with_its_fields_labels_and_words(
     assert seen["required"] == "true"
     assert seen["buttons"] == [words["submit"], words["reject"], words["cancel"]]
     assert seen["marks"] == [words["required"], words["required"]]
-    assert seen["status"] == words["opening"]
+    assert seen["asker"] == words["asker"]  # who asks, before the user types a secret
+    assert seen["opening"] == 0  # the page is open: nothing says it is opening
     assert seen["focused"] == "user"  # focus starts on the first field
     assert seen["lang"] == locale
 
@@ -177,7 +183,7 @@ async def test_form_mounts_with_its_fields_labels_and_words(
 
 
 @pytest.mark.parametrize("locale", LOCALES)
-async def test_missing_required_field_disables_submit_and_marks_it_invalid(
+async def test_a_required_field_emptied_is_marked_invalid_and_submit_stays_enabled(
     chromium: Chromium, locale: str
 ) -> None:
     words = WORDS[locale]
@@ -194,8 +200,8 @@ async def test_missing_required_field_disables_submit_and_marks_it_invalid(
         out["invalid"] = key.get_attribute("aria-invalid")
         out["error"] = page.locator("#f-1-err").inner_text()
         key.fill("k-123")
-        out["fixed"] = submit.is_disabled()
         out["valid"] = key.get_attribute("aria-invalid")
+        out["cleared"] = page.locator("#f-1-err").inner_text()
         page.get_by_role("button", name=words["reject"]).click()
         page.wait_for_selector("#notice")
         page.context.close()
@@ -204,12 +210,241 @@ async def test_missing_required_field_disables_submit_and_marks_it_invalid(
     async with page_server() as listening, asked(listening) as (_c, events, url):
         seen = await chromium.run(check)
         assert tool_text(await events.rest()) == "decline"
-    assert seen["start"] is True
-    assert seen["disabled"] is True
+    assert seen["start"] is False  # a disabled Submit would leave Enter without a word
+    assert seen["disabled"] is False
     assert seen["invalid"] == "true"
     assert seen["error"] == words["required"]
-    assert seen["fixed"] is False
     assert seen["valid"] is None
+    assert seen["cleared"] == ""
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+async def test_enter_on_an_incomplete_form_focuses_the_first_invalid_field_and_says_so(
+    chromium: Chromium, locale: str
+) -> None:
+    words = WORDS[locale]
+    fix = Texts(locale)("mcp.elicitation.page.fix_errors")
+
+    def enter(browser: Any) -> dict[str, Any]:
+        page = opened(browser, url, locale)
+        page.get_by_label("User name").fill("ada")
+        page.keyboard.press("Enter")  # in the user name field: the form's implicit submission
+        page.wait_for_function("()=>document.getElementById('form-error').textContent.length>0")
+        out = {
+            "focused": page.evaluate("document.activeElement.id"),
+            "invalid": page.locator("#f-1").get_attribute("aria-invalid"),
+            "error": page.locator("#f-1-err").inner_text(),
+            "alert": page.get_by_role("alert").inner_text(),
+            "still_here": page.locator("#form").count(),
+        }
+        page.get_by_label("API key").fill("k-enter")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#notice")
+        page.context.close()
+        return out
+
+    async with page_server() as listening, asked(listening) as (_c, events, url):
+        seen = await chromium.run(enter)
+        assert tool_text(await events.rest()) == "accept user=ada key=k-enter"
+    assert seen["focused"] == "f-1"
+    assert seen["invalid"] == "true"
+    assert seen["error"] == words["required"]
+    assert seen["alert"] == fix
+    assert seen["still_here"] == 1  # nothing was sent
+
+
+# -- what the server refused ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+async def test_after_a_server_refusal_the_field_shows_why_and_the_secret_says_type_it_again(
+    chromium: Chromium, locale: str
+) -> None:
+    words = WORDS[locale]
+    t = Texts(locale)
+
+    def refused(browser: Any) -> dict[str, Any]:
+        page = opened(browser, url, locale)
+        page.locator("#f-0").fill("k-first")
+        page.locator("#f-1").fill("2026-01-31")
+        page.locator("#f-2").fill("tomorrow 9am")  # a date and time only the server checks
+        page.get_by_role("button", name=words["submit"]).click()
+        page.wait_for_selector("#f-0-retype")
+        page.wait_for_timeout(300)  # the script has run: it must not clear the server's words
+        when = page.locator("#f-2")
+        out = {
+            "error": page.locator("#f-2-err").inner_text(),
+            "error_visible": page.locator("#f-2-err").is_visible(),
+            "invalid": when.get_attribute("aria-invalid"),
+            "border": when.evaluate("e=>getComputedStyle(e).borderTopColor"),
+            "border_width": when.evaluate("e=>getComputedStyle(e).borderTopWidth"),
+            "plain_border": page.locator("#f-0").evaluate("e=>getComputedStyle(e).borderTopColor"),
+            "err_color": when.evaluate(
+                "e=>getComputedStyle(document.getElementById('f-2-err')).color"
+            ),
+            "secret": page.locator("#f-0").input_value(),
+            "retype": page.locator("#f-0-retype").inner_text(),
+            "retype_visible": page.locator("#f-0-retype").is_visible(),
+            "alert": page.get_by_role("alert").inner_text(),
+            "focused": page.evaluate("document.activeElement.id"),
+        }
+        page.locator("#f-0").fill("k-again")
+        when.fill("2026-01-31T09:00:00Z")
+        out["fixed"] = when.get_attribute("aria-invalid")
+        page.get_by_role("button", name=words["submit"]).click()
+        out["notice"] = page.locator("#notice").inner_text()
+        page.context.close()
+        return out
+
+    async with page_server() as listening, asked(listening, "expense") as (_c, events, url):
+        seen = await chromium.run(refused)
+        assert tool_text(await events.rest()) == (
+            "accept key=k-again spent_on=2026-01-31 starts_at=2026-01-31T09:00:00+00:00"
+        )
+    says = t("mcp.answer.error.must_be", what=t("mcp.answer.word.date-time"))
+    assert (seen["error"], seen["error_visible"], seen["invalid"]) == (says, True, "true")
+    assert seen["border"] == seen["err_color"] != seen["plain_border"]  # the red border shows
+    assert seen["border_width"] == "2px"
+    assert seen["secret"] == ""  # never sent back ...
+    assert seen["retype"] == t("mcp.elicitation.page.retype_secret")  # ... and the field says so
+    assert seen["retype_visible"] is True
+    assert seen["alert"] == t("mcp.elicitation.page.fix_errors")
+    assert seen["focused"] == "f-2"  # the first field marked
+    assert seen["fixed"] is None
+    assert words["sent"] in seen["notice"]
+
+
+# -- live regions ---------------------------------------------------------------------------------
+
+#: The live regions of a page (explicit ``aria-live`` other than off, or a live role).
+LIVE = "[aria-live]:not([aria-live=off]),[role=alert],[role=status],[role=log]"
+
+
+async def test_live_regions_are_in_the_accessibility_tree_before_they_speak(
+    chromium: Chromium,
+) -> None:
+    def look(browser: Any) -> list[dict[str, Any]]:
+        page = opened(browser, url, "en-US")
+        regions: list[dict[str, Any]] = page.eval_on_selector_all(
+            LIVE,
+            """els=>els.map(e=>({id:e.id,text:e.textContent,hidden:e.closest('[hidden]')!==null,
+                display:getComputedStyle(e).display,visibility:getComputedStyle(e).visibility}))""",
+        )
+        page.keyboard.press("Escape")
+        page.wait_for_selector("#notice")
+        page.context.close()
+        return regions
+
+    async with page_server() as listening, asked(listening) as (_c, events, url):
+        regions = await chromium.run(look)
+        assert tool_text(await events.rest()) == "cancel by client"
+    ids = {r["id"] for r in regions}
+    assert {"form-error", "countdown-live", "f-0-err", "f-1-err"} <= ids
+    for region in regions:
+        assert region["text"] == "", region  # nothing said yet ...
+        assert not region["hidden"], region  # ... and every region is there to say it
+        assert region["display"] != "none", region
+        assert region["visibility"] == "visible", region
+
+
+async def test_the_countdown_is_said_aloud_at_thresholds_only(chromium: Chromium) -> None:
+    def count_down(browser: Any) -> dict[str, Any]:
+        context = browser.new_context(locale="en-US")
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.clock.install()  # the page's clock: ten minutes pass in a moment
+        page.goto(url)
+        page.evaluate(
+            """()=>{window.said=[];window.drawn=0;
+            new MutationObserver(ms=>ms.forEach(m=>{
+              const live=(m.target.nodeType===1?m.target:m.target.parentElement).closest(
+                '[aria-live]:not([aria-live=off]),[role=alert],[role=status],[role=log]');
+              if(live){said.push(live.textContent);}
+            })).observe(document.body,{subtree:true,childList:true,characterData:true});
+            new MutationObserver(()=>{drawn++;}).observe(document.getElementById('countdown'),
+              {subtree:true,childList:true,characterData:true});}"""
+        )
+        start = page.locator("#countdown").inner_text()
+        page.clock.run_for(10_000)
+        out = {"start": start, "drawn_in_10s": page.evaluate("drawn")}
+        page.clock.run_for(585_000)  # to about 5 s before the deadline
+        out["said"] = page.evaluate("said")
+        out["end"] = page.locator("#countdown").inner_text()
+        out["urgent"] = page.locator("#countdown.urgent").count()
+        context.close()
+        return out
+
+    server = page_server(url_deadline_s=600)
+    async with server as listening, asked(listening) as (c, events, url):
+        seen = await chromium.run(count_down)
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        await c.http.post(url, data={"_csrf": csrf, "_action": "cancel"})
+        assert tool_text(await events.rest()) == "cancel by client"
+    assert seen["start"] in ("Closes in 10:00", "Closes in 9:59")
+    assert 9 <= seen["drawn_in_10s"] <= 11  # the visible text: once a second
+    minutes = [f"This page closes in {n} minutes." for n in (5, 4, 3, 2)]
+    assert seen["said"] == [
+        *minutes,
+        "This page closes in 1 minute.",
+        "This page closes in 30 seconds.",
+        "This page closes in 10 seconds.",
+    ]
+    assert seen["end"] in ("Closes in 0:05", "Closes in 0:04", "Closes in 0:06")
+    assert seen["urgent"] == 1
+
+
+# -- accessibility (axe-core) ---------------------------------------------------------------------
+
+#: The WCAG 2.1 A and AA rules of axe-core.
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+@pytest.fixture(scope="module")
+def axe_core() -> str:
+    return Path(require_axe_core()).read_text(encoding="utf-8")
+
+
+def violations(page: Any, axe: str) -> list[str]:
+    """axe-core's WCAG 2.1 AA violations on ``page``, one line each (rule: element)."""
+    page.add_script_tag(content=axe)
+    found: list[dict[str, Any]] = page.evaluate(
+        "tags=>axe.run(document,{runOnly:{type:'tag',values:tags}}).then(r=>r.violations)",
+        WCAG_AA,
+    )
+    return [f"{v['id']}: {n['target']}" for v in found for n in v["nodes"]]
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+async def test_the_form_and_a_refused_answer_have_no_wcag_aa_violation(
+    chromium: Chromium, axe_core: str, locale: str
+) -> None:
+    words = WORDS[locale]
+
+    def audit(browser: Any) -> dict[str, list[str]]:
+        # bypass_csp: the page's CSP admits its own script only, not the injected axe-core
+        context = browser.new_context(locale=locale, bypass_csp=True)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.goto(url)
+        out = {"form": violations(page, axe_core)}
+        page.locator("#f-0").fill("k-first")
+        page.locator("#f-1").fill("2026-01-31")
+        page.locator("#f-2").fill("tomorrow 9am")
+        page.get_by_role("button", name=words["submit"]).click()
+        page.wait_for_selector("#f-0-retype")
+        page.get_by_role("button", name=words["submit"]).click()  # and the script's own alert
+        page.wait_for_function("()=>document.getElementById('form-error').textContent.length>0")
+        out["refused"] = violations(page, axe_core)
+        page.get_by_role("button", name=words["cancel"]).click()
+        page.wait_for_selector("#notice")
+        out["notice"] = violations(page, axe_core)
+        context.close()
+        return out
+
+    async with page_server() as listening, asked(listening, "expense") as (_c, events, url):
+        found = await chromium.run(audit)
+        assert tool_text(await events.rest()) == "cancel by client"
+    assert found == {"form": [], "refused": [], "notice": []}
 
 
 # -- accept; URL mode completes -------------------------------------------------------------------
@@ -319,8 +554,7 @@ async def test_deadline_counts_down_and_the_page_shows_it_closed(
     async with server as listening, asked(listening) as (_c, events, url):
         countdown, closed = await chromium.run(wait_out)
         assert tool_text(await events.rest()) == "timed out"
-    assert countdown.startswith(words["closing"])
-    assert countdown.endswith("s")
+    assert countdown in (f"{words['closing']} 0:02", f"{words['closing']} 0:03")
     assert words["closed"] in closed
 
 
