@@ -121,7 +121,7 @@ from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
 from erlmcp_py.core.urlpolicy import UrlPolicy
-from erlmcp_py.core.validation import AnswerError, json_type, summarize
+from erlmcp_py.core.validation import AnswerError, json_type, problem_lines, summarize
 from erlmcp_py.store import Store
 from supervisors import Actor, ActorGone, ActorRef, Busy, ErrorReply, MonitorHub, ReplyTo
 
@@ -592,9 +592,11 @@ def _request_params(record: Record, effect: SendRequest, t: Texts) -> dict[str, 
     request = record.request
     message = request.message
     if effect.errors:
-        summary = summarize(effect.errors, locale=t.locale)
         message = t(
-            "mcp.elicitation.reprompt", message=message, attempt=effect.attempt, summary=summary
+            "mcp.elicitation.reprompt",
+            message=message,
+            attempt=effect.attempt,
+            problems=problem_lines(effect.errors),
         )
     if record.mode == "url":
         return {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}

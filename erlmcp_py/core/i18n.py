@@ -61,8 +61,8 @@ _MAX_RANGES: Final = 64
 CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     # == the server: what a client shows its user ==============================================
     "mcp.elicitation.reprompt": {
-        _EN: "{message}\n\nYour previous answer was not accepted (attempt {attempt}):\n{summary}",
-        _PT: "{message}\n\nSua resposta anterior não foi aceita (tentativa {attempt}):\n{summary}",
+        _EN: "{message}\n\nYour previous answer was not accepted (attempt {attempt}):\n{problems}",
+        _PT: "{message}\n\nSua resposta anterior não foi aceita (tentativa {attempt}):\n{problems}",
     },
     "mcp.answer.valid": {_EN: "The answer is valid.", _PT: "A resposta é válida."},
     "mcp.answer.not_accepted.one": {

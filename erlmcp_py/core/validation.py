@@ -85,6 +85,7 @@ __all__ = [
     "format_checker",
     "json_type",
     "not_an_object",
+    "problem_lines",
     "summarize",
     "validate_answer",
 ]
@@ -217,8 +218,12 @@ def summarize(
     t = Texts(locale)
     if not errors:
         return t("mcp.answer.valid")
-    head = t.count("mcp.answer.not_accepted", len(errors))
-    return "\n".join([head, *(f"- {e.message}" for e in errors)])
+    return f"{t.count('mcp.answer.not_accepted', len(errors))}\n{problem_lines(errors)}"
+
+
+def problem_lines(errors: tuple[AnswerError, ...] | list[AnswerError]) -> str:
+    """One ``- message`` line per error (what a re-prompt lists under its own heading)."""
+    return "\n".join(f"- {e.message}" for e in errors)
 
 
 # --------------------------------------------------------------------------------------------
