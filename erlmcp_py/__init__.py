@@ -55,6 +55,7 @@ from erlmcp_py.core.errors import (
     SchemaNotAllowed as SchemaNotAllowed,
     TooManyElicitations as TooManyElicitations,
     UnsafeURLError as UnsafeURLError,
+    ValidatorError as ValidatorError,
 )
 from erlmcp_py.core.forms import FormDefinition as FormDefinition, load_form as load_form
 from erlmcp_py.core.outcomes import (
@@ -153,6 +154,7 @@ __all__ = [
     "UrlElicitationRequired",
     "UrlPolicy",
     "ValidationResult",
+    "ValidatorError",
     "check_url",
     "load_form",
     "open_runtime",

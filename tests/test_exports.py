@@ -31,7 +31,8 @@ ERLMCP_PY_API = {
     "ResourceNotFound", "ResultTooLarge", "Root", "Runtime", "RuntimeConfig", "SampledMessage",
     "SchemaNotAllowed", "Server", "Tenant",
     "TimedOut", "Titles", "TooManyElicitations", "ToolError", "UnsafeURLError", "Unsupported",
-    "UrlElicitationRequired", "UrlPolicy", "ValidationResult", "check_url", "load_form",
+    "UrlElicitationRequired", "UrlPolicy", "ValidationResult", "ValidatorError", "check_url",
+    "load_form",
     "open_runtime", "schema_for", "serve_http", "serve_stdio", "summarize", "validate_answer",
 }  # fmt: skip
 

@@ -43,6 +43,12 @@ Mode = Literal["form", "url"]
 class AnswerValidator(Protocol):
     """Anything that validates an accepted answer: a ``FormType``, a ``CompiledForm``.
 
+    ``validate(content)`` returns a ``ValidationResult``: valid (its ``answer`` becomes the
+    ``Accepted`` content), or refused with ``AnswerError`` values (a re-prompt listing
+    their messages). Raising is not refusing: a validator that raises, or returns anything
+    else, has a bug, and only the elicitation it was judging ends, ``Failed("validator_error")``
+    (the exception's type is logged, never its message).
+
     A validator may also offer ``url_values(content) -> [(field id, url), ...]``: the runtime
     then resolves each URL's host (``check_url``) after validation and re-prompts when one
     is refused, since resolution is I/O and validation is pure.
@@ -60,8 +66,8 @@ class ElicitationRequest:
         mode: ``"form"`` (``requested_schema`` required) or ``"url"`` (``url`` required).
         requested_schema: the wire schema, already down-levelled for the client's version.
         url: the page the user is sent to (checked by ``check_url`` at creation).
-        validator: validates accepted content; defaults to strict validation against
-            ``requested_schema``.
+        validator: validates accepted content (an ``AnswerValidator``); defaults to strict
+            validation against ``requested_schema``.
         timeout: this question's deadline in seconds, from creation; the runtime clamps it
             to its policy's deadline for the mode (the server's maximum) and warns at the
             same proportion of it as of the policy's. ``None``: the policy's deadline.
@@ -84,6 +90,11 @@ class ElicitationRequest:
             raise TypeError("ElicitationRequest.message must be a str")
         if self.timeout is not None:
             check_timeout("ElicitationRequest.timeout", self.timeout)
+        if self.validator is not None and not callable(getattr(self.validator, "validate", None)):
+            raise TypeError(
+                "ElicitationRequest.validator must have a validate(content) method, got "
+                f"{type(self.validator).__name__}"
+            )
         if self.locale is not None and self.locale not in LOCALES:
             raise ValueError(
                 f"ElicitationRequest.locale must be one of {', '.join(LOCALES)} or None, "

@@ -47,6 +47,14 @@ If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), it
 takes every child task with it; ``terminate`` tells each client to drop its open request and
 then feeds ``RuntimeRestart`` to every live record: each waiter gets
 ``Failed("runtime_restarted")``, never a hang.
+
+Application code never crashes this actor. What the runtime calls of it here -- the request's
+validator (through the validator actor), its ``url_values`` and the resolver, the peer's
+``send_request``, ``send_notification`` and ``forget_request`` -- is called under a guard:
+a failing validator ends its own elicitation ``Failed("validator_error")`` (``ValidatorFailed``),
+a failing send ``Failed("transport")``, a failing notice or forget is logged and skipped. What
+an application passes to the runtime API is checked when its message is made, in its own task
+(``actors/record.py``). What is logged of a failure is its type, never its message.
 """
 
 from __future__ import annotations
@@ -59,7 +67,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import pydantic_core
 import structlog
 import trio
 
@@ -82,11 +89,12 @@ from erlmcp_py.actors.record import (
     ResponseRoute,
     ended,
     info_of,
+    json_size,
     shared_record,
     tenant_of,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
-from erlmcp_py.actors.validator import Validate
+from erlmcp_py.actors.validator import Validate, ValidatorRaised
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
     AnswerInFlight,
@@ -96,6 +104,7 @@ from erlmcp_py.core.errors import (
     ResultTooLarge,
     StoreUnavailable,
     UnsafeURLError,
+    ValidatorError,
 )
 from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
 from erlmcp_py.core.lifecycle import (
@@ -114,6 +123,7 @@ from erlmcp_py.core.lifecycle import (
     TransportFailed,
     ValidateAnswer,
     Validated,
+    ValidatorFailed,
     WarningDue,
 )
 from erlmcp_py.core.outcomes import Accepted, Failed, Tenant
@@ -131,11 +141,6 @@ log = structlog.get_logger("erlmcp_py.elicitation")
 
 #: The name of every elicitation child task.
 _CHILD_TASK = f"{__name__}.ElicitationActor.child"
-
-
-def json_size(value: Any) -> int:
-    """Bytes of ``value``'s compact UTF-8 JSON encoding (how answer sizes are measured)."""
-    return len(pydantic_core.to_json(value))
 
 
 class ElicitationActor(Actor):
@@ -221,7 +226,7 @@ class ElicitationActor(Actor):
             assert isinstance(reply, ExtensionRefused)
             return ErrorReply(ExtensionDenied(reply.reason, reply.max_extensions))
         if kind is CompleteIt:
-            return await self._complete(record, msg.content)
+            return await self._complete(record, msg)
         if kind is AnswerIt:
             effects = record.core.handle(Answer(msg.action, None))
             if not effects:  # an accept is being validated
@@ -283,12 +288,12 @@ class ElicitationActor(Actor):
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
-    async def _complete(self, record: Record, content: Any) -> Any:
+    async def _complete(self, record: Record, message: CompleteIt) -> Any:
         """The application completes ``record`` with ``content``: validate, then end it."""
-        size = json_size(content)
+        content = message.content
         limit = self.policy.sizes.answer_bytes
-        if size > limit:
-            return ErrorReply(ResultTooLarge(size, limit))
+        if message.size > limit:
+            return ErrorReply(ResultTooLarge(message.size, limit))
         verdict = await self._ask(
             self.validator, Validate(record.schema, record.request.validator, content)
         )
@@ -296,15 +301,20 @@ class ElicitationActor(Actor):
             return verdict
         if record.outcome is not None:  # it ended (client answer, deadline…) while we validated
             return ErrorReply(AlreadyTerminal(record.core.status.value))
-        if not verdict.ok:
+        if type(verdict) is not ValidatorRaised and not verdict.ok:
             return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
         effects = record.core.handle(Answer("accept", content))
         if not any(isinstance(e, ValidateAnswer) for e in effects):
             return ErrorReply(AnswerInFlight(record.id))
-        record.feed(Validated(True, (), verdict.content))
+        if type(verdict) is ValidatorRaised:
+            self._validator_failed(record, verdict)
+        else:
+            record.feed(Validated(True, (), verdict.answer))
         if record.mode == "form" and record.rid is not None:
             record.work.append(SendCancelledNotice())  # the client's form is moot now
             record.wake()
+        if type(verdict) is ValidatorRaised:
+            return ErrorReply(ValidatorError(record.id, verdict.error_type or verdict.detail))
         return record.info()
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -388,7 +398,7 @@ class ElicitationActor(Actor):
         finally:
             record.scope = None
             if record.rid is not None:
-                record.peer.forget_request(record.rid)
+                _forget(record, record.rid)
         self._release(record)
         self._finished(record)
 
@@ -424,7 +434,7 @@ class ElicitationActor(Actor):
 
     async def _send_request(self, record: Record, effect: SendRequest) -> None:
         if record.rid is not None:
-            record.peer.forget_request(record.rid)
+            _forget(record, record.rid)
         rid = record.rid = f"{record.id}.{effect.attempt}"
         try:
             await record.peer.send_request(
@@ -435,7 +445,7 @@ class ElicitationActor(Actor):
             )
         except trio.Cancelled:
             # A cancelled send did not happen: there is no request to answer or withdraw.
-            record.peer.forget_request(rid)
+            _forget(record, rid)
             record.rid = None
             raise
         except PeerGone:
@@ -463,12 +473,36 @@ class ElicitationActor(Actor):
                 await trio.sleep(0.01)
                 continue
             break
+        if type(verdict) is ValidatorRaised:
+            self._validator_failed(record, verdict)
+            return
         if verdict.ok:
-            refused = await self._refused_urls(request, verdict.content, self.texts(record))
+            try:
+                refused = await self._refused_urls(request, verdict.content, self.texts(record))
+            except Exception as exc:  # the application's url_values or resolver
+                self._validator_failed(
+                    record, ValidatorRaised.of(exc, "while checking the answer's URLs")
+                )
+                return
             if refused:
                 record.feed(Validated(False, refused))
                 return
-        record.feed(Validated(verdict.ok, verdict.errors, verdict.content))
+        record.feed(Validated(verdict.ok, verdict.errors, verdict.answer))
+
+    def _validator_failed(self, record: Record, verdict: ValidatorRaised) -> None:
+        """Application code could not judge ``record``'s answer: that elicitation ends
+        ``Failed("validator_error")``; the log says what was raised and where, never what."""
+        tenant = record.tenant
+        log.warning(
+            "validator_failed",
+            elicitation_id=record.id,
+            client=record.client,
+            user=tenant.user,
+            detail=verdict.detail,
+            error_type=verdict.error_type,
+            at=verdict.at,
+        )
+        record.feed(ValidatorFailed(verdict.detail))
 
     def texts(self, record: Record) -> Texts:
         """What the runtime says to ``record``'s user, in the request's locale (else the
@@ -476,8 +510,13 @@ class ElicitationActor(Actor):
         return Texts(record.request.locale or self.locale)
 
     def _answer_too_large(self, record: Record, content: Any) -> bool:
-        """Refuse (feed an invalid verdict for) an answer over the size policy."""
-        size = json_size(content)
+        """Refuse (feed an invalid verdict for) an answer over the size policy; fail one
+        that is not JSON at all (an application's peer handed over something else)."""
+        try:
+            size = json_size(content)
+        except TypeError:
+            record.feed(TransportFailed("invalid response: the content is not JSON"))
+            return True
         limit = self.policy.sizes.answer_bytes
         if size <= limit:
             return False
@@ -522,7 +561,7 @@ class ElicitationActor(Actor):
         rid = record.rid
         if rid is None or record.consented:
             return
-        record.peer.forget_request(rid)
+        _forget(record, rid)
         record.rid = None
         if reason is None:
             reason = f"elicitation {record.core.status.value.replace('_', ' ')}"
@@ -585,7 +624,18 @@ class ElicitationActor(Actor):
             record.feed(RuntimeRestart())
         for record in live:
             if record.rid is not None:
-                record.peer.forget_request(record.rid)
+                _forget(record, record.rid)
+
+
+def _forget(record: Record, rid: str) -> None:
+    """Tell ``record``'s peer to drop ``rid``: application code, so a failure of it is
+    logged (its type) and skipped, never let into the actor."""
+    try:
+        record.peer.forget_request(rid)
+    except Exception as exc:
+        log.warning(
+            "peer_forget_failed", elicitation_id=record.id, error_type=type(exc).__qualname__
+        )
 
 
 def _request_params(record: Record, effect: SendRequest, t: Texts) -> dict[str, Any]:

@@ -8,7 +8,9 @@ answer an extension); the others (send a request, validate, warn, notify) are qu
 ``work`` for the record's child task, which is woken to perform them.
 
 The messages below are what :class:`~erlmcp_py.actors.runtime.Runtime` sends to the
-elicitation actor's mailbox; the actor answers each in its own task.
+elicitation actor's mailbox; the actor answers each in its own task. Each message checks its
+arguments when it is made, in the caller's task: a bad argument is the caller's ``TypeError``
+or ``ValueError`` and never reaches the actor every user shares.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+import pydantic_core
 import trio
 
 from erlmcp_py.actors.api import ElicitationInfo, ElicitationRequest, Mode
@@ -42,6 +45,7 @@ from erlmcp_py.core.lifecycle import (
     TransportFailed,
 )
 from erlmcp_py.core.outcomes import Outcome, Tenant
+from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import RequestedSchema
 from erlmcp_py.core.shared import SharedRecord
 from supervisors import MonitorRef
@@ -65,6 +69,7 @@ __all__ = [
     "ended",
     "info_of",
     "info_row",
+    "json_size",
     "shared_record",
     "tenant_of",
 ]
@@ -123,6 +128,29 @@ def shared_record(entry: Record | Ended, replica: str) -> SharedRecord:
 # -- the elicitation actor's call protocol -----------------------------------------------------
 
 
+def json_size(value: Any) -> int:
+    """Bytes of ``value``'s compact UTF-8 JSON encoding (how answer sizes are measured).
+
+    Raises:
+        TypeError: ``value`` has no JSON encoding.
+    """
+    try:
+        return len(pydantic_core.to_json(value))
+    except pydantic_core.PydanticSerializationError as exc:
+        raise TypeError(f"the content must be JSON (a dict of JSON values): {exc}") from None
+
+
+def _check_tenant(tenant: object) -> None:
+    if not isinstance(tenant, Tenant):
+        raise TypeError(f"tenant must be a Tenant, got {type(tenant).__name__}")
+
+
+def _check_target(elicitation_id: object, tenant: object) -> None:
+    if not isinstance(elicitation_id, str):
+        raise TypeError(f"elicitation_id must be a str, got {type(elicitation_id).__name__}")
+    _check_tenant(tenant)
+
+
 @dataclass(frozen=True, slots=True)
 class Create:
     """Register a new elicitation, start its child, reply with an ``ElicitationHandle``.
@@ -140,6 +168,20 @@ class Create:
     client: str
     charge: bool = True
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.request, ElicitationRequest):
+            raise TypeError(
+                f"request must be an ElicitationRequest, got {type(self.request).__name__}"
+            )
+        _check_tenant(self.tenant)
+        if not isinstance(self.owner, trio.lowlevel.Task):
+            raise TypeError(f"owner must be a trio task, got {type(self.owner).__name__}")
+        if not isinstance(self.client, str):
+            raise TypeError(
+                f"the client id (client_id, else the peer's peer_id) must be a str, "
+                f"got {type(self.client).__name__}"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class GetStatus:
@@ -148,12 +190,18 @@ class GetStatus:
     elicitation_id: str
     tenant: Tenant
 
+    def __post_init__(self) -> None:
+        _check_target(self.elicitation_id, self.tenant)
+
 
 @dataclass(frozen=True, slots=True)
 class ListAll:
     """Reply with every retained elicitation of ``tenant``."""
 
     tenant: Tenant
+
+    def __post_init__(self) -> None:
+        _check_tenant(self.tenant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,32 +211,63 @@ class CancelIt:
     elicitation_id: str
     tenant: Tenant
 
+    def __post_init__(self) -> None:
+        _check_target(self.elicitation_id, self.tenant)
+
 
 @dataclass(frozen=True, slots=True)
 class ExtendIt:
-    """Move one elicitation's deadline (``seconds=None``: the policy's extension)."""
+    """Move one elicitation's deadline (``seconds=None``: the policy's extension).
+
+    Raises:
+        TypeError, ValueError: ``seconds`` is not ``None`` or a positive, finite number.
+    """
 
     elicitation_id: str
     tenant: Tenant
     seconds: float | None
 
+    def __post_init__(self) -> None:
+        _check_target(self.elicitation_id, self.tenant)
+        if self.seconds is not None:
+            check_timeout("seconds", self.seconds)
+
 
 @dataclass(frozen=True, slots=True)
 class CompleteIt:
-    """Complete one elicitation from the application side with ``content``."""
+    """Complete one elicitation from the application side with ``content``, whose JSON size
+    is measured here, in the caller's task.
+
+    Raises:
+        TypeError: ``content`` has no JSON encoding.
+    """
 
     elicitation_id: str
     tenant: Tenant
     content: Any
+    size: int = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        _check_target(self.elicitation_id, self.tenant)
+        object.__setattr__(self, "size", json_size(self.content))
 
 
 @dataclass(frozen=True, slots=True)
 class AnswerIt:
-    """Decline or cancel one elicitation on its user's behalf (the hosted page's buttons)."""
+    """Decline or cancel one elicitation on its user's behalf (the hosted page's buttons).
+
+    Raises:
+        ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
+    """
 
     elicitation_id: str
     tenant: Tenant
     action: str
+
+    def __post_init__(self) -> None:
+        _check_target(self.elicitation_id, self.tenant)
+        if self.action not in ("decline", "cancel"):
+            raise ValueError(f"action must be 'decline' or 'cancel', got {self.action!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from erlmcp_py.actors.api import (
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor, json_size
+from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.pages import PageRegistry
 from erlmcp_py.actors.peer import Peer
@@ -51,6 +51,7 @@ from erlmcp_py.actors.record import (
     ListAll,
     Republish,
     info_row,
+    json_size,
 )
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.actors.validator import ValidatorActor
@@ -61,7 +62,7 @@ from erlmcp_py.core.errors import (
     SchemaNotAllowed,
     StoreUnavailable,
 )
-from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
+from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import LATEST_VERSION, RequestedSchema, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
 from erlmcp_py.core.shared import CallOp
@@ -90,7 +91,10 @@ class Runtime:
     """The elicitation runtime's API. Get one from :func:`open_runtime`.
 
     Every call takes the caller's tenant; another tenant's elicitation id behaves exactly
-    like an unknown id (``ElicitationNotFound``).
+    like an unknown id (``ElicitationNotFound``). An argument of the wrong type or value (an
+    id that is not a ``str``, a tenant that is not a ``Tenant``, bad ``seconds``, content
+    with no JSON encoding) is the caller's ``TypeError`` or ``ValueError``, raised before
+    anything reaches the actors every user shares.
 
     Attributes:
         sensitive_names: The name list that makes a field sensitive (the documented list with
@@ -191,6 +195,8 @@ class Runtime:
                 :class:`~erlmcp_py.core.schema.RequestedSchema` checked for it, or for an
                 older version, is taken as it is; any other schema is checked here).
             UnsafeURLError: URL mode with a refused URL.
+            TypeError: ``request``, ``tenant``, ``owner`` or the client id (``client_id``,
+                else ``peer.peer_id``: a ``str``) is of the wrong type.
             RateLimited, TooManyElicitations: the client's limits.
             StoreUnavailable: the shared store cannot admit it now.
             Busy, ActorGone, CallTimeout: the runtime cannot take the request now.
@@ -270,8 +276,10 @@ class Runtime:
 
         Returns:
             ``Accepted(content)`` — with ``form``, an instance of the type (or the bare
-            value); otherwise the validated dict — | ``Declined`` | ``Cancelled`` |
-            ``TimedOut`` | ``Unsupported`` | ``Failed(reason)``.
+            value), made once, by the validation that ran the type's own validators; with a
+            request, what its validator made of the answer (the validated dict; a
+            ``FormType``'s instance) — | ``Declined`` | ``Cancelled`` | ``TimedOut`` |
+            ``Unsupported`` | ``Failed(reason)``.
 
         Raises:
             TypeError: ``form`` cannot be a form, or is missing for a message text; ``form``
@@ -279,7 +287,6 @@ class Runtime:
             ValueError: ``timeout`` is not a positive, finite number of seconds.
             as :meth:`create_elicitation`.
         """
-        form_type: FormType[Any] | None = None
         if isinstance(request, ElicitationRequest):
             if form is not None or timeout is not None:
                 raise TypeError(
@@ -299,12 +306,7 @@ class Runtime:
         handle = await self.create_elicitation(
             request, peer=peer, tenant=tenant, client_id=client_id, charge=charge
         )
-        outcome = await handle.outcome()
-        if form_type is not None and isinstance(outcome, Accepted):
-            content = outcome.content
-            if isinstance(content, Mapping):
-                return Accepted(form_type.from_valid(content))
-        return outcome
+        return await handle.outcome()
 
     async def get_elicitation_status(
         self, elicitation_id: str, *, tenant: Tenant
@@ -364,6 +366,9 @@ class Runtime:
         ticket names it), sends it there without looking for its row in the store.
 
         Raises:
+            TypeError: ``content`` has no JSON encoding.
+            ValidatorError: the elicitation's validator failed (raised, or returned no
+                verdict); the elicitation has ended ``Failed("validator_error")``.
             ElicitationNotFound, AlreadyTerminal, ResultTooLarge, InvalidAnswer,
             StoreUnavailable.
         """
@@ -386,10 +391,9 @@ class Runtime:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
             ElicitationNotFound, AlreadyTerminal, AnswerInFlight, StoreUnavailable.
         """
-        if action not in ("decline", "cancel"):
-            raise ValueError(f"action must be 'decline' or 'cancel', got {action!r}")
+        message = AnswerIt(elicitation_id, tenant, action)
         try:
-            info: ElicitationInfo = await self._call(AnswerIt(elicitation_id, tenant, action))
+            info: ElicitationInfo = await self._call(message)
         except ElicitationNotFound:
             return await self._elsewhere("answer", elicitation_id, tenant, action, replica)
         return info
@@ -400,6 +404,7 @@ class Runtime:
         """Move the deadline (bounded by policy: at most ``max_extensions`` times ``extension_s``).
 
         Raises:
+            TypeError, ValueError: ``seconds`` is not ``None`` or a positive, finite number.
             ElicitationNotFound, AlreadyTerminal, ExtensionDenied, StoreUnavailable.
         """
         try:
@@ -479,8 +484,6 @@ class Runtime:
             )
             return {"status": status, "left": left}
         elif op == "answer":
-            if argument not in ("decline", "cancel"):
-                raise ValueError(f"action must be 'decline' or 'cancel', got {argument!r}")
             message = AnswerIt(elicitation_id, tenant, argument)
         else:
             message = CompleteIt(elicitation_id, tenant, argument)

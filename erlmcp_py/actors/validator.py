@@ -1,20 +1,33 @@
 """ValidatorActor: strict answer validation with a bounded cache of compiled validators.
 
 A request either brings its own validator (a ``FormType`` from ``schema_for``, a compiled
-form) or is validated strictly against its ``requestedSchema``.
+form, an application's own) or is validated strictly against its ``requestedSchema``.
+
+A request's own validator is application code running in an actor every user shares. Whatever
+it raises, or anything it returns that is not a verdict, is answered as
+:class:`ValidatorRaised`, never let out: the elicitation it was judging ends
+``Failed("validator_error")`` and this actor, everybody else's questions and the restart
+intensity are untouched. The exception's message is never kept (it may quote the answer):
+its type and where it was raised are.
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from erlmcp_py.actors.api import AnswerValidator
-from erlmcp_py.core.validation import ValidationResult, ValidatorCache, not_an_object
+from erlmcp_py.core.validation import (
+    AnswerError,
+    ValidationResult,
+    ValidatorCache,
+    not_an_object,
+)
 from supervisors import Actor, ActorRef, ReplyTo
 
-__all__ = ["Validate", "ValidatorActor"]
+__all__ = ["Validate", "ValidatorActor", "ValidatorRaised"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +35,56 @@ class Validate:
     schema: Mapping[str, Any] | None
     validator: AnswerValidator | None
     content: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatorRaised:
+    """The verdict when application code judging an answer failed.
+
+    Attributes:
+        detail: What failed, for ``Failed.detail`` and logs: an exception's type, or what is
+            wrong with the verdict; never an exception's message.
+        error_type: The exception's type name (``""``: no exception, a malformed verdict).
+        at: Where it was raised (``file:line`` of the innermost frame), or ``""``.
+    """
+
+    detail: str
+    error_type: str = ""
+    at: str = ""
+
+    @classmethod
+    def of(cls, exc: BaseException, stage: str = "by the validator") -> ValidatorRaised:
+        """The verdict for ``exc``, raised during ``stage``."""
+        name = type(exc).__qualname__
+        return cls(f"{name} raised {stage}", name, _where(exc))
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line`` of the innermost frame of ``exc``'s traceback (no source is read)."""
+    last = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        last = (frame.f_code.co_filename, lineno)
+    if last is None:
+        return ""
+    return f"{last[0]}:{last[1]}"
+
+
+def checked_verdict(result: object) -> ValidationResult | ValidatorRaised:
+    """``result`` if it is a verdict the runtime can act on, else why not."""
+    if not isinstance(result, ValidationResult):
+        return ValidatorRaised(
+            f"the validator returned {type(result).__name__}, not a ValidationResult"
+        )
+    if type(result.ok) is not bool:
+        return ValidatorRaised("the validator returned a ValidationResult whose ok is not a bool")
+    errors = result.errors
+    if not isinstance(errors, tuple | list) or not all(isinstance(e, AnswerError) for e in errors):
+        return ValidatorRaised("the validator returned errors that are not AnswerError values")
+    if result.ok and errors:
+        return ValidatorRaised("the validator accepted the answer with errors")
+    if not result.ok and not errors:
+        return ValidatorRaised("the validator refused the answer without an error")
+    return result
 
 
 class ValidatorActor(Actor):
@@ -36,11 +99,15 @@ class ValidatorActor(Actor):
         self.cache = ValidatorCache(self._cache_size)
         self._registry["validator"] = self.ref
 
-    async def handle_call(self, msg: Any, reply_to: ReplyTo) -> ValidationResult:
+    async def handle_call(self, msg: Any, reply_to: ReplyTo) -> ValidationResult | ValidatorRaised:
         if type(msg) is not Validate:
             raise TypeError(f"unknown validator call {type(msg).__name__}")
         if msg.validator is not None:
-            return msg.validator.validate(msg.content)
+            try:
+                result = msg.validator.validate(msg.content)
+            except Exception as exc:  # application code: its bug ends its elicitation only
+                return ValidatorRaised.of(exc)
+            return checked_verdict(result)
         if msg.schema is None:
             # URL mode without a schema: any JSON object (or nothing) is a valid completion;
             # anything else is refused for what it is (its JSON type, never its value).

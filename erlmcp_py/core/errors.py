@@ -181,6 +181,22 @@ class InvalidAnswer(ErlmcpError, ValueError):
         self.errors = errors
 
 
+class ValidatorError(ErlmcpError):
+    """The elicitation's validator failed on an application-side completion
+    (``complete_elicitation``): it raised something other than a refusal, or returned no
+    verdict. That elicitation has ended ``Failed("validator_error")``; nothing else is
+    affected. ``error_type`` names what was raised (never its message: it may quote the
+    answer)."""
+
+    def __init__(self, elicitation_id: str, error_type: str) -> None:
+        super().__init__(
+            f"the validator of elicitation {elicitation_id} failed ({error_type}); "
+            "it has ended failed: validator_error"
+        )
+        self.elicitation_id = elicitation_id
+        self.error_type = error_type
+
+
 class ExtensionDenied(ErlmcpError):
     """``extend_timeout`` was refused: ``reason`` is ``max_extensions`` or ``expired``."""
 

@@ -275,6 +275,12 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "This answer did not come from this page; reload the page and try again.",
         _PT: "Esta resposta não veio desta página; recarregue a página e tente de novo.",
     },
+    "mcp.elicitation.page.failed": {
+        _EN: "The server could not check your answer, so this request has ended. "
+        "You can close this page.",
+        _PT: "O servidor não conseguiu verificar sua resposta, e este pedido foi encerrado. "
+        "Você pode fechar esta página.",
+    },
     "mcp.elicitation.page.busy": {
         _EN: "Your answer is being checked; try again in a moment.",
         _PT: "Sua resposta está sendo verificada; tente de novo em instantes.",

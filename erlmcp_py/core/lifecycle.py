@@ -31,6 +31,8 @@ The life of an elicitation::
     Validated(ok=True, content)     -> completed, Resolve(Accepted(content))
     Validated(ok=False, errors)     -> SendRequest(attempt=n+1, errors)   (a re-prompt)
                                        ... or failed, Resolve(Failed("validation"))
+    ValidatorFailed(detail)         -> failed, Resolve(Failed("validator_error")): the
+                                       application's validation code could not judge it
     Answer("decline" | "cancel")    -> declined | cancelled (by the client)
     WarningDue(now)                 -> SendWarning(remaining_s), once per deadline
     Extend(now, seconds)            -> SetDeadline + ExtensionGranted | ExtensionRefused
@@ -113,6 +115,7 @@ __all__ = [
     "TransportFailed",
     "ValidateAnswer",
     "Validated",
+    "ValidatorFailed",
     "WarningDue",
     "status_for_outcome",
 ]
@@ -220,6 +223,20 @@ class Validated:
 
 
 @dataclass(frozen=True, slots=True)
+class ValidatorFailed:
+    """The accepted answer in flight could not be judged: the application's validation code
+    failed (it raised something other than a refusal, or returned no verdict). Only this
+    elicitation ends; a bug is not the user's fault, so there is no re-prompt.
+
+    Attributes:
+        detail: What failed, for ``Failed.detail`` and logs: the exception's type, never its
+            message (it may quote the answer).
+    """
+
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class WarningDue:
     """The shell's warning timer (armed at ``warn_at``) fired.
 
@@ -320,6 +337,7 @@ Event: TypeAlias = (
     Sent
     | Answer
     | Validated
+    | ValidatorFailed
     | WarningDue
     | DeadlineReached
     | Extend
@@ -332,6 +350,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     Sent,
     Answer,
     Validated,
+    ValidatorFailed,
     WarningDue,
     DeadlineReached,
     Extend,
@@ -735,6 +754,12 @@ class Elicitation:
         )
         return self._resolve(Status.FAILED, Failed("validation", detail), notice=False)
 
+    def _on_validator_failed(self, event: ValidatorFailed) -> list[Effect]:
+        if not self._validating:
+            return []  # no validation in flight: stale
+        # The client answered: no request of ours is outstanding, there is nothing to cancel.
+        return self._resolve(Status.FAILED, Failed("validator_error", event.detail), notice=False)
+
     def _on_warning_due(self, event: WarningDue) -> list[Effect]:
         warn_at = self._warn_at
         if self._warned or warn_at is None or event.now < warn_at:
@@ -816,6 +841,7 @@ TRANSITIONS: Final[Mapping[tuple[Status, type[Event]], Transition]] = MappingPro
         (_P, Sent): _row(_E._on_sent, _P, _A),
         (_P, Answer): _row(_E._on_answer, _P, _A, Status.DECLINED, Status.CANCELLED),
         (_P, Validated): _row(_E._on_validated, _P),
+        (_P, ValidatorFailed): _row(_E._on_validator_failed, _P),
         (_P, WarningDue): _row(_E._on_warning_due, _P),
         (_P, DeadlineReached): _row(_E._on_deadline_reached, _P, Status.TIMED_OUT),
         (_P, Extend): _row(_E._on_extend, _P),
@@ -827,6 +853,7 @@ TRANSITIONS: Final[Mapping[tuple[Status, type[Event]], Transition]] = MappingPro
         (_A, Sent): _row(_E._on_sent, _A),
         (_A, Answer): _row(_E._on_answer, _A, Status.DECLINED, Status.CANCELLED),
         (_A, Validated): _row(_E._on_validated, _A, Status.COMPLETED, Status.FAILED),
+        (_A, ValidatorFailed): _row(_E._on_validator_failed, _A, Status.FAILED),
         (_A, WarningDue): _row(_E._on_warning_due, _A),
         (_A, DeadlineReached): _row(_E._on_deadline_reached, _A, Status.TIMED_OUT),
         (_A, Extend): _row(_E._on_extend, _A),

@@ -17,11 +17,21 @@ class Tenant:
     """Who is asking: every runtime call is scoped to one tenant.
 
     Another tenant's elicitation id behaves exactly like an unknown id.
+
+    Raises:
+        TypeError: a part is not a ``str`` (a tenant is a key of the store's records and
+            indexes, shared by every user: a bad one is refused where it is made).
     """
 
     user: str
     workspace: str = ""
     conversation: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("user", "workspace", "conversation"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"Tenant.{name} must be a str, got {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +71,10 @@ class Failed:
 
     Codes: ``validation`` (re-prompts exhausted), ``transport`` (peer gone or send failed),
     ``answer_too_large`` (the client's answer was over the transport's frame limit and was
-    not read), ``runtime_restarted`` (an actor restarted under the waiter), ``abandoned``
+    not read), ``validator_error`` (application code judging the answer failed: a custom
+    validator, its ``url_values``, a model's own validator raised something other than a
+    refusal, or returned no verdict; ``detail`` names the exception type, never its
+    message), ``runtime_restarted`` (an actor restarted under the waiter), ``abandoned``
     (owner gone).
     """
 

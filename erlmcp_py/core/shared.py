@@ -53,6 +53,7 @@ from erlmcp_py.core.errors import (
     InvalidAnswer,
     ResultTooLarge,
     StoreUnavailable,
+    ValidatorError,
 )
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
@@ -488,6 +489,8 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, InvalidAnswer):
         errors = [dataclasses.asdict(e) for e in exc.errors if isinstance(e, AnswerError)]
         return {"type": "InvalidAnswer", "errors": errors, "summary": str(exc)}
+    if isinstance(exc, ValidatorError):
+        return {"type": "ValidatorError", "id": exc.elicitation_id, "error": exc.error_type}
     return {"type": "StoreUnavailable", "op": f"remote {type(exc).__name__}"}
 
 
@@ -507,6 +510,8 @@ def error_from_wire(data: Mapping[str, Any]) -> ErlmcpError:
     if kind == "InvalidAnswer":
         errors = tuple(_answer_error(e) for e in data.get("errors", ()))
         return InvalidAnswer(errors, str(data.get("summary", "")))
+    if kind == "ValidatorError":
+        return ValidatorError(str(data["id"]), str(data["error"]))
     return StoreUnavailable(str(data.get("op", "forward")))
 
 

@@ -7,9 +7,9 @@ type once into a :class:`FormType`: the wire schema (newest dialect, checked, fr
 compiled validator, and one converter per field. Afterwards ``schema_for(T)`` is a dict lookup.
 
 Record types give one form field per field: pydantic models (``model_fields``, aliases are the
-wire names), dataclasses (``init`` fields) and TypedDicts (``Required``/``NotRequired``/
-``total``). Any other supported type is a *bare* answer, wrapped as one field named ``value``
-and unwrapped again by :meth:`FormType.parse`.
+wire names), dataclasses (``init`` fields) and TypedDicts of ``typing`` or ``typing_extensions``
+(``Required``/``NotRequired``/``total``). Any other supported type is a *bare* answer, wrapped
+as one field named ``value`` and unwrapped again by :meth:`FormType.parse`.
 
 ========================================  ===================================================
 Python field type                         form field
@@ -38,7 +38,19 @@ becomes the wire ``default`` (SEP-1034). Anything else -- nested models, ``dict`
 ``multiple_of`` -- fails at definition time with a ``TypeError`` naming the field and the
 reason, never at the time a user is asked.
 
-Pure: no I/O; pydantic is used only to read model fields and to build model instances.
+The type's own validators are part of the form: a model's ``field_validator`` and
+``model_validator``, ``Annotated[..., AfterValidator(...)]`` on a field or a bare type, a
+dataclass's validators and ``__post_init__``. :meth:`FormType.validate` checks an answer
+strictly against the wire schema, then converts it to the type through pydantic (a model's
+``model_validate``; a ``TypeAdapter`` for every other type), which runs them: a refusal
+(``ValueError``, ``AssertionError``, ``PydanticCustomError`` in a validator) is an invalid
+answer, its message the validator's (pydantic's "Value error, " prefix removed), located by
+its ``loc``; anything else a validator raises is a bug and propagates. A valid answer's
+result carries the instance (:class:`ParsedAnswer`), so the validators run once per answer.
+A ``typing.TypedDict`` that pydantic cannot validate (before Python 3.12) is built as a plain
+dict, and fails at definition time if a field carries a validator.
+
+Pure: no I/O; pydantic reads model fields and builds instances.
 """
 
 from __future__ import annotations
@@ -53,7 +65,14 @@ from typing import Any, Final, Generic, Literal, TypeVar, Union, overload
 
 import annotated_types as at
 import pydantic
+import typing_extensions
 from pydantic.fields import FieldInfo
+from pydantic.functional_validators import (
+    AfterValidator,
+    BeforeValidator,
+    PlainValidator,
+    WrapValidator,
+)
 from pydantic_core import PydanticUndefined
 
 from erlmcp_py.core.errors import InvalidAnswer, SchemaNotAllowed
@@ -71,7 +90,7 @@ from erlmcp_py.core.validation import (
 )
 from erlmcp_py.core.wording import field_title, json_pointer
 
-__all__ = ["FormType", "Format", "Titles", "schema_for"]
+__all__ = ["FormType", "Format", "ParsedAnswer", "Titles", "schema_for"]
 
 T = TypeVar("T")
 
@@ -334,7 +353,7 @@ def _why_not(tp: Any) -> str:
     if isinstance(tp, type) and (
         issubclass(tp, pydantic.BaseModel)
         or dataclasses.is_dataclass(tp)
-        or typing.is_typeddict(tp)
+        or typing_extensions.is_typeddict(tp)
     ):
         return f"nested {_name_of(tp)} is not allowed: an MCP form is flat (no nesting)"
     if origin in (dict, Mapping) or origin is typing.Mapping:
@@ -502,27 +521,49 @@ class FormType(Generic[T]):
         return found
 
     def validate(self, content: object) -> ValidationResult:
-        """Validate an answer strictly (see :func:`~erlmcp_py.core.validation.validate_answer`)."""
-        return self.validator.validate(content)
+        """Validate an answer: strictly against the wire schema (see
+        :func:`~erlmcp_py.core.validation.validate_answer`), then by the type's own validators,
+        which run as the answer is converted to the type.
+
+        Returns:
+            A :class:`ParsedAnswer` (``answer``: the instance) when valid; otherwise a
+            refused :class:`~erlmcp_py.core.validation.ValidationResult` whose errors are the
+            schema's, or the type's validators' (constraint ``model``, their messages).
+
+        Raises:
+            Exception: whatever a validator of the type raised that is not a refusal (a bug
+                in it): the runtime ends that one elicitation ``Failed("validator_error")``.
+        """
+        result = self.validator.validate(content)
+        if not result.ok or result.content_with_defaults is None:
+            return result
+        try:
+            value = self.from_valid(result.content_with_defaults)
+        except InvalidAnswer as refused:
+            return ValidationResult(False, None, tuple(refused.errors))  # type: ignore[arg-type]
+        return ParsedAnswer(True, result.content_with_defaults, (), value)
 
     def parse(self, content: object) -> T:
-        """Validate ``content`` and return it as an instance of the type.
+        """Validate ``content`` (:meth:`validate`) and return it as an instance of the type.
 
         Returns:
             A model / dataclass instance, a TypedDict ``dict``, or for a bare type the value
             (an ``Enum`` member, a ``date``, ``None`` for an unanswered optional, ...).
 
         Raises:
-            InvalidAnswer: the answer does not match the form; ``errors`` are
-                :class:`~erlmcp_py.core.validation.AnswerError` values (no submitted value).
+            InvalidAnswer: the answer does not match the form, or the type's own validators
+                refused it; ``errors`` are :class:`~erlmcp_py.core.validation.AnswerError`
+                values (no submitted value, but what a validator's message says).
         """
-        result = self.validator.validate(content)
-        if not result.ok or result.content_with_defaults is None:
+        result = self.validate(content)
+        if not isinstance(result, ParsedAnswer):
             raise InvalidAnswer(result.errors, summarize(result.errors))
-        return self.from_valid(result.content_with_defaults)
+        value: T = result.value
+        return value
 
     def from_valid(self, content: Mapping[str, Any]) -> T:
-        """Convert an already validated answer (``content_with_defaults``) to the type.
+        """Convert an answer that passed the wire schema (``content_with_defaults``) to the
+        type, running its own validators (:meth:`validate` does both).
 
         Raises:
             InvalidAnswer: the type's own validators (e.g. pydantic ``field_validator``)
@@ -538,22 +579,66 @@ class FormType(Generic[T]):
         return result
 
 
-def _invalid_from_pydantic(exc: pydantic.ValidationError) -> InvalidAnswer:
-    """The type's own validators refused the answer: report where, never the input."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParsedAnswer(ValidationResult):
+    """A valid answer to a typed form (:meth:`FormType.validate`), with the instance of the
+    type it became.
+
+    Attributes:
+        value: The instance (a model, a dataclass, a TypedDict's dict, a bare value).
+    """
+
+    value: Any = None
+
+    @property
+    def answer(self) -> Any:
+        """The instance: what the ``Accepted`` outcome carries."""
+        return self.value
+
+
+#: pydantic's words in front of a validator's own message.
+_PREFIXES: Final = ("Value error, ", "Assertion failed, ")
+
+#: What marks a pydantic validator on an ``Annotated`` type.
+_VALIDATORS: Final = (AfterValidator, BeforeValidator, PlainValidator, WrapValidator)
+
+
+def _refusal(field: str | None, path: str, kind: str, text: str) -> AnswerError:
+    """A validator's refusal as an answer error: its own text, at its place."""
+    for prefix in _PREFIXES:
+        text = text.removeprefix(prefix)
+    text = text.strip() or kind
+    if not text.endswith((".", "!", "?")):
+        text += "."
+    return AnswerError(
+        field=field,
+        constraint="model",
+        expected=kind,
+        path=path,
+        message=f"{field}: {text}" if field else text,
+    )
+
+
+def _invalid_from_pydantic(
+    exc: pydantic.ValidationError, where: tuple[str, ...] = ()
+) -> InvalidAnswer:
+    """The type's own validators refused the answer: report where and what they said, never
+    the input. ``where`` prefixes each location (a bare type's answer is the field
+    ``value``)."""
     errors = []
     for e in exc.errors(include_input=False, include_url=False, include_context=False):
-        loc = e["loc"]
+        loc = (*where, *e["loc"])
         field = str(loc[0]) if loc else None
-        errors.append(
-            AnswerError(
-                field=field,
-                constraint="model",
-                expected=e["type"],
-                path=json_pointer(*loc),
-                message=f"{field or 'The answer'}: {e['msg']}.",
-            )
-        )
+        errors.append(_refusal(field, json_pointer(*loc), e["type"], e["msg"]))
     found = tuple(errors)
+    return InvalidAnswer(found, summarize(found))
+
+
+def _invalid_from_error(exc: ValueError | AssertionError, where: tuple[str, ...]) -> InvalidAnswer:
+    """A refusal raised by a constructor pydantic does not run (``__post_init__``)."""
+    kind = "assertion_error" if isinstance(exc, AssertionError) else "value_error"
+    field = where[0] if where else None
+    found = (_refusal(field, json_pointer(*where), kind, str(exc)),)
     return InvalidAnswer(found, summarize(found))
 
 
@@ -606,7 +691,7 @@ def _is_record(tp: Any) -> bool:
     return isinstance(tp, type) and (
         issubclass(tp, pydantic.BaseModel)
         or dataclasses.is_dataclass(tp)
-        or typing.is_typeddict(tp)
+        or typing_extensions.is_typeddict(tp)
     )
 
 
@@ -641,15 +726,17 @@ def _render(tp: Any) -> FormType[Any]:
             f"{where}: a form needs at least one field (MCP clients cannot render an empty form)"
         )
     schema = RequestedSchema({"type": "object", "properties": props, "required": required})
-    build = _builder(tp, record, specs)
+    annotations = [annotation for _, _, annotation, _, _, _ in rows]
+    build = _builder(tp, record, specs, annotations)
     return FormType(tp, schema, tuple(specs), build, wrapped=not record)
 
 
-def _builder(tp: Any, record: bool, specs: list[_Spec]) -> Callable[[dict[str, Any]], Any]:
-    """How converted field values become an instance of ``tp``."""
-    if not record:
-        return lambda values: values.get(VALUE_FIELD)
-    if issubclass(tp, pydantic.BaseModel):
+def _builder(
+    tp: Any, record: bool, specs: list[_Spec], annotations: list[Any]
+) -> Callable[[dict[str, Any]], Any]:
+    """How converted field values become an instance of ``tp``, through pydantic, which runs
+    the type's own validators (a refusal raises ``InvalidAnswer``)."""
+    if record and issubclass(tp, pydantic.BaseModel):
         model: type[pydantic.BaseModel] = tp
         wire_of = {spec.attr: spec.wire for spec in specs}
         renamed = any(spec.attr != spec.wire for spec in specs)
@@ -662,17 +749,48 @@ def _builder(tp: Any, record: bool, specs: list[_Spec]) -> Callable[[dict[str, A
                 raise _invalid_from_pydantic(exc) from None
 
         return build_model
-    if dataclasses.is_dataclass(tp):
+    where = () if record else (VALUE_FIELD,)
+    try:
+        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(tp)
+    except (pydantic.PydanticUserError, NameError) as exc:
+        # pydantic cannot validate this type (a typing.TypedDict before Python 3.12): it is
+        # built as it is, and a validator on it would never run.
+        if any(_has_validator(a) for a in annotations):
+            raise TypeError(
+                f"{_name_of(tp)}: its fields carry validators pydantic cannot run on it "
+                f"({exc}); the answer would not be checked by them (declare a TypedDict "
+                "with typing_extensions.TypedDict)"
+            ) from None
+        if not record:
+            return lambda values: values.get(VALUE_FIELD)
         factory = typing.cast(Callable[..., Any], tp)
 
-        def build_dataclass(values: dict[str, Any]) -> Any:
+        def build_plain(values: dict[str, Any]) -> Any:
             try:
                 return factory(**values)
-            except pydantic.ValidationError as exc:  # a pydantic dataclass validates too
-                raise _invalid_from_pydantic(exc) from None
+            except pydantic.ValidationError as refused:
+                raise _invalid_from_pydantic(refused) from None
+            except (ValueError, AssertionError) as refused:  # __post_init__'s refusal
+                raise _invalid_from_error(refused, where) from None
 
-        return build_dataclass
-    return dict
+        return build_plain
+
+    def build(values: dict[str, Any]) -> Any:
+        try:
+            return adapter.validate_python(values if record else values.get(VALUE_FIELD))
+        except pydantic.ValidationError as exc:
+            raise _invalid_from_pydantic(exc, where) from None
+
+    return build
+
+
+def _has_validator(annotation: Any) -> bool:
+    """Whether a field's annotation carries a pydantic validator (``AfterValidator`` …)."""
+    meta: list[Any] = []
+    tp = _strip_annotated(annotation, meta)
+    for arg in typing.get_args(tp):
+        _strip_annotated(arg, meta)
+    return any(isinstance(m, _VALIDATORS) for m in _flatten(meta))
 
 
 _CACHE: dict[Any, FormType[Any]] = {}

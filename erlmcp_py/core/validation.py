@@ -114,16 +114,19 @@ _FORMAT_CHECKER: Final = format_checker()
 
 @dataclass(frozen=True, slots=True)
 class AnswerError:
-    """One reason an answer was not accepted. Never contains the submitted value.
+    """One reason an answer was not accepted. Never contains the submitted value (except
+    what a form type's own validator chose to say in its message: application text, shown to
+    the user and never logged).
 
     Attributes:
         field: The form field concerned, or ``None`` for a problem with the answer as a whole
-            (not an object; unexpected fields).
+            (not an object; unexpected fields; a model validator's refusal).
         constraint: The schema keyword that failed: ``type``, ``required``,
             ``additionalProperties``, ``minLength``, ``maxLength``, ``format``, ``minimum``,
             ``maximum``, ``enum``, ``oneOf`` (titled single-select), ``anyOf`` (an item of a
             titled multi-select), ``minItems``, ``maxItems``, ``uniqueItems``, or ``finite``
-            (NaN or an infinity where a number was expected).
+            (NaN or an infinity where a number was expected); ``model`` when a form type's
+            own validator refused it (``expected`` is then pydantic's error type).
         expected: What the constraint wants, from the schema (never from the answer): the JSON
             type name; the bound; the format name; the tuple of allowed option values; the
             tuple of allowed field names (``additionalProperties``); ``True`` (``required``,
@@ -165,6 +168,13 @@ class ValidationResult:
     @property
     def content(self) -> dict[str, Any] | None:
         """Alias of :attr:`content_with_defaults`."""
+        return self.content_with_defaults
+
+    @property
+    def answer(self) -> Any:
+        """What a valid answer becomes, the content of the ``Accepted`` outcome: the completed
+        dict here; a typed form's result (:class:`~erlmcp_py.core.typeschema.FormType`) gives
+        the instance of its type."""
         return self.content_with_defaults
 
 

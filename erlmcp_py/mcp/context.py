@@ -12,8 +12,9 @@ nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest`
 with the tool's task as owner. A question's own deadline (``timeout=`` in seconds on every
 ``elicit*`` method, or a form definition's ``timeout`` in milliseconds) travels in the request;
 the runtime clamps it to the server's policy. While the outcome is pending the tool's own
-clock is paused. An ``Accepted`` answer to a typed form is converted to the type (a model
-instance, an enum member, a bare value).
+clock is paused. An ``Accepted`` answer to a typed form is an instance of the type (a model
+instance, an enum member, a bare value): the runtime's validation made it, running the type's
+own validators once, and a refusal of theirs was a re-prompt like any other.
 
 A question that may not go out in form mode -- a secret, by
 :mod:`~erlmcp_py.core.sensitive` (``SecretStr``, ``format: password``, ``writeOnly``, the
@@ -124,7 +125,6 @@ class _Prepared:
 
     schema: RequestedSchema | None
     validator: Any
-    form_type: FormType[Any] | None
     page_schema: Mapping[str, Any] = field(default_factory=dict)
     widgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     needs_page: str | None = None
@@ -134,13 +134,11 @@ class _Prepared:
 def _on_page(
     schema: Mapping[str, Any],
     validator: Any,
-    form_type: FormType[Any] | None,
     found: tuple[SensitiveField, ...],
 ) -> _Prepared:
     return _Prepared(
         None,
         validator,
-        form_type,
         page_schema=schema,
         widgets={f.name: {"sensitive": True} for f in found},
         needs_page="; ".join(f.describe() for f in found),
@@ -470,8 +468,8 @@ class Context:
         if isinstance(form, FormType):
             found = form_type_sensitive_fields(form, names)
             if found:
-                return _on_page(form.schema, form, form, found)
-            return _Prepared(form.requested_schema(version), form, form)
+                return _on_page(form.schema, form, found)
+            return _Prepared(form.requested_schema(version), form)
         if isinstance(form, FormDefinition | CompiledForm):
             compiled = (
                 form
@@ -487,7 +485,6 @@ class Context:
                 return _Prepared(
                     None,
                     _FormValidator(compiled),
-                    None,
                     page_schema=compiled.validation_schema,
                     widgets=_form_widgets(compiled),
                     needs_page=compiled.needs_url_mode,
@@ -496,7 +493,6 @@ class Context:
             return _Prepared(
                 compiled.requested_schema,
                 _FormValidator(compiled),
-                None,
                 timeout=compiled.timeout_s,
             )
         if isinstance(form, Mapping):
@@ -512,9 +508,9 @@ class Context:
             found = schema_sensitive_fields(form, names)
             checked = RequestedSchema(strip_sensitive_markers(form))
             if found:
-                return _on_page(checked, compile_validator(checked), None, found)
+                return _on_page(checked, compile_validator(checked), found)
             wire = checked.for_version(version)
-            return _Prepared(wire, compile_validator(wire), None)
+            return _Prepared(wire, compile_validator(wire))
         return self._prepare(schema_for(form))
 
     async def elicit(
@@ -567,7 +563,6 @@ class Context:
             if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
                 return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
             raise
-        form_type = prepared.form_type
         deadline = prepared.timeout if timeout is None else timeout
         if prepared.schema is None:
             outcome = await self._ask_on_page(message, prepared, peer, deadline)
@@ -588,12 +583,7 @@ class Context:
                     request, peer=peer, tenant=self.tenant, **charge
                 )
                 outcome = await handle.outcome()
-        if form_type is None or not isinstance(outcome, Accepted):
-            return outcome
-        content = outcome.content
-        if not isinstance(content, Mapping):
-            return outcome
-        return Accepted(form_type.from_valid(content))
+        return outcome
 
     async def _ask_on_page(
         self, message: str, prepared: _Prepared, peer: Peer, timeout: float | None

@@ -17,11 +17,13 @@ unless the CSRF value matches and the request comes from the page itself (``Orig
 the page's origin and ``Sec-Fetch-Site`` ``same-origin``, where the browser sends them). The
 answer claims the ticket, then goes through the runtime: ``accept`` completes the elicitation
 (``complete_elicitation``: the runtime's own validation, then the tool's outcome and, to the
-client, ``notifications/elicitation/complete``); an invalid answer releases the ticket and
-renders the form again with an error per field, worded in the page's locale, and any error
-about the answer as a whole above it (422); whatever the runtime refuses, however it words the
-refusal, the page never says the answer was sent. ``decline`` and ``cancel`` answer as the
-user would (``answer_elicitation``).
+client, ``notifications/elicitation/complete``); an invalid answer -- refused by the schema or
+by the form type's own validators, with their messages -- releases the ticket and renders the
+form again with an error per field, worded in the page's locale, and any error about the
+answer as a whole above it (422); an answer the application's validator failed on
+(``ValidatorError``: the question has ended ``failed: validator_error``) says so (500);
+whatever the runtime refuses, however it words the refusal, the page never says the answer
+was sent. ``decline`` and ``cancel`` answer as the user would (``answer_elicitation``).
 
 The form names who asks: the server (its ``serverInfo`` title, else its name) and the tool,
 as the ticket carries them.
@@ -58,6 +60,7 @@ from erlmcp_py.core.errors import (
     InvalidAnswer,
     ResultTooLarge,
     StoreUnavailable,
+    ValidatorError,
 )
 from erlmcp_py.core.i18n import Texts, negotiate
 from erlmcp_py.transports._limits import BodyPolicy, BodyTooLarge, BodyTooSlow, read_body
@@ -287,6 +290,11 @@ class ElicitationPage:
         except (ElicitationNotFound, AlreadyTerminal) as exc:
             status = 404 if isinstance(exc, ElicitationNotFound) else 410
             await respond.notice(status, _NOTICE_OF[status])
+            return
+        except ValidatorError:
+            # The application's validator failed on this answer: the question has ended
+            # (failed: validator_error), and the user must not be told it was received.
+            await respond.notice(500, "mcp.elicitation.page.failed")
             return
         log.info("page_answered", elicitation_id=ticket.elicitation_id, action=action)
         await respond.notice(200, _DONE[action])

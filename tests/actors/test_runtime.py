@@ -37,6 +37,7 @@ from erlmcp_py import (
     Unsupported,
     UrlPolicy,
     open_runtime,
+    schema_for,
 )
 from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
@@ -1153,6 +1154,62 @@ async def test_ask_with_a_type_returns_an_instance_of_it(
     assert failed.reason == "validation"
     peer.auto = lambda r: {"action": "decline"}
     assert await rt.ask("Pick a region", Region, peer=peer, tenant=ALICE) == Declined()
+
+
+class Account(pydantic.BaseModel):
+    """A model with a rule of its own: one name is reserved."""
+
+    username: str
+
+    @pydantic.field_validator("username")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value == "admin":
+            raise ValueError("the name admin is reserved")
+        return value
+
+
+async def test_ask_reprompts_with_the_model_validators_message_then_gives_the_instance(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    names = iter(["admin", "ada"])
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"username": next(names)}})
+    outcome = await rt.ask("Pick a user name", Account, peer=peer, tenant=ALICE)
+    assert outcome == Accepted(Account(username="ada"))
+    reprompt = peer.requests[1].params["message"]
+    assert "username: the name admin is reserved." in reprompt
+    info = (await rt.list_elicitations(tenant=ALICE))[0]
+    assert (info.status, info.reprompts_used) == ("completed", 1)
+
+
+async def test_a_form_type_as_a_requests_validator_gives_the_instance(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    account = schema_for(Account)
+    request = ElicitationRequest(
+        "Pick a user name", requested_schema=account.schema, validator=account
+    )
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": {"username": "ada"}})
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    assert await handle.outcome() == Accepted(Account(username="ada"))
+
+
+async def test_an_application_completion_refused_by_the_model_is_invalid_answer(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    account = schema_for(Account)
+    request = ElicitationRequest(
+        "Sign up", mode="url", url="https://93.184.216.34/signup", validator=account
+    )
+    peer = MemoryPeer()
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    with pytest.raises(InvalidAnswer) as refused:
+        await rt.complete_elicitation(handle.id, {"username": "admin"}, tenant=ALICE)
+    (error,) = refused.value.errors
+    assert (error.field, error.path, error.constraint) == ("username", "/username", "model")
+    assert error.message == "username: the name admin is reserved."
+    await rt.complete_elicitation(handle.id, {"username": "ada"}, tenant=ALICE)
+    assert await handle.outcome() == Accepted(Account(username="ada"))
 
 
 async def test_ask_needs_a_type_with_a_message_and_none_with_a_request(

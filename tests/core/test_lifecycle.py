@@ -45,6 +45,7 @@ from erlmcp_py.core.lifecycle import (
     TransportFailed,
     ValidateAnswer,
     Validated,
+    ValidatorFailed,
     WarningDue,
     status_for_outcome,
 )
@@ -124,6 +125,7 @@ CASES: list[tuple[str, Event, Status, list[Effect]]] = [
     ("fresh", Sent(1.0), Status.PENDING, []),
     ("fresh", Answer("accept", CONTENT), Status.PENDING, []),
     ("fresh", Validated(True, (), CONTENT), Status.PENDING, []),
+    ("fresh", ValidatorFailed("KeyError"), Status.PENDING, []),
     ("fresh", WarningDue(240.0), Status.PENDING, [SendWarning(60.0)]),
     ("fresh", DeadlineReached(300.0), Status.TIMED_OUT, [Resolve(TimedOut())]),
     (
@@ -181,6 +183,7 @@ CASES: list[tuple[str, Event, Status, list[Effect]]] = [
     ("active", Answer("decline", {"ignored": 1}), Status.DECLINED, [Resolve(Declined())]),
     ("active", Answer("cancel"), Status.CANCELLED, [Resolve(Cancelled("client"))]),
     ("active", Validated(True, (), CONTENT), Status.ACTIVE, []),
+    ("active", ValidatorFailed("KeyError"), Status.ACTIVE, []),
     ("active", WarningDue(250.0), Status.ACTIVE, [SendWarning(50.0)]),
     ("active", DeadlineReached(10.0), Status.ACTIVE, []),
     ("active", DeadlineReached(301.0), Status.TIMED_OUT, [Resolve(TimedOut()), CANCELLED_NOTICE]),
@@ -217,6 +220,12 @@ CASES: list[tuple[str, Event, Status, list[Effect]]] = [
         [Resolve(Accepted({"region": "EU"}))],
     ),
     ("validating", Validated(False, ("e1", "e2")), Status.ACTIVE, [SendRequest(2, ("e1", "e2"))]),
+    (
+        "validating",
+        ValidatorFailed("KeyError raised by the validator"),
+        Status.FAILED,
+        [Resolve(Failed("validator_error", "KeyError raised by the validator"))],
+    ),
     ("validating", WarningDue(240.0), Status.ACTIVE, [SendWarning(60.0)]),
     ("validating", DeadlineReached(300.0), Status.TIMED_OUT, [Resolve(TimedOut())]),
     (
@@ -237,6 +246,12 @@ CASES: list[tuple[str, Event, Status, list[Effect]]] = [
         [Resolve(Failed("validation", "answer still invalid after 3 re-prompt(s) (2 error(s))"))],
     ),
     ("last_chance", Validated(True, (), CONTENT), Status.COMPLETED, [Resolve(Accepted(CONTENT))]),
+    (
+        "last_chance",
+        ValidatorFailed("TypeError"),
+        Status.FAILED,
+        [Resolve(Failed("validator_error", "TypeError"))],
+    ),
     # ---- active, re-prompt outstanding -----------------------------------------------
     ("reprompted", Sent(3.0), Status.ACTIVE, []),
     ("reprompted", Answer("accept", CONTENT), Status.ACTIVE, [ValidateAnswer(CONTENT)]),
@@ -644,6 +659,7 @@ LATE_EVENTS: list[Event] = [
     Answer("decline"),
     Validated(True, (), CONTENT),
     Validated(False, ("e",)),
+    ValidatorFailed("late"),
     WarningDue(1e7),
     DeadlineReached(1e7),
     Extend(0.0),
@@ -725,7 +741,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert was_validating == self.model_validating
         if isinstance(event, Answer) and self.model_outstanding and not was_terminal:
             assert effects, f"an answer to an outstanding request was dropped: {event!r}"
-        if isinstance(event, Validated) and self.model_validating and not was_terminal:
+        if (
+            isinstance(event, Validated | ValidatorFailed)
+            and self.model_validating
+            and not was_terminal
+        ):
             assert effects, f"a verdict on the answer in flight was dropped: {event!r}"
         for f in effects:
             if isinstance(f, SendRequest):
@@ -736,7 +756,7 @@ class LifecycleMachine(RuleBasedStateMachine):
                 self.model_outstanding = self.model_validating = False
         if isinstance(event, Answer) and effects:
             self.model_outstanding = False
-        if isinstance(event, Validated) and effects:
+        if isinstance(event, Validated | ValidatorFailed) and effects:
             self.model_validating = False
         if was_terminal:
             assert effects == []
@@ -807,8 +827,10 @@ class LifecycleMachine(RuleBasedStateMachine):
                 assert e.deadline == deadline_before
         if isinstance(event, Answer) and not was_outstanding:
             assert effects == []
-        if isinstance(event, Validated) and not was_validating:
+        if isinstance(event, Validated | ValidatorFailed) and not was_validating:
             assert effects == []
+        if isinstance(event, ValidatorFailed) and effects:
+            assert effects == [Resolve(Failed("validator_error", event.detail))]
         if resolves and isinstance(resolves[0].outcome, TimedOut):
             assert isinstance(event, DeadlineReached)
             assert event.now >= deadline_before
@@ -859,6 +881,11 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(ok=st.booleans(), errors=st.lists(st.text(max_size=5), min_size=1, max_size=3))
     def validated(self, ok: bool, errors: list[str]) -> None:
         self.apply(Validated(ok, () if ok else tuple(errors), {"v": 1} if ok else None))
+
+    @precondition(LIVE)
+    @rule(detail=st.sampled_from(["KeyError raised by the validator", ""]))
+    def validator_failed(self, detail: str) -> None:
+        self.apply(ValidatorFailed(detail))
 
     @precondition(LIVE)
     @rule(back=st.sampled_from([0.0, 0.0, 1.0, 500.0]))

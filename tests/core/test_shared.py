@@ -16,6 +16,7 @@ from erlmcp_py.core.errors import (
     InvalidAnswer,
     ResultTooLarge,
     StoreUnavailable,
+    ValidatorError,
 )
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
@@ -149,6 +150,7 @@ def test_a_forwarded_call_and_its_errors_cross_the_wire() -> None:
         ResultTooLarge(10, 5),
         AnswerInFlight("abc"),
         InvalidAnswer((error,), "age: too small"),
+        ValidatorError("abc", "KeyError"),
     ):
         again = error_from_wire(error_to_wire(original))
         assert type(again) is type(original)

@@ -9,18 +9,21 @@ import dataclasses
 import datetime as dt
 import enum
 import json
+import sys
 import time
 from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict, Union
 
 import annotated_types as at
 import pydantic
+import pydantic_core
 import pytest
+import typing_extensions
 from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import BaseModel, Field, field_validator
 
 from erlmcp_py.core.errors import InvalidAnswer, SchemaNotAllowed
 from erlmcp_py.core.schema import FrozenDict, RequestedSchema, check_requested_schema
-from erlmcp_py.core.typeschema import Format, FormType, Titles, schema_for
+from erlmcp_py.core.typeschema import Format, FormType, ParsedAnswer, Titles, schema_for
 from erlmcp_py.core.validation import AnswerError
 from erlmcp_py.core.wording import field_title
 
@@ -412,6 +415,126 @@ def test_pydantic_dataclass_validation_errors_are_converted() -> None:
     assert form.parse({"n": 3}).n == 3
     with pytest.raises(InvalidAnswer, match="must be odd"):
         form.parse({"n": 2})
+
+
+# -- the type's own validators are part of the form ---------------------------------------------
+
+SEEN: list[object] = []
+
+
+def _not_admin(value: str) -> str:
+    SEEN.append(value)
+    if value == "admin":
+        raise ValueError("the name admin is reserved")
+    return value
+
+
+def _even(value: int) -> int:
+    if value % 2:
+        raise pydantic_core.PydanticCustomError("odd", "pick an even number")
+    return value
+
+
+class Account(BaseModel):
+    username: Annotated[str, pydantic.AfterValidator(_not_admin)]
+    age: int = 30
+
+    @pydantic.model_validator(mode="after")
+    def _adult(self) -> Account:
+        if self.age < 18:
+            raise AssertionError("you must be an adult")  # pydantic's refusal, like ValueError
+        return self
+
+
+@dataclasses.dataclass
+class Seat:
+    holder: Annotated[str, pydantic.AfterValidator(_not_admin)]
+    row: int = 1
+
+    def __post_init__(self) -> None:
+        if self.row == 13:
+            raise ValueError("there is no row 13")
+
+
+class Ticket(typing_extensions.TypedDict):
+    holder: Annotated[str, pydantic.AfterValidator(_not_admin)]
+
+
+class PlainTicket(TypedDict):
+    holder: Annotated[str, pydantic.AfterValidator(_not_admin)]
+
+
+class Flaky(BaseModel):
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _bug(cls, value: str) -> str:
+        return {}[value]  # type: ignore[no-any-return]
+
+
+def refusal(form: FormType[Any], content: dict[str, Any]) -> tuple[Any, ...]:
+    result = form.validate(content)
+    assert not result.ok
+    assert result.content_with_defaults is None
+    (error,) = result.errors
+    return (error.field, error.path, error.constraint, error.message)
+
+
+def test_validate_runs_the_types_validators_once_and_carries_the_instance() -> None:
+    ada, bob = Account(username="ada"), Account(username="bob")
+    SEEN.clear()
+    form = schema_for(Account)
+    result = form.validate({"username": "ada"})
+    assert isinstance(result, ParsedAnswer)
+    assert result.answer == ada == result.value
+    assert result.content_with_defaults == {"username": "ada", "age": 30}
+    assert SEEN == ["ada"]
+    assert form.parse({"username": "bob"}) == bob
+    assert SEEN == ["ada", "bob"]
+    # the schema's refusal comes first: the type's validators never see a malformed answer
+    assert form.validate({"username": 7}).errors[0].constraint == "type"
+    assert SEEN == ["ada", "bob"]
+
+
+def test_a_refusal_is_the_validators_own_message_at_its_place() -> None:
+    account = schema_for(Account)
+    assert refusal(account, {"username": "admin"}) == (
+        "username", "/username", "model", "username: the name admin is reserved."
+    )  # fmt: skip
+    assert refusal(account, {"username": "kid", "age": 9}) == (
+        None, "", "model", "you must be an adult."
+    )  # fmt: skip
+    assert refusal(schema_for(Annotated[int, pydantic.AfterValidator(_even)]), {"value": 3}) == (
+        "value", "/value", "model", "value: pick an even number."
+    )  # fmt: skip
+    with pytest.raises(InvalidAnswer, match="the name admin is reserved") as info:
+        account.parse({"username": "admin"})
+    assert "Value error" not in str(info.value)
+
+
+def test_validators_of_dataclasses_and_typeddicts_run_too() -> None:
+    seat = schema_for(Seat)
+    assert seat.parse({"holder": "ada"}) == Seat("ada")
+    assert refusal(seat, {"holder": "admin"})[:2] == ("holder", "/holder")
+    assert refusal(seat, {"holder": "ada", "row": 13}) == (
+        None, "", "model", "there is no row 13."
+    )  # fmt: skip
+    ticket = schema_for(Ticket)
+    assert ticket.parse({"holder": "ada"}) == {"holder": "ada"}
+    assert refusal(ticket, {"holder": "admin"})[3] == "holder: the name admin is reserved."
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic validates typing.TypedDict")
+def test_validators_pydantic_cannot_run_are_refused_at_definition() -> None:
+    with pytest.raises(TypeError, match="PlainTicket: its fields carry validators"):
+        schema_for(PlainTicket)
+
+
+def test_a_validator_with_a_bug_raises_out_of_validate() -> None:
+    # Not a refusal: the runtime turns it into Failed("validator_error") for that question.
+    with pytest.raises(KeyError):
+        schema_for(Flaky).validate({"name": "x"})
 
 
 class Contact(TypedDict):

@@ -21,7 +21,7 @@ import httpx2
 import pytest
 import trio
 import trio.testing
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.pages import PageQuestion, PageRegistry
@@ -84,6 +84,32 @@ PERIOD = {
 SERVER_TITLE = "Acme <Cloud>"
 
 
+class Vault(BaseModel):
+    """A secret and a rule of the model's own: one name is reserved."""
+
+    owner: str = Field(title="Owner")
+    pin: SecretStr = Field(title="PIN")
+
+    @field_validator("owner")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value == "admin":
+            raise ValueError("the name admin is reserved")
+        return value
+
+
+class BrokenVault(BaseModel):
+    """A secret, and a validator with a bug."""
+
+    owner: str
+    pin: SecretStr
+
+    @field_validator("owner")
+    @classmethod
+    def _broken(cls, value: str) -> str:
+        raise LookupError(value)
+
+
 #: A form definition with every field type the page renders, and a password.
 EVERYTHING = {
     "id": "everything",
@@ -119,6 +145,8 @@ def describe(outcome: Any) -> str:
                 f"accept key={content.api_key.get_secret_value()} spent_on={content.spent_on} "
                 f"starts_at={content.starts_at.isoformat()}"
             )
+        if isinstance(content, Vault):
+            return f"accept Vault owner={content.owner} pin={content.pin.get_secret_value()}"
         return "accept " + json.dumps(content, sort_keys=True)
     if isinstance(outcome, Declined):
         return "decline"
@@ -151,6 +179,16 @@ def build_server(**config: Any) -> Server:
     async def period(ctx: Context) -> str:
         """Ask for a token and a period under a rule of the form's own."""
         return describe(await ctx.elicit("Grant access", PERIOD))
+
+    @server.tool()
+    async def vault(ctx: Context) -> str:
+        """Ask for an owner (the model refuses one name) and a PIN."""
+        return describe(await ctx.elicit("Open the vault", Vault))
+
+    @server.tool()
+    async def broken_vault(ctx: Context) -> str:
+        """Ask with a model whose validator has a bug."""
+        return describe(await ctx.elicit("Open the vault", BrokenVault))
 
     @server.tool()
     async def everything(ctx: Context) -> str:
@@ -604,6 +642,40 @@ async def test_fields_without_a_title_are_labelled_from_their_names() -> None:
     labels = re.findall(r'<label for="f-\d">([^<]*) <span class="req">', html)
     assert labels == ["API key", "Spent on", "Starts at"]
     assert "para a ferramenta <strong>expense</strong>" in html  # a tool without a title
+
+
+async def test_a_model_validator_refusal_is_shown_at_its_field_and_the_token_stays_usable() -> None:
+    async with page_server() as listening, asked(listening, "vault") as (c, events, url):
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        refused = await c.http.post(
+            url, data={"_csrf": csrf, "_action": "accept", "owner": "admin", "pin": "4321"}
+        )
+        assert refused.status_code == 422, refused.text
+        assert 'id="f-0" aria-invalid="true"' in refused.text
+        assert field_errors(refused.text)["f-0"] == "The name admin is reserved."
+        assert 'name="owner"' in refused.text  # the form again, never the success notice
+        assert "4321" not in refused.text  # a secret is never written back
+        done = await c.http.post(
+            url, data={"_csrf": csrf, "_action": "accept", "owner": "ada", "pin": "4321"}
+        )
+        assert done.status_code == 200, done.text
+        assert "Your answer was sent" in done.text
+        assert tool_text(await events.rest()) == "accept Vault owner=ada pin=4321"
+
+
+async def test_a_validator_with_a_bug_ends_the_question_and_the_page_never_says_sent() -> None:
+    async with page_server() as listening, asked(listening, "broken_vault") as (c, events, url):
+        csrf = CSRF.findall((await c.http.get(url)).text)[0]
+        failed = await c.http.post(
+            url, data={"_csrf": csrf, "_action": "accept", "owner": "ada", "pin": "4321"}
+        )
+        assert failed.status_code == 500
+        assert "could not check your answer" in failed.text
+        assert "Your answer was sent" not in failed.text
+        assert tool_text(await events.rest()) == (
+            "Failed(reason='validator_error', detail='LookupError raised by the validator')"
+        )
+        assert (await c.http.get(url)).status_code == 410  # the question has ended
 
 
 # -- CSRF and origin ------------------------------------------------------------------------------
