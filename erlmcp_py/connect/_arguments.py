@@ -9,10 +9,10 @@ text as typed (:func:`prompt_schema` says so).
 
 The arguments are then checked (:func:`check_arguments`):
 
-* a key the schema does not declare is an error, with the closest declared name offered
-  (``employe: no such argument; did you mean employee?``, by :mod:`difflib`) — servers
-  commonly drop what they do not know, so a misspelt optional argument would otherwise be lost
-  without a word. A schema that takes other keys (``additionalProperties`` other than
+* a key the schema does not declare is an error, with the closest declared name not already
+  given offered (``employe: no such argument; did you mean employee?``, by :mod:`difflib`):
+  servers commonly drop what they do not know, so a misspelt optional argument would otherwise
+  be lost without a word. A schema that takes other keys (``additionalProperties`` other than
   ``false``, ``patternProperties``, or no ``properties`` at all) accepts them;
 * then the schema itself (JSON Schema 2020-12): each missing required argument is named, and
   every other problem is reported by argument name and the expected JSON type, never by the
@@ -165,7 +165,8 @@ def _check(
     lines: list[str] = []
     declared = _declared(schema)
     if declared is not None:
-        lines.extend(_unknown(key, declared, t) for key in arguments if key not in declared)
+        free = [name for name in declared if name not in arguments]  # a typo is of one of these
+        lines.extend(_unknown(key, free, t) for key in arguments if key not in declared)
     try:
         validator = Draft202012Validator(dict(schema))
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))

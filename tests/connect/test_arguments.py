@@ -133,6 +133,17 @@ def test_a_misspelt_required_argument_is_named_and_so_is_the_missing_one() -> No
     )
 
 
+def test_the_suggestion_is_a_declared_name_not_given_already() -> None:
+    schema = {"type": "object", "properties": {"arg1": {}, "arg2": {}}}
+    for given_, typo, meant in (("arg2", "arg3", "arg1"), ("arg1", "arg3", "arg2")):
+        with pytest.raises(ArgumentError) as info:
+            check_arguments("t", {given_: "x", typo: "y"}, schema, T)
+        assert info.value.lines[1] == f"  {typo}: no such argument; did you mean {meant}?"
+    with pytest.raises(ArgumentError) as info:
+        check_arguments("t", {"arg1": "x", "arg2": "y", "arg3": "z"}, schema, T)
+    assert info.value.lines[1] == "  arg3: no such argument"  # both given: no typo of either
+
+
 def test_an_unknown_argument_nothing_resembles_gets_no_suggestion() -> None:
     with pytest.raises(ArgumentError) as info:
         check_arguments("t", {"employee": "Ada", "amount": 1, "zzz": 1}, EXPENSE, T)
