@@ -87,7 +87,8 @@ async def repl(client: McpClient, app: ConnectApp) -> int:
             io.say(t("bye"))
             return 0
         try:
-            await _run(client, app, lists, command, rest)
+            if not await _run(client, app, lists, command, rest):
+                io.say(t("unknown_command", command=words[0]))
         except RpcError as exc:
             io.say(t("rpc_error", code=exc.code, message=exc.message))
 
@@ -100,7 +101,8 @@ async def call_once(client: McpClient, app: ConnectApp, words: Sequence[str]) ->
 
 async def _run(
     client: McpClient, app: ConnectApp, lists: _Lists, command: str, rest: Sequence[str]
-) -> None:
+) -> bool:
+    """Run one command; ``False`` when there is no such command."""
     io, t = app.io, app.t
     if command == "help":
         io.say(t("help"))
@@ -125,7 +127,8 @@ async def _run(
         if lists.prompts is not None:
             await _prompt(client, app, lists.prompts, rest)
     else:
-        io.say(t("unknown_command", command=command))
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------
