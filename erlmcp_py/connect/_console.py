@@ -481,6 +481,7 @@ class Console:
         except EOFError:  # Ctrl-D on an empty line
             self._print("\n")
             self._ended = self._end_shown = True
+            self._settle()
             return
         finally:
             self._reading = None

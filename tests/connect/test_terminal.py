@@ -397,6 +397,22 @@ def test_up_recalls_the_last_command_and_ctrl_l_is_not_typed() -> None:
     assert leave(child) == 0
 
 
+def test_ctrl_d_at_an_empty_prompt_leaves() -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.send("to")
+    child.sendcontrol("a")  # readline: to the start of the line, where ^D deletes a character
+    child.sendcontrol("d")
+    child.send("\r")  # the line is now "o": not a command
+    child.expect_exact("Unknown command: o.")
+    child.expect_exact("mcp> ")
+    child.sendeof()
+    child.expect_exact("Bye.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 def test_a_forms_history_is_its_answers_not_the_commands() -> None:
     child = connect(stdio())
     child.expect_exact("mcp> ")
