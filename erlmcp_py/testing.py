@@ -5,9 +5,13 @@ notification and lets a test answer now, late, twice, with garbage, with an erro
 or disconnect. It stands in for a session, below the protocol.
 
 ``open_memory_client(server, handler=...)`` is a whole in-memory client/server pair: a
-:class:`MemoryClient` (``initialize``, ``list_tools``, ``call_tool``, an elicitation handler,
-``notifications``; both protocol eras) sending JSON-RPC frames to a real session of
-``server`` (see :mod:`erlmcp_py.transports.memory`).
+:class:`MemoryClient` (``initialize``, ``list_tools``, ``call_tool``, ``list_resources``,
+``list_resource_templates``, ``read_resource``, ``list_prompts``, ``get_prompt``, an
+elicitation handler, ``notifications``; both protocol eras) sending JSON-RPC frames to a real
+session of ``server`` (see :mod:`erlmcp_py.transports.memory`).
+
+Its tests are async: run them with pytest-trio in trio mode (``trio_mode = true`` under
+``[tool.pytest.ini_options]``; the README shows the whole set-up).
 """
 
 from __future__ import annotations

@@ -2,31 +2,43 @@
 
 It reaches a server over stdio (``erlmcp-py connect -- CMD ARGS``) or Streamable HTTP
 (``erlmcp-py connect URL``), in either protocol era (2025-11-25 sessions, 2026-07-28 stateless
-calls), lists and calls tools, and renders each elicitation inline: a typed prompt per field,
-validated with the runtime's own rules before it is sent, then Submit, Reject or Cancel;
-URL-mode pages are shown and opened in the browser on request. Text is in en-US or pt-BR,
-from the one catalog of :mod:`erlmcp_py.core.i18n`.
+calls), lists and calls tools, lists and reads resources, lists and gets prompts, and renders
+each elicitation (of a tool or of a prompt) inline: a typed prompt per field, validated with
+the runtime's own rules before it is sent, then Submit, Reject or Cancel; URL-mode pages are
+shown and opened in the browser on request. Lines are edited with readline, with a command
+history kept across sessions. Text is in en-US or pt-BR, from the one catalog of
+:mod:`erlmcp_py.core.i18n`.
 
 Each job lives in its own private module:
 
+* ``_console`` -- the terminal: line editing, history, Ctrl-C (the main thread), and its
+  trio-side face, the ``Terminal``;
 * ``_render`` -- the prompts of a form, per field kind, and of a URL-mode page;
-* ``_arguments`` -- ``key=value`` tool arguments and their check against the tool;
+* ``_arguments`` -- ``key=value`` arguments and their check against the tool or prompt;
 * ``_wire`` -- stdio and Streamable HTTP connections;
 * ``_client`` -- the two protocol eras over a wire;
-* ``_app`` -- the terminal, Ctrl-C, the REPL and the command-line options.
+* ``_app`` -- elicitations, notifications and Ctrl-C on screen;
+* ``_commands`` -- the REPL, its commands and what they show;
+* ``_cli`` -- the command-line options, the connection and the two threads.
 """
 
 from __future__ import annotations
 
-from erlmcp_py.connect._app import ConnectApp, Terminal, add_arguments, read_lines, run
+from erlmcp_py.connect._app import ConnectApp
 from erlmcp_py.connect._arguments import (
     ArgumentError,
     check_arguments,
+    check_prompt_arguments,
     parse_arguments,
     parse_value,
+    prompt_schema,
 )
+from erlmcp_py.connect._cli import add_arguments, run
 from erlmcp_py.connect._client import CAPABILITIES, MODERN, PROTOCOLS, SESSION, McpClient
+from erlmcp_py.connect._console import Console, Screen, Terminal, history_file
 from erlmcp_py.connect._render import (
+    ANSWERS,
+    COMMANDS,
     MISSING,
     Answer,
     FieldError,
@@ -40,19 +52,25 @@ from erlmcp_py.connect._render import (
     parse_field,
 )
 from erlmcp_py.connect._wire import (
+    ENDPOINT_PATH,
     ConnectionLost,
+    EndpointNotFound,
     HttpWire,
     RpcError,
     StdioWire,
     Wire,
+    endpoint_suggestion,
     open_http_wire,
     open_stdio_wire,
 )
 from erlmcp_py.core.i18n import CATALOG, LOCALES, Texts, choose_locale, placeholders
 
 __all__ = [
+    "ANSWERS",
     "CAPABILITIES",
     "CATALOG",
+    "COMMANDS",
+    "ENDPOINT_PATH",
     "LOCALES",
     "MISSING",
     "MODERN",
@@ -62,12 +80,15 @@ __all__ = [
     "ArgumentError",
     "ConnectApp",
     "ConnectionLost",
+    "Console",
+    "EndpointNotFound",
     "FieldError",
     "FormField",
     "HttpWire",
     "McpClient",
     "Prompter",
     "RpcError",
+    "Screen",
     "StdioWire",
     "Terminal",
     "Texts",
@@ -77,15 +98,18 @@ __all__ = [
     "ask_form",
     "ask_url",
     "check_arguments",
+    "check_prompt_arguments",
     "choose_locale",
+    "endpoint_suggestion",
     "error_text",
     "form_field",
+    "history_file",
     "open_http_wire",
     "open_stdio_wire",
     "parse_arguments",
     "parse_field",
     "parse_value",
     "placeholders",
-    "read_lines",
+    "prompt_schema",
     "run",
 ]

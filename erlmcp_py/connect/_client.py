@@ -8,19 +8,20 @@ language the client shows: on ``initialize`` for a session, on every request for
 
 *2025-11-25 (session).* :meth:`McpClient.open` sends ``initialize`` (declaring form and URL
 elicitation) and ``notifications/initialized``; the negotiated version goes to the wire. A
-``tools/call`` is one request: the server's ``elicitation/create`` requests arrive on the wire
-while it runs and are answered by the wire's ``on_request``.
+``tools/call`` or ``prompts/get`` is one request: the server's ``elicitation/create`` requests
+arrive on the wire while it runs and are answered by the wire's ``on_request``.
 
 *2026-07-28 (stateless, MRTR; see docs/mrtr.md).* Every request carries ``_meta`` (protocol
 version, client capabilities, client info, and the log level ``info``, the level a session
 starts at: the server's log messages and deadline warnings come on the request they relate
 to); :meth:`McpClient.open` asks ``server/discover``.
-A ``tools/call`` may answer an ``InputRequiredResult``: each of its ``inputRequests`` is
-answered by the same ``on_request`` that answers the session era's requests, and the call is
-retried with the ``inputResponses`` and the exact ``requestState``, until the result is
-``complete`` (or an error), by :func:`~erlmcp_py.mcp.mrtr_client.call_until_complete`. A
-request ``on_request`` refuses is left out (the server asks again); a state-only result (the
-server held the retry and has nothing to ask) is retried with its state alone.
+A ``tools/call`` or ``prompts/get`` may answer an ``InputRequiredResult``: each of its
+``inputRequests`` is answered by the same ``on_request`` that answers the session era's
+requests, and the call is retried with the ``inputResponses`` and the exact ``requestState``,
+until the result is ``complete`` (or an error), by
+:func:`~erlmcp_py.mcp.mrtr_client.call_until_complete`. A request ``on_request`` refuses is
+left out (the server asks again); a state-only result (the server held the retry and has
+nothing to ask) is retried with its state alone.
 """
 
 from __future__ import annotations
@@ -122,17 +123,42 @@ class McpClient:
         if isinstance(info, Mapping):
             self.server = f"{info.get('name', '?')} {info.get('version', '')}".strip()
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool of the server (all pages)."""
-        tools: list[dict[str, Any]] = []
+    async def _list(self, method: str, key: str) -> list[dict[str, Any]]:
+        """Every item of a paginated list (all pages)."""
+        items: list[dict[str, Any]] = []
         cursor: Any = None
         while True:
             params = {} if cursor is None else {"cursor": cursor}
-            result = await self.wire.request("tools/list", self._params(params))
-            tools.extend(t for t in result.get("tools") or () if isinstance(t, dict))
+            result = await self.wire.request(method, self._params(params))
+            items.extend(x for x in result.get(key) or () if isinstance(x, dict))
             cursor = result.get("nextCursor")
             if not cursor:
-                return tools
+                return items
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool of the server."""
+        return await self._list("tools/list", "tools")
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        """Every resource of the server."""
+        return await self._list("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[dict[str, Any]]:
+        """Every resource template of the server."""
+        return await self._list("resources/templates/list", "resourceTemplates")
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        """Every prompt of the server."""
+        return await self._list("prompts/list", "prompts")
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        """``resources/read``: the result (its ``contents``).
+
+        Raises:
+            RpcError: the server answered with an error (an unknown URI…).
+            ConnectionLost: the server went away.
+        """
+        return await self.wire.request("resources/read", self._params({"uri": uri}))
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Call a tool to its end, answering every elicitation on the way.
@@ -141,12 +167,30 @@ class McpClient:
             RpcError: the server answered with an error.
             ConnectionLost: the server went away.
         """
+        return await self._until_complete("tools/call", name, arguments)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> dict[str, Any]:
+        """Get a prompt (its ``messages``), answering every elicitation on the way: a prompt
+        may ask the user, as a tool does.
+
+        Raises:
+            RpcError: the server answered with an error.
+            ConnectionLost: the server went away.
+        """
+        return await self._until_complete("prompts/get", name, arguments)
+
+    async def _until_complete(
+        self, method: str, name: str, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One ``tools/call`` or ``prompts/get``: a request of its own in a session (the
+        server's elicitations come on the wire meanwhile); on 2026-07-28, retried until the
+        result is complete (see the module docstring)."""
         base = {"name": name, "arguments": dict(arguments)}
         if not self.modern:
-            return await self.wire.request("tools/call", self._params(base))
+            return await self.wire.request(method, self._params(base))
 
         async def send(params: dict[str, Any]) -> dict[str, Any]:
-            return await self.wire.request("tools/call", self._params(params))
+            return await self.wire.request(method, self._params(params))
 
         return await call_until_complete(send, self._answer_input, base)
 

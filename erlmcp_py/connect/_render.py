@@ -17,8 +17,9 @@ user picks Submit, Reject or Cancel; Submit sends the answer once the whole answ
 ``validate_answer``.
 
 :func:`ask_url` shows a URL-mode request and offers to open the page in the browser (only on
-a yes). End of input answers ``cancel``; the caller cancels a prompt (Ctrl-C) by cancelling
-the task that awaits it.
+a yes), then says what happened: the browser opened, or none could be (``webbrowser.open``
+answers false when it finds none), and the URL is to be opened by hand. End of input answers
+``cancel``; the caller cancels a prompt (Ctrl-C) by cancelling the task that awaits it.
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
+import trio
+
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.i18n import Texts
 from erlmcp_py.core.schema import FieldKind, enum_options, field_kind
 from erlmcp_py.core.validation import AnswerError, validate_answer
 
 __all__ = [
+    "ANSWERS",
+    "COMMANDS",
     "MISSING",
     "Answer",
     "FieldError",
@@ -56,11 +61,22 @@ _SINGLE: Final = frozenset(
 )
 
 
+#: The history of the REPL's command lines (see :class:`Prompter`).
+COMMANDS: Final = "commands"
+#: The history of the answers typed into forms.
+ANSWERS: Final = "answers"
+
+
 class Prompter(Protocol):
     """Where prompts are written and answers read (the terminal, or a test's lines)."""
 
-    async def ask(self, prompt: str) -> str:
+    async def ask(self, prompt: str, *, history: str | None = ANSWERS) -> str:
         """Show ``prompt`` and return the next input line without its line end.
+
+        Args:
+            prompt: The prompt.
+            history: Which history the line joins and Up recalls from: :data:`COMMANDS`,
+                :data:`ANSWERS`, or ``None`` for none (a numbered choice).
 
         Raises:
             EOFError: the input has ended.
@@ -374,7 +390,7 @@ async def _choose(io: Prompter, t: Texts) -> Action:
         by_word.setdefault(word[0], action)
     prompt = t("action_prompt", **words)
     while True:
-        choice = by_word.get((await io.ask(prompt)).strip().casefold())
+        choice = by_word.get((await io.ask(prompt, history=None)).strip().casefold())
         if choice is not None:
             return choice
         io.say(f"  ! {t('err_action', **words)}")
@@ -430,8 +446,10 @@ async def ask_url(
 ) -> Answer:
     """Render a URL-mode elicitation: show the page's URL, offer to open it.
 
-    ``open_page`` (``webbrowser.open``) is called only when the user picks "open it in the
-    browser". Both "open" choices answer ``accept`` (the user agrees to go to the page).
+    ``open_page`` (``webbrowser.open``) is called, in a thread, only when the user picks "open
+    it in the browser"; a false result (or an error) means no browser could be opened, and
+    the user is told to open the URL themselves. Both "open" choices answer ``accept`` (the
+    user agrees to go to the page).
 
     Returns:
         ``accept``, ``decline`` or ``cancel`` (also at the end of input).
@@ -447,10 +465,12 @@ async def ask_url(
     )
     try:
         while True:
-            choice = (await io.ask(prompt)).strip()
+            choice = (await io.ask(prompt, history=None)).strip()
             if choice == "1":
-                io.say(f"{t('mcp.elicitation.url_mode.opening')}: {url}")
-                open_page(url)
+                if await _opened(open_page, url):
+                    io.say(f"{t('mcp.elicitation.url_mode.opening')}: {url}")
+                else:
+                    io.say(t("url_no_browser", url=url))
                 return Answer("accept")
             if choice == "2":
                 return Answer("accept")
@@ -464,3 +484,12 @@ async def ask_url(
     except EOFError:
         io.say(t("cancelled"))
         return Answer("cancel")
+
+
+async def _opened(open_page: Callable[[str], object], url: str) -> bool:
+    """Whether ``open_page`` opened ``url`` (``webbrowser.open`` may wait for the browser's
+    command: it runs in a thread, left behind if the prompt is cancelled)."""
+    try:
+        return bool(await trio.to_thread.run_sync(open_page, url, abandon_on_cancel=True))
+    except Exception:  # webbrowser.Error, OSError: no browser to run
+        return False

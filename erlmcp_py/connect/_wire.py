@@ -22,7 +22,10 @@ so an ``elicitation/create`` that arrives mid-call is answered (by another POST)
 stream stays open. The session era's ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` are sent
 once known; a 2026-07-28 request carries the ``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` headers its body implies. Every request carries the user's ``Accept-Language``.
-:meth:`HttpWire.close` ends the session (DELETE).
+:meth:`HttpWire.close` ends the session (DELETE). A 404 to a request that names no session
+(a session's 404 means the session ended) is :class:`EndpointNotFound`, unless its body is a
+JSON-RPC "method not found" (the endpoint is there, the method is not): the URL's path is not
+an MCP endpoint, and :func:`endpoint_suggestion` offers the one ``erlmcp-py serve`` has.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import h11
 import trio
@@ -44,13 +47,16 @@ import trio
 from erlmcp_py.mcp.client import say_goodbye
 
 __all__ = [
+    "ENDPOINT_PATH",
     "ConnectionLost",
+    "EndpointNotFound",
     "HttpWire",
     "OnNotification",
     "OnRequest",
     "RpcError",
     "StdioWire",
     "Wire",
+    "endpoint_suggestion",
     "open_http_wire",
     "open_stdio_wire",
 ]
@@ -60,6 +66,9 @@ OnNotification = Callable[[str, Mapping[str, Any]], None]
 
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _READ = 65536
+#: The path of ``erlmcp-py serve``'s MCP endpoint.
+ENDPOINT_PATH = "/mcp"
+_METHOD_NOT_FOUND = -32601
 
 
 class RpcError(Exception):
@@ -75,6 +84,29 @@ class RpcError(Exception):
 class ConnectionLost(Exception):
     """The server went away before it answered: its output ended (no message), or an HTTP
     exchange failed (the message says how)."""
+
+
+class EndpointNotFound(ConnectionLost):
+    """The URL answered 404 to a request that named no session: no MCP endpoint is there.
+
+    Attributes:
+        url: The URL.
+        suggestion: The same host's :data:`ENDPOINT_PATH`, when the URL has another path.
+    """
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"{url}: HTTP 404")
+        self.url = url
+        self.suggestion = endpoint_suggestion(url)
+
+
+def endpoint_suggestion(url: str) -> str | None:
+    """``url`` with ``erlmcp-py serve``'s endpoint path (:data:`ENDPOINT_PATH`), or ``None``
+    when it already has that path (nothing else is plausible)."""
+    parts = urlsplit(url)
+    if parts.path == ENDPOINT_PATH:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, ENDPOINT_PATH, "", ""))
 
 
 class Wire(Protocol):
@@ -353,6 +385,11 @@ class _Events:
                 self._data.append(value[1:] if value.startswith(" ") else value)
 
 
+def _method_not_found(frame: object) -> bool:
+    error = frame.get("error") if isinstance(frame, Mapping) else None
+    return isinstance(error, Mapping) and error.get("code") == _METHOD_NOT_FOUND
+
+
 @dataclass(eq=False)
 class HttpWire:
     """A Streamable HTTP endpoint. Open with :func:`open_http_wire`."""
@@ -490,6 +527,8 @@ class HttpWire:
                 frame = json.loads(body) if body else None
             except ValueError:
                 frame = None
+            if head.status == 404 and self.session_id is None and not _method_not_found(frame):
+                raise EndpointNotFound(self.url)
             if isinstance(frame, Mapping) and ("result" in frame or "error" in frame):
                 return frame
             raise ConnectionLost(f"{self.url}: HTTP {head.status}")

@@ -377,23 +377,35 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     "help": {
         _EN: (
             "Commands:\n"
-            "  tools                      list the server's tools\n"
-            "  call TOOL key=value ...    call a tool (values are JSON when they parse, "
+            "  tools                       list the server's tools\n"
+            "  call TOOL key=value ...     call a tool (values are JSON when they parse, "
             "else text)\n"
-            "  help                       this help\n"
-            "  quit                       leave\n"
-            "Enter takes a field's default. Ctrl-C cancels the open form, else stops the "
-            "running call; at the prompt it leaves."
+            "  resources                   list the server's resources and resource templates\n"
+            "  read URI                    show a resource's contents\n"
+            "  prompts                     list the server's prompts\n"
+            "  prompt NAME key=value ...   get a prompt and show its messages (values are "
+            "text)\n"
+            "  help                        this help\n"
+            "  quit                        leave\n"
+            "Up and Down recall earlier commands (and earlier answers, in a form). Enter takes "
+            "a field's default. Ctrl-C cancels the open form, else stops the running call; at "
+            "the prompt it leaves."
         ),
         _PT: (
             "Comandos:\n"
-            "  tools                      lista as ferramentas do servidor\n"
-            "  call TOOL chave=valor ...  chama uma ferramenta (valores em JSON quando "
+            "  tools                       lista as ferramentas do servidor\n"
+            "  call TOOL chave=valor ...   chama uma ferramenta (valores em JSON quando "
             "possível, senão texto)\n"
-            "  help                       esta ajuda\n"
-            "  quit                       sair\n"
-            "Enter usa o padrão do campo. Ctrl-C cancela o formulário aberto, senão "
-            "interrompe a chamada em curso; no prompt, sai."
+            "  resources                   lista os recursos e modelos de recurso do servidor\n"
+            "  read URI                    mostra o conteúdo de um recurso\n"
+            "  prompts                     lista os prompts do servidor\n"
+            "  prompt NOME chave=valor ... obtém um prompt e mostra suas mensagens (valores "
+            "em texto)\n"
+            "  help                        esta ajuda\n"
+            "  quit                        sair\n"
+            "Setas para cima e para baixo trazem comandos anteriores (e respostas anteriores, "
+            "num formulário). Enter usa o padrão do campo. Ctrl-C cancela o formulário aberto, "
+            "senão interrompe a chamada em curso; no prompt, sai."
         ),
     },
     "prompt": {_EN: "mcp> ", _PT: "mcp> "},
@@ -423,9 +435,17 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "{name}: required, missing",
         _PT: "{name}: obrigatório, faltando",
     },
-    "arg_unexpected": {
-        _EN: "{name}: not an argument of this tool",
-        _PT: "{name}: não é argumento desta ferramenta",
+    "arg_unknown": {
+        _EN: "{name}: no such argument",
+        _PT: "{name}: argumento inexistente",
+    },
+    "arg_unknown_close": {
+        _EN: "{name}: no such argument; did you mean {suggestion}?",
+        _PT: "{name}: argumento inexistente; você quis dizer {suggestion}?",
+    },
+    "prompt_arguments_invalid": {
+        _EN: "The arguments do not fit prompt {prompt}:",
+        _PT: "Os argumentos não servem ao prompt {prompt}:",
     },
     "arg_type": {
         _EN: "{name}: expected {expected}, got {actual}",
@@ -446,8 +466,64 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "Could not connect: {reason}",
         _PT: "Não foi possível conectar: {reason}",
     },
+    "no_endpoint": {
+        _EN: "no MCP endpoint at {url}",
+        _PT: "nenhum endpoint MCP em {url}",
+    },
+    "no_endpoint_hint": {
+        _EN: (
+            "no MCP endpoint at {url} (the erlmcp-py server's endpoint is /mcp; did you mean "
+            "{suggestion}?)"
+        ),
+        _PT: (
+            "nenhum endpoint MCP em {url} (o endpoint do servidor erlmcp-py é /mcp; você quis "
+            "dizer {suggestion}?)"
+        ),
+    },
+    "history_not_saved": {
+        _EN: "Command history not saved to {path}: {reason}",
+        _PT: "Histórico de comandos não salvo em {path}: {reason}",
+    },
     "server_exited": {_EN: "the server has exited", _PT: "o servidor encerrou"},
     "call_stopped": {_EN: "Call stopped.", _PT: "Chamada interrompida."},
+    "request_stopped": {_EN: "Request stopped.", _PT: "Pedido interrompido."},
+    # -- resources and prompts -----------------------------------------------------------------
+    "resources_heading": {_EN: "Resources ({count}):", _PT: "Recursos ({count}):"},
+    "templates_heading": {
+        _EN: "Resource templates ({count}):",
+        _PT: "Modelos de recurso ({count}):",
+    },
+    "no_resources": {_EN: "The server has no resources.", _PT: "O servidor não tem recursos."},
+    "resources_not_offered": {
+        _EN: "The server does not offer resources.",
+        _PT: "O servidor não oferece recursos.",
+    },
+    "read_usage": {_EN: "Usage: read URI", _PT: "Uso: read URI"},
+    "prompts_heading": {_EN: "Prompts ({count}):", _PT: "Prompts ({count}):"},
+    "no_prompts": {_EN: "The server has no prompts.", _PT: "O servidor não tem prompts."},
+    "prompts_not_offered": {
+        _EN: "The server does not offer prompts.",
+        _PT: "O servidor não oferece prompts.",
+    },
+    "prompt_usage": {
+        _EN: "Usage: prompt NAME key=value ...",
+        _PT: "Uso: prompt NOME chave=valor ...",
+    },
+    "unknown_prompt": {
+        _EN: "No prompt named {name}. Type prompts to list them.",
+        _PT: "Nenhum prompt chamado {name}. Digite prompts para listá-los.",
+    },
+    "prompt_messages": {_EN: "Messages:", _PT: "Mensagens:"},
+    "binary_summary": {
+        _EN: "{kind}, {mime}, {size} bytes",
+        _PT: "{kind}, {mime}, {size} bytes",
+    },
+    "content_blob": {_EN: "binary", _PT: "binário"},
+    "content_image": {_EN: "image", _PT: "imagem"},
+    "content_audio": {_EN: "audio", _PT: "áudio"},
+    "content_resource": {_EN: "resource {uri}", _PT: "recurso {uri}"},
+    "content_link": {_EN: "link to {uri}", _PT: "link para {uri}"},
+    "type_unknown": {_EN: "type unknown", _PT: "tipo desconhecido"},
     "bye": {_EN: "Bye.", _PT: "Até mais."},
     "interrupt_exits": {
         _EN: "(Ctrl-C again leaves.)",
@@ -535,6 +611,10 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _PT: "[1] abrir no navegador  [2] eu mesmo abro  [3] {reject}  [4] {cancel} ",
     },
     "err_url_choice": {_EN: "Answer 1, 2, 3 or 4.", _PT: "Responda 1, 2, 3 ou 4."},
+    "url_no_browser": {
+        _EN: "No browser could be opened; open this URL yourself: {url}",
+        _PT: "Nenhum navegador pôde ser aberto; abra este endereço você mesmo: {url}",
+    },
     "url_waiting": {
         _EN: "Waiting for the page to finish (Ctrl-C stops the call).",
         _PT: "Aguardando a página terminar (Ctrl-C interrompe a chamada).",

@@ -27,9 +27,18 @@ returns the result object, ``None`` to leave the request unanswered, or raises
 Both protocol eras: with ``protocol_version`` 2025-06-18 / 2025-11-25 call
 :meth:`MemoryClient.initialize` first (a session); with 2026-07-28 every request carries the
 per-request ``_meta`` (version, capabilities, client info) and :meth:`MemoryClient.call_tool`
-drives MRTR (:mod:`erlmcp_py.mcp.mrtr_client`): an ``InputRequiredResult`` is answered
-through the same handler and the call retried with ``inputResponses`` and the
-``requestState``, until the result is complete.
+and :meth:`MemoryClient.get_prompt` (a prompt may ask the user too) drive MRTR
+(:mod:`erlmcp_py.mcp.mrtr_client`): an ``InputRequiredResult`` is answered through the same
+handler and the request retried with ``inputResponses`` and the ``requestState``, until the
+result is complete.
+
+The MCP methods return what the server answered, as JSON objects: a list method
+(:meth:`~MemoryClient.list_tools`, :meth:`~MemoryClient.list_resources`,
+:meth:`~MemoryClient.list_resource_templates`, :meth:`~MemoryClient.list_prompts`) the items of
+every page (``nextCursor`` followed), the others their whole result
+(:meth:`~MemoryClient.call_tool`'s ``CallToolResult``, :meth:`~MemoryClient.read_resource`'s
+``ReadResourceResult``, :meth:`~MemoryClient.get_prompt`'s ``GetPromptResult``). A JSON-RPC
+error is raised as :class:`~erlmcp_py.mcp.client.ClientRequestError`.
 """
 
 from __future__ import annotations
@@ -239,10 +248,73 @@ class MemoryClient:
         """``ping``; raises :class:`ClientRequestError` if the server answers an error."""
         await self.request("ping")
 
+    async def _list(self, method: str, key: str) -> list[dict[str, Any]]:
+        """The ``key`` items of every page of a list method (``nextCursor`` followed)."""
+        items: list[dict[str, Any]] = []
+        cursor: Any = None
+        while True:
+            result = await self.request(method, {} if cursor is None else {"cursor": cursor})
+            items.extend(result[key])
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return items
+
     async def list_tools(self) -> list[dict[str, Any]]:
         """The ``tools`` of ``tools/list``."""
-        tools: list[dict[str, Any]] = (await self.request("tools/list", {}))["tools"]
-        return tools
+        return await self._list("tools/list", "tools")
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        """The ``resources`` of ``resources/list``.
+
+        Raises:
+            ClientRequestError: ``-32601`` when the server offers no resources.
+        """
+        return await self._list("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[dict[str, Any]]:
+        """The ``resourceTemplates`` of ``resources/templates/list``.
+
+        Raises:
+            ClientRequestError: ``-32601`` when the server offers no resources.
+        """
+        return await self._list("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        """``resources/read``; returns the ``ReadResourceResult`` (its ``contents``).
+
+        Raises:
+            ClientRequestError: an unknown URI (``-32002`` in a session, ``-32602`` on
+                2026-07-28), or a resource that failed.
+        """
+        return await self.request("resources/read", {"uri": uri})
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        """The ``prompts`` of ``prompts/list``.
+
+        Raises:
+            ClientRequestError: ``-32601`` when the server offers no prompts.
+        """
+        return await self._list("prompts/list", "prompts")
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        max_rounds: int = MAX_ROUNDS,
+    ) -> dict[str, Any]:
+        """``prompts/get``; returns the ``GetPromptResult`` (its ``messages``).
+
+        A prompt may ask the user, as a tool does: its ``elicitation/create`` reaches the
+        handler (in a session), or on 2026-07-28 its input requests are answered through the
+        handler and the request retried, as :meth:`call_tool` does.
+
+        Raises:
+            ClientRequestError: a JSON-RPC error (unknown prompt, missing argument…).
+            RuntimeError: 2026-07-28 only, as :meth:`call_tool`.
+        """
+        params = {"name": name, "arguments": dict(arguments or {})}
+        return await self._until_complete("prompts/get", params, max_rounds)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, max_rounds: int = MAX_ROUNDS
@@ -259,12 +331,19 @@ class MemoryClient:
                 (:class:`~erlmcp_py.mcp.mrtr_client.InputRoundsExhausted`), or an input
                 request the handler refused or left unanswered.
         """
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        params = {"name": name, "arguments": dict(arguments or {})}
+        return await self._until_complete("tools/call", params, max_rounds)
+
+    async def _until_complete(
+        self, method: str, params: dict[str, Any], max_rounds: int
+    ) -> dict[str, Any]:
+        """A ``tools/call`` or ``prompts/get``: one request in a session; on 2026-07-28, the
+        input rounds until the result is complete."""
         if not self.modern:
-            return await self.request("tools/call", params)
+            return await self.request(method, params)
 
         async def send(retry: dict[str, Any]) -> dict[str, Any]:
-            return await self.request("tools/call", retry)
+            return await self.request(method, retry)
 
         return await call_until_complete(send, self._answer_input, params, max_rounds=max_rounds)
 

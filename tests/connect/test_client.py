@@ -153,3 +153,59 @@ async def test_the_stateless_era_declares_the_users_locale_on_every_request() ->
     ]
     assert all(p["_meta"][LOCALE_META_KEY] == "pt-BR" for _, p in wire.sent)
     assert all(p["_meta"][META] == MODERN for _, p in wire.sent)
+
+
+@pytest.mark.parametrize("protocol", [SESSION, MODERN])
+async def test_resources_templates_and_prompts_are_listed_page_by_page(protocol: str) -> None:
+    wire = ScriptedWire(
+        {"resources": [{"uri": "a://1"}], "nextCursor": "r2"},
+        {"resources": [{"uri": "a://2"}]},
+        {"resourceTemplates": [{"uriTemplate": "a://{id}"}]},
+        {"prompts": [{"name": "p"}], "nextCursor": "p2"},
+        {"prompts": [{"name": "q"}]},
+    )
+    client = McpClient(wire, protocol, yes)
+    assert [r["uri"] for r in await client.list_resources()] == ["a://1", "a://2"]
+    assert await client.list_resource_templates() == [{"uriTemplate": "a://{id}"}]
+    assert [p["name"] for p in await client.list_prompts()] == ["p", "q"]
+    assert [m for m, _ in wire.sent] == [
+        "resources/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "prompts/list",
+    ]
+    assert (wire.sent[1][1]["cursor"], wire.sent[4][1]["cursor"]) == ("r2", "p2")
+    assert all(("_meta" in p) == (protocol == MODERN) for _, p in wire.sent)
+
+
+@pytest.mark.parametrize("protocol", [SESSION, MODERN])
+async def test_a_resource_is_read_by_its_uri(protocol: str) -> None:
+    contents = [{"uri": "a://1", "mimeType": "text/plain", "text": "hi"}]
+    wire = ScriptedWire({"contents": contents})
+    result = await McpClient(wire, protocol, yes).read_resource("a://1")
+    assert result == {"contents": contents}
+    assert wire.sent[0][0] == "resources/read"
+    assert wire.sent[0][1]["uri"] == "a://1"
+
+
+async def test_a_session_era_prompt_is_one_request_its_elicitations_on_the_wire() -> None:
+    wire = ScriptedWire({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]})
+    result = await McpClient(wire, SESSION, yes).get_prompt("p", {"a": "1"})
+    assert result["messages"][0]["content"]["text"] == "x"
+    assert wire.sent == [("prompts/get", {"name": "p", "arguments": {"a": "1"}})]
+
+
+async def test_a_stateless_prompt_that_asks_the_user_is_answered_and_retried() -> None:
+    ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?"}}
+    wire = ScriptedWire(
+        {"resultType": "input_required", "inputRequests": {"ctx": ask}, "requestState": "s1"},
+        {"resultType": "complete", "messages": []},
+    )
+    result = await McpClient(wire, MODERN, yes).get_prompt("p", {"a": "1"})
+    assert result == {"resultType": "complete", "messages": []}
+    (first_method, first), (_, retry) = wire.sent
+    assert first_method == "prompts/get"
+    assert (first["name"], first["arguments"]) == ("p", {"a": "1"})
+    assert retry["requestState"] == "s1"
+    assert retry["inputResponses"] == {"ctx": {"action": "accept", "content": {"ok": True}}}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
 from hypothesis import given, strategies as st
 
 from erlmcp_py.connect import (
+    ANSWERS,
     MISSING,
     Answer,
     FieldError,
@@ -42,7 +43,7 @@ class Lines:
         self.prompts: list[str] = []
         self.said: list[str] = []
 
-    async def ask(self, prompt: str) -> str:
+    async def ask(self, prompt: str, *, history: str | None = ANSWERS) -> str:
         self.prompts.append(prompt)
         if not self.lines:
             raise EOFError
@@ -322,7 +323,12 @@ async def test_a_url_is_shown_and_opened_only_when_the_user_says_so(
 ) -> None:
     io = Lines(["9", choice])
     pages: list[str] = []
-    answer = await ask_url(io, EN, "Sign in", "https://example.com/x", pages.append)
+
+    def browser(url: str) -> bool:
+        pages.append(url)
+        return True  # webbrowser.open: a browser took it
+
+    answer = await ask_url(io, EN, "Sign in", "https://example.com/x", browser)
     assert answer == Answer(action)
     assert pages == (["https://example.com/x"] if opened else [])
     assert io.said[:3] == [
@@ -333,7 +339,32 @@ async def test_a_url_is_shown_and_opened_only_when_the_user_says_so(
     assert ("Opening external page: https://example.com/x" in io.said) == opened
 
 
-async def test_a_url_in_portuguese_says_abrindo_pagina_externa() -> None:
+def no_browser(url: str) -> bool:
+    return False  # webbrowser.open when it finds no browser to run
+
+
+def broken_browser(url: str) -> bool:
+    raise OSError("no such program")
+
+
+@pytest.mark.parametrize("browser", [no_browser, broken_browser])
+async def test_when_no_browser_opens_the_user_is_told_to_open_the_url(
+    browser: Callable[[str], bool],
+) -> None:
     io = Lines(["1"])
-    await ask_url(io, PT, "Entre", "https://example.com/x", lambda url: None)
+    answer = await ask_url(io, EN, "Sign in", "https://example.com/x", browser)
+    assert answer == Answer("accept")  # the user agreed to go to the page
+    assert io.said[-1] == (
+        "No browser could be opened; open this URL yourself: https://example.com/x"
+    )
+    assert not any("Opening external page" in line for line in io.said)
+
+
+async def test_a_url_in_portuguese_says_abrindo_pagina_externa() -> None:
+    io = Lines(["1", "1"])
+    await ask_url(io, PT, "Entre", "https://example.com/x", lambda url: True)
     assert "Abrindo página externa: https://example.com/x" in io.said
+    await ask_url(io, PT, "Entre", "https://example.com/x", no_browser)
+    assert io.said[-1] == (
+        "Nenhum navegador pôde ser aberto; abra este endereço você mesmo: https://example.com/x"
+    )

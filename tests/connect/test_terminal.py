@@ -1,9 +1,10 @@
 """The terminal client end to end: a real pseudo-terminal (pexpect) driving ``erlmcp-py
 connect`` against the example server (``erlmcp-py serve``), over stdio and Streamable HTTP, in
-both protocol eras.
+both protocol eras: forms, Ctrl-C, deadline warnings, URL pages, line editing and history,
+resources and prompts, argument checks, and what a wrong URL or a missing browser says.
 
 Deterministic: every step waits for the output it expects, within a bounded timeout; nothing
-sleeps.
+sleeps. Each test has its own state directory (the command history file).
 """
 
 from __future__ import annotations
@@ -25,11 +26,24 @@ TIMEOUT = 30
 ERAS = ("2025-11-25", "2026-07-28")
 
 
-def _env(lang: str = "C.UTF-8") -> dict[str, str]:
+UP = "\x1b[A"  # the Up arrow, as a terminal sends it
+CTRL_L = "\x0c"
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's ``$XDG_STATE_HOME`` (where the command history is kept)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def _env(lang: str = "C.UTF-8", browser: str = "echo BROWSER-OPENED %s") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LC_")}
-    env.update(LANG=lang, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env.update(LANG=lang, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", TERM="xterm")
     # webbrowser runs $BROWSER: it writes the URL on the terminal instead of opening a page.
-    env["BROWSER"] = "echo BROWSER-OPENED %s"
+    env["BROWSER"] = browser
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
     return env
 
 
@@ -44,12 +58,13 @@ def connect(
     *,
     lang: str = "C.UTF-8",
     options: Sequence[str] = (),
+    browser: str = "echo BROWSER-OPENED %s",
 ) -> pexpect.spawn:
     """``erlmcp-py connect`` in a pseudo-terminal, once it has connected."""
     child = pexpect.spawn(
         PY,
         ["-m", "erlmcp_py.cli", "connect", "--protocol", protocol, *options, *target],
-        env=_env(lang),
+        env=_env(lang, browser),
         cwd=str(ROOT),
         encoding="utf-8",
         timeout=TIMEOUT,
@@ -266,8 +281,8 @@ def test_url_mode_shows_the_page_and_opens_the_browser_only_on_yes(protocol: str
     child.expect_exact("http://127.0.0.1:8765/sign-in")
     child.expect_exact("[1] open it in the browser  [2] I will open it myself")
     child.sendline("1")
+    child.expect_exact("BROWSER-OPENED http://127.0.0.1:8765/sign-in")  # $BROWSER ran
     child.expect_exact("Opening external page: http://127.0.0.1:8765/sign-in")
-    child.expect_exact("BROWSER-OPENED http://127.0.0.1:8765/sign-in")
     child.expect_exact("sign-in: timed out")
     child.expect(pexpect.EOF)
     child.close()
@@ -359,3 +374,248 @@ def test_call_takes_the_url_after_its_arguments(protocol: str, http_url: str) ->
     nothing = _run("--call", "test_simple_text")
     assert nothing.returncode == 2
     assert "name a server" in nothing.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Line editing and history
+# --------------------------------------------------------------------------------------------
+
+
+def test_up_recalls_the_last_command_and_ctrl_l_is_not_typed() -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.sendline("tools")
+    child.expect_exact("Tools (")
+    child.expect_exact("mcp> ")
+    child.send(UP)
+    child.expect_exact("tools")  # recalled onto the line
+    child.send("\r")
+    child.expect_exact("Tools (")
+    child.expect_exact("mcp> ")
+    child.send(CTRL_L + "help\r")  # clears the screen; the line is just "help"
+    child.expect_exact("read URI")
+    assert leave(child) == 0
+
+
+def test_ctrl_d_at_an_empty_prompt_leaves() -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.send("to")
+    child.sendcontrol("a")  # readline: to the start of the line, where ^D deletes a character
+    child.sendcontrol("d")
+    child.send("\r")  # the line is now "o": not a command
+    child.expect_exact("Unknown command: o.")
+    child.expect_exact("mcp> ")
+    child.sendeof()
+    child.expect_exact("Bye.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_a_forms_history_is_its_answers_not_the_commands() -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.sendline("call demo_string")
+    child.expect_exact("name *")
+    child.sendline("Ada")
+    child.expect_exact("[3] Cancel ")
+    child.sendline("1")
+    child.expect_exact('name: action=accept, content="Ada"')
+    child.expect_exact("mcp> ")
+    child.send(UP)
+    child.expect_exact("call demo_string")
+    child.send("\r")
+    child.expect_exact("name *")
+    child.expect_exact("> ")
+    child.send(UP + "\r")  # the answer typed before
+    child.expect_exact("[3] Cancel ")
+    child.sendline("1")
+    child.expect_exact('name: action=accept, content="Ada"')
+    assert leave(child) == 0
+
+
+def test_what_was_typed_survives_a_notice_above_the_prompt() -> None:
+    # A 6 s deadline: the warning comes 1.2 s before it, while "Ad" is on the line.
+    child = connect(stdio("--elicitation-timeout", "6"))
+    child.expect_exact("mcp> ")
+    child.sendline("call demo_string")
+    child.expect_exact("name *")
+    child.expect_exact("> ")
+    child.send("Ad")
+    child.expect_exact("⚠ This request expires in")
+    child.expect_exact("> Ad")  # the prompt again, with what was typed
+    child.send("a\r")
+    child.expect_exact("[3] Cancel ")
+    child.sendline("1")
+    child.expect_exact('name: action=accept, content="Ada"')
+    assert leave(child) == 0
+
+
+def test_the_command_history_is_kept_across_sessions(state_home: Path) -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.sendline("prompts")
+    child.expect_exact("Prompts (")
+    assert leave(child) == 0
+    history = state_home / "erlmcp-py" / "connect_history"
+    assert history.read_text().splitlines() == ["prompts", "quit"]
+    assert history.stat().st_mode & 0o077 == 0  # the user's own
+    again = connect(stdio())
+    again.expect_exact("mcp> ")
+    again.send(UP + UP + "\r")  # quit, then prompts
+    again.expect_exact("Prompts (")
+    assert leave(again) == 0
+
+
+def test_a_state_directory_that_cannot_be_written_costs_only_the_history(
+    state_home: Path,
+) -> None:
+    state_home.parent.mkdir(parents=True, exist_ok=True)
+    state_home.write_text("a file, not a directory")
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.sendline("tools")
+    child.expect_exact("Tools (")
+    child.expect_exact("mcp> ")
+    child.send(UP + "\r")  # the session's history works all the same
+    child.expect_exact("Tools (")
+    child.expect_exact("mcp> ")
+    child.sendline("quit")
+    child.expect_exact("Bye.")
+    child.expect_exact(f"Command history not saved to {state_home}/erlmcp-py/connect_history: ")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Resources and prompts
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_resources_are_listed_and_read_text_as_text_and_binary_as_a_summary(
+    transport: str, protocol: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("http_url") if transport == "http" else ""
+    child = connect(_target(transport, url), protocol)
+    child.expect_exact("mcp> ")
+    child.sendline("resources")
+    child.expect_exact("Resources (3):")
+    child.expect_exact("  test://static-text (text/plain)  — A static text resource")
+    child.expect_exact("Resource templates (1):")
+    child.expect_exact("  test://template/{id}/data (application/json)")
+    child.expect_exact("mcp> ")
+    child.sendline("read test://static-text")
+    child.expect_exact("test://static-text (text/plain):")
+    child.expect_exact("  This is the content of the static text resource.")
+    child.expect_exact("mcp> ")
+    child.sendline("read test://static-binary")
+    child.expect_exact("test://static-binary: binary, image/png, 70 bytes")
+    child.expect_exact("mcp> ")
+    child.sendline("read test://template/42/data")
+    child.expect_exact('"data":"Data for ID: 42"')
+    child.expect_exact("mcp> ")
+    child.sendline("read test://nothing-here")
+    child.expect_exact("The server answered with error -32")
+    assert leave(child) == 0
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_prompts_are_listed_and_got_and_a_prompts_question_is_asked_like_a_tools(
+    transport: str, protocol: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("http_url") if transport == "http" else ""
+    child = connect(_target(transport, url), protocol)
+    child.expect_exact("mcp> ")
+    child.sendline("prompts")
+    child.expect_exact("Prompts (5):")
+    child.expect_exact(
+        "  test_prompt_with_arguments arg1*= arg2*=  — A prompt with two required arguments."
+    )
+    child.expect_exact("mcp> ")
+    child.sendline("prompt test_prompt_with_arguments arg1=007 arg2='two words'")
+    child.expect_exact("Messages:")
+    child.expect_exact("  user: Prompt with arguments: arg1='007', arg2='two words'")
+    child.expect_exact("mcp> ")
+    child.sendline("prompt test_prompt_with_image")
+    child.expect_exact("  user: [image, image/png, 70 bytes]")
+    child.expect_exact("mcp> ")
+    child.sendline("prompt test_input_required_result_prompt")
+    child.expect_exact("What context should the prompt use?")
+    child.expect_exact("context *")
+    child.expect_exact("> ")
+    child.sendline("the billing team")
+    child.expect_exact("[1] Submit  [2] Reject  [3] Cancel ")
+    child.sendline("1")
+    child.expect_exact("Answer sent.")
+    child.expect_exact("  user: Use this context: the billing team")
+    child.expect_exact("  assistant: Understood.")
+    assert leave(child) == 0
+
+
+def test_help_lists_every_command() -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    child.sendline("help")
+    for command in ("tools", "call TOOL", "resources", "read URI", "prompts", "prompt NAME"):
+        child.expect_exact(f"  {command}")
+    assert leave(child) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# What the user is told
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_misspelt_argument_is_refused_with_the_name_it_resembles_before_sending() -> None:
+    child = connect(stdio())
+    child.expect_exact("mcp> ")
+    # message is optional: a server would drop "mesage" and ask with its default message
+    child.sendline("call test_elicitation_url url=https://example.com/x mesage=Hi")
+    child.expect_exact("The arguments do not fit test_elicitation_url's input schema:")
+    child.expect_exact("  mesage: no such argument; did you mean message?")
+    child.expect_exact("mcp> ")  # nothing was sent: no page is offered
+    child.sendline("prompt test_prompt_with_arguments ar1=a")
+    child.expect_exact("The arguments do not fit prompt test_prompt_with_arguments:")
+    child.expect_exact("  ar1: no such argument; did you mean arg1?")
+    child.expect_exact("  arg1: required, missing")
+    child.expect_exact("  arg2: required, missing")
+    assert leave(child) == 0
+
+
+@pytest.mark.parametrize("browser", ["false", ""])  # a command that fails; no browser at all
+def test_when_no_browser_opens_the_user_is_told_to_open_the_page_themselves(
+    browser: str,
+) -> None:
+    child = connect(stdio("--dev"), browser=browser)
+    child.expect_exact("mcp> ")
+    child.sendline("call demo_url_sign_in")
+    child.expect_exact("[1] open it in the browser")
+    child.sendline("1")
+    child.expect_exact(
+        "No browser could be opened; open this URL yourself: http://127.0.0.1:8765/sign-in"
+    )
+    child.expect_exact("Waiting for the page to finish")
+    assert "Opening external page" not in child.before
+    child.sendintr()
+    child.expect_exact("Call stopped.")
+    assert leave(child) == 0
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_url_without_the_mcp_path_is_told_where_the_endpoint_is(
+    protocol: str, http_url: str
+) -> None:
+    root = http_url.removesuffix("/mcp") + "/"
+    done = _run("--protocol", protocol, root)
+    assert done.returncode == 1
+    assert done.stdout == (
+        f"Could not connect: no MCP endpoint at {root} (the erlmcp-py server's endpoint is "
+        f"/mcp; did you mean {http_url}?)\n"
+    )
+    elsewhere = _run("--protocol", protocol, http_url + "/v2")
+    assert f"did you mean {http_url}?" in elsewhere.stdout

@@ -12,7 +12,13 @@ import h11
 import pytest
 import trio
 
-from erlmcp_py.connect import ConnectionLost, open_http_wire
+from erlmcp_py.connect import (
+    ConnectionLost,
+    EndpointNotFound,
+    RpcError,
+    endpoint_suggestion,
+    open_http_wire,
+)
 
 Reply = Callable[[Any], tuple[int, list[tuple[str, str]], bytes]]
 
@@ -177,3 +183,75 @@ async def test_a_failed_exchange_is_a_lost_connection() -> None:
             with pytest.raises(ConnectionLost, match=r"HTTP 500$"):
                 await wire.request("tools/list", {})
         nursery.cancel_scope.cancel()
+
+
+def not_found(body: bytes, content_type: str = "application/json") -> Reply:
+    def reply(message: dict[str, Any] | None) -> tuple[int, list[tuple[str, str]], bytes]:
+        return 404, [("Content-Type", content_type)], body
+
+    return reply
+
+
+ERLMCP_404 = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found"}}'
+
+
+@pytest.mark.parametrize("modern", [False, True])
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [(ERLMCP_404, "application/json"), (b"Not Found\n", "text/plain")],
+)
+async def test_a_404_without_a_session_is_no_endpoint_and_names_the_likely_one(
+    modern: bool, body: bytes, kind: str
+) -> None:
+    async with trio.open_nursery() as nursery:
+        _, url = await serve(nursery, not_found(body, kind))
+        root = url.removesuffix("/mcp") + "/"
+        async with open_http_wire(root, no_requests, lambda m, p: None, modern=modern) as wire:
+            with pytest.raises(EndpointNotFound) as info:
+                await wire.request("initialize", {})
+        nursery.cancel_scope.cancel()
+    assert (info.value.url, info.value.suggestion) == (root, url)
+
+
+async def test_a_404_that_says_method_not_found_is_the_servers_error() -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'
+    async with trio.open_nursery() as nursery:
+        _, url = await serve(nursery, not_found(body))
+        async with open_http_wire(url, no_requests, lambda m, p: None, modern=True) as wire:
+            with pytest.raises(RpcError) as info:
+                await wire.request("ping", {})
+        nursery.cancel_scope.cancel()
+    assert info.value.code == -32601
+
+
+async def test_a_404_to_a_session_means_the_session_ended_not_a_wrong_url() -> None:
+    def reply(message: dict[str, Any] | None) -> tuple[int, list[tuple[str, str]], bytes]:
+        if message is not None and message.get("method") == "initialize":
+            return json_answer({"protocolVersion": "2025-11-25"}, ("Mcp-Session-Id", "s1"))(message)
+        gone = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}'
+        return 404, [("Content-Type", "application/json")], gone
+
+    async with trio.open_nursery() as nursery:
+        _, url = await serve(nursery, reply)
+        async with open_http_wire(url, no_requests, lambda m, p: None, modern=False) as wire:
+            await wire.request("initialize", {})
+            with pytest.raises(RpcError) as info:
+                await wire.request("tools/list", {})
+        nursery.cancel_scope.cancel()
+    assert info.value.code == -32001
+
+
+@pytest.mark.parametrize(
+    ("url", "suggestion"),
+    [
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/mcp"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/mcp"),
+        ("https://example.com/mcp/", "https://example.com/mcp"),
+        ("https://example.com/api/mcp?x=1", "https://example.com/mcp"),
+        ("http://127.0.0.1:8000/mcp", None),  # already there: nothing plausible to offer
+    ],
+)
+def test_the_suggested_endpoint_is_the_same_host_at_slash_mcp(
+    url: str, suggestion: str | None
+) -> None:
+    assert endpoint_suggestion(url) == suggestion

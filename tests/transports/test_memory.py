@@ -3,7 +3,9 @@ against the real runtime on trio's autojump clock."""
 
 from __future__ import annotations
 
+import base64
 import contextvars
+import json
 from pathlib import Path
 from typing import Any
 
@@ -506,3 +508,112 @@ async def test_an_async_handler_answers_server_requests(
     # a session-era request is answered from a task of its own; 2026-07-28 input requests
     # are answered by the caller's call_tool, which retries the call
     assert (tasks["handler"] is not tasks["caller"]) == (version == LEGACY)
+
+
+def catalogue() -> Server:
+    """A server with resources, a template and prompts (one that asks the user first)."""
+    server = Server(
+        "memory-catalogue", "1.0.0", runtime_config=RuntimeConfig.model_validate({"rate": 1000})
+    )
+
+    @server.resource("memo://greeting", mime_type="text/plain", description="A greeting")
+    async def greeting() -> str:
+        return "hello"
+
+    @server.resource("memo://logo", mime_type="image/png")
+    async def logo() -> bytes:
+        return b"\x89PNG\r\n"
+
+    @server.resource_template("memo://users/{id}", mime_type="application/json")
+    async def user(id: str) -> dict[str, str]:
+        return {"id": id}
+
+    @server.prompt()
+    def greet(name: str, mood: str | None = None) -> str:
+        """Greet someone."""
+        return f"Hello {name}{f', {mood}' if mood else ''}"
+
+    @server.prompt()
+    async def for_whom(ctx: Context) -> str:
+        """Ask who the prompt is for, then write it."""
+        outcome = await ctx.elicit("Who is it for?", Person)
+        if isinstance(outcome, Accepted):
+            return f"A prompt for {outcome.content.name}"
+        return f"nobody: {type(outcome).__name__}"
+
+    return server
+
+
+@ERAS
+async def test_resources_and_templates_are_listed_and_read(
+    version: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with open_memory_client(catalogue(), protocol_version=version) as client:
+        resources = await client.list_resources()
+        assert [(r["uri"], r.get("mimeType")) for r in resources] == [
+            ("memo://greeting", "text/plain"),
+            ("memo://logo", "image/png"),
+        ]
+        assert resources[0]["description"] == "A greeting"
+        templates = await client.list_resource_templates()
+        assert [t["uriTemplate"] for t in templates] == ["memo://users/{id}"]
+        text = await client.read_resource("memo://greeting")
+        assert text["contents"] == [
+            {"uri": "memo://greeting", "mimeType": "text/plain", "text": "hello"}
+        ]
+        blob = (await client.read_resource("memo://logo"))["contents"][0]
+        assert base64.b64decode(blob["blob"]) == b"\x89PNG\r\n"
+        templated = (await client.read_resource("memo://users/7"))["contents"][0]
+        assert json.loads(templated["text"]) == {"id": "7"}
+        with pytest.raises(ClientRequestError) as unknown:
+            await client.read_resource("memo://nothing")
+        assert unknown.value.code == (-32602 if version == MODERN else -32002)
+
+
+@ERAS
+async def test_prompts_are_listed_and_got_with_their_arguments(
+    version: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with open_memory_client(catalogue(), protocol_version=version) as client:
+        prompts = {p["name"]: p for p in await client.list_prompts()}
+        assert set(prompts) == {"greet", "for_whom"}
+        assert prompts["greet"]["arguments"] == [
+            {"name": "name", "required": True},
+            {"name": "mood", "required": False},
+        ]
+        got = await client.get_prompt("greet", {"name": "Ada", "mood": "cheerfully"})
+        assert got["description"] == "Greet someone."
+        assert got["messages"] == [
+            {"role": "user", "content": {"type": "text", "text": "Hello Ada, cheerfully"}}
+        ]
+        with pytest.raises(ClientRequestError) as missing:
+            await client.get_prompt("greet")
+        assert missing.value.code == -32602
+
+
+@ERAS
+async def test_a_prompt_that_asks_the_user_is_answered_by_the_handler(
+    version: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with open_memory_client(catalogue(), handler=accept, protocol_version=version) as client:
+        got = await client.get_prompt("for_whom")
+        assert got["messages"][0]["content"]["text"] == "A prompt for Ada"
+        (asked,) = client.server_requests
+        assert asked.method == "elicitation/create"
+        assert asked.params["message"] == "Who is it for?"
+
+
+async def test_a_server_without_prompts_or_resources_says_method_not_found(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("bare", "1.0.0")
+
+    @server.tool()
+    async def noop() -> str:
+        return ""
+
+    async with open_memory_client(server) as client:
+        for call in (client.list_prompts(), client.list_resources()):
+            with pytest.raises(ClientRequestError) as info:
+                await call
+            assert info.value.code == -32601

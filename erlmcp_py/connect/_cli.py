@@ -1,0 +1,220 @@
+"""``erlmcp-py connect``'s command line: its options, the connection, and the two threads.
+
+Theory of operation
+-------------------
+:func:`run` hands the process's terminal to a :class:`~._console.Console` in the main thread
+(line editing needs it there: see :mod:`~._console`) and runs the client on trio in a second
+thread: the connection (:mod:`~._wire`, :mod:`~._client`), then the REPL or the one
+``--call`` (:mod:`~._commands`). Ctrl-C comes from the console as a call into trio and goes to
+:meth:`~._app.ConnectApp.interrupt`; when there is nothing to stop, the client withdraws its
+prompt, says goodbye and leaves with status 130.
+
+The user's locale (``--lang``, else the POSIX locale variables) is the client's and is
+declared to the server: in ``_meta`` (see :mod:`~._client`) and, over HTTP, as
+``Accept-Language``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+
+import trio
+
+from erlmcp_py.connect._app import ConnectApp
+from erlmcp_py.connect._client import PROTOCOLS, SESSION, McpClient
+from erlmcp_py.connect._commands import call_once, repl
+from erlmcp_py.connect._console import Console, Terminal, history_file
+from erlmcp_py.connect._wire import (
+    ConnectionLost,
+    EndpointNotFound,
+    RpcError,
+    Wire,
+    open_http_wire,
+    open_stdio_wire,
+)
+from erlmcp_py.core.i18n import LOCALES, Texts, choose_locale
+
+__all__ = ["add_arguments", "run"]
+
+_INTERRUPTED = 130
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``erlmcp-py connect``."""
+    parser.add_argument(
+        "target",
+        nargs="*",
+        metavar="URL | -- CMD ARGS",
+        help="a Streamable HTTP endpoint (http[s]://host/mcp), or after -- the command "
+        "that starts a stdio server",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=SESSION,
+        help=f"protocol era: {PROTOCOLS[0]} (session, initialize) or {PROTOCOLS[1]} "
+        f"(stateless, retried calls); default {SESSION}",
+    )
+    parser.add_argument(
+        "--call",
+        nargs="+",
+        metavar=("TOOL", "KEY=VALUE"),
+        default=None,
+        help="call one tool and exit (status 1 on a tool error) instead of the prompt",
+    )
+    parser.add_argument(
+        "--lang",
+        choices=LOCALES,
+        default=None,
+        help="language, also declared to the server for what it says (re-prompts, deadline "
+        "warnings); default: from LC_ALL/LANG",
+    )
+    parser.add_argument(
+        "--header",
+        type=_header,
+        action="append",
+        default=None,
+        metavar="NAME:VALUE",
+        help="with a URL: an HTTP header for every request, e.g. 'Authorization: Bearer "
+        "TOKEN' (repeat for several)",
+    )
+    parser.add_argument(
+        "--server-stderr",
+        default=None,
+        metavar="FILE",
+        help="with a command: append the server's stderr to FILE (default: discarded)",
+    )
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip() or name.strip() != name or not name.isascii():
+        raise argparse.ArgumentTypeError("must be NAME:VALUE")
+    return name, value.strip()
+
+
+def _is_url(target: Sequence[str]) -> bool:
+    return len(target) == 1 and target[0].startswith(("http://", "https://"))
+
+
+@asynccontextmanager
+async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator[Wire]:
+    if _is_url(args.target):
+        modern = args.protocol != SESSION
+        async with open_http_wire(
+            args.target[0],
+            app.on_request,
+            app.on_notification,
+            modern=modern,
+            headers=args.header or (),
+            accept_language=app.t.locale,
+        ) as wire:
+            yield wire
+        return
+    stderr_file = None
+    if args.server_stderr:
+        stderr_file = await trio.to_thread.run_sync(open, args.server_stderr, "ab")
+    try:
+        async with open_stdio_wire(
+            args.target,
+            app.on_request,
+            app.on_notification,
+            stderr=stderr_file.fileno() if stderr_file is not None else subprocess.DEVNULL,
+        ) as wire:
+            yield wire
+    finally:
+        if stderr_file is not None:
+            stderr_file.close()
+
+
+_FAILURES = (ConnectionLost, OSError, ValueError, RpcError)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception a chain of single-member nursery groups carries."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _reason(t: Texts, exc: BaseException) -> str:
+    """Why the client could not connect, in the user's words."""
+    if isinstance(exc, EndpointNotFound):
+        if exc.suggestion is None:
+            return t("no_endpoint", url=exc.url)
+        return t("no_endpoint_hint", url=exc.url, suggestion=exc.suggestion)
+    return str(exc) or t("server_exited")
+
+
+async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
+    io, t = app.io, app.t
+    connected = False
+    try:
+        async with _open_wire(args, app) as wire:
+            client = McpClient(wire, args.protocol, app.on_request, locale=t.locale)
+            await client.open()
+            connected = True
+            transport = "HTTP" if _is_url(args.target) else "stdio"
+            io.say(
+                t("connected", server=client.server, protocol=client.protocol, transport=transport)
+            )
+            if args.call is None:
+                return await repl(client, app)
+            return await call_once(client, app, args.call)
+    except (*_FAILURES, BaseExceptionGroup) as raised:
+        exc = _leaf(raised)
+        if not isinstance(exc, _FAILURES):
+            raise
+        if connected and isinstance(exc, ConnectionLost):
+            io.say(t("connection_lost"))
+        else:
+            io.say(t("connect_failed", reason=_reason(t, exc)))
+        return 1
+
+
+async def _main(args: argparse.Namespace, console: Console, t: Texts) -> int:
+    terminal = Terminal(console)
+    interrupts_in, interrupts = trio.open_memory_channel[None](math.inf)
+    console.attach(
+        trio.lowlevel.current_trio_token(),
+        terminal.deliver,
+        partial(interrupts_in.send_nowait, None),
+    )
+    app = ConnectApp(terminal, t)
+    status = _INTERRUPTED
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def on_interrupts() -> None:
+                async for _ in interrupts:
+                    if not app.interrupt():
+                        terminal.close_prompts()
+                        terminal.say(t("bye"))
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(on_interrupts)
+            status = await _session(args, app)
+            nursery.cancel_scope.cancel()
+    finally:
+        console.stop()
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``erlmcp-py connect`` with parsed options; the exit status (2: no server named)."""
+    if not args.target and args.call and _is_url(args.call[-1:]):
+        args.target = [args.call.pop()]  # ``--call TOOL k=v URL``: the URL ends the call
+    if not args.target or (args.call is not None and not args.call):
+        print("erlmcp-py connect: name a server: URL, or -- CMD ARGS", file=sys.stderr)
+        return 2
+    t = Texts(choose_locale(args.lang, os.environ))
+    console = Console(t, history_file(os.environ))
+    return console.run(partial(trio.run, _main, args, console, t))
