@@ -34,12 +34,17 @@ client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
-line folding, a ``Content-Length`` that is not one number, both ``Content-Length`` and
-``Transfer-Encoding``), a transfer coding other than ``chunked`` (501), a version other than
-HTTP/1.0 and HTTP/1.1 (505). A malformed chunked body ends the request as a disconnect and
+line folding, a ``Content-Length`` that is not one number of at most
+:data:`MAX_LENGTH_DIGITS` digits, both ``Content-Length`` and ``Transfer-Encoding``), a
+transfer coding other than ``chunked`` (501), a version other than HTTP/1.0 and HTTP/1.1
+(505). A malformed chunked body ends the request as a disconnect and
 closes the connection. A response whose request body was not read to its end closes the
 connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request with
 ``connection: close``. Pipelined requests are answered one after the other, in order.
+
+No exception a client's bytes cause escapes its connection: the last resort logs it
+(``http_connection_failed``), answers 400 when nothing was answered yet and closes that
+connection alone; the server serves on.
 
 Stopping (:func:`serve` with ``shutdown_trigger``): the listeners close, idle connections are
 closed at once, a connection in a request closes after its response, and whatever still runs
@@ -64,6 +69,7 @@ import trio
 __all__ = [
     "KEEP_ALIVE_S",
     "MAX_HEAD_BYTES",
+    "MAX_LENGTH_DIGITS",
     "HttpRequestError",
     "RequestHead",
     "parse_head",
@@ -88,6 +94,9 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: Largest request head (request line and headers): 431 beyond it.
 MAX_HEAD_BYTES: Final = 64 * 1024
+#: Most digits of a ``Content-Length`` (under an exabyte; Python's ``int`` refuses a string of
+#: over 4,300 digits, and no body is that large): 400 beyond.
+MAX_LENGTH_DIGITS: Final = 18
 #: Largest chunk-size line of a chunked body.
 _MAX_CHUNK_LINE: Final = 1024
 _READ: Final = 65536
@@ -212,7 +221,9 @@ def parse_head(data: bytes) -> RequestHead:
         value = value.strip(b" \t")
         headers.append((name, value))
         if name == b"content-length":
-            if not value.isdigit() or (length is not None and int(value) != length):
+            if not value.isdigit() or len(value) > MAX_LENGTH_DIGITS:
+                raise HttpRequestError(400, "malformed Content-Length")
+            if length is not None and int(value) != length:
                 raise HttpRequestError(400, "malformed Content-Length")
             length = int(value)
         elif name == b"transfer-encoding":
@@ -485,6 +496,7 @@ class _Connection:
             connections.add(self)
         try:
             while not self.closing:
+                self._reset()
                 self.idle = True
                 head = await self._read_head(trio.current_time() + self._keep_alive_s)
                 self.idle = False
@@ -499,6 +511,14 @@ class _Connection:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
+        except Exception:
+            # the last resort: bytes this layer did not foresee end this connection alone (the
+            # server goes on serving the others), with a 400 when nothing was answered yet
+            log.exception("http_connection_failed", client=self._client)
+            if self._phase in (_NOTHING, _STARTED):
+                self._phase = _DONE
+                deadline = trio.current_time() + self._keep_alive_s
+                await self._refuse(400, "bad request", deadline)
         finally:
             if connections is not None:
                 connections.discard(self)
@@ -571,7 +591,6 @@ class _Connection:
 
     async def _serve(self, head: RequestHead) -> bool:
         """Run the application for one request; whether the connection stays open."""
-        self._reset()
         self._version = head.version
         self._left = head.length
         self._chunked = head.chunked

@@ -1,0 +1,177 @@
+"""The HTTP/1.1 layer refuses what it cannot frame unambiguously, on real sockets.
+
+Each test sends the exact bytes of one attack or malformed request to a real server on
+127.0.0.1 (the Streamable HTTP transport in-process, its operations port, or the real
+``erlmcp-py serve`` subprocess) and checks the answer on the wire: the refusal, that nothing
+smuggled behind it ran, and that the server goes on serving.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from erlmcp_py.transports import _server
+from erlmcp_py.transports._server import serve
+from erlmcp_py.transports.http import HttpConfig
+from tests.deploy.support import free_port, serve_command
+from tests.transports.test_http import TIMEOUT, serving
+from tests.transports.test_server import echo
+
+#: A Content-Length of one more digit than Python's int() converts from a string by default.
+HUGE_LENGTH = (
+    b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + b"0" * 4301 + b"\r\n\r\n"
+)
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+@asynccontextmanager
+async def ports() -> AsyncIterator[tuple[int, int]]:
+    """The Streamable HTTP transport in-process: its port and its operations port."""
+    async with serving(config=HttpConfig(ops_port=0)) as listening:
+        assert listening.ops_url is not None
+        yield port_of(listening.url), port_of(listening.ops_url)
+
+
+def port_of(url: str) -> int:
+    return int(url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+
+
+async def exchange(port: int, data: bytes) -> bytes:
+    """Send ``data`` on a new connection, end the sending side, and read until the server
+    closes (or resets) the connection."""
+    with trio.fail_after(TIMEOUT):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        async with stream:
+            await stream.send_all(data)
+            await stream.send_eof()
+            out = bytearray()
+            while True:
+                try:
+                    chunk = await stream.receive_some(65536)
+                except trio.BrokenResourceError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            return bytes(out)
+
+
+def responses(data: bytes) -> list[tuple[int, bytes]]:
+    """``(status, body)`` of each complete response in ``data``, in order."""
+    out: list[tuple[int, bytes]] = []
+    while data:
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            break
+        lines = data[:end].split(b"\r\n")
+        status = int(lines[0].split(b" ")[1])
+        fields = dict(line.lower().split(b": ", 1) for line in lines[1:])
+        data = data[end + 4 :]
+        if b"content-length" in fields:
+            length = int(fields[b"content-length"])
+            if len(data) < length:
+                break
+            out.append((status, data[:length]))
+            data = data[length:]
+            continue
+        if status < 200:  # an interim response: no body
+            out.append((status, b""))
+            continue
+        body = bytearray()
+        while True:  # chunked
+            line_end = data.find(b"\r\n")
+            if line_end < 0:
+                return out
+            size = int(data[:line_end], 16)
+            if len(data) < line_end + 2 + size + 2:
+                return out
+            body += data[line_end + 2 : line_end + 2 + size]
+            data = data[line_end + 2 + size + 2 :]
+            if size == 0:
+                break
+        out.append((status, bytes(body)))
+    return out
+
+
+def statuses(data: bytes) -> list[int]:
+    return [status for status, _ in responses(data)]
+
+
+# -- a number too long to convert ----------------------------------------------------------------
+
+
+async def test_a_content_length_past_the_int_limit_is_refused_and_the_server_serves_on(
+    tmp_path: Path,
+) -> None:
+    port, ops = free_port(), free_port()
+    command = serve_command(
+        "--transport", "http", "--port", str(port), "--ops-port", str(ops), "--log-level", "info"
+    )
+    with (tmp_path / "stderr").open("wb") as err, trio.fail_after(60):
+        process = await trio.lowlevel.open_process(command, stdin=subprocess.DEVNULL, stderr=err)
+        try:
+            for listener in (port, ops):
+                while True:  # until the server listens
+                    try:
+                        await exchange(listener, HEALTHZ)
+                        break
+                    except OSError:
+                        await trio.sleep(0.05)
+            for listener in (port, ops):
+                answer = await exchange(listener, HUGE_LENGTH)
+                assert statuses(answer) == [400], answer
+                assert b"connection: close" in answer
+                assert process.returncode is None
+                # both listeners serve on (the operations paths live on the ops port alone)
+                assert statuses(await exchange(port, HEALTHZ)) == [404]
+                assert responses(await exchange(ops, HEALTHZ)) == [(200, b"ok\n")]
+        finally:
+            process.terminate()
+            await process.wait()
+    assert "http_request_refused" in (tmp_path / "stderr").read_text()
+
+
+def test_a_content_length_is_at_most_eighteen_digits() -> None:
+    head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+    assert _server.parse_head(head + b"9" * 18).length == 10**18 - 1
+    for digits in (19, 4301, 100_000):
+        with pytest.raises(_server.HttpRequestError) as refused:
+            _server.parse_head(head + b"1" * digits)
+        assert refused.value.status == 400
+
+
+async def test_an_unforeseen_parser_error_answers_400_and_closes_that_connection_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parse_head = _server.parse_head
+
+    def broken(data: bytes) -> Any:
+        if b"/boom" in data:
+            raise ValueError("a bug the bytes found")
+        return parse_head(data)
+
+    monkeypatch.setattr(_server, "parse_head", broken)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            (url,) = await nursery.start(partial(serve, echo, "127.0.0.1", 0))
+            port = int(url.rsplit(":", 1)[1])
+            boom = (
+                b"GET /boom HTTP/1.1\r\nHost: a\r\n\r\n" + b"GET /next HTTP/1.1\r\nHost: a\r\n\r\n"
+            )
+            answer = await exchange(port, boom)
+            assert statuses(answer) == [400]
+            assert b"connection: close" in answer
+            ((status, body),) = responses(
+                await exchange(port, b"GET /after HTTP/1.1\r\nHost: a\r\n\r\n")
+            )
+            assert status == 200
+            assert b'"/after"' in body
+            nursery.cancel_scope.cancel()
