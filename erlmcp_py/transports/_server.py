@@ -33,14 +33,19 @@ a request read with no wait since the one before yields to the scheduler first, 
 client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
-:data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
-line folding, a ``Content-Length`` that is not one number of at most
-:data:`MAX_LENGTH_DIGITS` digits, both ``Content-Length`` and ``Transfer-Encoding``), a
-transfer coding other than ``chunked`` (501), a version other than HTTP/1.0 and HTTP/1.1
-(505). A malformed chunked body ends the request as a disconnect and
-closes the connection. A response whose request body was not read to its end closes the
-connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request with
-``connection: close``. Pipelined requests are answered one after the other, in order.
+:data:`MAX_HEAD_BYTES` (431); a head :mod:`~erlmcp_py.transports._http11` cannot frame
+unambiguously (400: a bare CR or LF, a NUL or another control character, a malformed request
+line or field line, obsolete line folding, a ``Content-Length`` that is not one number of at
+most :data:`MAX_LENGTH_DIGITS` digits sent once, both ``Content-Length`` and
+``Transfer-Encoding``); a transfer coding other than ``chunked`` (501); a version other than
+HTTP/1.0 and HTTP/1.1 (505). A head not yet complete is refused as soon as a bare CR or LF
+shows in it. Empty lines before a request line are skipped. A malformed chunked body (its
+chunk lines, the CRLF after each chunk's data, its trailer section) is answered 400 and closed
+(cut short instead when the response has started); the application's ``receive()`` reports
+the client gone and what it sends next is dropped. A response whose request body was not read
+to its end closes the connection (``connection: close``), as does HTTP/1.0 without
+``keep-alive`` and a request with ``connection: close``. Pipelined requests are answered one
+after the other, in order.
 
 No exception a client's bytes cause escapes its connection: the last resort logs it
 (``http_connection_failed``), answers 400 when nothing was answered yet and closes that
@@ -58,13 +63,22 @@ import math
 import socket as stdlib_socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import dataclass
 from email.utils import formatdate
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 from urllib.parse import unquote_to_bytes
 
 import structlog
 import trio
+
+from erlmcp_py.transports._http11 import (
+    MAX_HEAD_BYTES,
+    MAX_LENGTH_DIGITS,
+    ChunkedBody,
+    HttpRequestError,
+    RequestHead,
+    find_bare_line_end,
+    parse_head,
+)
 
 __all__ = [
     "KEEP_ALIVE_S",
@@ -92,13 +106,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: Largest request head (request line and headers): 431 beyond it.
-MAX_HEAD_BYTES: Final = 64 * 1024
-#: Most digits of a ``Content-Length`` (under an exabyte; Python's ``int`` refuses a string of
-#: over 4,300 digits, and no body is that large): 400 beyond.
-MAX_LENGTH_DIGITS: Final = 18
-#: Largest chunk-size line of a chunked body.
-_MAX_CHUNK_LINE: Final = 1024
 _READ: Final = 65536
 #: accept() errors that mean "out of resources for now": wait and accept again.
 _ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -119,10 +126,6 @@ _ACCEPT_GONE: Final = frozenset(
     )
     if hasattr(errno, name)
 )
-_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
-#: The characters of an HTTP token (lower case): ``bytes.translate`` deletes them, leaving
-#: whatever is not one.
-_TOKEN: Final = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
 _REASONS: Final = {
     100: b"Continue",
     200: b"OK",
@@ -148,108 +151,6 @@ _REASONS: Final = {
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 #: Response phases of the request being served.
 _NOTHING, _STARTED, _STREAMING, _DONE = range(4)
-
-
-class HttpRequestError(Exception):
-    """A request head the server refuses: answered with ``status`` and closed."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHead:
-    """A parsed request head.
-
-    Attributes:
-        method: The method (``GET``, ``POST``...).
-        target: The request target as sent.
-        version: ``"1.1"`` or ``"1.0"``.
-        headers: ``(lower-case name, value)`` pairs in order.
-        length: The ``Content-Length`` (0 when neither it nor chunked is given).
-        chunked: The body is chunked.
-        keep_alive: The client lets the connection stay open after the response.
-        expect_continue: The client waits for ``100 Continue`` before sending its body.
-    """
-
-    method: str
-    target: bytes
-    version: str
-    headers: list[tuple[bytes, bytes]]
-    length: int
-    chunked: bool
-    keep_alive: bool
-    expect_continue: bool
-
-
-def parse_head(data: bytes) -> RequestHead:
-    """Parse a request head (without its closing empty line).
-
-    Raises:
-        HttpRequestError: The head is malformed (400), names a transfer coding other than
-            ``chunked`` (501) or an HTTP version other than 1.0 and 1.1 (505).
-    """
-    lines = data.split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[0] or not parts[1]:
-        raise HttpRequestError(400, "malformed request line")
-    method, target, proto = parts
-    if method.lower().translate(None, _TOKEN):
-        raise HttpRequestError(400, "malformed method")
-    if proto == b"HTTP/1.1":
-        version = "1.1"
-    elif proto == b"HTTP/1.0":
-        version = "1.0"
-    elif proto.startswith(b"HTTP/"):
-        raise HttpRequestError(505, "unsupported HTTP version")
-    else:
-        raise HttpRequestError(400, "malformed request line")
-    headers: list[tuple[bytes, bytes]] = []
-    length: int | None = None
-    chunked = False
-    connection = b""
-    expect = False
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or line[0] in b" \t":
-            raise HttpRequestError(400, "malformed header line")
-        name = name.lower()
-        if name.translate(None, _TOKEN):
-            raise HttpRequestError(400, "malformed header name")
-        value = value.strip(b" \t")
-        headers.append((name, value))
-        if name == b"content-length":
-            if not value.isdigit() or len(value) > MAX_LENGTH_DIGITS:
-                raise HttpRequestError(400, "malformed Content-Length")
-            if length is not None and int(value) != length:
-                raise HttpRequestError(400, "malformed Content-Length")
-            length = int(value)
-        elif name == b"transfer-encoding":
-            if value.lower() != b"chunked" or chunked:
-                raise HttpRequestError(501, "unsupported Transfer-Encoding")
-            chunked = True
-        elif name == b"connection":
-            connection += b"," + value.lower()
-        elif name == b"expect":
-            expect = value.lower() == b"100-continue"
-    if chunked and length is not None:
-        raise HttpRequestError(400, "both Content-Length and Transfer-Encoding")
-    if chunked and version == "1.0":
-        raise HttpRequestError(400, "chunked body in HTTP/1.0")
-    tokens = {t.strip() for t in connection.split(b",")}
-    keep_alive = b"close" not in tokens and (version == "1.1" or b"keep-alive" in tokens)
-    return RequestHead(
-        method.decode("ascii"),
-        target,
-        version,
-        headers,
-        length or 0,
-        chunked,
-        keep_alive,
-        expect and version == "1.1",
-    )
 
 
 def _decode_path(path: bytes) -> str:
@@ -429,8 +330,7 @@ class _Connection:
         "_body_done",
         "_broken",
         "_buffer",
-        "_chunk_left",
-        "_chunked",
+        "_chunks",
         "_client",
         "_continue",
         "_delivered",
@@ -471,8 +371,7 @@ class _Connection:
 
     def _reset(self) -> None:
         self._left = 0
-        self._chunked = False
-        self._chunk_left = -1  # chunked: bytes left of the current chunk; -1: a size line next
+        self._chunks: ChunkedBody | None = None  # a chunked body's decoder
         self._body_done = True
         self._delivered = False
         self._continue = False
@@ -546,9 +445,15 @@ class _Connection:
         buffer = self._buffer
         start = 0
         while True:
+            while buffer.startswith(b"\r\n"):  # empty lines before a request: ignored (§2.2)
+                del buffer[:2]
+                start = 0
             end = buffer.find(b"\r\n\r\n", start)
             if end >= 0:
                 break
+            if find_bare_line_end(buffer, start):  # refused now, not at the deadline
+                await self._refuse(400, "bare CR or LF in the request head", deadline)
+                return None
             if len(buffer) > MAX_HEAD_BYTES:
                 await self._refuse(431, "request head too large", deadline)
                 return None
@@ -557,9 +462,6 @@ class _Connection:
                 await self._fill(deadline)
             except _Gone:
                 return None
-            if buffer.startswith(b"\r\n"):  # an empty line before a request is allowed
-                del buffer[:2]
-                start = 0
         if end > MAX_HEAD_BYTES:
             await self._refuse(431, "request head too large", deadline)
             return None
@@ -593,7 +495,7 @@ class _Connection:
         """Run the application for one request; whether the connection stays open."""
         self._version = head.version
         self._left = head.length
-        self._chunked = head.chunked
+        self._chunks = ChunkedBody() if head.chunked else None
         self._body_done = not head.chunked and not head.length
         self._continue = head.expect_continue and not self._body_done
         self._head_only = head.method == "HEAD"
@@ -660,7 +562,18 @@ class _Connection:
             self._continue = False
             await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
         try:
-            body = await (self._read_chunked() if self._chunked else self._read_length())
+            chunks = self._chunks
+            body = await (self._read_length() if chunks is None else self._read_chunked(chunks))
+        except HttpRequestError as refused:
+            # a malformed body: refused (unless a response already started: then cut short),
+            # and the application told the client is gone; what it sends next is dropped
+            self._body_done = self._delivered = self._eof = True
+            if self._phase in (_NOTHING, _STARTED):
+                await self._refuse(refused.status, refused.reason, math.inf)
+            else:
+                log.info("http_request_refused", status=refused.status, why=refused.reason)
+            self._broken = True
+            return {"type": "http.disconnect"}
         except _Gone:
             self._body_done = self._delivered = True
             return {"type": "http.disconnect"}
@@ -677,64 +590,14 @@ class _Connection:
         self._body_done = not self._left
         return body
 
-    async def _read_chunked(self) -> bytes:
+    async def _read_chunked(self, chunks: ChunkedBody) -> bytes:
         """The body bytes of the chunks now in the buffer (reading once when there are none)."""
-        out = bytearray()
-        buffer = self._buffer
         while True:
-            if self._chunk_left > 0:
-                if not buffer:
-                    if out:
-                        return bytes(out)
-                    await self._fill()
-                take = min(self._chunk_left, len(buffer))
-                out += buffer[:take]
-                del buffer[:take]
-                self._chunk_left -= take
-                continue
-            if self._chunk_left == 0:  # the CRLF after a chunk's data
-                if len(buffer) < 2:
-                    if out:
-                        return bytes(out)
-                    await self._fill()
-                    continue
-                if buffer[:2] != b"\r\n":
-                    self._malformed()
-                del buffer[:2]
-                self._chunk_left = -1
-            end = buffer.find(b"\r\n")
-            if end < 0:
-                if len(buffer) > _MAX_CHUNK_LINE:
-                    self._malformed()
-                if out:
-                    return bytes(out)
-                await self._fill()
-                continue
-            size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
-            if not size_text or not set(size_text) <= _HEX or len(size_text) > 16:
-                self._malformed()
-            size = int(size_text, 16)
-            if size == 0:
-                # the last chunk: skip trailers up to the empty line
-                trailer_end = buffer.find(b"\r\n\r\n", end)
-                if buffer[end : end + 4] == b"\r\n\r\n":
-                    trailer_end = end
-                if trailer_end < 0:
-                    if len(buffer) > MAX_HEAD_BYTES:
-                        self._malformed()
-                    await self._fill()
-                    continue
-                del buffer[: trailer_end + 4]
-                self._body_done = True
-                return bytes(out)
-            del buffer[: end + 2]
-            self._chunk_left = size
-
-    def _malformed(self) -> NoReturn:
-        log.info("http_request_refused", status=400, why="malformed chunked body")
-        self._will_close = True
-        self._eof = True
-        raise _Gone
+            body = chunks.read(self._buffer)
+            if body or chunks.done:
+                self._body_done = chunks.done
+                return body
+            await self._fill()
 
     # -- send ---------------------------------------------------------------------------------
 
@@ -763,7 +626,7 @@ class _Connection:
         # _DONE: the response is complete; a late body message is dropped
 
     def _closes_after(self) -> bool:
-        if not self._body_done and not self._chunked and self._left <= len(self._buffer):
+        if not self._body_done and self._chunks is None and self._left <= len(self._buffer):
             del self._buffer[: self._left]  # a body of known length wholly buffered: skipped
             self._left = 0
             self._body_done = True

@@ -175,3 +175,121 @@ async def test_an_unforeseen_parser_error_answers_400_and_closes_that_connection
             assert status == 200
             assert b'"/after"' in body
             nursery.cancel_scope.cancel()
+
+
+# -- smuggling: what a front end reads as two requests is never read here as one, or the reverse --
+
+SMUGGLED = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # 42 bytes
+
+
+@asynccontextmanager
+async def echo_port() -> AsyncIterator[int]:
+    """The bare HTTP/1.1 layer on 127.0.0.1 with an application that echoes what it read."""
+    async with trio.open_nursery() as nursery:
+        (url,) = await nursery.start(partial(serve, echo, "127.0.0.1", 0))
+        yield int(url.rsplit(":", 1)[1])
+        nursery.cancel_scope.cancel()
+
+
+def chunked(path: bytes = b"/upload") -> bytes:
+    return b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def refused_alone(answer: bytes, reason: bytes) -> None:
+    """``answer`` is one 400 (giving ``reason``) and the connection closed after it: nothing
+    sent behind the refused bytes ran."""
+    assert responses(answer) == [(400, reason + b"\n")], answer
+    assert b"connection: close" in answer.split(b"\r\n\r\n", 1)[0]
+
+
+async def test_a_bare_lf_inside_a_header_line_is_refused_not_kept_in_the_value() -> None:
+    # a front end that reads LF as a line end (h11 does) sees Content-Length: 42 and one
+    # request with a body; keeping "a\nContent-Length: 42" as X-Probe's value ran a second one
+    attack = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Probe: a\nContent-Length: 42\r\n\r\n"
+        + SMUGGLED
+    )
+    assert len(SMUGGLED) == 42
+    async with ports() as (_, ops):
+        refused_alone(await exchange(ops, attack), b"bare CR or LF in the request head")
+        assert responses(await exchange(ops, HEALTHZ)) == [(200, b"ok\n")]
+
+
+async def test_a_head_with_bare_lf_line_ends_is_refused_at_once() -> None:
+    async with ports() as (_, ops), trio.open_nursery() as nursery:
+        stream = await trio.open_tcp_stream("127.0.0.1", ops)
+        # the head is not complete (no CRLF CRLF): refused without waiting for the rest
+        await stream.send_all(b"GET /healthz HTTP/1.1\nHost: 127.0.0.1\n")
+        with trio.fail_after(TIMEOUT):
+            answer = bytearray()
+            while chunk := await stream.receive_some(65536):
+                answer += chunk
+        refused_alone(bytes(answer), b"bare CR or LF in the request head")
+        await stream.aclose()
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"close\0", b"cl\0ose", b"close\x0b", b"\x7fclose"],
+    ids=["nul", "inner-nul", "vt", "del"],
+)
+async def test_a_control_character_in_a_field_value_is_refused(value: bytes) -> None:
+    # "close\0" is not "close": the connection stayed open and the request behind ran
+    attack = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: " + value + b"\r\n\r\n"
+    async with ports() as (_, ops):
+        answer = await exchange(ops, attack + SMUGGLED)
+        refused_alone(answer, b"control character in the request head")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [b"/healthz\0", b"/health\0z", b"/healthz\r", b"/he\nalthz"],
+    ids=["nul", "nul2", "cr", "lf"],
+)
+async def test_a_nul_cr_or_lf_in_the_target_is_refused(target: bytes) -> None:
+    async with ports() as (_, ops):
+        answer = await exchange(ops, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert statuses(answer) == [400], answer
+
+
+async def test_a_bare_lf_in_a_chunk_extension_is_refused_and_nothing_after_it_runs() -> None:
+    # "28;x\n": a front end reading LF as the line end sees a 40-byte chunk starting after the
+    # LF; read up to the CRLF instead, the chunk line swallowed those bytes
+    body = b"28;x\n\r\n" + b"a" * 40 + b"\r\n0\r\n\r\n"
+    async with echo_port() as port:
+        answer = await exchange(port, chunked() + body + SMUGGLED)
+        refused_alone(answer, b"bare CR or LF in a chunked body")
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        b"0\r\nX-Trailer: a\n\n",  # a trailer section ended by bare LFs
+        b"0\r\n\n",  # an empty trailer section ended by a bare LF
+        b"0\r\n",  # no empty line: the next request is not a trailer section
+        b"0\r\nX-Trailer: a\r\n",  # a trailer, then no empty line
+    ],
+    ids=["lf-lf", "lf", "no-crlf", "trailer-no-crlf"],
+)
+async def test_a_trailer_section_not_ended_by_crlf_never_swallows_the_next_request(
+    end: bytes,
+) -> None:
+    # the body used to end at the first CRLF CRLF anywhere after the last chunk: the request
+    # behind (one a front end forwards as the next) was read as trailers and never answered
+    async with echo_port() as port:
+        answer = await exchange(port, chunked() + b"5\r\nhello\r\n" + end + SMUGGLED)
+        assert statuses(answer) == [400], answer
+        assert b"/metrics" not in answer
+
+
+async def test_trailer_fields_follow_the_rules_of_header_fields() -> None:
+    async with echo_port() as port:
+        for trailer in (b"Bad Name: x", b"X: a\0b", b" folded: x", b"no colon"):
+            body = b"5\r\nhello\r\n0\r\n" + trailer + b"\r\n\r\n"
+            answer = await exchange(port, chunked() + body + SMUGGLED)
+            assert statuses(answer) == [400], (trailer, answer)
+        good = b"5\r\nhello\r\n0\r\nX-Sum: 1\r\nX-Other:  two \r\n\r\n"
+        answer = await exchange(port, chunked() + good + SMUGGLED)
+        assert statuses(answer) == [200, 200], answer
+        assert b'"body": "hello"' in answer
