@@ -25,6 +25,16 @@ another (request smuggling). So:
   refused); ``Transfer-Encoding`` is exactly ``chunked``, once (anything else: 501); both
   together, or chunked on HTTP/1.0, are refused (400), not resolved: the front end may have
   resolved them the other way.
+* **Host and target** (§3.2, RFC 9110 §7.2): an HTTP/1.1 request carries exactly one ``Host``,
+  an HTTP/1.0 one at most one, and its value is a ``host[:port]`` (else 400). The target is
+  origin-form (``/path?query``: the path by RFC 3986's ``pchar`` grammar, every ``%`` followed
+  by two hex digits; the query any visible character but ``#``), absolute-form
+  (``http(s)://authority/path?query``: its authority, never empty nor with user info, replaces
+  the ``Host`` value, so the ``Host`` check sees and routes what the target names, §3.2.2) or
+  ``*`` for ``OPTIONS``; anything else is 400 (``%2Fhealthz`` is no path). ``CONNECT`` is 501:
+  this server never tunnels. The path is percent-decoded for the application except ``%2F``,
+  which stays encoded: decoding never turns one path segment into two, so never makes a
+  target another route.
 * **Chunked bodies** (§7.1): a chunk size of at most :data:`MAX_CHUNK_SIZE_DIGITS` hex
   digits, extensions by their grammar (``;`` name ``=`` token or quoted string), each chunk's
   data followed by exactly CRLF, the trailer section parsed as field lines under the same
@@ -36,6 +46,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import unquote_to_bytes
 
 __all__ = [
     "MAX_CHUNK_SIZE_DIGITS",
@@ -44,6 +55,7 @@ __all__ = [
     "ChunkedBody",
     "HttpRequestError",
     "RequestHead",
+    "decode_path",
     "find_bare_line_end",
     "parse_head",
 ]
@@ -76,6 +88,21 @@ _CHUNK_LINE: Final = re.compile(
 )
 
 
+#: The path of an origin-form target (RFC 3986 ``1*( "/" segment )``, ``segment = *pchar``).
+_PATH: Final = rb"/(?:[-A-Za-z0-9._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*"
+#: A query: any visible character but ``#`` (browsers send ``{}|^[]`` unencoded in one).
+_QUERY: Final = rb"[\x21\x22\x24-\x7e]*"
+_ORIGIN_FORM: Final = re.compile(rb"(%s)(?:\?(%s))?" % (_PATH, _QUERY))
+_ABSOLUTE_FORM: Final = re.compile(
+    rb"[hH][tT][tT][pP][sS]?://([^/?#@]*)(%s)?(?:\?(%s))?" % (_PATH, _QUERY)
+)
+#: ``uri-host [ ":" port ]`` (RFC 9110 §7.2): an IP literal or a reg-name (or IPv4 address).
+_HOST: Final = re.compile(
+    rb"(?:\[[-0-9A-Za-z:._~%!$&'()*+,;=]+\]|[-0-9A-Za-z._~%!$&'()*+,;=]*)(?::[0-9]*)?"
+)
+_ENCODED_SLASH: Final = re.compile(rb"%2[fF]")
+
+
 class HttpRequestError(Exception):
     """A request the server refuses: answered with ``status`` and closed."""
 
@@ -92,8 +119,11 @@ class RequestHead:
     Attributes:
         method: The method (``GET``, ``POST``...).
         target: The request target as sent.
+        path: The target's path, percent-encoded as sent (``*`` for ``OPTIONS *``).
+        query: The target's query (after ``?``), as sent.
         version: ``"1.1"`` or ``"1.0"``.
-        headers: ``(lower-case name, value)`` pairs in order.
+        headers: ``(lower-case name, value)`` pairs in order; for an absolute-form target
+            the ``host`` value is the target's authority.
         length: The ``Content-Length`` (0 when neither it nor chunked is given).
         chunked: The body is chunked.
         keep_alive: The client lets the connection stay open after the response.
@@ -102,6 +132,8 @@ class RequestHead:
 
     method: str
     target: bytes
+    path: bytes
+    query: bytes
     version: str
     headers: list[tuple[bytes, bytes]]
     length: int
@@ -165,13 +197,22 @@ def parse_head(data: bytes) -> RequestHead:
         raise HttpRequestError(505, "unsupported HTTP version")
     else:
         raise HttpRequestError(400, "malformed request line")
+    if method == b"CONNECT":
+        raise HttpRequestError(501, "CONNECT is not supported")
     headers: list[tuple[bytes, bytes]] = []
     length: int | None = None
     chunked = False
     connection = b""
     expect = False
+    host = -1  # the index of the Host field
     for line in lines[1:]:
         name, value = _field(line)
+        if name == b"host":
+            if host >= 0:
+                raise HttpRequestError(400, "Host sent twice")
+            if _HOST.fullmatch(value) is None:
+                raise HttpRequestError(400, "malformed Host")
+            host = len(headers)
         headers.append((name, value))
         if name == b"content-length":
             if length is not None:
@@ -191,17 +232,59 @@ def parse_head(data: bytes) -> RequestHead:
         raise HttpRequestError(400, "both Content-Length and Transfer-Encoding")
     if chunked and version == "1.0":
         raise HttpRequestError(400, "chunked body in HTTP/1.0")
+    if host < 0 and version == "1.1":
+        raise HttpRequestError(400, "missing Host")
+    path, query, authority = _target(target, method)
+    if authority is not None:  # absolute-form: the target's authority is the host (§3.2.2)
+        if host < 0:
+            headers.append((b"host", authority))
+        else:
+            headers[host] = (b"host", authority)
     tokens = {t.strip() for t in connection.split(b",")}
     keep_alive = b"close" not in tokens and (version == "1.1" or b"keep-alive" in tokens)
     return RequestHead(
         method.decode("ascii"),
         target,
+        path,
+        query,
         version,
         headers,
         length or 0,
         chunked,
         keep_alive,
         expect and version == "1.1",
+    )
+
+
+def _target(target: bytes, method: bytes) -> tuple[bytes, bytes, bytes | None]:
+    """``(path, query, authority)`` of a request target (``authority``: ``None`` unless the
+    target is in absolute-form).
+
+    Raises:
+        HttpRequestError: Not a valid origin-form or absolute-form target, nor ``*`` for
+            ``OPTIONS`` (400).
+    """
+    match = _ORIGIN_FORM.fullmatch(target)
+    if match is not None:
+        return match[1], match[2] or b"", None
+    match = _ABSOLUTE_FORM.fullmatch(target)
+    if match is not None:
+        authority = match[1]
+        if not authority or authority[:1] == b":" or _HOST.fullmatch(authority) is None:
+            raise HttpRequestError(400, "malformed authority in the request target")
+        return match[2] or b"/", match[3] or b"", authority
+    if target == b"*" and method == b"OPTIONS":
+        return b"*", b"", None
+    raise HttpRequestError(400, "malformed request target")
+
+
+def decode_path(path: bytes) -> str:
+    """The path for the application: percent-decoded (as UTF-8) except ``%2F``, kept encoded
+    so that decoding never adds a path segment."""
+    if b"%" not in path:
+        return path.decode("ascii")
+    return "%2F".join(
+        unquote_to_bytes(part).decode("utf-8", "replace") for part in _ENCODED_SLASH.split(path)
     )
 
 

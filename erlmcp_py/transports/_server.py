@@ -14,12 +14,18 @@ the socket and the application:
   client sends meanwhile (a pipelined request) are kept for after the response. The wait may be
   cancelled (the application cancels it to wake up, see
   :class:`~erlmcp_py.transports.http._Stream`): a socket read that is cancelled loses nothing.
+* The scope's ``path`` is the target's path percent-decoded except ``%2F`` (kept encoded, so
+  no decoding adds a path segment), ``raw_path`` and ``query_string`` as sent; for an
+  absolute-form target the ``host`` header is the target's authority (RFC 9112 §3.2.2).
 * ``send()`` writes ``http.response.start`` together with the first body message (a stream
   with nothing to say yet sends an empty one to get its head out): a whole response (the
   first body message is the last) is one ``send_all`` with its ``Content-Length``; a stream is
   sent chunked (HTTP/1.1) or until the connection closes (HTTP/1.0), one ``send_all`` per body
-  message. Every response carries a ``date``. Once a write fails the client is gone: later
-  writes are dropped and ``receive()`` answers ``http.disconnect``.
+  message. A 204 or 304 goes out without a body or its framing. ``100 Continue`` is written
+  when the application first reads a body the client waits to send, unless its response has
+  begun (no interim response after it). Every response carries a ``date``. Once a write
+  fails the client is gone: later writes are dropped and ``receive()`` answers
+  ``http.disconnect``.
 
 A deadline for each request head: ``keep_alive_s`` from the end of the last response (or the
 connection's start) until the head is complete (and a refusal of it written), so an idle
@@ -37,15 +43,16 @@ Refused without calling the application, the connection closed after the answer:
 unambiguously (400: a bare CR or LF, a NUL or another control character, a malformed request
 line or field line, obsolete line folding, a ``Content-Length`` that is not one number of at
 most :data:`MAX_LENGTH_DIGITS` digits sent once, both ``Content-Length`` and
-``Transfer-Encoding``); a transfer coding other than ``chunked`` (501); a version other than
-HTTP/1.0 and HTTP/1.1 (505). A head not yet complete is refused as soon as a bare CR or LF
-shows in it. Empty lines before a request line are skipped. A malformed chunked body (its
-chunk lines, the CRLF after each chunk's data, its trailer section) is answered 400 and closed
-(cut short instead when the response has started); the application's ``receive()`` reports
-the client gone and what it sends next is dropped. A response whose request body was not read
-to its end closes the connection (``connection: close``), as does HTTP/1.0 without
-``keep-alive`` and a request with ``connection: close``. Pipelined requests are answered one
-after the other, in order.
+``Transfer-Encoding``, an HTTP/1.1 request without exactly one valid ``Host``, a target that
+is neither origin-form, absolute-form nor ``*`` for ``OPTIONS``); a transfer coding other than
+``chunked`` and ``CONNECT`` (501); a version other than HTTP/1.0 and HTTP/1.1 (505). A head
+not yet complete is refused as soon as a bare CR or LF shows in it. Empty lines before a
+request line are skipped. A malformed chunked body (its chunk lines, the CRLF after each
+chunk's data, its trailer section) is answered 400 and closed (cut short instead when the
+response has started); the application's ``receive()`` reports the client gone and what it
+sends next is dropped. A response whose request body was not read to its end closes the
+connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request
+with ``connection: close``. Pipelined requests are answered one after the other, in order.
 
 No exception a client's bytes cause escapes its connection: the last resort logs it
 (``http_connection_failed``), answers 400 when nothing was answered yet and closes that
@@ -65,7 +72,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from email.utils import formatdate
 from typing import Any, Final
-from urllib.parse import unquote_to_bytes
 
 import structlog
 import trio
@@ -76,6 +82,7 @@ from erlmcp_py.transports._http11 import (
     ChunkedBody,
     HttpRequestError,
     RequestHead,
+    decode_path,
     find_bare_line_end,
     parse_head,
 )
@@ -151,12 +158,6 @@ _REASONS: Final = {
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 #: Response phases of the request being served.
 _NOTHING, _STARTED, _STREAMING, _DONE = range(4)
-
-
-def _decode_path(path: bytes) -> str:
-    if b"%" in path:
-        return unquote_to_bytes(path).decode("utf-8", "replace")
-    return path.decode("latin-1")
 
 
 _date_cache: list[Any] = [0, b""]
@@ -499,19 +500,15 @@ class _Connection:
         self._body_done = not head.chunked and not head.length
         self._continue = head.expect_continue and not self._body_done
         self._head_only = head.method == "HEAD"
-        target = head.target
-        path, _, query = target.partition(b"?")
-        if path[:1] != b"/" and b"://" in path:  # absolute form: keep the path
-            path = b"/" + path.split(b"://", 1)[1].partition(b"/")[2]
         scope: Scope = {
             "type": "http",
             "asgi": _ASGI,
             "http_version": head.version,
             "method": head.method,
             "scheme": "http",
-            "path": _decode_path(path),
-            "raw_path": path,
-            "query_string": query,
+            "path": decode_path(head.path),
+            "raw_path": head.path,
+            "query_string": head.query,
             "root_path": "",
             "headers": head.headers,
             "client": self._client,
@@ -560,7 +557,8 @@ class _Connection:
             return {"type": "http.disconnect"}
         if self._continue:
             self._continue = False
-            await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
+            if self._phase == _NOTHING:  # never once the response has begun (RFC 9110 §15.2)
+                await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
         try:
             chunks = self._chunks
             body = await (self._read_length() if chunks is None else self._read_chunked(chunks))
@@ -651,7 +649,10 @@ class _Connection:
                 continue
             out += name + b": " + value + b"\r\n"
         self._headers = ()  # sent: not kept while the response streams
-        if not more:
+        bodiless = self._status in (204, 304)  # never a body, nor its framing (RFC 9110 §8.6)
+        if bodiless:
+            self._phase = _DONE
+        elif not more:
             self._phase = _DONE
             # the length of the body sent (a HEAD answer: the one the application declared)
             declared = length if self._head_only and length is not None else b"%d" % len(body)
@@ -665,7 +666,7 @@ class _Connection:
         if self._closes_after():
             out += b"connection: close\r\n"
         out += b"\r\n"
-        if self._head_only:
+        if self._head_only or bodiless:
             self._phase = _DONE
             await self._write(bytes(out))
             return

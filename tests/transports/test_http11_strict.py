@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import trio
 
@@ -22,7 +23,7 @@ from erlmcp_py.transports import _server
 from erlmcp_py.transports._server import serve
 from erlmcp_py.transports.http import HttpConfig
 from tests.deploy.support import free_port, serve_command
-from tests.transports.test_http import TIMEOUT, serving
+from tests.transports.test_http import TIMEOUT, McpHttp, serving
 from tests.transports.test_server import echo
 
 #: A Content-Length of one more digit than Python's int() converts from a string by default.
@@ -195,10 +196,10 @@ def chunked(path: bytes = b"/upload") -> bytes:
     return b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
-def refused_alone(answer: bytes, reason: bytes) -> None:
-    """``answer`` is one 400 (giving ``reason``) and the connection closed after it: nothing
-    sent behind the refused bytes ran."""
-    assert responses(answer) == [(400, reason + b"\n")], answer
+def refused_alone(answer: bytes, reason: bytes, status: int = 400) -> None:
+    """``answer`` is one refusal (``status``, giving ``reason``) and the connection closed
+    after it: nothing sent behind the refused bytes ran."""
+    assert responses(answer) == [(status, reason + b"\n")], answer
     assert b"connection: close" in answer.split(b"\r\n\r\n", 1)[0]
 
 
@@ -293,3 +294,180 @@ async def test_trailer_fields_follow_the_rules_of_header_fields() -> None:
         answer = await exchange(port, chunked() + good + SMUGGLED)
         assert statuses(answer) == [200, 200], answer
         assert b'"body": "hello"' in answer
+
+
+# -- the MUSTs of RFC 9112 §3.2 and RFC 9110 ----------------------------------------------------
+
+
+async def test_a_second_host_line_is_refused() -> None:
+    twice = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n"
+    async with ports() as (_, ops):
+        refused_alone(await exchange(ops, twice), b"Host sent twice")
+
+
+@pytest.mark.parametrize("path", [b"/healthz", b"/nowhere"])
+async def test_http_1_1_without_host_is_refused_400(path: bytes) -> None:
+    async with ports() as (port, ops):
+        for listener in (port, ops):
+            answer = await exchange(listener, b"GET " + path + b" HTTP/1.1\r\n\r\n")
+            refused_alone(answer, b"missing Host")
+
+
+@pytest.mark.parametrize(
+    "host", [b"evil.example/x", b"a b", b"127.0.0.1:80:80", b"[::1", b"@127.0.0.1", b"h\xe9"]
+)
+async def test_a_malformed_host_value_is_refused(host: bytes) -> None:
+    async with ports() as (_, ops):
+        answer = await exchange(ops, b"GET /healthz HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+        refused_alone(answer, b"malformed Host")
+
+
+async def test_http_1_0_without_host_is_framed_and_left_to_the_host_check() -> None:
+    async with ports() as (_, ops):
+        assert statuses(await exchange(ops, b"GET /healthz HTTP/1.0\r\n\r\n")) == [403]
+
+
+async def test_an_absolute_form_target_is_checked_and_routed_by_its_authority() -> None:
+    # RFC 9112 §3.2.2: the Host line is ignored for the target's authority; routing by the
+    # Host line let a target naming any host past the Host allow-list
+    async with ports() as (_, ops):
+        evil = b"GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        assert responses(await exchange(ops, evil)) == [(403, b"Forbidden: Host not allowed\n")]
+        ours = b"GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n"
+        assert responses(await exchange(ops, ours)) == [(200, b"ok\n")]
+        upper = b"GET HTTP://127.0.0.1:1/readyz?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        assert responses(await exchange(ops, upper)) == [(200, b"ready\n")]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        b"http:///healthz",  # an empty host
+        b"http://:80/healthz",
+        b"http://user@127.0.0.1/healthz",  # user info
+        b"http://127.0.0.1 /healthz",
+        b"ftp://127.0.0.1/healthz",
+        b"http://evil.example#/healthz",
+    ],
+)
+async def test_a_malformed_absolute_form_target_is_refused(target: bytes) -> None:
+    async with ports() as (_, ops):
+        answer = await exchange(ops, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert statuses(answer) == [400], answer
+
+
+@pytest.mark.parametrize(
+    "target",
+    [b"%2Fhealthz", b"%2fmetrics", b"healthz", b"*", b"/health%zz", b"/health%2", b"/a b", b"/x#y"],
+)
+async def test_an_invalid_origin_form_target_is_refused_not_decoded_into_a_route(
+    target: bytes,
+) -> None:
+    async with ports() as (_, ops):
+        answer = await exchange(ops, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert statuses(answer) == [400], answer
+
+
+async def test_percent_decoding_never_adds_a_path_segment() -> None:
+    async with echo_port() as port:
+        target = b"/a%2Fb%2fc/%41%20d?q=%2F|[x]"
+        answer = await exchange(port, b"GET " + target + b" HTTP/1.1\r\nHost: h\r\n\r\n")
+        ((status, body),) = responses(answer)
+        assert status == 200
+        assert b'"path": "/a%2Fb%2Fc/A d"' in body
+    async with ports() as (_, ops):
+        for target in (b"/%2Fhealthz", b"/healthz%2F", b"/%68ealthz%2F"):
+            answer = await exchange(ops, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert statuses(answer) == [404], (target, answer)
+        # an encoded letter is that letter (RFC 3986 §6.2.2.2): the same route
+        answer = await exchange(ops, b"GET /%68ealthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert responses(answer) == [(200, b"ok\n")]
+
+
+async def test_options_asterisk_reaches_the_application_and_connect_is_not_implemented() -> None:
+    async with echo_port() as port:
+        answer = await exchange(port, b"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n")
+        ((status, body),) = responses(answer)
+        assert status == 200
+        assert b'"path": "*"' in body
+        connect = b"CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n"
+        refused_alone(await exchange(port, connect), b"CONNECT is not supported", 501)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"0x5\r\nhello\r\n0\r\n\r\n",  # not hex
+        b"5\r\nhelloXX0\r\n\r\n",  # no CRLF after the data
+        b"1" * 17 + b"\r\n",  # more than 16 hex digits
+        b"1" * 4301 + b"\r\n",
+        b"5 \r\nhello\r\n0\r\n\r\n",  # whitespace without an extension
+        b"5;\r\nhello\r\n0\r\n\r\n",  # an extension without a name
+        b'5;a="b\r\nhello\r\n0\r\n\r\n',  # an unterminated quoted string
+        b"-5\r\nhello\r\n0\r\n\r\n",
+    ],
+)
+async def test_a_malformed_chunked_body_is_answered_400_not_500(body: bytes) -> None:
+    async with echo_port() as port:
+        answer = await exchange(port, chunked() + body + SMUGGLED)
+        assert statuses(answer) == [400], answer
+        assert b"connection: close" in answer
+
+
+async def test_chunk_extensions_by_their_grammar_are_read_past() -> None:
+    body = b'5 ; a = b ;c="q \\" ;"\t;d\r\nhello\r\n000\r\n\r\n'
+    async with echo_port() as port:
+        answer = await exchange(port, chunked() + body + SMUGGLED)
+        assert statuses(answer) == [200, 200], answer
+        assert b'"body": "hello"' in answer
+
+
+async def test_expect_continue_on_an_sse_get_never_writes_100_inside_the_stream() -> None:
+    # the stream's head goes out at once; reading the body afterwards must not put an
+    # interim "HTTP/1.1 100 Continue" inside the chunked 200 (RFC 9110 §15.2)
+    async with serving() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        session = McpHttp(http, listening.url)
+        await session.initialize()
+        assert session.session_id is not None
+        get = (
+            b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+            b"Mcp-Session-Id: " + session.session_id.encode() + b"\r\n"
+            b"MCP-Protocol-Version: " + session.version.encode() + b"\r\n"
+            b"Expect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        )
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", port_of(listening.url))
+            async with stream:
+                await stream.send_all(get)
+                answer = bytearray()
+                while b"\r\n\r\n" not in answer:  # the stream's head
+                    answer += await stream.receive_some(65536)
+                await stream.send_all(b"hello")  # the body, as if after the 100
+                await stream.send_eof()
+                while chunk := await stream.receive_some(65536):
+                    answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+    assert b"100 Continue" not in answer
+    assert statuses(bytes(answer)) == [200]
+
+
+async def test_a_204_or_304_carries_neither_a_body_nor_its_framing() -> None:
+    async def no_content(scope: Any, receive: Any, send: Any) -> None:
+        status = int(scope["path"][1:])
+        headers = [(b"content-length", b"3")] if status == 304 else []
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"abc"})
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            (url,) = await nursery.start(partial(serve, no_content, "127.0.0.1", 0))
+            requests = b"GET /204 HTTP/1.1\r\nHost: h\r\n\r\nGET /304 HTTP/1.1\r\nHost: h\r\n\r\n"
+            answer = await exchange(int(url.rsplit(":", 1)[1]), requests)
+            first, second, rest = answer.split(b"\r\n\r\n")
+            assert first.startswith(b"HTTP/1.1 204 No Content\r\n")
+            assert second.startswith(b"HTTP/1.1 304 ")
+            for head in (first, second):
+                assert b"content-length" not in head
+                assert b"transfer-encoding" not in head
+            assert rest == b""
+            nursery.cancel_scope.cancel()

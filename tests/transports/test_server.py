@@ -124,13 +124,13 @@ def test_a_head_is_parsed_with_lower_case_names_and_its_body_framing() -> None:
     assert (head.method, head.target, head.version) == ("POST", b"/mcp?x=1", "1.1")
     assert head.headers == [(b"host", b"a"), (b"content-length", b"12"), (b"x-thing", b"A b")]
     assert (head.length, head.chunked, head.keep_alive) == (12, False, True)
-    chunked = parse_head(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked")
+    chunked = parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked")
     assert (chunked.length, chunked.chunked) == (0, True)
 
 
 def test_keep_alive_follows_the_version_and_the_connection_header() -> None:
     assert parse_head(b"GET / HTTP/1.1\r\nHost: a").keep_alive
-    assert not parse_head(b"GET / HTTP/1.1\r\nConnection: close").keep_alive
+    assert not parse_head(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close").keep_alive
     assert not parse_head(b"GET / HTTP/1.0").keep_alive
     assert parse_head(b"GET / HTTP/1.0\r\nConnection: Keep-Alive").keep_alive
 
@@ -187,7 +187,9 @@ async def test_keep_alive_answers_requests_one_after_the_other(autojump_clock: o
 
 async def test_pipelined_requests_are_answered_in_order(autojump_clock: object) -> None:
     async with connection() as stream:
-        await stream.send_all(post(b"one") + post(b"two") + b"GET /three HTTP/1.1\r\n\r\n")
+        await stream.send_all(
+            post(b"one") + post(b"two") + b"GET /three HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         buffer = bytearray()
         answers = [json.loads((await read_response(stream, buffer))[1]) for _ in range(3)]
         assert [a["body"] for a in answers] == ["one", "two", ""]
@@ -196,7 +198,7 @@ async def test_pipelined_requests_are_answered_in_order(autojump_clock: object) 
 
 async def test_a_chunked_body_is_reassembled(autojump_clock: object) -> None:
     async with connection() as stream:
-        head = b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         await stream.send_all(head + b"5;ext=1\r\nhello\r\n")
         await trio.sleep(0.1)
         await stream.send_all(b"1\r\n \r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n")
@@ -210,7 +212,7 @@ async def test_a_malformed_chunk_ends_the_request_and_the_connection(
 ) -> None:
     async with connection() as stream:
         await stream.send_all(
-            b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n"
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n"
         )
         assert await closed(stream)
 
@@ -317,7 +319,7 @@ async def test_a_streamed_response_is_chunked_and_the_head_goes_with_its_first_b
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async with connection(stream_app) as stream:
-        await stream.send_all(b"GET / HTTP/1.1\r\n\r\n")
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         first = await stream.receive_some(65536)
         assert first.lower().startswith(b"http/1.1 200")
         assert first.endswith(b"\r\n\r\n")  # the head alone, sent at once
@@ -347,7 +349,7 @@ async def test_a_failing_application_is_answered_500_and_closed(autojump_clock: 
         raise RuntimeError("bug")
 
     async with connection(broken) as stream:
-        await stream.send_all(b"GET / HTTP/1.1\r\n\r\n")
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         head, _ = await read_response(stream, bytearray())
         assert head.startswith(b"http/1.1 500")
         assert await closed(stream)
@@ -358,7 +360,7 @@ async def test_expect_continue_is_answered_before_the_body_is_read(
 ) -> None:
     async with connection() as stream:
         await stream.send_all(
-            b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
+            b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
         )
         assert (await stream.receive_some(65536)).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
         await stream.send_all(b"ok")
