@@ -28,10 +28,16 @@ the socket and the application:
   ``http.disconnect``.
 
 A deadline for each request head: ``keep_alive_s`` from the end of the last response (or the
-connection's start) until the head is complete (and a refusal of it written), so an idle
-connection and one that trickles its head are closed after ``keep_alive_s``; none while the
-application runs (the application bounds its body reads itself, see
-:func:`~erlmcp_py.transports._limits.read_body`).
+connection's start) until the head is complete, so an idle connection and one that trickles
+its head are closed after ``keep_alive_s``; none for reads while the application runs (the
+application bounds its body reads itself, see
+:func:`~erlmcp_py.transports._limits.read_body`). A deadline for each write, a response's or a
+refusal's: ``write_timeout_s`` (:data:`WRITE_TIMEOUT_S`) plus a second per
+:data:`WRITE_MIN_RATE` bytes, from its first wait for the client to take its bytes; a client
+that stops reading, or reads slower, is given up on (``http_write_timed_out``) and its
+connection closed, its application told it is gone. A streamed response (SSE) gets it per
+message: its client may pause, and a stream whose client falls behind is also ended by the
+application once its queue is full (:class:`~erlmcp_py.transports.http._Stream`).
 
 The socket is read and written directly (:class:`_SocketWire`): a call waits only when the
 kernel has nothing to read or no room to write, a deadline is armed only for such a wait, and
@@ -91,6 +97,8 @@ __all__ = [
     "KEEP_ALIVE_S",
     "MAX_HEAD_BYTES",
     "MAX_LENGTH_DIGITS",
+    "WRITE_MIN_RATE",
+    "WRITE_TIMEOUT_S",
     "HttpRequestError",
     "RequestHead",
     "parse_head",
@@ -104,6 +112,14 @@ __all__ = [
 #: way (the client then sees "disconnected without a response"). Also the longest a request
 #: head may take to arrive.
 KEEP_ALIVE_S: Final = 20.0
+#: Seconds a response write may wait for a client that does not take it (plus a second per
+#: :data:`WRITE_MIN_RATE` bytes written) before the connection is given up on and closed: a
+#: client that stops reading (or reads too slowly) holds its connection no longer than that.
+#: nginx and Apache allow 60 s between two writes; this bounds each write whole.
+WRITE_TIMEOUT_S: Final = 30.0
+#: Bytes per second a client must at least read a response at (as a request body must
+#: arrive: 32 KiB/s).
+WRITE_MIN_RATE: Final = 32 * 1024
 
 log = structlog.get_logger("erlmcp.http.server")
 
@@ -180,10 +196,11 @@ class _Wire(trio.abc.AsyncResource):
     """What a connection reads and writes: a client socket (:class:`_SocketWire`) or any trio
     stream (:class:`_StreamWire`).
 
-    A read or write given a ``deadline`` waits for the client at most until then and returns
-    ``None`` (a read) or ``False`` (a write) when it passes or :meth:`interrupt` is called;
-    without one it waits as long as it takes. ``waited`` is set whenever a call yields to the
-    scheduler; the connection clears it.
+    A read given a ``deadline`` waits for the client at most until then, a write given a
+    ``timeout`` at most that long from its first wait; they return ``None`` (a read) or
+    ``False`` (a write) when it passes or :meth:`interrupt` is called. Without one they wait
+    as long as it takes. ``waited`` is set whenever a call yields to the scheduler; the
+    connection clears it.
     """
 
     __slots__ = ("_timer", "waited")
@@ -201,8 +218,8 @@ class _Wire(trio.abc.AsyncResource):
         """Some bytes (``b""`` at the end of the stream); ``None``: the deadline passed."""
         raise NotImplementedError
 
-    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
-        """Write ``data``; ``False``: the deadline passed first."""
+    async def send_all(self, data: bytes, timeout: float = math.inf) -> bool:
+        """Write ``data``; ``False``: the client did not take it within ``timeout`` seconds."""
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -261,8 +278,9 @@ class _SocketWire(_Wire):
             self._drained = len(data) < _READ
             return data
 
-    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+    async def send_all(self, data: bytes, timeout: float = math.inf) -> bool:
         sock = self._sock
+        deadline = math.inf  # armed at the first wait
         with memoryview(data) as view:
             sent = 0
             while sent < len(view):
@@ -276,9 +294,12 @@ class _SocketWire(_Wire):
                         raise trio.ClosedResourceError from None
                     raise trio.BrokenResourceError(exc) from exc
                 self.waited = True
-                if deadline == math.inf:
+                if timeout == math.inf:
                     await trio.lowlevel.wait_writable(sock)
-                elif not await self._wait(trio.lowlevel.wait_writable, deadline):
+                    continue
+                if deadline == math.inf:
+                    deadline = trio.current_time() + timeout
+                if not await self._wait(trio.lowlevel.wait_writable, deadline):
                     return False
         return True
 
@@ -308,9 +329,9 @@ class _StreamWire(_Wire):
                 self._timer = None
         return None
 
-    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+    async def send_all(self, data: bytes, timeout: float = math.inf) -> bool:
         self.waited = True
-        with trio.move_on_at(deadline) as timer:
+        with trio.move_on_after(timeout) as timer:
             self._timer = timer
             try:
                 await self._stream.send_all(data)
@@ -346,6 +367,7 @@ class _Connection:
         "_stream",
         "_version",
         "_will_close",
+        "_write_timeout_s",
         "closing",
         "idle",
     )
@@ -357,12 +379,14 @@ class _Connection:
         client: tuple[str, int] | None,
         server: tuple[str, int] | None,
         keep_alive_s: float,
+        write_timeout_s: float,
     ) -> None:
         self._stream = stream
         self._app = app
         self._client = client
         self._server = server
         self._keep_alive_s = keep_alive_s
+        self._write_timeout_s = write_timeout_s
         self._buffer = bytearray()
         self._eof = False
         self._broken = False
@@ -417,8 +441,7 @@ class _Connection:
             log.exception("http_connection_failed", client=self._client)
             if self._phase in (_NOTHING, _STARTED):
                 self._phase = _DONE
-                deadline = trio.current_time() + self._keep_alive_s
-                await self._refuse(400, "bad request", deadline)
+                await self._refuse(400, "bad request")
         finally:
             if connections is not None:
                 connections.discard(self)
@@ -453,10 +476,10 @@ class _Connection:
             if end >= 0:
                 break
             if find_bare_line_end(buffer, start):  # refused now, not at the deadline
-                await self._refuse(400, "bare CR or LF in the request head", deadline)
+                await self._refuse(400, "bare CR or LF in the request head")
                 return None
             if len(buffer) > MAX_HEAD_BYTES:
-                await self._refuse(431, "request head too large", deadline)
+                await self._refuse(431, "request head too large")
                 return None
             start = max(0, len(buffer) - 3)
             try:
@@ -464,30 +487,34 @@ class _Connection:
             except _Gone:
                 return None
         if end > MAX_HEAD_BYTES:
-            await self._refuse(431, "request head too large", deadline)
+            await self._refuse(431, "request head too large")
             return None
         raw = bytes(buffer[:end])
         del buffer[: end + 4]
         try:
             return parse_head(raw)
         except HttpRequestError as refused:
-            await self._refuse(refused.status, refused.reason, deadline)
+            await self._refuse(refused.status, refused.reason)
             return None
 
-    async def _refuse(self, status: int, reason: str, deadline: float) -> None:
+    async def _refuse(self, status: int, reason: str) -> None:
         log.info("http_request_refused", status=status, why=reason)
         body = f"{reason}\n".encode()
         head = _status_line("1.1", status) + (
             b"content-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
             % len(body)
         )
-        await self._write(head + body, deadline)
+        await self._write(head + body)
 
-    async def _write(self, data: bytes, deadline: float = math.inf) -> None:
+    async def _write(self, data: bytes) -> None:
+        """Write ``data`` within the write timeout (plus a second per :data:`WRITE_MIN_RATE`
+        bytes), else give up on the client."""
         if self._broken:
             return
+        timeout = self._write_timeout_s + len(data) / WRITE_MIN_RATE
         try:
-            if not await self._stream.send_all(data, deadline):
+            if not await self._stream.send_all(data, timeout):
+                log.info("http_write_timed_out", client=self._client, size=len(data))
                 self._broken = True  # the client does not read: given up on
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._broken = True
@@ -567,7 +594,7 @@ class _Connection:
             # and the application told the client is gone; what it sends next is dropped
             self._body_done = self._delivered = self._eof = True
             if self._phase in (_NOTHING, _STARTED):
-                await self._refuse(refused.status, refused.reason, math.inf)
+                await self._refuse(refused.status, refused.reason)
             else:
                 log.info("http_request_refused", status=refused.status, why=refused.reason)
             self._broken = True
@@ -682,9 +709,10 @@ class _Connection:
 class _Server:
     """The listeners and the connections of one :func:`serve`."""
 
-    def __init__(self, app: App, keep_alive_s: float) -> None:
+    def __init__(self, app: App, keep_alive_s: float, write_timeout_s: float) -> None:
         self.app = app
         self.keep_alive_s = keep_alive_s
+        self.write_timeout_s = write_timeout_s
         self.connections: set[_Connection] = set()
 
     async def accept_loop(self, listener: stdlib_socket.socket, nursery: trio.Nursery) -> None:
@@ -711,7 +739,9 @@ class _Server:
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
-            connection = _Connection(_SocketWire(sock), self.app, client, addr, self.keep_alive_s)
+            connection = _Connection(
+                _SocketWire(sock), self.app, client, addr, self.keep_alive_s, self.write_timeout_s
+            )
             nursery.start_soon(connection.run, self.connections)
 
 
@@ -720,6 +750,7 @@ async def serve_stream(
     stream: trio.abc.Stream,
     *,
     keep_alive_s: float = KEEP_ALIVE_S,
+    write_timeout_s: float = WRITE_TIMEOUT_S,
     client: tuple[str, int] | None = None,
     server: tuple[str, int] | None = None,
 ) -> None:
@@ -730,10 +761,13 @@ async def serve_stream(
         stream: The connection (a socket, or any trio stream).
         keep_alive_s: Seconds an idle connection stays open, and the longest a request head
             may take to arrive.
+        write_timeout_s: Seconds a response write may wait for the client (plus one per
+            :data:`WRITE_MIN_RATE` bytes) before the connection is closed.
         client: The peer's address (the scope's ``client``).
         server: The local address (the scope's ``server``).
     """
-    await _Connection(_StreamWire(stream), app, client, server, keep_alive_s).run()
+    wire = _StreamWire(stream)
+    await _Connection(wire, app, client, server, keep_alive_s, write_timeout_s).run()
 
 
 async def _bind_socket(host: str, port: int, backlog: int) -> stdlib_socket.socket:
@@ -771,6 +805,7 @@ async def serve(
     port: int,
     *,
     keep_alive_s: float = KEEP_ALIVE_S,
+    write_timeout_s: float = WRITE_TIMEOUT_S,
     graceful_s: float = 1.0,
     backlog: int = 1024,
     shutdown_trigger: Callable[[], Awaitable[object]] | None = None,
@@ -784,6 +819,8 @@ async def serve(
         port: TCP port (0: any free one).
         keep_alive_s: Seconds an idle connection stays open, and the longest a request
             head may take to arrive.
+        write_timeout_s: Seconds a response write may wait for the client (plus one per
+            :data:`WRITE_MIN_RATE` bytes) before the connection is closed.
         graceful_s: Seconds requests in flight get to finish once stopping.
         backlog: The listen backlog.
         shutdown_trigger: Returns to stop gracefully.
@@ -791,7 +828,7 @@ async def serve(
     """
     listener = await _bind_socket(host, port, backlog)
     with listener:
-        server = _Server(app, keep_alive_s)
+        server = _Server(app, keep_alive_s, write_timeout_s)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 accepting.start_soon(server.accept_loop, listener, connections)

@@ -8,6 +8,8 @@ smuggled behind it ran, and that the server goes on serving.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,7 +24,7 @@ import trio
 from erlmcp_py.transports import _server
 from erlmcp_py.transports._server import serve
 from erlmcp_py.transports.http import HttpConfig
-from tests.deploy.support import free_port, serve_command
+from tests.deploy.support import free_port, poll, serve_command
 from tests.transports.test_http import TIMEOUT, McpHttp, serving
 from tests.transports.test_server import echo
 
@@ -471,3 +473,35 @@ async def test_a_204_or_304_carries_neither_a_body_nor_its_framing() -> None:
                 assert b"transfer-encoding" not in head
             assert rest == b""
             nursery.cancel_scope.cancel()
+
+
+# -- a client that does not read ----------------------------------------------------------------
+
+TCP_CLOSE_WAIT, TCP_CLOSE = 8, 7  # tcpi_state (linux/tcp_states.h): the peer closed
+
+
+def peer_closed(sock: trio.socket.SocketType) -> bool:
+    """Whether the other end closed (FIN or RST received), without reading anything."""
+    state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+    return state in (TCP_CLOSE_WAIT, TCP_CLOSE)
+
+
+async def test_a_client_that_never_reads_its_answers_is_closed_after_the_write_timeout() -> None:
+    # 3,000 pipelined scrapes, never read: the answers fill the socket buffers, then a write
+    # waits for the client, at most write_timeout_s (it waited forever)
+    config = HttpConfig(ops_port=0, write_timeout_s=0.5)
+    async with serving(config=config) as listening, trio.open_nursery() as nursery:
+        assert listening.ops_url is not None
+        stream = await trio.open_tcp_stream("127.0.0.1", port_of(listening.ops_url))
+        metrics = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+        async def pipeline() -> None:
+            with contextlib.suppress(trio.BrokenResourceError):
+                await stream.send_all(metrics * 3000)
+
+        nursery.start_soon(pipeline)
+        start = trio.current_time()
+        await poll(lambda: peer_closed(stream.socket), "the server to close", 20)
+        assert trio.current_time() - start < 15
+        nursery.cancel_scope.cancel()
+        stream.socket.close()

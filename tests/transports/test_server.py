@@ -22,6 +22,7 @@ from hypothesis import given, strategies as st
 from erlmcp_py.transports._server import (
     KEEP_ALIVE_S,
     MAX_HEAD_BYTES,
+    WRITE_TIMEOUT_S,
     HttpRequestError,
     _Server,
     parse_head,
@@ -368,6 +369,55 @@ async def test_expect_continue_is_answered_before_the_body_is_read(
         assert json.loads(body)["body"] == "ok"
 
 
+async def test_a_response_the_client_never_reads_is_given_up_after_the_write_timeout(
+    autojump_clock: object,
+) -> None:
+    body = b"x" * 65536
+    told_gone: list[float] = []
+
+    async def stream_app(scope: Any, receive: Any, send: Any) -> None:
+        assert (await receive())["type"] == "http.request"
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        if (await receive())["type"] == "http.disconnect":  # the write gave up: told at once
+            told_gone.append(trio.current_time())
+
+    # a lockstep stream takes no byte the client does not read: the first write waits
+    client, server = trio.testing.lockstep_stream_pair()
+    start = trio.current_time()
+    with trio.fail_after(WRITE_TIMEOUT_S * 10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.send_all, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            await serve_stream(stream_app, server)
+    # the default timeout, plus a second per 32 KiB written (the head, the chunk framing)
+    waited = trio.current_time() - start
+    assert WRITE_TIMEOUT_S + 2 < waited < WRITE_TIMEOUT_S + 2.01
+    assert told_gone == [pytest.approx(start + waited)]
+
+
+async def test_the_write_timeout_is_per_write_so_a_slow_stream_lives_on(
+    autojump_clock: object,
+) -> None:
+    parts = 5
+
+    async def slow_stream(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for _ in range(parts):
+            await send({"type": "http.response.body", "body": b"event", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    client, server = trio.testing.lockstep_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(serve_stream, slow_stream, server, write_timeout_s=2.0))
+        await client.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        buffer = bytearray()
+        while not buffer.endswith(b"0\r\n\r\n"):  # a reader slower than the timeout in all
+            await trio.sleep(1.5)
+            buffer += await client.receive_some(65536)
+        assert buffer.count(b"5\r\nevent\r\n") == parts
+        nursery.cancel_scope.cancel()
+
+
 # -- real sockets ------------------------------------------------------------------------------
 
 
@@ -474,7 +524,7 @@ async def test_an_accept_that_reports_its_connection_gone_goes_on_accepting() ->
 
     with listener, trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_Server(echo, 5.0).accept_loop, Aborting(), nursery)
+            nursery.start_soon(_Server(echo, 5.0, 5.0).accept_loop, Aborting(), nursery)
             stream = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
             await stream.send_all(post(b"after"))
             _, body = await read_response(stream, bytearray())
