@@ -62,7 +62,8 @@ with ``connection: close``. Pipelined requests are answered one after the other,
 
 No exception a client's bytes cause escapes its connection: the last resort logs it
 (``http_connection_failed``), answers 400 when nothing was answered yet and closes that
-connection alone; the server serves on.
+connection alone; the server serves on. One raised reading a body is such a refusal too (400,
+never the application's 500).
 
 Stopping (:func:`serve` with ``shutdown_trigger``): the listeners close, idle connections are
 closed at once, a connection in a request closes after its response, and whatever still runs
@@ -475,7 +476,7 @@ class _Connection:
             end = buffer.find(b"\r\n\r\n", start)
             if end >= 0:
                 break
-            if find_bare_line_end(buffer, start):  # refused now, not at the deadline
+            if buffer and find_bare_line_end(buffer, start):  # refused now, not at the deadline
                 await self._refuse(400, "bare CR or LF in the request head")
                 return None
             if len(buffer) > MAX_HEAD_BYTES:
@@ -589,18 +590,22 @@ class _Connection:
         try:
             chunks = self._chunks
             body = await (self._read_length() if chunks is None else self._read_chunked(chunks))
-        except HttpRequestError as refused:
-            # a malformed body: refused (unless a response already started: then cut short),
-            # and the application told the client is gone; what it sends next is dropped
+        except _Gone:
+            self._body_done = self._delivered = True
+            return {"type": "http.disconnect"}
+        except Exception as exc:  # a malformed body (or bytes the reader did not foresee)
+            refused = exc if isinstance(exc, HttpRequestError) else None
+            if refused is None:
+                log.exception("http_connection_failed", client=self._client)
+                refused = HttpRequestError(400, "bad request")
+            # refused (unless a response already started: then cut short), and the
+            # application told the client is gone; what it sends next is dropped
             self._body_done = self._delivered = self._eof = True
             if self._phase in (_NOTHING, _STARTED):
                 await self._refuse(refused.status, refused.reason)
             else:
                 log.info("http_request_refused", status=refused.status, why=refused.reason)
             self._broken = True
-            return {"type": "http.disconnect"}
-        except _Gone:
-            self._body_done = self._delivered = True
             return {"type": "http.disconnect"}
         self._delivered = self._body_done
         return {"type": "http.request", "body": body, "more_body": not self._body_done}

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from erlmcp_py.transports import _server
+from erlmcp_py.transports._http11 import ChunkedBody
 from erlmcp_py.transports._server import serve
 from erlmcp_py.transports.http import HttpConfig
 from tests.deploy.support import free_port, poll, serve_command
@@ -108,6 +109,29 @@ def statuses(data: bytes) -> list[int]:
     return [status for status, _ in responses(data)]
 
 
+SMUGGLED = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # 42 bytes
+
+
+@asynccontextmanager
+async def echo_port() -> AsyncIterator[int]:
+    """The bare HTTP/1.1 layer on 127.0.0.1 with an application that echoes what it read."""
+    async with trio.open_nursery() as nursery:
+        (url,) = await nursery.start(partial(serve, echo, "127.0.0.1", 0))
+        yield int(url.rsplit(":", 1)[1])
+        nursery.cancel_scope.cancel()
+
+
+def chunked(path: bytes = b"/upload") -> bytes:
+    return b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def refused_alone(answer: bytes, reason: bytes, status: int = 400) -> None:
+    """``answer`` is one refusal (``status``, giving ``reason``) and the connection closed
+    after it: nothing sent behind the refused bytes ran."""
+    assert responses(answer) == [(status, reason + b"\n")], answer
+    assert b"connection: close" in answer.split(b"\r\n\r\n", 1)[0]
+
+
 # -- a number too long to convert ----------------------------------------------------------------
 
 
@@ -180,29 +204,25 @@ async def test_an_unforeseen_parser_error_answers_400_and_closes_that_connection
             nursery.cancel_scope.cancel()
 
 
+async def test_an_unforeseen_body_reader_error_answers_400_not_the_applications_500(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read = ChunkedBody.read
+
+    def broken(self: ChunkedBody, buffer: bytearray) -> bytes:
+        if b"boom" in buffer:
+            raise ValueError("a bug the bytes found")
+        return read(self, buffer)
+
+    monkeypatch.setattr(ChunkedBody, "read", broken)
+    async with echo_port() as port:
+        answer = await exchange(port, chunked() + b"4\r\nboom\r\n0\r\n\r\n" + SMUGGLED)
+        refused_alone(answer, b"bad request")
+        fine = await exchange(port, chunked() + b"2\r\nok\r\n0\r\n\r\n")
+        assert responses(fine) == [(200, b'{"method": "POST", "path": "/upload", "body": "ok"}')]
+
+
 # -- smuggling: what a front end reads as two requests is never read here as one, or the reverse --
-
-SMUGGLED = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # 42 bytes
-
-
-@asynccontextmanager
-async def echo_port() -> AsyncIterator[int]:
-    """The bare HTTP/1.1 layer on 127.0.0.1 with an application that echoes what it read."""
-    async with trio.open_nursery() as nursery:
-        (url,) = await nursery.start(partial(serve, echo, "127.0.0.1", 0))
-        yield int(url.rsplit(":", 1)[1])
-        nursery.cancel_scope.cancel()
-
-
-def chunked(path: bytes = b"/upload") -> bytes:
-    return b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-
-
-def refused_alone(answer: bytes, reason: bytes, status: int = 400) -> None:
-    """``answer`` is one refusal (``status``, giving ``reason``) and the connection closed
-    after it: nothing sent behind the refused bytes ran."""
-    assert responses(answer) == [(status, reason + b"\n")], answer
-    assert b"connection: close" in answer.split(b"\r\n\r\n", 1)[0]
 
 
 async def test_a_bare_lf_inside_a_header_line_is_refused_not_kept_in_the_value() -> None:
