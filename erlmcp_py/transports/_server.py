@@ -59,6 +59,10 @@ response has started); the application's ``receive()`` reports the client gone a
 sends next is dropped. A response whose request body was not read to its end closes the
 connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request
 with ``connection: close``. Pipelined requests are answered one after the other, in order.
+A connection closed after such a last response (or a refusal) is closed as RFC 9112 §9.6
+asks: its sending side first, then what the client still sends is read and dropped until it
+closes its side, at most :data:`LINGER_S`, so that no reset destroys the response before the
+client reads it.
 
 No exception a client's bytes cause escapes its connection: the last resort logs it
 (``http_connection_failed``), answers 400 when nothing was answered yet and closes that
@@ -96,6 +100,7 @@ from erlmcp_py.transports._http11 import (
 
 __all__ = [
     "KEEP_ALIVE_S",
+    "LINGER_S",
     "MAX_HEAD_BYTES",
     "MAX_LENGTH_DIGITS",
     "WRITE_MIN_RATE",
@@ -121,6 +126,9 @@ WRITE_TIMEOUT_S: Final = 30.0
 #: Bytes per second a client must at least read a response at (as a request body must
 #: arrive: 32 KiB/s).
 WRITE_MIN_RATE: Final = 32 * 1024
+#: Seconds a connection closed after its last response reads on what the client still sends,
+#: waiting for the client to close its side (RFC 9112 §9.6).
+LINGER_S: Final = 2.0
 
 log = structlog.get_logger("erlmcp.http.server")
 
@@ -223,6 +231,10 @@ class _Wire(trio.abc.AsyncResource):
         """Write ``data``; ``False``: the client did not take it within ``timeout`` seconds."""
         raise NotImplementedError
 
+    async def close_write(self) -> bool:
+        """Close the sending side alone (the client reads the end); False: cannot."""
+        raise NotImplementedError
+
     async def aclose(self) -> None:
         raise NotImplementedError
 
@@ -304,6 +316,13 @@ class _SocketWire(_Wire):
                     return False
         return True
 
+    async def close_write(self) -> bool:
+        try:
+            self._sock.shutdown(stdlib_socket.SHUT_WR)
+        except OSError:  # gone already
+            return False
+        return True
+
     async def aclose(self) -> None:
         if self._sock.fileno() != -1:
             trio.lowlevel.notify_closing(self._sock)
@@ -341,6 +360,16 @@ class _StreamWire(_Wire):
             return True
         return False
 
+    async def close_write(self) -> bool:
+        stream = self._stream
+        if not isinstance(stream, trio.abc.HalfCloseableStream):
+            return False
+        try:
+            await stream.send_eof()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
     async def aclose(self) -> None:
         await self._stream.aclose()
 
@@ -362,7 +391,9 @@ class _Connection:
         "_headers",
         "_keep_alive_s",
         "_left",
+        "_lingers",
         "_phase",
+        "_refused",
         "_server",
         "_status",
         "_stream",
@@ -389,8 +420,9 @@ class _Connection:
         self._keep_alive_s = keep_alive_s
         self._write_timeout_s = write_timeout_s
         self._buffer = bytearray()
-        self._eof = False
-        self._broken = False
+        self._eof = False  # the client closed its side
+        self._broken = False  # a write failed or timed out: the client is given up on
+        self._lingers = False  # a last response went out: half-close, then drain (§9.6)
         self.idle = True
         self.closing = False
         self._reset()
@@ -406,6 +438,7 @@ class _Connection:
         self._headers: Iterable[tuple[bytes, bytes]] = ()
         self._head_only = False
         self._will_close = False
+        self._refused = False  # the body was refused: the application's answer is dropped
         self._version = "1.1"
 
     def stop_when_idle(self) -> None:
@@ -444,9 +477,30 @@ class _Connection:
                 self._phase = _DONE
                 await self._refuse(400, "bad request")
         finally:
-            if connections is not None:
-                connections.discard(self)
-            await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
+            try:
+                if self._lingers and not (self._eof or self._broken or self.closing):
+                    self.idle = True  # a stop ends the lingering at once
+                    await self._linger()
+            finally:
+                if connections is not None:
+                    connections.discard(self)
+                await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
+
+    async def _linger(self) -> None:
+        """Close after a last response as RFC 9112 §9.6 asks: the sending side first, then read
+        (and drop) what the client still sends until it closes, at most :data:`LINGER_S`.
+        Closed at once with bytes unread, the connection would be reset, and a reset can
+        destroy the response before the client reads it."""
+        stream = self._stream
+        if not await stream.close_write():
+            return
+        deadline = trio.current_time() + LINGER_S
+        while True:
+            try:
+                if not await stream.receive(deadline):  # the client closed, or the deadline
+                    return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
 
     async def _fill(self, deadline: float = math.inf) -> None:
         """Read once from the socket into the buffer (``_Gone`` at the end of the stream or
@@ -506,6 +560,7 @@ class _Connection:
             % len(body)
         )
         await self._write(head + body)
+        self._will_close = self._lingers = True
 
     async def _write(self, data: bytes) -> None:
         """Write ``data`` within the write timeout (plus a second per :data:`WRITE_MIN_RATE`
@@ -548,10 +603,12 @@ class _Connection:
             await self._app(scope, self._receive, self._send)
         except Exception:
             log.exception("http_app_failed", method=head.method)
-            if self._phase == _NOTHING:
+            if self._phase == _NOTHING and not self._refused:
                 self._status, self._headers = 500, [(b"content-type", b"text/plain")]
                 self._will_close = True
                 await self._write_head(b"Internal Server Error\n", more=False)
+            return False
+        if self._refused:  # answered already (or cut short)
             return False
         if self._phase == _NOTHING:  # the application answered nothing
             self._status, self._headers = 500, [(b"content-type", b"text/plain")]
@@ -566,6 +623,8 @@ class _Connection:
     # -- receive ------------------------------------------------------------------------------
 
     async def _receive(self) -> Message:
+        if self._refused:
+            return {"type": "http.disconnect"}
         if self._body_done:
             if not self._delivered:  # a request without a body: one empty message first
                 self._delivered = True
@@ -600,12 +659,11 @@ class _Connection:
                 refused = HttpRequestError(400, "bad request")
             # refused (unless a response already started: then cut short), and the
             # application told the client is gone; what it sends next is dropped
-            self._body_done = self._delivered = self._eof = True
+            self._body_done = self._delivered = self._refused = self._will_close = True
             if self._phase in (_NOTHING, _STARTED):
                 await self._refuse(refused.status, refused.reason)
             else:
                 log.info("http_request_refused", status=refused.status, why=refused.reason)
-            self._broken = True
             return {"type": "http.disconnect"}
         self._delivered = self._body_done
         return {"type": "http.request", "body": body, "more_body": not self._body_done}
@@ -632,6 +690,8 @@ class _Connection:
     # -- send ---------------------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
+        if self._refused:
+            return
         kind = message["type"]
         phase = self._phase
         if kind == "http.response.start":
@@ -697,6 +757,7 @@ class _Connection:
                 out += b"transfer-encoding: chunked\r\n"
         if self._closes_after():
             out += b"connection: close\r\n"
+            self._lingers = True
         out += b"\r\n"
         if self._head_only or bodiless:
             self._phase = _DONE

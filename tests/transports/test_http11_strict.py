@@ -525,3 +525,33 @@ async def test_a_client_that_never_reads_its_answers_is_closed_after_the_write_t
         assert trio.current_time() - start < 15
         nursery.cancel_scope.cancel()
         stream.socket.close()
+
+
+# -- closing -------------------------------------------------------------------------------------
+
+
+async def test_a_refusal_is_read_to_its_end_while_the_client_still_sends() -> None:
+    # RFC 9112 §9.6: closed at once with the body unread, the connection was reset under the
+    # client (its writes failed, and a reset can destroy the response before it is read);
+    # half-closed and drained, the client reads the refusal and a clean end
+    head = (
+        b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: x\r\n"
+        b"Content-Length: 4000000\r\n\r\n"
+    )
+    async with echo_port() as port, trio.open_nursery() as nursery:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        sent = trio.Event()
+
+        async def send_body() -> None:
+            await stream.send_all(head + b"x" * 4_000_000)  # the server drains it: no reset
+            await stream.send_eof()
+            sent.set()
+
+        nursery.start_soon(send_body)
+        answer = bytearray()
+        with trio.fail_after(TIMEOUT):
+            while chunk := await stream.receive_some(65536):  # never a reset
+                answer += chunk
+            await sent.wait()
+        refused_alone(bytes(answer), b"malformed header name")
+        await stream.aclose()

@@ -21,6 +21,7 @@ from hypothesis import given, strategies as st
 
 from erlmcp_py.transports._server import (
     KEEP_ALIVE_S,
+    LINGER_S,
     MAX_HEAD_BYTES,
     WRITE_TIMEOUT_S,
     HttpRequestError,
@@ -290,6 +291,26 @@ async def test_a_refused_head_is_answered_and_closed(
         assert head.startswith(b"http/1.1 " + status), head
         assert b"connection: close" in head
         assert await closed(stream)
+
+
+async def test_after_a_refusal_the_server_half_closes_and_reads_on_at_most_the_linger(
+    autojump_clock: object,
+) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_stream, echo, server)
+        await client.send_all(b"GET / HTTP/2.0\r\n\r\n")
+        head, _ = await read_response(client, bytearray())
+        assert head.startswith(b"http/1.1 505")
+        assert await client.receive_some(65536) == b""  # the server's side is closed...
+        start = trio.current_time()
+        while trio.current_time() - start < LINGER_S - 0.5:
+            await client.send_all(b"more")  # ...and it still reads what the client sends
+            await trio.sleep(0.5)
+        await trio.testing.wait_all_tasks_blocked()
+        assert nursery.child_tasks  # within the linger
+        await trio.sleep(0.6)
+        assert not nursery.child_tasks  # then it closes, the client quiet or not
 
 
 async def test_an_answer_before_the_body_is_read_closes_the_connection(
