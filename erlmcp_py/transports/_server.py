@@ -14,18 +14,30 @@ the socket and the application:
   client sends meanwhile (a pipelined request) are kept for after the response. The wait may be
   cancelled (the application cancels it to wake up, see
   :class:`~erlmcp_py.transports.http._Stream`): a socket read that is cancelled loses nothing.
+* The scope's ``path`` is the target's path percent-decoded except ``%2F`` (kept encoded, so
+  no decoding adds a path segment), ``raw_path`` and ``query_string`` as sent; for an
+  absolute-form target the ``host`` header is the target's authority (RFC 9112 §3.2.2).
 * ``send()`` writes ``http.response.start`` together with the first body message (a stream
   with nothing to say yet sends an empty one to get its head out): a whole response (the
   first body message is the last) is one ``send_all`` with its ``Content-Length``; a stream is
   sent chunked (HTTP/1.1) or until the connection closes (HTTP/1.0), one ``send_all`` per body
-  message. Every response carries a ``date``. Once a write fails the client is gone: later
-  writes are dropped and ``receive()`` answers ``http.disconnect``.
+  message. A 204 or 304 goes out without a body or its framing. ``100 Continue`` is written
+  when the application first reads a body the client waits to send, unless its response has
+  begun (no interim response after it). Every response carries a ``date``. Once a write
+  fails the client is gone: later writes are dropped and ``receive()`` answers
+  ``http.disconnect``.
 
 A deadline for each request head: ``keep_alive_s`` from the end of the last response (or the
-connection's start) until the head is complete (and a refusal of it written), so an idle
-connection and one that trickles its head are closed after ``keep_alive_s``; none while the
-application runs (the application bounds its body reads itself, see
-:func:`~erlmcp_py.transports._limits.read_body`).
+connection's start) until the head is complete, so an idle connection and one that trickles
+its head are closed after ``keep_alive_s``; none for reads while the application runs (the
+application bounds its body reads itself, see
+:func:`~erlmcp_py.transports._limits.read_body`). A deadline for each write, a response's or a
+refusal's: ``write_timeout_s`` (:data:`WRITE_TIMEOUT_S`) plus a second per
+:data:`WRITE_MIN_RATE` bytes, from its first wait for the client to take its bytes; a client
+that stops reading, or reads slower, is given up on (``http_write_timed_out``) and its
+connection closed, its application told it is gone. A streamed response (SSE) gets it per
+message: its client may pause, and a stream whose client falls behind is also ended by the
+application once its queue is full (:class:`~erlmcp_py.transports.http._Stream`).
 
 The socket is read and written directly (:class:`_SocketWire`): a call waits only when the
 kernel has nothing to read or no room to write, a deadline is armed only for such a wait, and
@@ -33,13 +45,29 @@ a request read with no wait since the one before yields to the scheduler first, 
 client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
-:data:`MAX_HEAD_BYTES` (431), a malformed head (400: bad request line, header line, obsolete
-line folding, a ``Content-Length`` that is not one number, both ``Content-Length`` and
-``Transfer-Encoding``), a transfer coding other than ``chunked`` (501), a version other than
-HTTP/1.0 and HTTP/1.1 (505). A malformed chunked body ends the request as a disconnect and
-closes the connection. A response whose request body was not read to its end closes the
-connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request with
-``connection: close``. Pipelined requests are answered one after the other, in order.
+:data:`MAX_HEAD_BYTES` (431); a head :mod:`~erlmcp_py.transports._http11` cannot frame
+unambiguously (400: a bare CR or LF, a NUL or another control character, a malformed request
+line or field line, obsolete line folding, a ``Content-Length`` that is not one number of at
+most :data:`MAX_LENGTH_DIGITS` digits sent once, both ``Content-Length`` and
+``Transfer-Encoding``, an HTTP/1.1 request without exactly one valid ``Host``, a target that
+is neither origin-form, absolute-form nor ``*`` for ``OPTIONS``); a transfer coding other than
+``chunked`` and ``CONNECT`` (501); a version other than HTTP/1.0 and HTTP/1.1 (505). A head
+not yet complete is refused as soon as a bare CR or LF shows in it. Empty lines before a
+request line are skipped. A malformed chunked body (its chunk lines, the CRLF after each
+chunk's data, its trailer section) is answered 400 and closed (cut short instead when the
+response has started); the application's ``receive()`` reports the client gone and what it
+sends next is dropped. A response whose request body was not read to its end closes the
+connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request
+with ``connection: close``. Pipelined requests are answered one after the other, in order.
+A connection closed after such a last response (or a refusal) is closed as RFC 9112 §9.6
+asks: its sending side first, then what the client still sends is read and dropped until it
+closes its side, at most :data:`LINGER_S`, so that no reset destroys the response before the
+client reads it.
+
+No exception a client's bytes cause escapes its connection: the last resort logs it
+(``http_connection_failed``), answers 400 when nothing was answered yet and closes that
+connection alone; the server serves on. One raised reading a body is such a refusal too (400,
+never the application's 500).
 
 Stopping (:func:`serve` with ``shutdown_trigger``): the listeners close, idle connections are
 closed at once, a connection in a request closes after its response, and whatever still runs
@@ -53,17 +81,30 @@ import math
 import socket as stdlib_socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import dataclass
 from email.utils import formatdate
-from typing import Any, Final, NoReturn
-from urllib.parse import unquote_to_bytes
+from typing import Any, Final
 
 import structlog
 import trio
 
+from erlmcp_py.transports._http11 import (
+    MAX_HEAD_BYTES,
+    MAX_LENGTH_DIGITS,
+    ChunkedBody,
+    HttpRequestError,
+    RequestHead,
+    decode_path,
+    find_bare_line_end,
+    parse_head,
+)
+
 __all__ = [
     "KEEP_ALIVE_S",
+    "LINGER_S",
     "MAX_HEAD_BYTES",
+    "MAX_LENGTH_DIGITS",
+    "WRITE_MIN_RATE",
+    "WRITE_TIMEOUT_S",
     "HttpRequestError",
     "RequestHead",
     "parse_head",
@@ -77,6 +118,17 @@ __all__ = [
 #: way (the client then sees "disconnected without a response"). Also the longest a request
 #: head may take to arrive.
 KEEP_ALIVE_S: Final = 20.0
+#: Seconds a response write may wait for a client that does not take it (plus a second per
+#: :data:`WRITE_MIN_RATE` bytes written) before the connection is given up on and closed: a
+#: client that stops reading (or reads too slowly) holds its connection no longer than that.
+#: nginx and Apache allow 60 s between two writes; this bounds each write whole.
+WRITE_TIMEOUT_S: Final = 30.0
+#: Bytes per second a client must at least read a response at (as a request body must
+#: arrive: 32 KiB/s).
+WRITE_MIN_RATE: Final = 32 * 1024
+#: Seconds a connection closed after its last response reads on what the client still sends,
+#: waiting for the client to close its side (RFC 9112 §9.6).
+LINGER_S: Final = 2.0
 
 log = structlog.get_logger("erlmcp.http.server")
 
@@ -86,10 +138,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: Largest request head (request line and headers): 431 beyond it.
-MAX_HEAD_BYTES: Final = 64 * 1024
-#: Largest chunk-size line of a chunked body.
-_MAX_CHUNK_LINE: Final = 1024
 _READ: Final = 65536
 #: accept() errors that mean "out of resources for now": wait and accept again.
 _ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -110,10 +158,6 @@ _ACCEPT_GONE: Final = frozenset(
     )
     if hasattr(errno, name)
 )
-_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
-#: The characters of an HTTP token (lower case): ``bytes.translate`` deletes them, leaving
-#: whatever is not one.
-_TOKEN: Final = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
 _REASONS: Final = {
     100: b"Continue",
     200: b"OK",
@@ -141,112 +185,6 @@ _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _NOTHING, _STARTED, _STREAMING, _DONE = range(4)
 
 
-class HttpRequestError(Exception):
-    """A request head the server refuses: answered with ``status`` and closed."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHead:
-    """A parsed request head.
-
-    Attributes:
-        method: The method (``GET``, ``POST``...).
-        target: The request target as sent.
-        version: ``"1.1"`` or ``"1.0"``.
-        headers: ``(lower-case name, value)`` pairs in order.
-        length: The ``Content-Length`` (0 when neither it nor chunked is given).
-        chunked: The body is chunked.
-        keep_alive: The client lets the connection stay open after the response.
-        expect_continue: The client waits for ``100 Continue`` before sending its body.
-    """
-
-    method: str
-    target: bytes
-    version: str
-    headers: list[tuple[bytes, bytes]]
-    length: int
-    chunked: bool
-    keep_alive: bool
-    expect_continue: bool
-
-
-def parse_head(data: bytes) -> RequestHead:
-    """Parse a request head (without its closing empty line).
-
-    Raises:
-        HttpRequestError: The head is malformed (400), names a transfer coding other than
-            ``chunked`` (501) or an HTTP version other than 1.0 and 1.1 (505).
-    """
-    lines = data.split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[0] or not parts[1]:
-        raise HttpRequestError(400, "malformed request line")
-    method, target, proto = parts
-    if method.lower().translate(None, _TOKEN):
-        raise HttpRequestError(400, "malformed method")
-    if proto == b"HTTP/1.1":
-        version = "1.1"
-    elif proto == b"HTTP/1.0":
-        version = "1.0"
-    elif proto.startswith(b"HTTP/"):
-        raise HttpRequestError(505, "unsupported HTTP version")
-    else:
-        raise HttpRequestError(400, "malformed request line")
-    headers: list[tuple[bytes, bytes]] = []
-    length: int | None = None
-    chunked = False
-    connection = b""
-    expect = False
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or line[0] in b" \t":
-            raise HttpRequestError(400, "malformed header line")
-        name = name.lower()
-        if name.translate(None, _TOKEN):
-            raise HttpRequestError(400, "malformed header name")
-        value = value.strip(b" \t")
-        headers.append((name, value))
-        if name == b"content-length":
-            if not value.isdigit() or (length is not None and int(value) != length):
-                raise HttpRequestError(400, "malformed Content-Length")
-            length = int(value)
-        elif name == b"transfer-encoding":
-            if value.lower() != b"chunked" or chunked:
-                raise HttpRequestError(501, "unsupported Transfer-Encoding")
-            chunked = True
-        elif name == b"connection":
-            connection += b"," + value.lower()
-        elif name == b"expect":
-            expect = value.lower() == b"100-continue"
-    if chunked and length is not None:
-        raise HttpRequestError(400, "both Content-Length and Transfer-Encoding")
-    if chunked and version == "1.0":
-        raise HttpRequestError(400, "chunked body in HTTP/1.0")
-    tokens = {t.strip() for t in connection.split(b",")}
-    keep_alive = b"close" not in tokens and (version == "1.1" or b"keep-alive" in tokens)
-    return RequestHead(
-        method.decode("ascii"),
-        target,
-        version,
-        headers,
-        length or 0,
-        chunked,
-        keep_alive,
-        expect and version == "1.1",
-    )
-
-
-def _decode_path(path: bytes) -> str:
-    if b"%" in path:
-        return unquote_to_bytes(path).decode("utf-8", "replace")
-    return path.decode("latin-1")
-
-
 _date_cache: list[Any] = [0, b""]
 
 
@@ -267,10 +205,11 @@ class _Wire(trio.abc.AsyncResource):
     """What a connection reads and writes: a client socket (:class:`_SocketWire`) or any trio
     stream (:class:`_StreamWire`).
 
-    A read or write given a ``deadline`` waits for the client at most until then and returns
-    ``None`` (a read) or ``False`` (a write) when it passes or :meth:`interrupt` is called;
-    without one it waits as long as it takes. ``waited`` is set whenever a call yields to the
-    scheduler; the connection clears it.
+    A read given a ``deadline`` waits for the client at most until then, a write given a
+    ``timeout`` at most that long from its first wait; they return ``None`` (a read) or
+    ``False`` (a write) when it passes or :meth:`interrupt` is called. Without one they wait
+    as long as it takes. ``waited`` is set whenever a call yields to the scheduler; the
+    connection clears it.
     """
 
     __slots__ = ("_timer", "waited")
@@ -288,8 +227,12 @@ class _Wire(trio.abc.AsyncResource):
         """Some bytes (``b""`` at the end of the stream); ``None``: the deadline passed."""
         raise NotImplementedError
 
-    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
-        """Write ``data``; ``False``: the deadline passed first."""
+    async def send_all(self, data: bytes, timeout: float = math.inf) -> bool:
+        """Write ``data``; ``False``: the client did not take it within ``timeout`` seconds."""
+        raise NotImplementedError
+
+    async def close_write(self) -> bool:
+        """Close the sending side alone (the client reads the end); False: cannot."""
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -348,8 +291,9 @@ class _SocketWire(_Wire):
             self._drained = len(data) < _READ
             return data
 
-    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+    async def send_all(self, data: bytes, timeout: float = math.inf) -> bool:
         sock = self._sock
+        deadline = math.inf  # armed at the first wait
         with memoryview(data) as view:
             sent = 0
             while sent < len(view):
@@ -363,10 +307,20 @@ class _SocketWire(_Wire):
                         raise trio.ClosedResourceError from None
                     raise trio.BrokenResourceError(exc) from exc
                 self.waited = True
-                if deadline == math.inf:
+                if timeout == math.inf:
                     await trio.lowlevel.wait_writable(sock)
-                elif not await self._wait(trio.lowlevel.wait_writable, deadline):
+                    continue
+                if deadline == math.inf:
+                    deadline = trio.current_time() + timeout
+                if not await self._wait(trio.lowlevel.wait_writable, deadline):
                     return False
+        return True
+
+    async def close_write(self) -> bool:
+        try:
+            self._sock.shutdown(stdlib_socket.SHUT_WR)
+        except OSError:  # gone already
+            return False
         return True
 
     async def aclose(self) -> None:
@@ -395,9 +349,9 @@ class _StreamWire(_Wire):
                 self._timer = None
         return None
 
-    async def send_all(self, data: bytes, deadline: float = math.inf) -> bool:
+    async def send_all(self, data: bytes, timeout: float = math.inf) -> bool:
         self.waited = True
-        with trio.move_on_at(deadline) as timer:
+        with trio.move_on_after(timeout) as timer:
             self._timer = timer
             try:
                 await self._stream.send_all(data)
@@ -405,6 +359,16 @@ class _StreamWire(_Wire):
                 self._timer = None
             return True
         return False
+
+    async def close_write(self) -> bool:
+        stream = self._stream
+        if not isinstance(stream, trio.abc.HalfCloseableStream):
+            return False
+        try:
+            await stream.send_eof()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -418,8 +382,7 @@ class _Connection:
         "_body_done",
         "_broken",
         "_buffer",
-        "_chunk_left",
-        "_chunked",
+        "_chunks",
         "_client",
         "_continue",
         "_delivered",
@@ -428,12 +391,15 @@ class _Connection:
         "_headers",
         "_keep_alive_s",
         "_left",
+        "_lingers",
         "_phase",
+        "_refused",
         "_server",
         "_status",
         "_stream",
         "_version",
         "_will_close",
+        "_write_timeout_s",
         "closing",
         "idle",
     )
@@ -445,23 +411,25 @@ class _Connection:
         client: tuple[str, int] | None,
         server: tuple[str, int] | None,
         keep_alive_s: float,
+        write_timeout_s: float,
     ) -> None:
         self._stream = stream
         self._app = app
         self._client = client
         self._server = server
         self._keep_alive_s = keep_alive_s
+        self._write_timeout_s = write_timeout_s
         self._buffer = bytearray()
-        self._eof = False
-        self._broken = False
+        self._eof = False  # the client closed its side
+        self._broken = False  # a write failed or timed out: the client is given up on
+        self._lingers = False  # a last response went out: half-close, then drain (§9.6)
         self.idle = True
         self.closing = False
         self._reset()
 
     def _reset(self) -> None:
         self._left = 0
-        self._chunked = False
-        self._chunk_left = -1  # chunked: bytes left of the current chunk; -1: a size line next
+        self._chunks: ChunkedBody | None = None  # a chunked body's decoder
         self._body_done = True
         self._delivered = False
         self._continue = False
@@ -470,6 +438,7 @@ class _Connection:
         self._headers: Iterable[tuple[bytes, bytes]] = ()
         self._head_only = False
         self._will_close = False
+        self._refused = False  # the body was refused: the application's answer is dropped
         self._version = "1.1"
 
     def stop_when_idle(self) -> None:
@@ -485,6 +454,7 @@ class _Connection:
             connections.add(self)
         try:
             while not self.closing:
+                self._reset()
                 self.idle = True
                 head = await self._read_head(trio.current_time() + self._keep_alive_s)
                 self.idle = False
@@ -499,10 +469,38 @@ class _Connection:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError, _Gone):
             pass
+        except Exception:
+            # the last resort: bytes this layer did not foresee end this connection alone (the
+            # server goes on serving the others), with a 400 when nothing was answered yet
+            log.exception("http_connection_failed", client=self._client)
+            if self._phase in (_NOTHING, _STARTED):
+                self._phase = _DONE
+                await self._refuse(400, "bad request")
         finally:
-            if connections is not None:
-                connections.discard(self)
-            await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
+            try:
+                if self._lingers and not (self._eof or self._broken or self.closing):
+                    self.idle = True  # a stop ends the lingering at once
+                    await self._linger()
+            finally:
+                if connections is not None:
+                    connections.discard(self)
+                await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
+
+    async def _linger(self) -> None:
+        """Close after a last response as RFC 9112 §9.6 asks: the sending side first, then read
+        (and drop) what the client still sends until it closes, at most :data:`LINGER_S`.
+        Closed at once with bytes unread, the connection would be reset, and a reset can
+        destroy the response before the client reads it."""
+        stream = self._stream
+        if not await stream.close_write():
+            return
+        deadline = trio.current_time() + LINGER_S
+        while True:
+            try:
+                if not await stream.receive(deadline):  # the client closed, or the deadline
+                    return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
 
     async def _fill(self, deadline: float = math.inf) -> None:
         """Read once from the socket into the buffer (``_Gone`` at the end of the stream or
@@ -526,71 +524,74 @@ class _Connection:
         buffer = self._buffer
         start = 0
         while True:
+            while buffer.startswith(b"\r\n"):  # empty lines before a request: ignored (§2.2)
+                del buffer[:2]
+                start = 0
             end = buffer.find(b"\r\n\r\n", start)
             if end >= 0:
                 break
+            if buffer and find_bare_line_end(buffer, start):  # refused now, not at the deadline
+                await self._refuse(400, "bare CR or LF in the request head")
+                return None
             if len(buffer) > MAX_HEAD_BYTES:
-                await self._refuse(431, "request head too large", deadline)
+                await self._refuse(431, "request head too large")
                 return None
             start = max(0, len(buffer) - 3)
             try:
                 await self._fill(deadline)
             except _Gone:
                 return None
-            if buffer.startswith(b"\r\n"):  # an empty line before a request is allowed
-                del buffer[:2]
-                start = 0
         if end > MAX_HEAD_BYTES:
-            await self._refuse(431, "request head too large", deadline)
+            await self._refuse(431, "request head too large")
             return None
         raw = bytes(buffer[:end])
         del buffer[: end + 4]
         try:
             return parse_head(raw)
         except HttpRequestError as refused:
-            await self._refuse(refused.status, refused.reason, deadline)
+            await self._refuse(refused.status, refused.reason)
             return None
 
-    async def _refuse(self, status: int, reason: str, deadline: float) -> None:
+    async def _refuse(self, status: int, reason: str) -> None:
         log.info("http_request_refused", status=status, why=reason)
         body = f"{reason}\n".encode()
         head = _status_line("1.1", status) + (
             b"content-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
             % len(body)
         )
-        await self._write(head + body, deadline)
+        await self._write(head + body)
+        self._will_close = self._lingers = True
 
-    async def _write(self, data: bytes, deadline: float = math.inf) -> None:
+    async def _write(self, data: bytes) -> None:
+        """Write ``data`` within the write timeout (plus a second per :data:`WRITE_MIN_RATE`
+        bytes), else give up on the client."""
         if self._broken:
             return
+        timeout = self._write_timeout_s + len(data) / WRITE_MIN_RATE
         try:
-            if not await self._stream.send_all(data, deadline):
+            if not await self._stream.send_all(data, timeout):
+                log.info("http_write_timed_out", client=self._client, size=len(data))
                 self._broken = True  # the client does not read: given up on
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._broken = True
 
     async def _serve(self, head: RequestHead) -> bool:
         """Run the application for one request; whether the connection stays open."""
-        self._reset()
         self._version = head.version
         self._left = head.length
-        self._chunked = head.chunked
+        self._chunks = ChunkedBody() if head.chunked else None
         self._body_done = not head.chunked and not head.length
         self._continue = head.expect_continue and not self._body_done
         self._head_only = head.method == "HEAD"
-        target = head.target
-        path, _, query = target.partition(b"?")
-        if path[:1] != b"/" and b"://" in path:  # absolute form: keep the path
-            path = b"/" + path.split(b"://", 1)[1].partition(b"/")[2]
         scope: Scope = {
             "type": "http",
             "asgi": _ASGI,
             "http_version": head.version,
             "method": head.method,
             "scheme": "http",
-            "path": _decode_path(path),
-            "raw_path": path,
-            "query_string": query,
+            "path": decode_path(head.path),
+            "raw_path": head.path,
+            "query_string": head.query,
             "root_path": "",
             "headers": head.headers,
             "client": self._client,
@@ -602,10 +603,12 @@ class _Connection:
             await self._app(scope, self._receive, self._send)
         except Exception:
             log.exception("http_app_failed", method=head.method)
-            if self._phase == _NOTHING:
+            if self._phase == _NOTHING and not self._refused:
                 self._status, self._headers = 500, [(b"content-type", b"text/plain")]
                 self._will_close = True
                 await self._write_head(b"Internal Server Error\n", more=False)
+            return False
+        if self._refused:  # answered already (or cut short)
             return False
         if self._phase == _NOTHING:  # the application answered nothing
             self._status, self._headers = 500, [(b"content-type", b"text/plain")]
@@ -620,6 +623,8 @@ class _Connection:
     # -- receive ------------------------------------------------------------------------------
 
     async def _receive(self) -> Message:
+        if self._refused:
+            return {"type": "http.disconnect"}
         if self._body_done:
             if not self._delivered:  # a request without a body: one empty message first
                 self._delivered = True
@@ -639,11 +644,26 @@ class _Connection:
             return {"type": "http.disconnect"}
         if self._continue:
             self._continue = False
-            await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
+            if self._phase == _NOTHING:  # never once the response has begun (RFC 9110 §15.2)
+                await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")  # interim: no date
         try:
-            body = await (self._read_chunked() if self._chunked else self._read_length())
+            chunks = self._chunks
+            body = await (self._read_length() if chunks is None else self._read_chunked(chunks))
         except _Gone:
             self._body_done = self._delivered = True
+            return {"type": "http.disconnect"}
+        except Exception as exc:  # a malformed body (or bytes the reader did not foresee)
+            refused = exc if isinstance(exc, HttpRequestError) else None
+            if refused is None:
+                log.exception("http_connection_failed", client=self._client)
+                refused = HttpRequestError(400, "bad request")
+            # refused (unless a response already started: then cut short), and the
+            # application told the client is gone; what it sends next is dropped
+            self._body_done = self._delivered = self._refused = self._will_close = True
+            if self._phase in (_NOTHING, _STARTED):
+                await self._refuse(refused.status, refused.reason)
+            else:
+                log.info("http_request_refused", status=refused.status, why=refused.reason)
             return {"type": "http.disconnect"}
         self._delivered = self._body_done
         return {"type": "http.request", "body": body, "more_body": not self._body_done}
@@ -658,68 +678,20 @@ class _Connection:
         self._body_done = not self._left
         return body
 
-    async def _read_chunked(self) -> bytes:
+    async def _read_chunked(self, chunks: ChunkedBody) -> bytes:
         """The body bytes of the chunks now in the buffer (reading once when there are none)."""
-        out = bytearray()
-        buffer = self._buffer
         while True:
-            if self._chunk_left > 0:
-                if not buffer:
-                    if out:
-                        return bytes(out)
-                    await self._fill()
-                take = min(self._chunk_left, len(buffer))
-                out += buffer[:take]
-                del buffer[:take]
-                self._chunk_left -= take
-                continue
-            if self._chunk_left == 0:  # the CRLF after a chunk's data
-                if len(buffer) < 2:
-                    if out:
-                        return bytes(out)
-                    await self._fill()
-                    continue
-                if buffer[:2] != b"\r\n":
-                    self._malformed()
-                del buffer[:2]
-                self._chunk_left = -1
-            end = buffer.find(b"\r\n")
-            if end < 0:
-                if len(buffer) > _MAX_CHUNK_LINE:
-                    self._malformed()
-                if out:
-                    return bytes(out)
-                await self._fill()
-                continue
-            size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
-            if not size_text or not set(size_text) <= _HEX or len(size_text) > 16:
-                self._malformed()
-            size = int(size_text, 16)
-            if size == 0:
-                # the last chunk: skip trailers up to the empty line
-                trailer_end = buffer.find(b"\r\n\r\n", end)
-                if buffer[end : end + 4] == b"\r\n\r\n":
-                    trailer_end = end
-                if trailer_end < 0:
-                    if len(buffer) > MAX_HEAD_BYTES:
-                        self._malformed()
-                    await self._fill()
-                    continue
-                del buffer[: trailer_end + 4]
-                self._body_done = True
-                return bytes(out)
-            del buffer[: end + 2]
-            self._chunk_left = size
-
-    def _malformed(self) -> NoReturn:
-        log.info("http_request_refused", status=400, why="malformed chunked body")
-        self._will_close = True
-        self._eof = True
-        raise _Gone
+            body = chunks.read(self._buffer)
+            if body or chunks.done:
+                self._body_done = chunks.done
+                return body
+            await self._fill()
 
     # -- send ---------------------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
+        if self._refused:
+            return
         kind = message["type"]
         phase = self._phase
         if kind == "http.response.start":
@@ -744,7 +716,7 @@ class _Connection:
         # _DONE: the response is complete; a late body message is dropped
 
     def _closes_after(self) -> bool:
-        if not self._body_done and not self._chunked and self._left <= len(self._buffer):
+        if not self._body_done and self._chunks is None and self._left <= len(self._buffer):
             del self._buffer[: self._left]  # a body of known length wholly buffered: skipped
             self._left = 0
             self._body_done = True
@@ -769,7 +741,10 @@ class _Connection:
                 continue
             out += name + b": " + value + b"\r\n"
         self._headers = ()  # sent: not kept while the response streams
-        if not more:
+        bodiless = self._status in (204, 304)  # never a body, nor its framing (RFC 9110 §8.6)
+        if bodiless:
+            self._phase = _DONE
+        elif not more:
             self._phase = _DONE
             # the length of the body sent (a HEAD answer: the one the application declared)
             declared = length if self._head_only and length is not None else b"%d" % len(body)
@@ -782,8 +757,9 @@ class _Connection:
                 out += b"transfer-encoding: chunked\r\n"
         if self._closes_after():
             out += b"connection: close\r\n"
+            self._lingers = True
         out += b"\r\n"
-        if self._head_only:
+        if self._head_only or bodiless:
             self._phase = _DONE
             await self._write(bytes(out))
             return
@@ -799,9 +775,10 @@ class _Connection:
 class _Server:
     """The listeners and the connections of one :func:`serve`."""
 
-    def __init__(self, app: App, keep_alive_s: float) -> None:
+    def __init__(self, app: App, keep_alive_s: float, write_timeout_s: float) -> None:
         self.app = app
         self.keep_alive_s = keep_alive_s
+        self.write_timeout_s = write_timeout_s
         self.connections: set[_Connection] = set()
 
     async def accept_loop(self, listener: stdlib_socket.socket, nursery: trio.Nursery) -> None:
@@ -828,7 +805,9 @@ class _Server:
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
-            connection = _Connection(_SocketWire(sock), self.app, client, addr, self.keep_alive_s)
+            connection = _Connection(
+                _SocketWire(sock), self.app, client, addr, self.keep_alive_s, self.write_timeout_s
+            )
             nursery.start_soon(connection.run, self.connections)
 
 
@@ -837,6 +816,7 @@ async def serve_stream(
     stream: trio.abc.Stream,
     *,
     keep_alive_s: float = KEEP_ALIVE_S,
+    write_timeout_s: float = WRITE_TIMEOUT_S,
     client: tuple[str, int] | None = None,
     server: tuple[str, int] | None = None,
 ) -> None:
@@ -847,10 +827,13 @@ async def serve_stream(
         stream: The connection (a socket, or any trio stream).
         keep_alive_s: Seconds an idle connection stays open, and the longest a request head
             may take to arrive.
+        write_timeout_s: Seconds a response write may wait for the client (plus one per
+            :data:`WRITE_MIN_RATE` bytes) before the connection is closed.
         client: The peer's address (the scope's ``client``).
         server: The local address (the scope's ``server``).
     """
-    await _Connection(_StreamWire(stream), app, client, server, keep_alive_s).run()
+    wire = _StreamWire(stream)
+    await _Connection(wire, app, client, server, keep_alive_s, write_timeout_s).run()
 
 
 async def _bind_socket(host: str, port: int, backlog: int) -> stdlib_socket.socket:
@@ -888,6 +871,7 @@ async def serve(
     port: int,
     *,
     keep_alive_s: float = KEEP_ALIVE_S,
+    write_timeout_s: float = WRITE_TIMEOUT_S,
     graceful_s: float = 1.0,
     backlog: int = 1024,
     shutdown_trigger: Callable[[], Awaitable[object]] | None = None,
@@ -901,6 +885,8 @@ async def serve(
         port: TCP port (0: any free one).
         keep_alive_s: Seconds an idle connection stays open, and the longest a request
             head may take to arrive.
+        write_timeout_s: Seconds a response write may wait for the client (plus one per
+            :data:`WRITE_MIN_RATE` bytes) before the connection is closed.
         graceful_s: Seconds requests in flight get to finish once stopping.
         backlog: The listen backlog.
         shutdown_trigger: Returns to stop gracefully.
@@ -908,7 +894,7 @@ async def serve(
     """
     listener = await _bind_socket(host, port, backlog)
     with listener:
-        server = _Server(app, keep_alive_s)
+        server = _Server(app, keep_alive_s, write_timeout_s)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 accepting.start_soon(server.accept_loop, listener, connections)

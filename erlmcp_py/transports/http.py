@@ -226,6 +226,9 @@ class HttpConfig:
         idle_timeout: Seconds a session without an open stream lives on.
         keep_alive_s: Seconds an idle connection stays open, and the longest a request
             head may take to arrive (:data:`~erlmcp_py.transports._server.KEEP_ALIVE_S`).
+        write_timeout_s: Seconds a response write may wait for a client that does not read
+            it, plus one per 32 KiB written, before its connection is closed
+            (:data:`~erlmcp_py.transports._server.WRITE_TIMEOUT_S`).
         body_grace_s: Seconds a request body may take beyond what ``body_min_rate`` allows.
         body_min_rate: Bytes per second a request body must keep up (408 and close, else).
         limits: Caps per principal; past one, 429 with ``Retry-After`` (at its session share,
@@ -260,6 +263,7 @@ class HttpConfig:
     max_sessions: int = 1024
     idle_timeout: float = 300.0
     keep_alive_s: float = _server.KEEP_ALIVE_S
+    write_timeout_s: float = _server.WRITE_TIMEOUT_S
     body_grace_s: float = 10.0
     body_min_rate: int = 32 * 1024
     limits: PrincipalLimits = field(default_factory=PrincipalLimits)
@@ -1392,6 +1396,7 @@ async def serve_http(
         _server.serve,
         host=host,
         keep_alive_s=config.keep_alive_s,
+        write_timeout_s=config.write_timeout_s,
         graceful_s=1.0,
         shutdown_trigger=shutdown_trigger,
     )

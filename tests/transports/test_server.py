@@ -21,7 +21,9 @@ from hypothesis import given, strategies as st
 
 from erlmcp_py.transports._server import (
     KEEP_ALIVE_S,
+    LINGER_S,
     MAX_HEAD_BYTES,
+    WRITE_TIMEOUT_S,
     HttpRequestError,
     _Server,
     parse_head,
@@ -124,13 +126,13 @@ def test_a_head_is_parsed_with_lower_case_names_and_its_body_framing() -> None:
     assert (head.method, head.target, head.version) == ("POST", b"/mcp?x=1", "1.1")
     assert head.headers == [(b"host", b"a"), (b"content-length", b"12"), (b"x-thing", b"A b")]
     assert (head.length, head.chunked, head.keep_alive) == (12, False, True)
-    chunked = parse_head(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked")
+    chunked = parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked")
     assert (chunked.length, chunked.chunked) == (0, True)
 
 
 def test_keep_alive_follows_the_version_and_the_connection_header() -> None:
     assert parse_head(b"GET / HTTP/1.1\r\nHost: a").keep_alive
-    assert not parse_head(b"GET / HTTP/1.1\r\nConnection: close").keep_alive
+    assert not parse_head(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close").keep_alive
     assert not parse_head(b"GET / HTTP/1.0").keep_alive
     assert parse_head(b"GET / HTTP/1.0\r\nConnection: Keep-Alive").keep_alive
 
@@ -187,7 +189,9 @@ async def test_keep_alive_answers_requests_one_after_the_other(autojump_clock: o
 
 async def test_pipelined_requests_are_answered_in_order(autojump_clock: object) -> None:
     async with connection() as stream:
-        await stream.send_all(post(b"one") + post(b"two") + b"GET /three HTTP/1.1\r\n\r\n")
+        await stream.send_all(
+            post(b"one") + post(b"two") + b"GET /three HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         buffer = bytearray()
         answers = [json.loads((await read_response(stream, buffer))[1]) for _ in range(3)]
         assert [a["body"] for a in answers] == ["one", "two", ""]
@@ -196,7 +200,7 @@ async def test_pipelined_requests_are_answered_in_order(autojump_clock: object) 
 
 async def test_a_chunked_body_is_reassembled(autojump_clock: object) -> None:
     async with connection() as stream:
-        head = b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         await stream.send_all(head + b"5;ext=1\r\nhello\r\n")
         await trio.sleep(0.1)
         await stream.send_all(b"1\r\n \r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n")
@@ -210,7 +214,7 @@ async def test_a_malformed_chunk_ends_the_request_and_the_connection(
 ) -> None:
     async with connection() as stream:
         await stream.send_all(
-            b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n"
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n"
         )
         assert await closed(stream)
 
@@ -289,6 +293,26 @@ async def test_a_refused_head_is_answered_and_closed(
         assert await closed(stream)
 
 
+async def test_after_a_refusal_the_server_half_closes_and_reads_on_at_most_the_linger(
+    autojump_clock: object,
+) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_stream, echo, server)
+        await client.send_all(b"GET / HTTP/2.0\r\n\r\n")
+        head, _ = await read_response(client, bytearray())
+        assert head.startswith(b"http/1.1 505")
+        assert await client.receive_some(65536) == b""  # the server's side is closed...
+        start = trio.current_time()
+        while trio.current_time() - start < LINGER_S - 0.5:
+            await client.send_all(b"more")  # ...and it still reads what the client sends
+            await trio.sleep(0.5)
+        await trio.testing.wait_all_tasks_blocked()
+        assert nursery.child_tasks  # within the linger
+        await trio.sleep(0.6)
+        assert not nursery.child_tasks  # then it closes, the client quiet or not
+
+
 async def test_an_answer_before_the_body_is_read_closes_the_connection(
     autojump_clock: object,
 ) -> None:
@@ -317,7 +341,7 @@ async def test_a_streamed_response_is_chunked_and_the_head_goes_with_its_first_b
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async with connection(stream_app) as stream:
-        await stream.send_all(b"GET / HTTP/1.1\r\n\r\n")
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         first = await stream.receive_some(65536)
         assert first.lower().startswith(b"http/1.1 200")
         assert first.endswith(b"\r\n\r\n")  # the head alone, sent at once
@@ -347,7 +371,7 @@ async def test_a_failing_application_is_answered_500_and_closed(autojump_clock: 
         raise RuntimeError("bug")
 
     async with connection(broken) as stream:
-        await stream.send_all(b"GET / HTTP/1.1\r\n\r\n")
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         head, _ = await read_response(stream, bytearray())
         assert head.startswith(b"http/1.1 500")
         assert await closed(stream)
@@ -358,12 +382,61 @@ async def test_expect_continue_is_answered_before_the_body_is_read(
 ) -> None:
     async with connection() as stream:
         await stream.send_all(
-            b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
+            b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
         )
         assert (await stream.receive_some(65536)).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
         await stream.send_all(b"ok")
         _, body = await read_response(stream, bytearray())
         assert json.loads(body)["body"] == "ok"
+
+
+async def test_a_response_the_client_never_reads_is_given_up_after_the_write_timeout(
+    autojump_clock: object,
+) -> None:
+    body = b"x" * 65536
+    told_gone: list[float] = []
+
+    async def stream_app(scope: Any, receive: Any, send: Any) -> None:
+        assert (await receive())["type"] == "http.request"
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        if (await receive())["type"] == "http.disconnect":  # the write gave up: told at once
+            told_gone.append(trio.current_time())
+
+    # a lockstep stream takes no byte the client does not read: the first write waits
+    client, server = trio.testing.lockstep_stream_pair()
+    start = trio.current_time()
+    with trio.fail_after(WRITE_TIMEOUT_S * 10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.send_all, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            await serve_stream(stream_app, server)
+    # the default timeout, plus a second per 32 KiB written (the head, the chunk framing)
+    waited = trio.current_time() - start
+    assert WRITE_TIMEOUT_S + 2 < waited < WRITE_TIMEOUT_S + 2.01
+    assert told_gone == [pytest.approx(start + waited)]
+
+
+async def test_the_write_timeout_is_per_write_so_a_slow_stream_lives_on(
+    autojump_clock: object,
+) -> None:
+    parts = 5
+
+    async def slow_stream(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for _ in range(parts):
+            await send({"type": "http.response.body", "body": b"event", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    client, server = trio.testing.lockstep_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(serve_stream, slow_stream, server, write_timeout_s=2.0))
+        await client.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        buffer = bytearray()
+        while not buffer.endswith(b"0\r\n\r\n"):  # a reader slower than the timeout in all
+            await trio.sleep(1.5)
+            buffer += await client.receive_some(65536)
+        assert buffer.count(b"5\r\nevent\r\n") == parts
+        nursery.cancel_scope.cancel()
 
 
 # -- real sockets ------------------------------------------------------------------------------
@@ -472,7 +545,7 @@ async def test_an_accept_that_reports_its_connection_gone_goes_on_accepting() ->
 
     with listener, trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_Server(echo, 5.0).accept_loop, Aborting(), nursery)
+            nursery.start_soon(_Server(echo, 5.0, 5.0).accept_loop, Aborting(), nursery)
             stream = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
             await stream.send_all(post(b"after"))
             _, body = await read_response(stream, bytearray())
