@@ -249,10 +249,6 @@ class ActorRef:
         if actor is not None:
             actor.stop("shutdown")
 
-    def mailbox_statistics(self) -> Any:
-        """The mailbox channel's ``statistics()`` snapshot."""
-        return self._send.statistics()
-
     def __repr__(self) -> str:
         state = "alive" if self.alive else f"gone: {self._shared.exit_reason!r}"
         return f"<ActorRef {self._shared.name} {state}>"

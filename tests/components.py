@@ -22,6 +22,7 @@ PACKAGES = {
     "haproxy": "haproxy",
     "chromium": "chromium",
     "chromedriver": "chromium-driver",
+    "systemd-analyze": "systemd",
 }
 
 
@@ -48,6 +49,16 @@ def _missing(why: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(why)
     pytest.skip(why)
+
+
+def require_ipv6() -> None:
+    """Skip the test on a machine without IPv6, or fail it under CI."""
+    import socket
+
+    try:
+        socket.socket(socket.AF_INET6).close()
+    except OSError:
+        _missing("this machine has no IPv6")
 
 
 def require_axe_core(script: Path = AXE_CORE) -> str:

@@ -167,10 +167,6 @@ class JsonRpcError(ErlmcpError):
         """Return the encoded error response frame (see :func:`encode_error`)."""
         return encode_error(self.id, self.code, self.message, self.data)
 
-    def to_object(self) -> dict[str, Any]:
-        """Return the error response as a JSON object (see :func:`error_object`)."""
-        return error_object(self.id, self.code, self.message, self.data)
-
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(code={self.code}, message={self.message!r}, "

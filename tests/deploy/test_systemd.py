@@ -5,26 +5,22 @@ can be checked for real is: ``systemd-analyze verify`` accepts it (with its ``Ex
 pointed at this venv's ``erlmcp-py``), ``systemd-analyze security --offline`` rates its
 hardening, and its command line, expanded as systemd would with the shipped EnvironmentFile,
 is one ``erlmcp-py serve`` accepts, bound to loopback, with a shutdown bound below
-``TimeoutStopSec``. The tests needing ``systemd-analyze`` skip when it is not installed.
+``TimeoutStopSec``. The tests needing ``systemd-analyze`` use it through ``tests/components.py``.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from erlmcp_py.cli import _parser
+from tests.components import require
 from tests.deploy.support import REPO
 
 UNIT = REPO / "deploy" / "systemd" / "erlmcp-py.service"
 ENV_FILE = REPO / "deploy" / "systemd" / "erlmcp-py.env"
-ANALYZE = shutil.which("systemd-analyze")
-needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
 
 
 def service_settings(text: str) -> list[tuple[str, str]]:
@@ -65,12 +61,11 @@ def local_unit(tmp_path: Path) -> Path:
     return path
 
 
-@needs_analyze
 def test_systemd_analyze_verify_accepts_the_unit(tmp_path: Path) -> None:
-    assert ANALYZE is not None
+    analyze = require("systemd-analyze")
     unit = local_unit(tmp_path)
     done = subprocess.run(
-        [ANALYZE, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
+        [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
     )
     # verify exits 0 on settings it ignores ("Failed to parse ..., ignoring"): any line about
     # our unit is a failure too.
@@ -79,18 +74,17 @@ def test_systemd_analyze_verify_accepts_the_unit(tmp_path: Path) -> None:
     assert complaints == []
 
 
-@needs_analyze
 def test_the_unit_is_hardened(tmp_path: Path) -> None:
-    assert ANALYZE is not None
+    analyze = require("systemd-analyze")
     version = subprocess.run(
-        [ANALYZE, "--version"], capture_output=True, text=True, timeout=60, check=False
+        [analyze, "--version"], capture_output=True, text=True, timeout=60, check=False
     ).stdout
     found = re.match(r"systemd (\d+)", version)
-    if found is None or int(found.group(1)) < 250:
-        pytest.skip("systemd-analyze security --offline needs systemd 250+")
+    assert found is not None, version
+    assert int(found.group(1)) >= 250, f"security --offline needs systemd 250+: {version!r}"
     rated = subprocess.run(
         # exposure 0-10 shown, 0-100 for the threshold: 20 = "2.0 OK" (unhardened is ~9.2)
-        [ANALYZE, "security", "--offline=true", "--threshold=20", str(local_unit(tmp_path))],
+        [analyze, "security", "--offline=true", "--threshold=20", str(local_unit(tmp_path))],
         capture_output=True,
         text=True,
         timeout=60,

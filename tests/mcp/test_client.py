@@ -183,7 +183,6 @@ server.run()
 
 
 async def test_the_input_rounds_of_the_official_sdks_stateless_server(tmp_path: Path) -> None:
-    pytest.importorskip("mcp")
     script = tmp_path / "sdk_server.py"
     script.write_text(SDK_SERVER)
     with trio.fail_after(LIMIT):

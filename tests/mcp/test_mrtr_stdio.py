@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 import pytest
 import trio
 
@@ -162,7 +163,6 @@ SCENARIOS: list[tuple[dict[str, Any], str]] = [
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "auto"])
 async def test_official_sdk_client_drives_imperative_elicitation(mode: str) -> None:
-    mcp_types = pytest.importorskip("mcp_types")
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -192,7 +192,6 @@ async def test_official_sdk_client_drives_imperative_elicitation(mode: str) -> N
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 async def test_official_sdk_client_gets_a_prompt_that_asks_three_things(mode: str) -> None:
-    mcp_types = pytest.importorskip("mcp_types")
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
+import playwright.sync_api as playwright
 import pytest
 import trio
 
@@ -37,8 +38,6 @@ from tests.transports.test_page import (
     page_server,
     tool_text,
 )
-
-playwright = pytest.importorskip("playwright.sync_api")
 
 R = TypeVar("R")
 LOCALES = ["en-US", "pt-BR"]

@@ -30,6 +30,7 @@ from erlmcp_py.transports._server import (
     serve,
     serve_stream,
 )
+from tests.components import require_ipv6
 
 Message = dict[str, Any]
 
@@ -473,10 +474,7 @@ async def test_stopping_closes_idle_connections_and_lets_a_request_finish() -> N
 
 
 async def test_an_ipv6_address_is_served_and_named_in_brackets() -> None:
-    try:
-        trio.socket.socket(trio.socket.AF_INET6).close()
-    except OSError:
-        pytest.skip("no IPv6")
+    require_ipv6()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             (url,) = await nursery.start(partial(serve, echo, "::1", 0))
