@@ -15,10 +15,10 @@ import trio.testing
 from pydantic import BaseModel
 
 from erlmcp_py.actors.peer import PeerError, PeerGone
+from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.forms import load_form
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
-from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ClientRequestError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from erlmcp_py.serve_config import ConfigError, ServeConfig, load_serve_config
+from erlmcp_py.app import ConfigError, ServeConfig, load_serve_config
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -27,9 +27,9 @@ def test_the_keys_present_become_options(tmp_path: Path) -> None:
 
 
 def test_every_serve_option_has_a_key() -> None:
-    from erlmcp_py.cli import _parser
+    from erlmcp_py.app import build_parser
 
-    serve = _parser().parse_args(["serve"])
+    serve = build_parser().parse_args(["serve"])
     options = set(vars(serve)) - {"command", "config"}
     assert options == set(ServeConfig.model_fields)
 
@@ -95,7 +95,7 @@ def test_the_public_url_key_takes_an_origin_and_names_a_bad_one(tmp_path: Path) 
 
 
 def test_the_forwarded_allow_ips_key_takes_a_list_and_names_a_bad_entry(tmp_path: Path) -> None:
-    from erlmcp_py.cli import parse_args
+    from erlmcp_py.app import parse_args
 
     path = write(tmp_path, 'forwarded_allow_ips = "127.0.0.1, 10.0.0.0/8"\n')
     assert load_serve_config(path, {}).options() == {"forwarded_allow_ips": "127.0.0.1, 10.0.0.0/8"}

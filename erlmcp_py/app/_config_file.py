@@ -1,4 +1,4 @@
-"""``erlmcp-py serve`` options from a TOML file, with environment overrides.
+"""``erlmcp-py serve --config FILE``: the options from a TOML file, with environment overrides.
 
 Every ``serve`` option has a key of the same name in the file, with ``_`` for ``-``
 (``--shutdown-timeout 10`` is ``shutdown_timeout = 10``). An environment variable
