@@ -233,6 +233,14 @@ def test_transports_never_import_the_application() -> None:
     assert not _violations("erlmcp_py.transports", APPLICATION)
 
 
+def test_no_product_code_uses_trio_testing() -> None:
+    """trio's test helpers (``wait_all_tasks_blocked``, the mock clock) are for tests: product
+    code waits on events of its own (a graceful stop waits on the transports' event of the last
+    call ending)."""
+    assert not _violations("supervisors", ("trio.testing",))
+    assert not _violations("erlmcp_py", ("trio.testing",))
+
+
 def test_the_package_root_holds_the_library_only() -> None:
     """No application module sits beside ``erlmcp_py/__init__.py``: they live in
     ``erlmcp_py/app``."""

@@ -1,8 +1,7 @@
-"""The ``erlmcp-py`` command: ``serve`` the example server, run the ``demo``, or ``connect``
-to any MCP server from the terminal.
+"""``erlmcp-py serve``: the serve loop, from the checked options to the exit status.
 
-Theory of operation of ``serve``'s graceful stop
--------------------------------------------------
+Theory of operation of the graceful stop
+----------------------------------------
 ``serve`` runs under process supervisors (systemd, supervisord; see ``deploy/``), which stop
 it with SIGTERM and kill it some seconds later. The runtime is opened here, outside the
 transport, so that it can be stopped while the sessions still stand. On the first SIGTERM or
@@ -12,15 +11,20 @@ SIGINT (received with ``trio.open_signal_receiver``, so SIGINT raises no
 0. HTTP drains: ``initialize`` and every new request are answered 503 with ``Retry-After``
    and ``/readyz`` answers 503, while the calls already running go on: their elicitations
    can still be answered, suspended 2026-07-28 calls retried, and tools finish. The drain
-   ends when no call is left, or when only the last part of ``--shutdown-timeout`` (a third
-   of it, at most 3 s) remains for the steps below.
+   waits on the transport's event of its last call in flight ending
+   (``HttpTransport.calls_ended``), then holds 0.2 s more, and again for as long as requests
+   keep being refused, so that a client between the answer to its call and its next request
+   gets that request refused (503) rather than its connection closed under it; a call started
+   meanwhile (a retry) is waited for the same way. It ends then, or when only the last part
+   of ``--shutdown-timeout`` (a third of it, at most 3 s) remains for the steps below.
 1. HTTP stops accepting connections (the server's graceful stop; idle ones are closed).
 2. The elicitation runtime stops (its supervision tree, in reverse order): every pending
    elicitation ends ``failed: runtime_restarted`` — the tool waiting on it gets that outcome
    and answers its call — and the client is sent ``notifications/cancelled`` for its open
    ``elicitation/create``.
-3. Whatever can still run settles — the tools finish and their answers are written — until
-   every task waits (at most 1 s; ``trio.testing.wait_all_tasks_blocked``).
+3. The calls settle: the tools finish and their answers are written, until the event of the
+   last call ending (the HTTP transport's, or each stdio session's
+   ``ServerSession.calls_ended``), or 1 s.
 4. A request still in progress (a tool waiting on time or I/O) is cancelled and answered
    with a JSON-RPC internal error, "The server is shutting down" (``ServerSession.stop_calls``),
    and those answers settle the same way.
@@ -46,7 +50,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 import structlog
 import trio
-import trio.testing
 
 from erlmcp_py.app._keyring_file import state_keyring
 from erlmcp_py.app._load_server import load_server
@@ -62,7 +65,10 @@ __all__ = ["serve"]
 
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _SETTLE_S = 1.0  # longest wait for the tools' last answers once the runtime has stopped
-_DRAIN_POLL_S = 0.05  # how often the drain looks whether calls are left
+# How long the drain holds once no call is left, and again while requests are refused: the
+# time a client takes from the answer to its call to its next request (refused then, rather
+# than cut off by the end of the drain).
+_DRAIN_GRACE_S = 0.2
 
 log = structlog.get_logger("erlmcp.serve")
 
@@ -170,12 +176,12 @@ async def _serve_until_stopped(
                 stop_accepting.set()
                 stop_runtime.set()
                 await runtime_stopped.wait()
-                await _settle()
+                await _settle(server, listening)
                 # Requests still in progress (waiting on time or I/O) get an error answer
                 # while the transports still stand; then those answers settle too.
                 stopped_calls = sum(session.stop_calls() for session in list(server.sessions))
                 if stopped_calls:
-                    await _settle()
+                    await _settle(server, listening)
                 if listening is not None:
                     listening.transport.close_all()
                 else:
@@ -215,23 +221,27 @@ async def _drain(transport: HttpTransport, until: float) -> int:
     transport.drain()
     log.info("drain_started", calls=transport.calls_in_progress)
     with trio.move_on_at(until):
-        # The calls end in two owners (the sessions, the continuation registry), neither of
-        # which signals it: look at the count. Done when no call is seen at two looks in a
-        # row: a client between the answer to one call and its next request (refused now)
-        # is not cut off by the end of the drain.
-        idle_looks = 0
-        while idle_looks < 2:
-            idle_looks = idle_looks + 1 if not transport.calls_in_progress else 0
-            await trio.sleep(_DRAIN_POLL_S)
+        while True:
+            await transport.calls_ended().wait()
+            # Clients between the answer to a call and their next request: that request gets
+            # its 503 before the connections close. Held while such requests keep coming.
+            refused = transport.refusals["draining"]
+            await trio.sleep(_DRAIN_GRACE_S)
+            if not transport.calls_in_progress and transport.refusals["draining"] == refused:
+                break
     left = transport.calls_in_progress
     log.info("drain_ended", calls_left=left)
     return left
 
 
-async def _settle() -> None:
-    """Let whatever can still run finish (answers written) until every task waits, or 1 s."""
+async def _settle(server: Server, listening: Listening | None) -> None:
+    """Let the calls finish and their answers be written: until none is in progress, or 1 s."""
     with trio.move_on_after(_SETTLE_S):
-        await trio.testing.wait_all_tasks_blocked(cushion=0.02)
+        if listening is not None:
+            await listening.transport.calls_ended().wait()
+        else:
+            for session in list(server.sessions):
+                await session.calls_ended().wait()
 
 
 async def _host_runtime(

@@ -697,6 +697,7 @@ class HttpTransport:
             self.max_frame_bytes, self.config.body_grace_s, self.config.body_min_rate
         )
         self._draining = False
+        self._calls_ended: list[trio.Event] = []  # given by calls_ended(), set at zero calls
         self._refusals: Counter[str] = Counter()
         self._evictions: Counter[str] = Counter()
         self._metrics = metrics_registry(self)
@@ -717,6 +718,25 @@ class HttpTransport:
         retries of suspended 2026-07-28 calls still pass, so running calls can finish.
         """
         self._draining = True
+
+    def calls_ended(self) -> trio.Event:
+        """An event set when no call is in progress (:attr:`calls_in_progress` is 0): at once
+        if none is, else when the last one in flight ends (its answer sent, or its POST gone,
+        or its 2026-07-28 call finished). What a graceful stop waits on while it drains."""
+        event = trio.Event()
+        if self.calls_in_progress:
+            self._calls_ended.append(event)
+        else:
+            event.set()
+        return event
+
+    def _calls_may_have_ended(self) -> None:
+        """A call may have ended (a request ended, a 2026-07-28 call finished): set the
+        events of :meth:`calls_ended` when none is left."""
+        if self._calls_ended and not self.calls_in_progress:
+            waiting, self._calls_ended = self._calls_ended, []
+            for event in waiting:
+                event.set()
 
     @property
     def refusals(self) -> Mapping[str, int]:
@@ -788,6 +808,7 @@ class HttpTransport:
         if "state_ttl" not in options and config is not None:
             options["state_ttl"] = state_ttl_for(config)
         options.setdefault("max_per_principal", self.config.limits.suspended)
+        options["on_call_end"] = self._calls_may_have_ended
         async with open_continuations(**options) as registry:
             task_status.started(StatelessEndpoint(self.server, self.runtime, registry))
             await trio.sleep_forever()
@@ -875,6 +896,7 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
         finally:
             self._request_shares.release(principal)
+            self._calls_may_have_ended()  # a request's end: its call answered, or gone
 
     def _settle_client(self, scope: Scope) -> None:
         """The client's address behind a trusted proxy, in the scope's ``client`` for
