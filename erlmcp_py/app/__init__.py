@@ -29,6 +29,7 @@ from erlmcp_py.app._options import (
 )
 from erlmcp_py.app._parser import (
     DEFAULT_SHUTDOWN_TIMEOUT as DEFAULT_SHUTDOWN_TIMEOUT,
+    SUBCOMMANDS as SUBCOMMANDS,
     build_parser as build_parser,
     parse_args as parse_args,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "INTROSPECTION_CLIENT_ENV",
     "STATE_KEYS_ENV",
     "STORE_ENV",
+    "SUBCOMMANDS",
     "ServeConfig",
     "auth_config",
     "build_parser",

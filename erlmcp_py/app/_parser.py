@@ -9,7 +9,7 @@ from erlmcp_py.app._keyring_file import STATE_KEYS_ENV
 from erlmcp_py.app._options import INTROSPECTION_CLIENT_ENV, STORE_ENV
 from erlmcp_py.core.i18n import LOCALES
 
-__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "build_parser", "parse_args"]
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "SUBCOMMANDS", "build_parser", "parse_args"]
 
 #: Seconds ``serve`` may take to stop after SIGTERM (``--shutdown-timeout``); keep the process
 #: supervisor's own limit (systemd ``TimeoutStopSec``, supervisord ``stopwaitsecs``) above it.
@@ -52,209 +52,251 @@ def _forwarded_allow_ips(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: One line per subcommand: its ``--help`` description and its line in ``erlmcp-py --help``.
+SUBCOMMANDS = {
+    "serve": "serve an MCP server (the bundled example, or yours) over stdio or HTTP",
+    "demo": "run the example server and drive it with a scripted client",
+    "check-config": "check a serve configuration file as serve would, and exit",
+    "connect": "try any MCP server by hand, in the terminal",
+}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Each option's default after its help, ``(default: X)``, unless the help names it
+    already or there is none to show (a flag, an option that is off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or default in ((), [])
+            or not (action.option_strings or action.nargs in ("?", "*"))
+        ):
+            return text
+        shown = f"{default:g}" if isinstance(default, float) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
 def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentParser:
     """The command line; ``defaults`` replace ``serve``'s own (from a configuration file)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
-    parser = argparse.ArgumentParser(prog="erlmcp-py", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="serve the bundled example server")
+    parser = argparse.ArgumentParser(
+        prog="erlmcp-py",
+        description="MCP servers that ask their users for input, supervised the OTP way.",
+        epilog="Each command's options: erlmcp-py COMMAND --help.",
+        formatter_class=_HelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, usage: str | None = None) -> argparse.ArgumentParser:
+        what = SUBCOMMANDS[name]
+        return sub.add_parser(
+            name, help=what, description=what, usage=usage, formatter_class=_HelpFormatter
+        )
+
+    serve = command("serve", usage="%(prog)s [OPTIONS]")
     serve.add_argument(
         "--config",
         default=None,
         metavar="FILE",
-        help="read options from a TOML file (keys as the options, e.g. shutdown_timeout = 10); "
-        "ERLMCP_SERVE_<KEY> variables override it, options given here override both",
-    )
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument(
-        "--ops-port",
-        type=int,
-        default=None,
-        metavar="PORT",
-        help="HTTP: serve /healthz, /readyz and /metrics on this port of --host instead of "
-        "beside /mcp",
-    )
-    serve.add_argument(
-        "--public-url",
-        type=_public_url,
-        default=None,
-        metavar="URL",
-        help="HTTP: where browsers and clients reach this server behind a load balancer or "
-        "proxy (http(s)://HOST[:PORT], no path): the hosted page's links name it, and its "
-        "Host and Origin are accepted",
-    )
-    serve.add_argument(
-        "--forwarded-allow-ips",
-        type=_forwarded_allow_ips,
-        default=(),
-        metavar="IPS",
-        help="HTTP: proxies trusted to name the client (comma-separated addresses and CIDR "
-        "networks, * for any; default: none): from such a peer, the client is the right-most "
-        "address of X-Forwarded-For (or Forwarded: for=) that is not itself trusted, and it "
-        "counts for the per-client shares and rate; from other peers those headers are ignored",
-    )
-    serve.add_argument(
-        "--elicitation-timeout",
-        type=_positive,
-        default=None,
-        metavar="SECONDS",
-        help="deadline of every elicitation (default: 300 s form, 600 s URL)",
-    )
-    serve.add_argument("--dev", action="store_true", help="allow http:// loopback URLs in URL mode")
-    serve.add_argument(
-        "--rate",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="new elicitations per client per minute (a client: its address, or its token's "
-        "subject; every local client shares 127.0.0.1) (default: 10)",
-    )
-    serve.add_argument(
-        "--locale",
-        choices=LOCALES,
-        default=None,
-        help="language of re-prompts and deadline warnings for a client that asks for none "
-        "(by _meta or Accept-Language; default: en-US)",
+        help="options from a TOML file, keys as the options (shutdown_timeout = 10), under "
+        "ERLMCP_SERVE_<KEY> variables and the options given here (default: none)",
     )
     serve.add_argument(
         "--server",
         default=None,
         metavar="MODULE:NAME",
-        help="serve your own server: a Server object, or a function taking the runtime "
-        "policy built from these options and returning one (default: the bundled example)",
+        help="your server: a Server, or a function taking the runtime policy and returning "
+        "one (default: the bundled example)",
+    )
+    serve.add_argument(
+        "--transport", choices=("stdio", "http"), default="stdio", help="how clients connect"
     )
     serve.add_argument(
         "--shutdown-timeout",
         type=_positive,
         default=DEFAULT_SHUTDOWN_TIMEOUT,
         metavar="SECONDS",
-        help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1 "
-        f"(default: {DEFAULT_SHUTDOWN_TIMEOUT:g})",
+        help="on SIGTERM/SIGINT, stop gracefully within this long, else exit 1",
     )
     serve.add_argument(
+        "--log-format", choices=("json", "console"), default="json", help="log lines on stderr"
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        metavar="LEVEL",
+        help="least level logged: debug, info, warning, error",
+    )
+
+    policy = serve.add_argument_group("elicitation policy")
+    policy.add_argument(
+        "--elicitation-timeout",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="deadline of every elicitation (default: 300 form, 600 URL)",
+    )
+    policy.add_argument(
+        "--rate",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="new elicitations per client (address or token subject) per minute (default: 10)",
+    )
+    policy.add_argument(
+        "--locale",
+        choices=LOCALES,
+        default=None,
+        help="language of the server's texts for a client that asks for none (default: en-US)",
+    )
+    policy.add_argument(
+        "--dev", action="store_true", help="allow http:// loopback URLs in URL mode"
+    )
+    policy.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"state shared between replicas: redis://HOST:PORT/DB, or memory (default: "
+        f"${STORE_ENV}, else memory)",
+    )
+    policy.add_argument(
         "--mrtr",
         choices=("auto", "suspend", "replay"),
         default="auto",
-        help="2026-07-28 retries of a call this process does not hold (another replica, a "
-        "restart): auto resumes a held call and replays any other; suspend refuses them; "
-        "replay keeps no call between rounds (default: auto)",
+        help="a 2026-07-28 retry of a call this process does not hold: auto replays it, "
+        "suspend refuses it; replay keeps no call between rounds",
     )
-    shares = PrincipalLimits()
-    serve.add_argument(
-        "--session-idle-timeout",
-        type=_positive,
-        default=HttpConfig().idle_timeout,
-        metavar="SECONDS",
-        help="HTTP: end a session after this long without an open stream (default: %(default)g)",
+
+    http = serve.add_argument_group("HTTP")
+    http.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    http.add_argument("--port", type=int, default=8000, help="port to listen on")
+    http.add_argument(
+        "--ops-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve /healthz, /readyz and /metrics on this port (default: beside /mcp)",
     )
-    for name, default, what in (
-        (
-            "sessions",
-            shares.sessions,
-            "open sessions; at it, a new one ends the client's least recently used idle "
-            "session (429 only when all are at work)",
-        ),
-        (
-            "requests",
-            shares.requests,
-            "requests in flight, open GET streams included; past it, 429",
-        ),
-        ("suspended", shares.suspended, "suspended 2026-07-28 tool calls; past it, 429"),
-    ):
-        serve.add_argument(
-            f"--{name}-per-client",
-            type=_positive_int,
-            default=default,
-            metavar="N",
-            help=f"HTTP: {what}. Per client address (IPv6: per /64; every local client "
-            "shares 127.0.0.1) or token subject (default: %(default)d)",
-        )
-    serve.add_argument(
+    http.add_argument(
+        "--public-url",
+        type=_public_url,
+        default=None,
+        metavar="URL",
+        help="http(s)://HOST[:PORT] clients reach this server at behind a proxy (default: "
+        "the address listened on)",
+    )
+    http.add_argument(
+        "--forwarded-allow-ips",
+        type=_forwarded_allow_ips,
+        default=(),
+        metavar="IPS",
+        help="proxies trusted to name the client in X-Forwarded-For: addresses, CIDR "
+        "networks, * (default: none)",
+    )
+    http.add_argument(
         "--keyring",
         "--state-keys",
         dest="state_keys",
         default=None,
         metavar="FILE",
-        help="HTTP: the key ring sealing 2026-07-28 requestState, KID=KEY lines (first: current), "
-        "created with a fresh key (mode 0600) when missing; share it between replicas; "
-        f"default: ${STATE_KEYS_ENV}, else a random key per process",
+        help="KID=KEY lines sealing 2026-07-28 requestState, created when missing; share it "
+        f"between replicas (default: ${STATE_KEYS_ENV}, else a random key)",
     )
-    serve.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help="state shared between replicas (rate limits, pending caps, elicitation records, "
-        "URL-mode completion, replica failure): redis://HOST:PORT/DB on Redis or Valkey, or "
-        f"memory for this process only; default: ${STORE_ENV} (where a URL with a password "
-        "belongs), else memory",
+    http.add_argument(
+        "--session-idle-timeout",
+        type=_positive,
+        default=HttpConfig().idle_timeout,
+        metavar="SECONDS",
+        help="end a session after this long without an open stream",
     )
-    serve.add_argument(
+    shares = PrincipalLimits()
+    for name, default, what in (
+        ("sessions", shares.sessions, "open sessions; at it, a new one ends an idle one"),
+        ("requests", shares.requests, "requests in flight; past it, 429"),
+        ("suspended", shares.suspended, "suspended 2026-07-28 calls; past it, 429"),
+    ):
+        http.add_argument(
+            f"--{name}-per-client",
+            type=_positive_int,
+            default=default,
+            metavar="N",
+            help=f"{what}",
+        )
+
+    auth = serve.add_argument_group(
+        "HTTP authentication", "bearer tokens of an OAuth issuer (the three first together)"
+    )
+    auth.add_argument(
         "--auth-issuer",
         default=None,
         metavar="URL",
-        help="HTTP: require bearer tokens from this OAuth issuer (the tokens' iss)",
+        help="the issuer, the tokens' iss (default: none, no authentication)",
     )
-    serve.add_argument(
+    auth.add_argument(
         "--auth-resource",
         default=None,
         metavar="URL",
-        help="HTTP: this server's canonical URL, the audience tokens must name",
+        help="this server's canonical URL, the audience tokens name (default: none)",
     )
-    serve.add_argument(
-        "--auth-jwks-url", default=None, metavar="URL", help="HTTP: the issuer's signing keys"
+    auth.add_argument(
+        "--auth-jwks-url",
+        default=None,
+        metavar="URL",
+        help="the issuer's signing keys (default: none)",
     )
-    serve.add_argument(
+    auth.add_argument(
         "--auth-jwks-cache",
         type=_positive,
         default=None,
         metavar="SECONDS",
-        help="HTTP: how long fetched signing keys are trusted before they are fetched again, "
-        "so a key the issuer withdraws or replaces stops verifying (default: 300)",
+        help="how long fetched signing keys are trusted (default: 300)",
     )
-    serve.add_argument(
+    auth.add_argument(
         "--auth-scope",
         action="append",
         default=None,
         metavar="SCOPE",
-        help="HTTP: a scope every token needs (repeat for several)",
+        help="a scope every token needs (repeat for several; default: none)",
     )
-    serve.add_argument(
+    auth.add_argument(
         "--auth-tool-scope",
         action="append",
         default=None,
         metavar="TOOL=SCOPE",
-        help="HTTP: a scope a token needs to call TOOL (repeat for several)",
+        help="a scope a token needs to call TOOL (repeat for several; default: none)",
     )
-    serve.add_argument(
+    auth.add_argument(
         "--auth-introspection-url",
         default=None,
         metavar="URL",
-        help="HTTP: the issuer's token introspection endpoint, for opaque tokens (client "
-        f"credentials, if needed, in ${INTROSPECTION_CLIENT_ENV} as CLIENT_ID:SECRET)",
+        help=f"the issuer's introspection endpoint, for opaque tokens (client credentials: "
+        f"${INTROSPECTION_CLIENT_ENV}=CLIENT_ID:SECRET; default: none)",
     )
-    serve.add_argument(
+    auth.add_argument(
         "--insecure-no-auth",
         action="store_true",
-        help="HTTP: serve a non-loopback --host without authentication",
+        help="serve a --host other than loopback without authentication",
     )
-    serve.add_argument("--log-format", choices=("json", "console"), default="json")
-    serve.add_argument("--log-level", default="info")
-    demo = sub.add_parser("demo", help="run the example server and drive it with a script")
+
+    demo = command("demo")
     demo.add_argument(
         "--elicitation-timeout",
         type=_positive,
         default=2.0,
         metavar="SECONDS",
-        help="deadline the demo server uses (the timeout scene waits this long)",
+        help="the demo server's deadline (the timeout scene waits this long)",
     )
-    check = sub.add_parser("check-config", help="check a serve configuration file and exit")
-    check.add_argument("file", metavar="FILE")
+    check = command("check-config")
+    check.add_argument("file", metavar="FILE", help="the TOML file serve --config would read")
     from erlmcp_py.connect import add_arguments
 
-    add_arguments(sub.add_parser("connect", help="try any MCP server by hand, in the terminal"))
+    add_arguments(command("connect"))
     if defaults:
         serve.set_defaults(**defaults)
     return parser
