@@ -19,14 +19,14 @@ def _check_config(path: str) -> int:
 
     try:
         options = load_serve_config(path, os.environ).options()
-        if "state_keys" in options:
-            state_keyring(options["state_keys"], {})
+        if "keyring" in options:
+            state_keyring(options["keyring"], {})
     except ConfigError as exc:
         for problem in exc.problems:
-            print(f"{path}: {problem}", file=sys.stderr)
+            print(f"erlmcp-py: {problem}", file=sys.stderr)
         return 2
     except ValueError as exc:
-        print(f"{path}: state_keys: {exc}", file=sys.stderr)
+        print(f"{path}: keyring: {exc}", file=sys.stderr)
         return 2
     for key, value in sorted(options.items()):
         if key == "store":  # without its password
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv, os.environ)
     except ConfigError as exc:
-        print(f"erlmcp-py serve --config {exc}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"erlmcp-py: {problem}", file=sys.stderr)
         return 2
     if args.command == "check-config":
         return _check_config(args.file)

@@ -202,7 +202,7 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
     http.add_argument(
         "--keyring",
         "--state-keys",
-        dest="state_keys",
+        dest="keyring",
         default=None,
         metavar="FILE",
         help="KID=KEY lines sealing 2026-07-28 requestState, created when missing; share it "

@@ -59,7 +59,7 @@ from erlmcp_py.logging import configure_logging
 if TYPE_CHECKING:
     from erlmcp_py.actors.runtime import Runtime
     from erlmcp_py.mcp.server import Server
-    from erlmcp_py.transports.http import HttpTransport, Listening
+    from erlmcp_py.transports.http import HttpConfig, HttpTransport, Listening
 
 __all__ = ["serve"]
 
@@ -97,7 +97,7 @@ def serve(args: argparse.Namespace) -> int:
         server = build_server(config)
     if args.transport == "http":
         try:
-            args.keyring = state_keyring(args.state_keys, os.environ)
+            keyring = state_keyring(args.keyring, os.environ)
         except ValueError as exc:
             print(f"erlmcp-py serve: requestState keys: {exc}", file=sys.stderr)
             return 2
@@ -114,27 +114,29 @@ def serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _run(server, args, stdout_fd=None)
+        return _run(server, args, http=http_config(args, keyring), stdout_fd=None)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        return _run(server, args, stdout_fd=mcp_out)
+        return _run(server, args, http=None, stdout_fd=mcp_out)
     finally:
         os.close(mcp_out)
 
 
-def _run(server: Server, args: argparse.Namespace, *, stdout_fd: int | None) -> int:
-    """Run ``serve`` to its end; the exit status."""
+def _run(
+    server: Server, args: argparse.Namespace, *, http: HttpConfig | None, stdout_fd: int | None
+) -> int:
+    """Run ``serve`` to its end (over HTTP with ``http``, else stdio); the exit status."""
     try:
-        return trio.run(partial(_serve_until_stopped, server, args, stdout_fd=stdout_fd))
+        return trio.run(partial(_serve_until_stopped, server, args, http, stdout_fd=stdout_fd))
     except KeyboardInterrupt:  # SIGINT before the signal receiver was installed
         return 130
 
 
 async def _serve_until_stopped(
-    server: Server, args: argparse.Namespace, *, stdout_fd: int | None
+    server: Server, args: argparse.Namespace, http: HttpConfig | None, *, stdout_fd: int | None
 ) -> int:
     """Serve until end of input (stdio) or a signal; then stop gracefully (module docstring)."""
     with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
@@ -148,7 +150,14 @@ async def _serve_until_stopped(
             transport_done = trio.Event()
             serving = trio.CancelScope()
             listening: Listening | None = await nursery.start(
-                _host_transport, server, args, stdout_fd, stop_accepting, serving, transport_done
+                _host_transport,
+                server,
+                args,
+                http,
+                stdout_fd,
+                stop_accepting,
+                serving,
+                transport_done,
             )
             # Start-up is over: what is alive now lives as long as the process (modules,
             # schemas, the runtime), so the collector's full passes need not walk it.
@@ -262,6 +271,7 @@ async def _host_runtime(
 async def _host_transport(
     server: Server,
     args: argparse.Namespace,
+    http: HttpConfig | None,
     stdout_fd: int | None,
     stop_accepting: trio.Event,
     scope: trio.CancelScope,
@@ -271,20 +281,21 @@ async def _host_transport(
     """Serve over the chosen transport (with the runtime already running); ``done`` at its end."""
     try:
         with scope:
-            if stdout_fd is None:
+            if http is not None:
                 from erlmcp_py.transports.http import serve_http
 
                 await serve_http(
                     server,
                     host=args.host,
                     port=args.port,
-                    config=http_config(args, getattr(args, "keyring", None)),
+                    config=http,
                     shutdown_trigger=stop_accepting.wait,
                     task_status=task_status,
                 )
             else:
                 from erlmcp_py.transports.stdio import serve_stdio
 
+                assert stdout_fd is not None
                 task_status.started(None)
                 await serve_stdio(server, stdout_fd=stdout_fd, continuations={"mrtr": args.mrtr})
     finally:

@@ -321,6 +321,7 @@ def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> N
     assert from_env.kids == ("env",)
     assert state_keyring(None, {}) is None
     args = build_parser().parse_args(["serve", "--state-keys", str(keys)])
+    assert args.keyring == str(keys)  # --state-keys: another name of --keyring
     assert http_config(args, from_file).continuations == {"keyring": from_file, "mrtr": "auto"}
 
 
@@ -340,7 +341,7 @@ def test_a_missing_keyring_file_is_created_with_one_fresh_key_for_its_owner_only
     assert other is not None
     assert other.kids != created.kids  # a fresh key id per file
     args = build_parser().parse_args(["serve", "--keyring", str(path)])
-    assert args.state_keys == str(path)
+    assert args.keyring == str(path)
 
 
 def test_serve_refuses_unreadable_or_bad_state_keys(tmp_path: Path) -> None:
@@ -396,14 +397,14 @@ def test_check_config_prints_the_options_or_names_each_bad_key(tmp_path: Path) -
     good = tmp_path / "good.toml"
     good.write_text('transport = "http"\nport = 8123\n')
     bad = tmp_path / "bad.toml"
-    bad.write_text("port = 70000\nstate_keys = 3\n")
+    bad.write_text("port = 70000\nkeyring = 3\n")
     command = [*serve_command()[:-1], "check-config"]
     ok = subprocess.run([*command, str(good)], capture_output=True, text=True, check=False)
     assert (ok.returncode, ok.stdout) == (0, "port = 8123\ntransport = 'http'\n")
     refused = subprocess.run([*command, str(bad)], capture_output=True, text=True, check=False)
     assert refused.returncode == 2
     assert f"{bad}: port: " in refused.stderr
-    assert f"{bad}: state_keys: " in refused.stderr
+    assert f"{bad}: keyring: " in refused.stderr
 
 
 def test_auth_options_make_a_resource_server_config_only_when_complete() -> None:

@@ -898,7 +898,7 @@ def test_a_config_file_with_an_issuer_url_that_is_not_https_is_refused(tmp_path:
     config.write_text('auth_jwks_url = "file:///etc/passwd"\nauth_issuer = "https://id.example"\n')
     with pytest.raises(ConfigError) as refused:
         load_serve_config(str(config), {})
-    assert refused.value.problems[0].startswith("auth_jwks_url: ")
+    assert refused.value.problems[0].startswith(f"{config}: auth_jwks_url: ")
     assert "is not an https URL" in refused.value.problems[0]
 
 
