@@ -5,28 +5,30 @@ from __future__ import annotations
 import os
 import sys
 
-from erlmcp_py.app._keyring_file import state_keyring
-from erlmcp_py.app._parser import parse_args
+from erlmcp_py.app._config_file import ConfigError, load_serve_config
+from erlmcp_py.app._parser import build_parser, parse_args
 from erlmcp_py.app._serve import serve
+from erlmcp_py.app._startup import StartupError, check_serve
 
 __all__ = ["main"]
 
 
 def _check_config(path: str) -> int:
-    """``erlmcp-py check-config FILE``: 0 and the options when valid, else 2 and each problem."""
-    from erlmcp_py.app._config_file import ConfigError, load_serve_config
+    """``erlmcp-py check-config FILE``: what ``serve --config FILE`` would check before it
+    starts (the file, and then the options as ``serve`` checks them, in this environment;
+    a missing key file is not created). 0 and the options when ``serve`` would start, else 2
+    and one line per problem, as ``serve`` words them."""
     from erlmcp_py.core.shared import parse_store_url
 
     try:
         options = load_serve_config(path, os.environ).options()
-        if "keyring" in options:
-            state_keyring(options["keyring"], {})
+        check_serve(build_parser(options).parse_args(["serve"]), os.environ, create_keyring=False)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"erlmcp-py: {problem}", file=sys.stderr)
         return 2
-    except ValueError as exc:
-        print(f"{path}: keyring: {exc}", file=sys.stderr)
+    except StartupError as exc:
+        print(f"erlmcp-py: {exc}", file=sys.stderr)
         return 2
     for key, value in sorted(options.items()):
         if key == "store":  # without its password
@@ -37,8 +39,6 @@ def _check_config(path: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``erlmcp-py`` command."""
-    from erlmcp_py.app._config_file import ConfigError
-
     try:
         args = parse_args(argv, os.environ)
     except ConfigError as exc:

@@ -64,10 +64,15 @@ def runtime_config(
     return RuntimeConfig.model_validate(fields)
 
 
-def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> HttpConfig:
+def http_config(
+    args: argparse.Namespace,
+    keyring: KeyRing | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> HttpConfig:
     """The HTTP transport policy for ``serve``'s options (public URL, trusted proxies, idle
-    expiry, per-client shares, ``--mrtr``) and the ``requestState`` key ring (``None``: a fresh
-    random key for this process)."""
+    expiry, per-client shares, ``--mrtr``, authentication with ``environ``'s introspection
+    credentials, by default ``os.environ``'s) and the ``requestState`` key ring (``None``: a
+    fresh random key for this process)."""
     from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
 
     limits = PrincipalLimits(
@@ -85,7 +90,7 @@ def http_config(args: argparse.Namespace, keyring: KeyRing | None = None) -> Htt
         idle_timeout=args.session_idle_timeout,
         limits=limits,
         continuations=continuations,
-        auth=auth_config(args, os.environ),
+        auth=auth_config(args, os.environ if environ is None else environ),
     )
 
 

@@ -51,9 +51,7 @@ from typing import TYPE_CHECKING, NoReturn
 import structlog
 import trio
 
-from erlmcp_py.app._keyring_file import state_keyring
-from erlmcp_py.app._load_server import load_server
-from erlmcp_py.app._options import auth_config, http_config, is_loopback, runtime_config, store_url
+from erlmcp_py.app._startup import StartupError, check_serve
 from erlmcp_py.logging import configure_logging
 
 if TYPE_CHECKING:
@@ -77,50 +75,18 @@ def serve(args: argparse.Namespace) -> int:
     """``erlmcp-py serve``: check the options, serve until stopped; the exit status."""
     configure_logging(args.log_format, args.log_level)
     try:
-        store = store_url(args.store, os.environ)
-    except ValueError as exc:
-        print(f"erlmcp-py serve: --store: {exc}", file=sys.stderr)
+        startup = check_serve(args, os.environ)
+    except StartupError as exc:
+        print(f"erlmcp-py: {exc}", file=sys.stderr)
         return 2
-    config = runtime_config(
-        args.elicitation_timeout, args.dev, args.rate, locale=args.locale, store=store
-    )
-    server: Server | None = None
-    if args.server is not None:
-        try:
-            server = load_server(args.server, config)
-        except (ValueError, ImportError) as exc:
-            print(f"erlmcp-py serve --server {args.server}: {exc}", file=sys.stderr)
-            return 2
-    if server is None:
-        from erlmcp_py.app.examples.server import build_server
-
-        server = build_server(config)
-    if args.transport == "http":
-        try:
-            keyring = state_keyring(args.keyring, os.environ)
-        except ValueError as exc:
-            print(f"erlmcp-py serve: requestState keys: {exc}", file=sys.stderr)
-            return 2
-        try:
-            auth = auth_config(args, os.environ)
-        except ValueError as exc:
-            print(f"erlmcp-py serve: {exc}", file=sys.stderr)
-            return 2
-        if auth is None and not is_loopback(args.host) and not args.insecure_no_auth:
-            print(
-                f"erlmcp-py serve: --host {args.host} is reachable from the network: configure "
-                "authentication (--auth-issuer, --auth-resource, --auth-jwks-url) or say "
-                "--insecure-no-auth",
-                file=sys.stderr,
-            )
-            return 2
-        return _run(server, args, http=http_config(args, keyring), stdout_fd=None)
+    if startup.http is not None:
+        return _run(startup.server, args, http=startup.http, stdout_fd=None)
     # stdout belongs to MCP: keep the real one for frames, send stray prints to stderr.
     mcp_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        return _run(server, args, http=None, stdout_fd=mcp_out)
+        return _run(startup.server, args, http=None, stdout_fd=mcp_out)
     finally:
         os.close(mcp_out)
 

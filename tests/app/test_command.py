@@ -76,7 +76,7 @@ def test_serve_refuses_a_bad_store_url() -> None:
     command = serve_command("--transport", "http", "--store", "redis://")
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert "erlmcp-py serve: --store: " in done.stderr
+    assert "erlmcp-py: --store: " in done.stderr
 
 
 async def test_serve_publishes_its_elicitations_to_the_store_it_is_given(tmp_path: Path) -> None:

@@ -888,7 +888,7 @@ def test_serve_refuses_an_issuer_url_that_is_not_https_in_one_line(option: str, 
     command = serve_command("--transport", "http", "--port", str(free_port()), *argv)
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
-    assert done.stderr.startswith(f"erlmcp-py serve: {option}: ")
+    assert done.stderr.startswith(f"erlmcp-py: {option}: ")
     assert done.stderr.count("\n") == 1, done.stderr
     assert "s3cret" not in done.stderr
 
