@@ -38,7 +38,19 @@ def _check_config(path: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``erlmcp-py`` command."""
+    """Entry point of the ``erlmcp-py`` command: the exit status.
+
+    Ctrl-C before ``serve`` is serving (or in ``demo``) is one line, ``erlmcp-py:
+    interrupted``, and status 130; once serving, SIGINT is a graceful stop (``app._serve``).
+    """
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        print("erlmcp-py: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(argv: list[str] | None) -> int:
     try:
         args = parse_args(argv, os.environ)
     except ConfigError as exc:

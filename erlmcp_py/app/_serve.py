@@ -95,10 +95,13 @@ def _run(
     server: Server, args: argparse.Namespace, *, http: HttpConfig | None, stdout_fd: int | None
 ) -> int:
     """Run ``serve`` to its end (over HTTP with ``http``, else stdio); the exit status."""
+    interrupted = False
     try:
         return trio.run(partial(_serve_until_stopped, server, args, http, stdout_fd=stdout_fd))
-    except KeyboardInterrupt:  # SIGINT before the signal receiver was installed
-        return 130
+    except* KeyboardInterrupt:  # SIGINT before the signal receiver was installed
+        interrupted = True
+    assert interrupted
+    raise KeyboardInterrupt  # the command's own message and status (app._command.main)
 
 
 async def _serve_until_stopped(
@@ -115,16 +118,21 @@ async def _serve_until_stopped(
             stop_accepting = trio.Event()
             transport_done = trio.Event()
             serving = trio.CancelScope()
-            listening: Listening | None = await nursery.start(
-                _host_transport,
-                server,
-                args,
-                http,
-                stdout_fd,
-                stop_accepting,
-                serving,
-                transport_done,
-            )
+            try:
+                listening: Listening | None = await nursery.start(
+                    _host_transport,
+                    server,
+                    args,
+                    http,
+                    stdout_fd,
+                    stop_accepting,
+                    serving,
+                    transport_done,
+                )
+            except OSError as exc:  # a port in use: serve_http names it
+                print(f"erlmcp-py: {exc.strerror or exc}", file=sys.stderr)
+                nursery.cancel_scope.cancel()
+                return 1
             # Start-up is over: what is alive now lives as long as the process (modules,
             # schemas, the runtime), so the collector's full passes need not walk it.
             gc.collect()

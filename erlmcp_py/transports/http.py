@@ -171,6 +171,7 @@ from erlmcp_py.transports._limits import (
 )
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
 from erlmcp_py.transports._page import ElicitationPage, is_page_path
+from erlmcp_py.transports._plain_errors import cannot_listen, plain_errors
 from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
 from erlmcp_py.transports.forwarded import TrustedProxies, resolve_client
 from erlmcp_py.transports.http_checks import (
@@ -1405,6 +1406,11 @@ async def serve_http(
         config: Transport policy.
         shutdown_trigger: Returns to stop gracefully.
         task_status: For ``nursery.start``.
+
+    Raises:
+        OSError: a port cannot be listened on (``cannot listen on 127.0.0.1:8000: address
+            already in use``), as itself, not in an exception group.
+        KeyboardInterrupt: Ctrl-C, as itself, not in an exception group.
     """
     config = config or HttpConfig()
     bind_name = host.strip("[]").lower()
@@ -1424,15 +1430,21 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             await nursery.start(transport.run)
             try:
-                binds = await nursery.start(
-                    _until_stopped, partial(listen, transport, port=port), stopped
-                )
+                try:
+                    binds = await nursery.start(
+                        _until_stopped, partial(listen, transport, port=port), stopped
+                    )
+                except OSError as exc:
+                    raise cannot_listen(exc, host, port) from None
                 urls = tuple(f"{b}{config.path}" for b in binds)
                 transport.page.serve_at(transport.policy.public or binds[0])
                 ops_url: str | None = None
                 if config.ops_port is not None:
                     ops = partial(listen, transport.ops_app, port=config.ops_port)
-                    ops_url = (await nursery.start(_until_stopped, ops, trio.Event()))[0]
+                    try:
+                        ops_url = (await nursery.start(_until_stopped, ops, trio.Event()))[0]
+                    except OSError as exc:
+                        raise cannot_listen(exc, host, config.ops_port) from None
                 log.info("http_listening", urls=urls, ops=ops_url)
                 task_status.started(Listening(urls[0], urls, transport, ops_url))
                 await stopped.wait()
@@ -1440,11 +1452,12 @@ async def serve_http(
                 transport.close_all()
                 nursery.cancel_scope.cancel()
 
-    if server.runtime is not None:
-        await run(server.runtime)
-        return
-    async with server.running() as runtime:
-        await run(runtime)
+    with plain_errors():
+        if server.runtime is not None:
+            await run(server.runtime)
+            return
+        async with server.running() as runtime:
+            await run(runtime)
 
 
 async def _until_stopped(
