@@ -5,7 +5,7 @@ One op = ``tools/call`` of a tool that asks the 3-field ``Person`` form of ``ben
 (``name``, ``age`` 0..150, ``subscribe``) and returns the accepted name; the SDK client's
 elicitation callback accepts at once. Every result is checked. Servers:
 
-* ours: the real command, ``python -m erlmcp_py.cli serve --transport http --host 127.0.0.1
+* ours: the real command, ``python -m erlmcp_py.app serve --transport http --host 127.0.0.1
   --port P --rate N --server bench_server:build --log-level warning`` (its own HTTP/1.1 layer;
   ``bench_server.py`` is ``bench_vs_sdk.py``'s module: the ``ask`` tool, ``await ctx.elicit``,
   the same code in both eras).
@@ -191,7 +191,7 @@ def stop(signum, frame):
 signal.signal(signal.SIGUSR1, start)
 signal.signal(signal.SIGUSR2, stop)
 sys.argv = ["erlmcp-py", *sys.argv[2:]]
-runpy.run_module("erlmcp_py.cli", run_name="__main__")
+runpy.run_module("erlmcp_py.app", run_name="__main__")
 '''
 
 INSTRUMENT_MODULE = '''"""A trio Instrument counting task spawns, task steps and scheduler
@@ -270,7 +270,7 @@ class ServerProc:
 
 def our_command(port: int, profile_to: Path | None, tmp: Path) -> list[str]:
     if profile_to is None:
-        head = [sys.executable, "-m", "erlmcp_py.cli"]
+        head = [sys.executable, "-m", "erlmcp_py.app"]
     else:
         head = [sys.executable, str(tmp / "profile_wrapper.py"), str(profile_to)]
     return [

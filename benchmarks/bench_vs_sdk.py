@@ -280,7 +280,7 @@ def build(config: RuntimeConfig) -> Server:
 def serve_command(level: str) -> list[str]:
     """``erlmcp-py serve --transport stdio --rate N --server bench_server:build``."""
     script = Path(sys.executable).parent / "erlmcp-py"
-    head = [str(script)] if script.exists() else [sys.executable, "-m", "erlmcp_py.cli"]
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "erlmcp_py.app"]
     return [
         *head,
         "serve",

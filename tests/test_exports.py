@@ -150,18 +150,18 @@ def _modules(*top: str) -> list[pathlib.Path]:
 
 ALL_IMPORTS = [imp for path in _modules("supervisors", "erlmcp_py") for imp in _imports_of(path)]
 
-# The modules at the root of erlmcp_py that use every layer: the command line and its terminal
-# client, the example server and the demo driving it, and the test helpers. No layer imports
-# them.
+# The application modules, which may use every layer: the command (its options, configuration
+# file, serve loop, demo and bundled example servers), its terminal client, and the test
+# helpers. No layer imports them.
 APPLICATION = (
-    "erlmcp_py.cli",
+    "erlmcp_py.app",
     "erlmcp_py.connect",
-    "erlmcp_py.demo",
-    "erlmcp_py.example_conformance",
-    "erlmcp_py.example_everything",
-    "erlmcp_py.example_server",
     "erlmcp_py.testing",
 )
+
+# The modules at the root of erlmcp_py: the library's public face (the package, its logging
+# defaults) and the test helpers; the command and its examples live in erlmcp_py.app.
+ROOT_MODULES = {"__init__.py", "logging.py", "testing.py"}
 
 
 def _within(module: str, prefix: str) -> bool:
@@ -230,8 +230,22 @@ def test_mcp_never_imports_transports() -> None:
 
 
 def test_transports_never_import_the_application() -> None:
-    """The CLI wires the example server into a transport, never the transport itself."""
+    """The command wires the example server into a transport, never the transport itself."""
     assert not _violations("erlmcp_py.transports", APPLICATION)
+
+
+def test_no_product_code_uses_trio_testing() -> None:
+    """trio's test helpers (``wait_all_tasks_blocked``, the mock clock) are for tests: product
+    code waits on events of its own (a graceful stop waits on the transports' event of the last
+    call ending)."""
+    assert not _violations("supervisors", ("trio.testing",))
+    assert not _violations("erlmcp_py", ("trio.testing",))
+
+
+def test_the_package_root_holds_the_library_only() -> None:
+    """No application module sits beside ``erlmcp_py/__init__.py``: they live in
+    ``erlmcp_py/app``."""
+    assert {p.name for p in (ROOT / "erlmcp_py").glob("*.py")} == ROOT_MODULES
 
 
 def _private_owner(imp: Import) -> str | None:

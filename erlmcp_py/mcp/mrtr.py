@@ -628,6 +628,8 @@ class ContinuationRegistry:
             between rounds). Replay needs the issuing process's key ring.
         max_state_chars: Largest ``requestState``; a replayable state carries every answer
             of the call, and a call whose answers outgrow it ends with ``state_too_large``.
+        on_call_end: Called each time a call's tool has finished (with a result, an error,
+            or cancelled): a transport that waits for its calls to end learns of it here.
     """
 
     def __init__(
@@ -642,6 +644,7 @@ class ContinuationRegistry:
         settle_checkpoints: int = 10,
         mrtr: str = "auto",
         max_state_chars: int = MAX_TOKEN_CHARS,
+        on_call_end: Callable[[], None] | None = None,
     ) -> None:
         # A state must expire (an infinite ttl would only fail later, in seal, mid-call).
         if not (0 < state_ttl < math.inf) or not hold_s > 0 or max_continuations < 1:
@@ -673,6 +676,7 @@ class ContinuationRegistry:
         self._suspended: dict[str, _Continuation] = {}
         self._holding: dict[str, tuple[float, _Continuation]] = {}
         self._closed = False
+        self._on_call_end = on_call_end
         self.counters: Counter[str] = Counter()
 
     def __len__(self) -> int:
@@ -967,6 +971,8 @@ class ContinuationRegistry:
                 # Finished between rounds (e.g. after TimedOut): keep the result, not the task.
                 heapq.heappush(self._finals, (cont.expires_at, cont.id))
             cont.touch()
+            if self._on_call_end is not None:
+                self._on_call_end()
 
     def _attach(
         self,

@@ -171,6 +171,7 @@ class ServerSession:
         self._pending: dict[RequestId, Callable[[PeerResponse], None]] = {}
         self._calls: dict[RequestId, _Call] = {}
         self._stopping = False  # stop_calls(): the server is shutting down
+        self._calls_ended: list[trio.Event] = []  # given by calls_ended(), set at zero calls
         self._tenant: Tenant | None = None
         self._stateless: SessionStateless | None = None  # 2026-07-28 requests (mcp/stateless)
         self._log = log.bind(peer=self._peer_id)
@@ -348,6 +349,31 @@ class ServerSession:
         with suppress(PeerGone):
             await self._write(error.encode())
 
+    @property
+    def calls_in_progress(self) -> int:
+        """Requests of the client whose answer is not yet written: calls running
+        (``tools/call``, ``resources/read``…, and the 2026-07-28 calls of this connection)
+        or writing their answer."""
+        stateless = self._stateless.calls_in_progress if self._stateless is not None else 0
+        return len(self._calls) + stateless
+
+    def calls_ended(self) -> trio.Event:
+        """An event set when no call is in progress (:attr:`calls_in_progress` is 0): at once
+        if none is, else when the last one ends (its answer written, or dropped). What a
+        graceful stop waits on before it ends the session."""
+        event = trio.Event()
+        if self.calls_in_progress:
+            self._calls_ended.append(event)
+        else:
+            event.set()
+        return event
+
+    def _calls_may_have_ended(self) -> None:
+        if self._calls_ended and not self.calls_in_progress:
+            waiting, self._calls_ended = self._calls_ended, []
+            for event in waiting:
+                event.set()
+
     def stop_calls(self) -> int:
         """Cancel every request in progress; each is answered with a JSON-RPC internal error
         ("The server is shutting down") while the transport still stands — what a graceful
@@ -464,6 +490,7 @@ class ServerSession:
                     send=self.send_raw,
                     tenant=self.tenant,
                     peer_id=self._peer_id,
+                    on_call_end=self._calls_may_have_ended,
                     **self._continuations,
                 )
             await self._stateless.dispatch(req, meta)
@@ -534,7 +561,6 @@ class ServerSession:
         (the request's coroutine, made by the caller: a pending request keeps no callable
         besides it) and write its answer, nothing when the client cancelled it or is gone,
         or the shutdown error when :meth:`stop_calls` cancelled it."""
-        frame: bytes | None = None
         try:
             with call.scope:
                 frame = await answer
@@ -544,11 +570,11 @@ class ServerSession:
                     return
                 self._log.info("request_stopped", id=str(id)[:80])
                 frame = self._shutting_down(id)
-        finally:
-            self._calls.pop(id, None)
-        if frame is not None:
             with suppress(PeerGone):
                 await self._write(frame)
+        finally:  # in progress until its answer is written
+            self._calls.pop(id, None)
+            self._calls_may_have_ended()
 
     async def _feature_answer(self, req: Request) -> bytes:
         token = _progress_token(req.params)

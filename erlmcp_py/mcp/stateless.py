@@ -469,11 +469,23 @@ class SessionStateless:
     Create with :func:`open_for_session`.
     """
 
-    def __init__(self, endpoint: StatelessEndpoint, nursery: trio.Nursery, send: Send) -> None:
+    def __init__(
+        self,
+        endpoint: StatelessEndpoint,
+        nursery: trio.Nursery,
+        send: Send,
+        on_call_end: Callable[[], None] | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self._nursery = nursery
         self._send = send
+        self._on_call_end = on_call_end
         self._calls: dict[RequestId, _InFlight] = {}
+
+    @property
+    def calls_in_progress(self) -> int:
+        """``tools/call`` and ``prompts/get`` requests whose answer is not yet written."""
+        return len(self._calls)
 
     async def dispatch(self, request: Request, meta: RequestMeta) -> None:
         """Answer ``request``, whose metadata ``meta`` the connection has read
@@ -520,6 +532,8 @@ class SessionStateless:
             await self._write(frame)
         finally:
             self._calls.pop(request.id, None)
+            if self._on_call_end is not None:
+                self._on_call_end()
 
     async def _write(self, frame: bytes) -> None:
         try:
@@ -553,6 +567,7 @@ async def open_for_session(
     send: Send,
     tenant: Tenant,
     peer_id: str,
+    on_call_end: Callable[[], None] | None = None,
     **registry_options: Any,
 ) -> SessionStateless:
     """Start the stateless side of one byte-stream connection.
@@ -567,6 +582,7 @@ async def open_for_session(
         send: Writes one frame to the client.
         tenant: The connection's tenant scope (its ``user`` is the principal).
         peer_id: The connection id (the runtime's rate-limit key).
+        on_call_end: Called when a request's call ends (its answer written, or not sent).
         **registry_options: Keyword arguments of :class:`ContinuationRegistry`; by default
             ``state_ttl`` follows the runtime's deadlines (:func:`state_ttl_for`).
     """
@@ -581,7 +597,7 @@ async def open_for_session(
             endpoint = StatelessEndpoint(
                 server, runtime, registry, principal=tenant.user, tenant=tenant, client_id=peer_id
             )
-            task_status.started(SessionStateless(endpoint, inner, send))
+            task_status.started(SessionStateless(endpoint, inner, send, on_call_end))
             await registry.run_timer()  # until the connection closes
 
     stateless: SessionStateless = await nursery.start(host)

@@ -171,6 +171,7 @@ from erlmcp_py.transports._limits import (
 )
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
 from erlmcp_py.transports._page import ElicitationPage, is_page_path
+from erlmcp_py.transports._plain_errors import cannot_listen, plain_errors
 from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
 from erlmcp_py.transports.forwarded import TrustedProxies, resolve_client
 from erlmcp_py.transports.http_checks import (
@@ -701,6 +702,7 @@ class HttpTransport:
             self.max_frame_bytes, self.config.body_grace_s, self.config.body_min_rate
         )
         self._draining = False
+        self._calls_ended: list[trio.Event] = []  # given by calls_ended(), set at zero calls
         self._refusals: Counter[str] = Counter()
         self._evictions: Counter[str] = Counter()
         self._metrics = metrics_registry(self)
@@ -721,6 +723,25 @@ class HttpTransport:
         retries of suspended 2026-07-28 calls still pass, so running calls can finish.
         """
         self._draining = True
+
+    def calls_ended(self) -> trio.Event:
+        """An event set when no call is in progress (:attr:`calls_in_progress` is 0): at once
+        if none is, else when the last one in flight ends (its answer sent, or its POST gone,
+        or its 2026-07-28 call finished). What a graceful stop waits on while it drains."""
+        event = trio.Event()
+        if self.calls_in_progress:
+            self._calls_ended.append(event)
+        else:
+            event.set()
+        return event
+
+    def _calls_may_have_ended(self) -> None:
+        """A call may have ended (a request ended, a 2026-07-28 call finished): set the
+        events of :meth:`calls_ended` when none is left."""
+        if self._calls_ended and not self.calls_in_progress:
+            waiting, self._calls_ended = self._calls_ended, []
+            for event in waiting:
+                event.set()
 
     @property
     def refusals(self) -> Mapping[str, int]:
@@ -792,6 +813,7 @@ class HttpTransport:
         if "state_ttl" not in options and config is not None:
             options["state_ttl"] = state_ttl_for(config)
         options.setdefault("max_per_principal", self.config.limits.suspended)
+        options["on_call_end"] = self._calls_may_have_ended
         async with open_continuations(**options) as registry:
             task_status.started(StatelessEndpoint(self.server, self.runtime, registry))
             await trio.sleep_forever()
@@ -879,6 +901,7 @@ class HttpTransport:
             await self._send_simple(send, exc.status, exc.body, JSON, exc.headers)
         finally:
             self._request_shares.release(principal)
+            self._calls_may_have_ended()  # a request's end: its call answered, or gone
 
     def _settle_client(self, scope: Scope) -> None:
         """The client's address behind a trusted proxy, in the scope's ``client`` for
@@ -1387,6 +1410,11 @@ async def serve_http(
         config: Transport policy.
         shutdown_trigger: Returns to stop gracefully.
         task_status: For ``nursery.start``.
+
+    Raises:
+        OSError: a port cannot be listened on (``cannot listen on 127.0.0.1:8000: address
+            already in use``), as itself, not in an exception group.
+        KeyboardInterrupt: Ctrl-C, as itself, not in an exception group.
     """
     config = config or HttpConfig()
     bind_name = host.strip("[]").lower()
@@ -1407,15 +1435,21 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             await nursery.start(transport.run)
             try:
-                binds = await nursery.start(
-                    _until_stopped, partial(listen, transport, port=port), stopped
-                )
+                try:
+                    binds = await nursery.start(
+                        _until_stopped, partial(listen, transport, port=port), stopped
+                    )
+                except OSError as exc:
+                    raise cannot_listen(exc, host, port) from None
                 urls = tuple(f"{b}{config.path}" for b in binds)
                 transport.page.serve_at(transport.policy.public or binds[0])
                 ops_url: str | None = None
                 if config.ops_port is not None:
                     ops = partial(listen, transport.ops_app, port=config.ops_port)
-                    ops_url = (await nursery.start(_until_stopped, ops, trio.Event()))[0]
+                    try:
+                        ops_url = (await nursery.start(_until_stopped, ops, trio.Event()))[0]
+                    except OSError as exc:
+                        raise cannot_listen(exc, host, config.ops_port) from None
                 log.info("http_listening", urls=urls, ops=ops_url)
                 task_status.started(Listening(urls[0], urls, transport, ops_url))
                 await stopped.wait()
@@ -1423,11 +1457,12 @@ async def serve_http(
                 transport.close_all()
                 nursery.cancel_scope.cancel()
 
-    if server.runtime is not None:
-        await run(server.runtime)
-        return
-    async with server.running() as runtime:
-        await run(runtime)
+    with plain_errors():
+        if server.runtime is not None:
+            await run(server.runtime)
+            return
+        async with server.running() as runtime:
+            await run(runtime)
 
 
 async def _until_stopped(

@@ -30,6 +30,7 @@ from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
 from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
 from erlmcp_py.transports._limits import frame_limit
+from erlmcp_py.transports._plain_errors import plain_errors
 
 __all__ = ["LineSplitter", "Oversize", "serve_stdio", "serve_stream"]
 
@@ -193,6 +194,9 @@ async def serve_stdio(
             ``frame_bytes`` policy.
         continuations: Keyword arguments of the 2026-07-28 continuation registry
             (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``mrtr``, ``keyring``…).
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C, as itself, not in an exception group.
     """
     claim_stdout = stdout_fd == 1
     saved_stdout = sys.stdout
@@ -203,26 +207,27 @@ async def serve_stdio(
     try:
         receive = trio.lowlevel.FdStream(os.dup(stdin_fd))
         send = trio.lowlevel.FdStream(os.dup(stdout_fd))
-        async with receive, send:
-            if server.runtime is not None:
-                await serve_stream(
-                    server,
-                    server.runtime,
-                    receive,
-                    send,
-                    max_frame_bytes=max_frame_bytes,
-                    continuations=continuations,
-                )
-                return
-            async with server.running() as runtime:
-                await serve_stream(
-                    server,
-                    runtime,
-                    receive,
-                    send,
-                    max_frame_bytes=max_frame_bytes,
-                    continuations=continuations,
-                )
+        with plain_errors():
+            async with receive, send:
+                if server.runtime is not None:
+                    await serve_stream(
+                        server,
+                        server.runtime,
+                        receive,
+                        send,
+                        max_frame_bytes=max_frame_bytes,
+                        continuations=continuations,
+                    )
+                    return
+                async with server.running() as runtime:
+                    await serve_stream(
+                        server,
+                        runtime,
+                        receive,
+                        send,
+                        max_frame_bytes=max_frame_bytes,
+                        continuations=continuations,
+                    )
     finally:
         if claim_stdout:
             os.dup2(stdout_fd, 1)

@@ -366,7 +366,7 @@ def _replica_command(port: int, frontend: int, keyring: Path, extra: Sequence[st
     return [
         sys.executable,
         "-m",
-        "erlmcp_py.cli",
+        "erlmcp_py.app",
         "serve",
         "--transport",
         "http",

@@ -10,9 +10,9 @@ from __future__ import annotations
 import structlog
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.errors import ElicitationNotFound
 from erlmcp_py.core.outcomes import Accepted
-from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 

@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-CLI = [PY, "-m", "erlmcp_py.cli"]
+CLI = [PY, "-m", "erlmcp_py.app"]
 TIMEOUT = 30
 ERAS = ("2025-11-25", "2026-07-28")
 
@@ -63,7 +63,7 @@ def connect(
     """``erlmcp-py connect`` in a pseudo-terminal, once it has connected."""
     child = pexpect.spawn(
         PY,
-        ["-m", "erlmcp_py.cli", "connect", "--protocol", protocol, *options, *target],
+        ["-m", "erlmcp_py.app", "connect", "--protocol", protocol, *options, *target],
         env=_env(lang, browser),
         cwd=str(ROOT),
         encoding="utf-8",
@@ -93,7 +93,7 @@ def _http_server(*serve_args: str) -> Iterator[str]:
         PY,
         [
             "-m",
-            "erlmcp_py.cli",
+            "erlmcp_py.app",
             "serve",
             "--transport",
             "http",

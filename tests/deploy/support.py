@@ -32,7 +32,7 @@ def free_port() -> int:
 
 def serve_command(*extra: str) -> list[str]:
     """``erlmcp-py serve`` with this interpreter (the project's venv)."""
-    return [sys.executable, "-m", "erlmcp_py.cli", "serve", *extra]
+    return [sys.executable, "-m", "erlmcp_py.app", "serve", *extra]
 
 
 def log_events(path: Path) -> list[dict[str, Any]]:

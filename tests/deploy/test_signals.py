@@ -20,7 +20,7 @@ import httpx2
 import pytest
 import trio
 
-from erlmcp_py.cli import DEFAULT_SHUTDOWN_TIMEOUT, _parser
+from erlmcp_py.app import DEFAULT_SHUTDOWN_TIMEOUT, build_parser
 from erlmcp_py.mcp.client import StdioClient, open_stdio_client
 from tests.deploy.support import (
     REPO,
@@ -315,10 +315,10 @@ async def test_http_stop_refuses_new_work_and_a_second_signal_forces_exit(
 @pytest.mark.parametrize("bad", ["0", "-1", "nan", "soon"])
 def test_shutdown_timeout_must_be_positive(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        _parser().parse_args(["serve", "--shutdown-timeout", bad])
+        build_parser().parse_args(["serve", "--shutdown-timeout", bad])
     assert exited.value.code == 2
     assert "--shutdown-timeout" in capsys.readouterr().err
-    assert _parser().parse_args(["serve"]).shutdown_timeout == DEFAULT_SHUTDOWN_TIMEOUT
+    assert build_parser().parse_args(["serve"]).shutdown_timeout == DEFAULT_SHUTDOWN_TIMEOUT
 
 
 async def test_http_sigterm_under_load_answers_every_request_and_exits_0(tmp_path: Path) -> None:

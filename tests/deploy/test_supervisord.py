@@ -28,7 +28,7 @@ import httpx2
 import trio
 from supervisor.xmlrpc import SupervisorTransport  # type: ignore[import-untyped]
 
-from erlmcp_py.cli import _parser
+from erlmcp_py.app import build_parser
 from tests.deploy.support import REPO, alive, events_named, free_port, poll, wait_serving
 from tests.transports.test_http import INIT, McpHttp, call, message
 
@@ -278,7 +278,7 @@ def test_the_shipped_program_stops_before_supervisord_kills_it() -> None:
     parser.read_string(SHIPPED.read_text())
     program = parser[f"program:{PROGRAM}"]
     argv = program["command"].split()
-    args = _parser().parse_args(argv[1:])
+    args = build_parser().parse_args(argv[1:])
     assert (args.command, args.transport, args.host) == ("serve", "http", "127.0.0.1")
     assert args.forwarded_allow_ips == ("127.0.0.1",)  # the proxy in front, on this host
     assert program["stopsignal"] == "TERM"

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from erlmcp_py.cli import _parser
+from erlmcp_py.app import build_parser
 from tests.components import require
 from tests.deploy.support import REPO
 
@@ -120,7 +120,7 @@ def test_the_unit_command_line_is_a_loopback_serve_that_stops_before_systemd_kil
     for env in (defaults, {**defaults, **shipped_env}):
         argv = expand(setting(text, "ExecStart"), env)
         assert argv[0].endswith("/erlmcp-py")
-        args = _parser().parse_args(argv[1:])
+        args = build_parser().parse_args(argv[1:])
         assert (args.command, args.transport, args.host) == ("serve", "http", "127.0.0.1")
         assert args.shutdown_timeout < float(setting(text, "TimeoutStopSec"))
         # the reverse proxy or balancer in front, on this host, names the client
@@ -128,7 +128,7 @@ def test_the_unit_command_line_is_a_loopback_serve_that_stops_before_systemd_kil
     extra = expand(setting(text, "ExecStart"), {**defaults, "ERLMCP_OPTS": "--rate 50 --dev"})
     assert extra[-3:] == ["--rate", "50", "--dev"]
     no_one = expand(setting(text, "ExecStart"), {**defaults, "ERLMCP_FORWARDED_ALLOW_IPS": ""})
-    assert _parser().parse_args(no_one[1:]).forwarded_allow_ips == ()
+    assert build_parser().parse_args(no_one[1:]).forwarded_allow_ips == ()
     assert setting(text, "Type") in ("exec", "simple")
     assert setting(text, "KillSignal") == "SIGTERM"
     assert setting(text, "Restart") == "on-failure"

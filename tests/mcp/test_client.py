@@ -28,7 +28,7 @@ from erlmcp_py.mcp.mrtr_client import InputRoundsExhausted
 
 MODERN = "2026-07-28"
 SERVE = [
-    *(sys.executable, "-m", "erlmcp_py.cli", "serve", "--dev", "--log-level", "warning"),
+    *(sys.executable, "-m", "erlmcp_py.app", "serve", "--dev", "--log-level", "warning"),
     *("--rate", "100000", "--server", "tests.mcp.asking_server:build"),
 ]
 LIMIT = 20.0  # seconds any subprocess test may take

@@ -14,9 +14,9 @@ import trio.testing
 from pydantic import Field
 
 from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.app.examples.everything import PNG_1X1, STATIC_TEXT
+from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.outcomes import Accepted
-from erlmcp_py.example_everything import PNG_1X1, STATIC_TEXT
-from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp.client_results import SampledMessage
 from erlmcp_py.mcp.completion import MAX_VALUES, CompletionRequest
 from erlmcp_py.mcp.context import Context

@@ -15,10 +15,10 @@ import trio.testing
 from pydantic import BaseModel
 
 from erlmcp_py.actors.peer import PeerError, PeerGone
+from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.forms import load_form
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
-from erlmcp_py.example_server import build_server
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ClientRequestError
@@ -689,3 +689,57 @@ async def test_an_answer_too_large_to_read_ends_a_tools_own_request_at_once(
     (refused,) = seen
     assert refused.code == -32600
     assert refused.data == {"reason": "answer_too_large", "size": 5_000_000, "limit": 1 << 20}
+
+
+# -- calls in progress (what a graceful stop waits on) -------------------------------------------
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_call_is_in_progress_until_its_answer_is_written(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """``calls_ended`` is set when the last call's answer has been written, not sooner: a stop
+    that waits on it never cuts an answer off."""
+    from tests.transports.test_http_mrtr import META
+
+    server = Server("calls", "1.0")
+
+    @server.tool()
+    async def work() -> str:
+        await trio.sleep(5)
+        return "worked"
+
+    writing = trio.Event()
+    release = trio.Event()
+    written: list[dict[str, Any]] = []
+
+    async def send(frame: bytes) -> None:
+        if b"worked" in frame:  # the answer: its write takes until released
+            writing.set()
+            await release.wait()
+        written.append(pydantic_core.from_json(frame))
+
+    async with server.running() as runtime, open_session(server, runtime, send) as session:
+        assert session.calls_ended().is_set()  # none in progress: at once
+        if era == "2025-11-25":
+            init = {"protocolVersion": era, "capabilities": {}}
+            await session.feed(pydantic_core.to_json(jsonrpc_request(0, "initialize", init)))
+            await session.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+            params: dict[str, Any] = {"name": "work", "arguments": {}}
+        else:
+            params = {"name": "work", "arguments": {}, "_meta": META}
+        await session.feed(pydantic_core.to_json(jsonrpc_request(1, "tools/call", params)))
+        ended = session.calls_ended()
+        assert session.calls_in_progress == 1
+        await writing.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert not ended.is_set()  # the tool has returned, its answer is not written yet
+        assert session.calls_in_progress == 1
+        release.set()
+        await ended.wait()
+        assert session.calls_in_progress == 0
+        assert any(frame.get("id") == 1 for frame in written)
+
+
+def jsonrpc_request(id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio.testing
 
-from erlmcp_py.example_server import build_server
+from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.mcp.server import Server
 from tests.mcp.harness import connect
 

@@ -150,7 +150,7 @@ async def test_the_log_shortcuts_send_each_level(autojump_clock: trio.testing.Mo
 async def test_the_official_client_accepts_the_structured_results() -> None:
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "erlmcp_py.cli", "serve", "--server", "tests.mcp.test_tool_output:build"],
+        args=["-m", "erlmcp_py.app", "serve", "--server", "tests.mcp.test_tool_output:build"],
     )
     with trio.fail_after(30):
         async with Client(server, mode="legacy") as client:

@@ -27,10 +27,9 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from erlmcp_py.cli import _parser, auth_config
+from erlmcp_py.app import ConfigError, auth_config, build_parser, load_serve_config
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.serve_config import ConfigError, load_serve_config
 from erlmcp_py.transports._server import serve
 from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, Subject
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
@@ -889,7 +888,7 @@ def test_serve_refuses_an_issuer_url_that_is_not_https_in_one_line(option: str, 
     command = serve_command("--transport", "http", "--port", str(free_port()), *argv)
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
-    assert done.stderr.startswith(f"erlmcp-py serve: {option}: ")
+    assert done.stderr.startswith(f"erlmcp-py: {option}: ")
     assert done.stderr.count("\n") == 1, done.stderr
     assert "s3cret" not in done.stderr
 
@@ -899,21 +898,21 @@ def test_a_config_file_with_an_issuer_url_that_is_not_https_is_refused(tmp_path:
     config.write_text('auth_jwks_url = "file:///etc/passwd"\nauth_issuer = "https://id.example"\n')
     with pytest.raises(ConfigError) as refused:
         load_serve_config(str(config), {})
-    assert refused.value.problems[0].startswith("auth_jwks_url: ")
+    assert refused.value.problems[0].startswith(f"{config}: auth_jwks_url: ")
     assert "is not an https URL" in refused.value.problems[0]
 
 
 def test_the_key_lifetime_is_a_serve_option_and_a_config_key(tmp_path: Path) -> None:
     argv = ["serve", "--auth-issuer", "https://id.example", "--auth-resource", RESOURCE]
     argv += ["--auth-jwks-url", "https://id.example/jwks"]
-    default = auth_config(_parser().parse_args(argv))
+    default = auth_config(build_parser().parse_args(argv))
     assert default is not None
     assert default.jwks_cache_s == 300
-    configured = auth_config(_parser().parse_args([*argv, "--auth-jwks-cache", "60"]))
+    configured = auth_config(build_parser().parse_args([*argv, "--auth-jwks-cache", "60"]))
     assert configured is not None
     assert configured.jwks_cache_s == 60
     with pytest.raises(ValueError, match="need --auth-issuer"):
-        auth_config(_parser().parse_args(["serve", "--auth-jwks-cache", "60"]))
+        auth_config(build_parser().parse_args(["serve", "--auth-jwks-cache", "60"]))
     config = tmp_path / "serve.toml"
     config.write_text("auth_jwks_cache = 60\n")
     assert load_serve_config(str(config), {}).options() == {"auth_jwks_cache": 60.0}

@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.app.examples.server import describe
 from erlmcp_py.core.outcomes import Tenant
-from erlmcp_py.example_server import describe
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
@@ -600,7 +600,7 @@ async def test_official_mcp_client_form_round_trip() -> None:
 
 
 async def test_example_server_sampling_and_content_tools() -> None:
-    from erlmcp_py.example_server import build_server as build_example
+    from erlmcp_py.app.examples.server import build_server as build_example
 
     async with serving(server=build_example()) as listening, client(listening) as c:
         await c.initialize({**INIT, "capabilities": {"elicitation": {}, "sampling": {}}})
@@ -650,7 +650,7 @@ def test_serve_http_is_public_and_serves_the_server_it_is_given() -> None:
         for node in ast.walk(ast.parse(inspect.getsource(http)))
         if isinstance(node, ast.ImportFrom)
     }
-    assert "erlmcp_py.example_server" not in imported
+    assert "erlmcp_py.app.examples.server" not in imported
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ import trio
 import trio.testing
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.app.examples.server import describe
 from erlmcp_py.core.outcomes import Accepted, Tenant
 from erlmcp_py.core.state_token import KeyRing, request_digest, seal
-from erlmcp_py.example_server import describe
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
@@ -523,7 +523,7 @@ def test_status_mapping_and_header_value_decoding() -> None:
 
 @asynccontextmanager
 async def serving_example(**runtime: Any) -> AsyncIterator[Listening]:
-    from erlmcp_py.example_server import build_server as build_example
+    from erlmcp_py.app.examples.server import build_server as build_example
 
     server = build_example(RuntimeConfig.model_validate({"url_dev": True, **runtime}))
     async with server.running(), trio.open_nursery() as nursery:

@@ -21,7 +21,7 @@ from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports._frame_head import HEAD_BYTES
 from erlmcp_py.transports.stdio import LineSplitter, Oversize, serve_stream
 
-SERVE = [sys.executable, "-m", "erlmcp_py.cli", "serve", "--dev", "--log-level", "warning"]
+SERVE = [sys.executable, "-m", "erlmcp_py.app", "serve", "--dev", "--log-level", "warning"]
 LIMIT = 20.0  # seconds any subprocess test may take
 
 

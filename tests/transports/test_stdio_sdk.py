@@ -8,7 +8,7 @@ from typing import Any
 import trio
 from mcp import Client, StdioServerParameters, types
 
-SERVE = ["-m", "erlmcp_py.cli", "serve", "--dev", "--log-level", "warning"]
+SERVE = ["-m", "erlmcp_py.app", "serve", "--dev", "--log-level", "warning"]
 LIMIT = 30.0
 
 

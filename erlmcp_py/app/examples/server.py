@@ -5,8 +5,9 @@ checks (``test_elicitation``, ``test_elicitation_sep1034_defaults``,
 ``test_elicitation_sep1330_enums`` and a few of the everything-server tools), a demo tool for
 each kind of elicitation (a multi-field form, each of the mcp-bash-style helpers, a URL-mode
 sign-in and its completion, the ``-32042`` error), and ``test_elicitation_url``; with
-:mod:`~erlmcp_py.example_everything` and :mod:`~erlmcp_py.example_conformance`, every tool,
-resource and prompt the conformance suite calls by name that this server can serve.
+:mod:`~erlmcp_py.app.examples.everything` and :mod:`~erlmcp_py.app.examples.conformance`,
+every tool, resource and prompt the conformance suite calls by name that this server can
+serve.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import trio
 from pydantic import BaseModel, Field
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.app.examples.conformance import add_conformance_tools
+from erlmcp_py.app.examples.everything import add_everything_tools
 from erlmcp_py.core.errors import ErlmcpError, UnsafeURLError
 from erlmcp_py.core.outcomes import (
     Accepted,
@@ -40,8 +43,6 @@ from erlmcp_py.core.schema import (
     string_field,
 )
 from erlmcp_py.core.typeschema import Format
-from erlmcp_py.example_conformance import add_conformance_tools
-from erlmcp_py.example_everything import add_everything_tools
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError, UrlElicitationRequired
 from erlmcp_py.mcp.server import Server

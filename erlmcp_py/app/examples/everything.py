@@ -1,8 +1,8 @@
 """The rest of the conformance suite's "everything server" contract.
 
 :func:`add_everything_tools` registers, on a :class:`~erlmcp_py.mcp.server.Server`, what the
-official conformance suite calls besides the elicitation tools and those ``example_server``
-already has:
+official conformance suite calls besides the elicitation tools and those
+:mod:`~erlmcp_py.app.examples.server` already has:
 
 * tools returning content of every type (image, audio, embedded resource, mixed), and
   ``test_sampling``, which asks the client's LLM (``ctx.sample``: ``sampling/createMessage`` on

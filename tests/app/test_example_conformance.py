@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.example_server import build_server
+from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.transports.http import Listening, serve_http
 from tests.mcp.harness import connect
 

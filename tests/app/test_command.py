@@ -13,11 +13,11 @@ import httpx2
 import pytest
 import trio
 
-from erlmcp_py.cli import (
+from erlmcp_py.app import (
     STATE_KEYS_ENV,
     STORE_ENV,
-    _parser,
     auth_config,
+    build_parser,
     http_config,
     is_loopback,
     parse_args,
@@ -32,7 +32,7 @@ from tests.transports.test_http_mrtr import META, Modern
 
 
 def test_serve_rate_option_sets_the_per_client_rate() -> None:
-    args = _parser().parse_args(["serve", "--rate", "600", "--elicitation-timeout", "20"])
+    args = build_parser().parse_args(["serve", "--rate", "600", "--elicitation-timeout", "20"])
     config = runtime_config(args.elicitation_timeout, args.dev, args.rate)
     assert config.rate == 600
     assert config.to_policy().rate.capacity == 600
@@ -43,25 +43,25 @@ def test_serve_rate_option_sets_the_per_client_rate() -> None:
 def test_serve_locale_option_sets_the_default_language_of_the_servers_texts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = _parser().parse_args(["serve", "--locale", "pt-BR"])
+    args = build_parser().parse_args(["serve", "--locale", "pt-BR"])
     assert runtime_config(args.elicitation_timeout, args.dev, args.rate, args.locale).locale == (
         "pt-BR"
     )
     assert runtime_config(None, False).locale == "en-US"
     with pytest.raises(SystemExit):
-        _parser().parse_args(["serve", "--locale", "fr-FR"])
+        build_parser().parse_args(["serve", "--locale", "fr-FR"])
 
 
 @pytest.mark.parametrize("bad", ["0", "-3", "1.5", "lots"])
 def test_serve_rate_option_refuses_bad_values(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        _parser().parse_args(["serve", "--rate", bad])
+        build_parser().parse_args(["serve", "--rate", bad])
     assert exited.value.code == 2
     assert "--rate" in capsys.readouterr().err
 
 
 def test_serve_store_comes_from_the_option_else_the_environment_else_memory() -> None:
-    args = _parser().parse_args(["serve", "--store", "redis://127.0.0.1:6380/2"])
+    args = build_parser().parse_args(["serve", "--store", "redis://127.0.0.1:6380/2"])
     store = store_url(args.store, {STORE_ENV: "redis://elsewhere:6379/0"})
     assert runtime_config(None, False, None, store=store).store == "redis://127.0.0.1:6380/2"
     from_env = store_url(None, {STORE_ENV: "redis://elsewhere:6379/0"})
@@ -76,7 +76,7 @@ def test_serve_refuses_a_bad_store_url() -> None:
     command = serve_command("--transport", "http", "--store", "redis://")
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert "erlmcp-py serve: --store: " in done.stderr
+    assert "erlmcp-py: --store: " in done.stderr
 
 
 async def test_serve_publishes_its_elicitations_to_the_store_it_is_given(tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "erlmcp_py.cli", "demo"],
+        [sys.executable, "-m", "erlmcp_py.app", "demo"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -165,15 +165,15 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
 def test_serve_mrtr_option_defaults_to_auto_and_refuses_other_modes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _parser().parse_args(["serve"]).mrtr == "auto"
-    args = _parser().parse_args(["serve", "--mrtr", "replay"])
+    assert build_parser().parse_args(["serve"]).mrtr == "auto"
+    args = build_parser().parse_args(["serve", "--mrtr", "replay"])
     assert args.mrtr == "replay"
     assert http_config(args).continuations == {"mrtr": "replay"}
     path = tmp_path / "serve.toml"
     path.write_text('mrtr = "suspend"\n')
     assert parse_args(["serve", "--config", str(path)], {}).mrtr == "suspend"
     with pytest.raises(SystemExit) as exited:
-        _parser().parse_args(["serve", "--mrtr", "sticky"])
+        build_parser().parse_args(["serve", "--mrtr", "sticky"])
     assert exited.value.code == 2
     assert "--mrtr" in capsys.readouterr().err
 
@@ -234,22 +234,22 @@ async def test_serve_mrtr_replay_over_stdio_with_the_official_client() -> None:
 
 
 def test_serve_http_options_set_idle_expiry_and_per_client_shares() -> None:
-    defaults = http_config(_parser().parse_args(["serve"]))
+    defaults = http_config(build_parser().parse_args(["serve"]))
     assert defaults.idle_timeout == 300
     assert defaults.limits == PrincipalLimits()
     argv = ["serve", "--session-idle-timeout", "60", "--sessions-per-client", "4"]
     argv += ["--requests-per-client", "8", "--suspended-per-client", "16"]
-    config = http_config(_parser().parse_args(argv))
+    config = http_config(build_parser().parse_args(argv))
     assert config.idle_timeout == 60
     assert config.limits == PrincipalLimits(sessions=4, requests=8, suspended=16)
     assert defaults.ops_port is None
-    assert http_config(_parser().parse_args(["serve", "--ops-port", "9100"])).ops_port == 9100
+    assert http_config(build_parser().parse_args(["serve", "--ops-port", "9100"])).ops_port == 9100
 
 
 def test_serve_public_url_option_sets_the_transports_public_url() -> None:
-    assert http_config(_parser().parse_args(["serve"])).public_url is None
+    assert http_config(build_parser().parse_args(["serve"])).public_url is None
     argv = ["serve", "--public-url", "https://mcp.example.com:8443/"]
-    config = http_config(_parser().parse_args(argv))
+    config = http_config(build_parser().parse_args(argv))
     assert config.public_url == "https://mcp.example.com:8443/"
 
 
@@ -270,7 +270,7 @@ def test_serve_public_url_option_refuses_anything_but_an_origin(
     bad: str, why: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as info:
-        _parser().parse_args(["serve", "--public-url", bad])
+        build_parser().parse_args(["serve", "--public-url", bad])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "argument --public-url:" in err
@@ -278,13 +278,13 @@ def test_serve_public_url_option_refuses_anything_but_an_origin(
 
 
 def test_serve_forwarded_allow_ips_option_sets_the_trusted_proxies() -> None:
-    assert http_config(_parser().parse_args(["serve"])).forwarded_allow_ips == ()
+    assert http_config(build_parser().parse_args(["serve"])).forwarded_allow_ips == ()
     argv = ["serve", "--forwarded-allow-ips", " 127.0.0.1, 10.0.0.0/8,[::1]"]
-    config = http_config(_parser().parse_args(argv))
+    config = http_config(build_parser().parse_args(argv))
     assert config.forwarded_allow_ips == ("127.0.0.1", "10.0.0.0/8", "::1")
-    nobody = _parser().parse_args(["serve", "--forwarded-allow-ips", ""])
+    nobody = build_parser().parse_args(["serve", "--forwarded-allow-ips", ""])
     assert http_config(nobody).forwarded_allow_ips == ()
-    anyone = _parser().parse_args(["serve", "--forwarded-allow-ips", "*"])
+    anyone = build_parser().parse_args(["serve", "--forwarded-allow-ips", "*"])
     assert http_config(anyone).forwarded_allow_ips == ("*",)
 
 
@@ -299,7 +299,7 @@ def test_serve_forwarded_allow_ips_option_refuses_a_bad_entry_by_name(
     bad: str, why: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as info:
-        _parser().parse_args(["serve", "--forwarded-allow-ips", bad])
+        build_parser().parse_args(["serve", "--forwarded-allow-ips", bad])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "argument --forwarded-allow-ips:" in err
@@ -320,7 +320,8 @@ def test_state_keys_come_from_the_file_else_the_environment(tmp_path: Path) -> N
     assert from_env is not None
     assert from_env.kids == ("env",)
     assert state_keyring(None, {}) is None
-    args = _parser().parse_args(["serve", "--state-keys", str(keys)])
+    args = build_parser().parse_args(["serve", "--state-keys", str(keys)])
+    assert args.keyring == str(keys)  # --state-keys: another name of --keyring
     assert http_config(args, from_file).continuations == {"keyring": from_file, "mrtr": "auto"}
 
 
@@ -339,8 +340,8 @@ def test_a_missing_keyring_file_is_created_with_one_fresh_key_for_its_owner_only
     other = state_keyring(str(tmp_path / "other"), {})
     assert other is not None
     assert other.kids != created.kids  # a fresh key id per file
-    args = _parser().parse_args(["serve", "--keyring", str(path)])
-    assert args.state_keys == str(path)
+    args = build_parser().parse_args(["serve", "--keyring", str(path)])
+    assert args.keyring == str(path)
 
 
 def test_serve_refuses_unreadable_or_bad_state_keys(tmp_path: Path) -> None:
@@ -396,23 +397,23 @@ def test_check_config_prints_the_options_or_names_each_bad_key(tmp_path: Path) -
     good = tmp_path / "good.toml"
     good.write_text('transport = "http"\nport = 8123\n')
     bad = tmp_path / "bad.toml"
-    bad.write_text("port = 70000\nstate_keys = 3\n")
+    bad.write_text("port = 70000\nkeyring = 3\n")
     command = [*serve_command()[:-1], "check-config"]
     ok = subprocess.run([*command, str(good)], capture_output=True, text=True, check=False)
     assert (ok.returncode, ok.stdout) == (0, "port = 8123\ntransport = 'http'\n")
     refused = subprocess.run([*command, str(bad)], capture_output=True, text=True, check=False)
     assert refused.returncode == 2
     assert f"{bad}: port: " in refused.stderr
-    assert f"{bad}: state_keys: " in refused.stderr
+    assert f"{bad}: keyring: " in refused.stderr
 
 
 def test_auth_options_make_a_resource_server_config_only_when_complete() -> None:
-    assert auth_config(_parser().parse_args(["serve"])) is None
+    assert auth_config(build_parser().parse_args(["serve"])) is None
     argv = ["serve", "--auth-issuer", "https://id.example", "--auth-resource"]
     argv += ["https://mcp.example/mcp", "--auth-jwks-url", "https://id.example/jwks"]
     scopes = ["--auth-scope", "mcp", "--auth-tool-scope", "deploy=ops"]
     scopes += ["--auth-tool-scope", "deploy=admin"]
-    config = auth_config(_parser().parse_args([*argv, *scopes]))
+    config = auth_config(build_parser().parse_args([*argv, *scopes]))
     assert config is not None
     assert (config.issuer, config.resource, config.required_scopes) == (
         "https://id.example",
@@ -421,19 +422,21 @@ def test_auth_options_make_a_resource_server_config_only_when_complete() -> None
     )
     assert config.tool_scopes == {"deploy": ("ops", "admin")}
     with pytest.raises(ValueError, match="--auth-jwks-url"):
-        auth_config(_parser().parse_args(argv[:5]))
+        auth_config(build_parser().parse_args(argv[:5]))
     with pytest.raises(ValueError, match="scopes need"):
-        auth_config(_parser().parse_args(["serve", "--auth-scope", "mcp"]))
+        auth_config(build_parser().parse_args(["serve", "--auth-scope", "mcp"]))
     with pytest.raises(ValueError, match="TOOL=SCOPE"):
-        auth_config(_parser().parse_args([*argv, "--auth-tool-scope", "deploy"]))
+        auth_config(build_parser().parse_args([*argv, "--auth-tool-scope", "deploy"]))
     introspection = [*argv, "--auth-introspection-url", "https://id.example/introspect"]
     env = {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "mcp:s3cret:with-colon"}
-    opaque = auth_config(_parser().parse_args(introspection), env)
+    opaque = auth_config(build_parser().parse_args(introspection), env)
     assert opaque is not None
     assert opaque.introspection_url == "https://id.example/introspect"
     assert opaque.introspection_client == ("mcp", "s3cret:with-colon")
     with pytest.raises(ValueError, match="CLIENT_ID:SECRET"):
-        auth_config(_parser().parse_args(introspection), {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "x"})
+        auth_config(
+            build_parser().parse_args(introspection), {"ERLMCP_AUTH_INTROSPECTION_CLIENT": "x"}
+        )
 
 
 def test_loopback_hosts() -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
-from erlmcp_py.serve_config import ConfigError, ServeConfig, load_serve_config
+from erlmcp_py.app import ConfigError, ServeConfig, load_serve_config
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -26,12 +27,73 @@ def test_the_keys_present_become_options(tmp_path: Path) -> None:
     }
 
 
-def test_every_serve_option_has_a_key() -> None:
-    from erlmcp_py.cli import _parser
+def serve_options() -> list[argparse.Action]:
+    from erlmcp_py.app import build_parser
 
-    serve = _parser().parse_args(["serve"])
-    options = set(vars(serve)) - {"command", "config"}
-    assert options == set(ServeConfig.model_fields)
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    serve = sub.choices["serve"]
+    return [a for a in serve._actions if a.option_strings and a.dest not in ("help", "config")]
+
+
+def test_every_serve_option_is_a_key_of_its_own_name() -> None:
+    """``--shutdown-timeout`` is ``shutdown_timeout`` in the file and
+    ``ERLMCP_SERVE_SHUTDOWN_TIMEOUT`` in the environment, for every option."""
+    keys = set()
+    for action in serve_options():
+        name = next(o for o in action.option_strings if o.startswith("--"))[2:]
+        key = name.replace("-", "_")
+        assert action.dest == key, name
+        assert key in ServeConfig.model_fields, name
+        keys.add(key)
+    assert keys == set(ServeConfig.model_fields)
+
+
+@pytest.mark.parametrize("key", ["keyring", "state_keys"])
+def test_the_keyring_key_and_its_alias(key: str, tmp_path: Path) -> None:
+    from erlmcp_py.app import parse_args
+
+    path = write(tmp_path, f'transport = "http"\n{key} = "/etc/erlmcp-py/keyring"\n')
+    assert parse_args(["serve", "--config", path], {}).keyring == "/etc/erlmcp-py/keyring"
+    variable = f"ERLMCP_SERVE_{key.upper()}"
+    args = parse_args(["serve", "--config", path], {variable: "/srv/keyring"})
+    assert args.keyring == "/srv/keyring"
+    both = write(tmp_path, 'keyring = "/a"\nstate_keys = "/b"\n')
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(both, {})
+    assert info.value.problems == [
+        f"{both}: state_keys is another name of keyring: give one of them"
+    ]
+
+
+def test_an_unknown_key_is_refused_with_the_nearest_known_one(tmp_path: Path) -> None:
+    path = write(tmp_path, 'keyrng = "/etc/erlmcp-py/keyring"\nport = 8000\nzzz = 1\n')
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(path, {"ERLMCP_SERVE_SHUTDOWN_TIMOUT": "5"})
+    assert info.value.problems == [
+        f"unknown key 'keyrng' in {path}; did you mean 'keyring'?",
+        f"unknown key 'zzz' in {path}",
+        f"unknown variable ERLMCP_SERVE_SHUTDOWN_TIMOUT (for {path}); "
+        "did you mean ERLMCP_SERVE_SHUTDOWN_TIMEOUT?",
+    ]
+
+
+def test_the_command_refuses_an_unknown_key_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = write(tmp_path, 'keyrng = "/etc/erlmcp-py/keyring"\n')
+    for command in (["serve", "--config", path], ["check-config", path]):
+        done = subprocess.run(
+            [sys.executable, "-m", "erlmcp_py.app", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert done.stderr == (
+            f"erlmcp-py: unknown key 'keyrng' in {path}; did you mean 'keyring'?\n"
+        )
 
 
 def test_environment_variables_override_the_file(tmp_path: Path) -> None:
@@ -53,16 +115,17 @@ def test_every_bad_value_is_named_by_its_key(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError) as info:
         load_serve_config(path, {"ERLMCP_SERVE_SESSIONS_PER_CLIENT": "0"})
-    keys = sorted(problem.split(":")[0] for problem in info.value.problems)
+    keys = sorted(
+        problem.removeprefix(f"{path}: ").split(":")[0] for problem in info.value.problems
+    )
     assert keys == [
-        "nonsense",
         "port",
         "rate",
         "sessions_per_client (from ERLMCP_SERVE_SESSIONS_PER_CLIENT)",
         "shutdown_timeout",
         "transport",
+        f"unknown key 'nonsense' in {path}",
     ]
-    assert str(info.value).startswith(path)
 
 
 def test_an_unreadable_or_malformed_file_is_an_error(tmp_path: Path) -> None:
@@ -80,7 +143,7 @@ def test_the_store_key_takes_a_store_url_and_names_a_bad_one(tmp_path: Path) -> 
     with pytest.raises(ConfigError) as info:
         load_serve_config(path, {"ERLMCP_SERVE_STORE": "postgres://db/1"})
     (problem,) = info.value.problems
-    assert problem.startswith("store (from ERLMCP_SERVE_STORE): ")
+    assert problem.startswith(f"{path}: store (from ERLMCP_SERVE_STORE): ")
     assert "redis://HOST:PORT/DB" in problem
 
 
@@ -90,12 +153,12 @@ def test_the_public_url_key_takes_an_origin_and_names_a_bad_one(tmp_path: Path) 
     with pytest.raises(ConfigError) as info:
         load_serve_config(path, {"ERLMCP_SERVE_PUBLIC_URL": "https://mcp.example.com/mcp"})
     (problem,) = info.value.problems
-    assert problem.startswith("public_url (from ERLMCP_SERVE_PUBLIC_URL): ")
+    assert problem.startswith(f"{path}: public_url (from ERLMCP_SERVE_PUBLIC_URL): ")
     assert "must not have a path" in problem
 
 
 def test_the_forwarded_allow_ips_key_takes_a_list_and_names_a_bad_entry(tmp_path: Path) -> None:
-    from erlmcp_py.cli import parse_args
+    from erlmcp_py.app import parse_args
 
     path = write(tmp_path, 'forwarded_allow_ips = "127.0.0.1, 10.0.0.0/8"\n')
     assert load_serve_config(path, {}).options() == {"forwarded_allow_ips": "127.0.0.1, 10.0.0.0/8"}
@@ -106,5 +169,7 @@ def test_the_forwarded_allow_ips_key_takes_a_list_and_names_a_bad_entry(tmp_path
     with pytest.raises(ConfigError) as info:
         load_serve_config(path, {"ERLMCP_SERVE_FORWARDED_ALLOW_IPS": "10.0.0.1/8"})
     (problem,) = info.value.problems
-    assert problem.startswith("forwarded_allow_ips (from ERLMCP_SERVE_FORWARDED_ALLOW_IPS): ")
+    assert problem.startswith(
+        f"{path}: forwarded_allow_ips (from ERLMCP_SERVE_FORWARDED_ALLOW_IPS): "
+    )
     assert "'10.0.0.1/8' has host bits set (the network is 10.0.0.0/8)" in problem

@@ -1,11 +1,13 @@
-"""``erlmcp-py serve`` options from a TOML file, with environment overrides.
+"""``erlmcp-py serve --config FILE``: the options from a TOML file, with environment overrides.
 
 Every ``serve`` option has a key of the same name in the file, with ``_`` for ``-``
 (``--shutdown-timeout 10`` is ``shutdown_timeout = 10``). An environment variable
 ``ERLMCP_SERVE_<KEY>`` (upper case, e.g. ``ERLMCP_SERVE_PORT=8001``) overrides the file's
-value, and an option given on the command line overrides both. The whole of it is checked
-with pydantic before anything starts: an unknown key or a bad value is an error that names its
-key (and the environment variable it came from, if any).
+value, and an option given on the command line overrides both. ``state_keys`` is an alias
+of ``keyring`` (``--state-keys`` of ``--keyring``). The whole of it is checked before anything
+starts: an unknown key is refused with the nearest known one (``unknown key 'keyrng' in FILE;
+did you mean 'keyring'?``), a bad value with its key (and the environment variable it came
+from, if any).
 
 Example::
 
@@ -18,12 +20,13 @@ Example::
     rate = 10
     session_idle_timeout = 300
     sessions_per_client = 32
-    state_keys = "/etc/erlmcp-py/state-keys"
+    keyring = "/etc/erlmcp-py/keyring"
     store = "redis://127.0.0.1:6379/0"
 """
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -34,21 +37,24 @@ from erlmcp_py.core.shared import parse_store_url
 from erlmcp_py.transports.forwarded import TrustedProxies
 from erlmcp_py.transports.http_checks import public_origin
 
-__all__ = ["ENV_PREFIX", "ConfigError", "ServeConfig", "load_serve_config"]
+__all__ = ["ALIASES", "ENV_PREFIX", "ConfigError", "ServeConfig", "load_serve_config"]
 
 #: Prefix of the environment variables that override the file's keys.
 ENV_PREFIX = "ERLMCP_SERVE_"
+
+#: Other names accepted for a key (as the command line accepts ``--state-keys``).
+ALIASES = {"state_keys": "keyring"}
 
 
 class ConfigError(ValueError):
     """A configuration file that cannot be read or does not validate.
 
     Attributes:
-        problems: One line per problem, each naming its key.
+        problems: One line per problem, each naming the file and its key.
     """
 
-    def __init__(self, source: str, problems: list[str]) -> None:
-        super().__init__(f"{source}: " + "; ".join(problems))
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
         self.problems = problems
 
 
@@ -79,7 +85,7 @@ class ServeConfig(BaseModel):
     sessions_per_client: int | None = Field(None, gt=0)
     requests_per_client: int | None = Field(None, gt=0)
     suspended_per_client: int | None = Field(None, gt=0)
-    state_keys: str | None = Field(None, min_length=1)
+    keyring: str | None = Field(None, min_length=1)
     store: str | None = Field(None, min_length=1)
     auth_issuer: str | None = Field(None, min_length=1)
     auth_resource: str | None = Field(None, min_length=1)
@@ -156,6 +162,38 @@ def _from_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[
     return values, origin
 
 
+def _nearest(name: str, known: list[str]) -> str | None:
+    found = difflib.get_close_matches(name, known, n=1)
+    return found[0] if found else None
+
+
+def _unknown_keys(
+    values: Mapping[str, Any], origin: Mapping[str, str], path: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The values under their option's name (an alias replaced), and one problem per unknown
+    key, with the nearest known key."""
+    known = sorted({*ServeConfig.model_fields, *ALIASES})
+    named: dict[str, Any] = {}
+    problems = []
+    for key, value in values.items():
+        option = ALIASES.get(key, key)
+        if option in named:
+            problems.append(f"{path}: {key} is another name of {option}: give one of them")
+        elif option in ServeConfig.model_fields:
+            named[option] = value
+        if option in ServeConfig.model_fields:
+            continue
+        nearest = _nearest(key, known)
+        if key in origin:
+            variable = origin[key]
+            hint = f"; did you mean {ENV_PREFIX}{nearest.upper()}?" if nearest else ""
+            problems.append(f"unknown variable {variable} (for {path}){hint}")
+        else:
+            hint = f"; did you mean {nearest!r}?" if nearest else ""
+            problems.append(f"unknown key {key!r} in {path}{hint}")
+    return named, problems
+
+
 def load_serve_config(path: str, environ: Mapping[str, str]) -> ServeConfig:
     """Read and check a ``serve`` configuration file, with the environment's overrides.
 
@@ -165,23 +203,28 @@ def load_serve_config(path: str, environ: Mapping[str, str]) -> ServeConfig:
 
     Raises:
         ConfigError: the file cannot be read or parsed, or a key is unknown or its value bad
-            (every problem is listed, each naming its key).
+            (every problem is listed, each naming the file and its key).
     """
     try:
         with open(path, "rb") as file:
-            values: dict[str, Any] = tomllib.load(file)
+            in_file: dict[str, Any] = tomllib.load(file)
     except OSError as exc:
-        raise ConfigError(path, [f"cannot read: {exc.strerror}"]) from None
+        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, [f"not TOML: {exc}"]) from None
+        raise ConfigError([f"{path}: not TOML: {exc}"]) from None
     overrides, origin = _from_environment(environ)
-    values.update(overrides)
+    values, problems = _unknown_keys(in_file, {}, path)
+    from_environment, more = _unknown_keys(overrides, origin, path)
+    problems += more
+    origin = {ALIASES.get(key, key): name for key, name in origin.items()}
+    values.update(from_environment)
     try:
-        return ServeConfig.model_validate(values)
+        config = ServeConfig.model_validate(values)
     except ValidationError as exc:
-        problems = []
         for error in exc.errors():
             key = ".".join(str(part) for part in error["loc"]) or "(file)"
             where = f" (from {origin[key]})" if key in origin else ""
-            problems.append(f"{key}{where}: {error['msg']}")
-        raise ConfigError(path, problems) from None
+            problems.append(f"{path}: {key}{where}: {error['msg']}")
+    if problems:
+        raise ConfigError(problems)
+    return config

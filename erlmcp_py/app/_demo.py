@@ -111,7 +111,7 @@ async def _main(elicitation_timeout: float) -> None:
     command = [
         sys.executable,
         "-m",
-        "erlmcp_py.cli",
+        "erlmcp_py.app",
         "serve",
         "--dev",
         "--elicitation-timeout",

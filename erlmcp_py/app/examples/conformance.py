@@ -25,9 +25,9 @@ from typing import Any, Final
 
 import trio
 
+from erlmcp_py.app.examples.everything import SAMPLING_TIMEOUT
 from erlmcp_py.core.outcomes import Accepted, Outcome
 from erlmcp_py.core.schema import boolean_field, object_schema, string_field
-from erlmcp_py.example_everything import SAMPLING_TIMEOUT
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
 from erlmcp_py.mcp.meta import missing_capability

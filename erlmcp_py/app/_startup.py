@@ -1,0 +1,89 @@
+"""What ``erlmcp-py serve`` checks before it starts, and ``check-config`` checks the same way.
+
+Every refusal is one line (a :class:`StartupError`) naming the option at fault: the store URL,
+``--server`` (imported, and its factory called), and over HTTP the key ring, the
+authentication options, and a ``--host`` reachable from the network without authentication.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from erlmcp_py.app._keyring_file import STATE_KEYS_ENV, state_keyring
+from erlmcp_py.app._load_server import load_server
+from erlmcp_py.app._options import auth_config, http_config, is_loopback, runtime_config, store_url
+
+if TYPE_CHECKING:
+    from erlmcp_py.mcp.server import Server
+    from erlmcp_py.transports.http import HttpConfig
+
+__all__ = ["Startup", "StartupError", "check_serve"]
+
+
+class StartupError(ValueError):
+    """An option ``serve`` cannot start with; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Startup:
+    """What ``serve`` starts with.
+
+    Attributes:
+        server: The server to serve.
+        http: The HTTP transport's policy, or ``None`` for stdio.
+    """
+
+    server: Server
+    http: HttpConfig | None
+
+
+def check_serve(
+    args: argparse.Namespace, environ: Mapping[str, str], *, create_keyring: bool = True
+) -> Startup:
+    """Check ``serve``'s options (``args``) in ``environ``; what it starts with.
+
+    Args:
+        args: ``serve``'s parsed options.
+        environ: The environment (``os.environ``).
+        create_keyring: Create a missing ``--keyring`` file (``serve``), or only check that
+            it could be (``check-config``).
+
+    Raises:
+        StartupError: the first option ``serve`` cannot start with.
+    """
+    try:
+        store = store_url(args.store, environ)
+    except ValueError as exc:
+        raise StartupError(f"--store: {exc}") from None
+    config = runtime_config(
+        args.elicitation_timeout, args.dev, args.rate, locale=args.locale, store=store
+    )
+    if args.server is not None:
+        try:
+            server = load_server(args.server, config)
+        except ValueError as exc:
+            raise StartupError(f"--server {args.server}: {exc}") from None
+    else:
+        from erlmcp_py.app.examples.server import build_server
+
+        server = build_server(config)
+    if args.transport != "http":
+        return Startup(server, None)
+    try:
+        keyring = state_keyring(args.keyring, environ, create=create_keyring)
+    except ValueError as exc:
+        where = f"--keyring {args.keyring}" if args.keyring is not None else f"${STATE_KEYS_ENV}"
+        raise StartupError(f"{where}: requestState keys: {exc}") from None
+    try:
+        auth = auth_config(args, environ)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    if auth is None and not is_loopback(args.host) and not args.insecure_no_auth:
+        raise StartupError(
+            f"--host {args.host} is reachable from the network: configure authentication "
+            "(--auth-issuer, --auth-resource, --auth-jwks-url) or say --insecure-no-auth"
+        )
+    return Startup(server, http_config(args, keyring, environ))
