@@ -7,14 +7,14 @@ configuration fails when the runtime starts, with a message naming the field.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import trio
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from erlmcp_py.core.i18n import DEFAULT_LOCALE, LOCALES
-from erlmcp_py.core.outcomes import Outcome
+from erlmcp_py.core.outcomes import Outcome, Unsupported
 from erlmcp_py.core.policy import (
     LifecyclePolicy,
     Policy,
@@ -75,6 +75,10 @@ class ElicitationRequest:
         locale: the language of what the runtime itself says to the user about this question
             (re-prompt summaries, the deadline warning), one of ``"en-US"``, ``"pt-BR"``;
             ``None``: the runtime's default (:attr:`RuntimeConfig.locale`).
+
+    Every way of asking (``ctx.elicit*``, :meth:`Runtime.ask`, a request built by hand) has
+    its question's deadline checked here; ``timeout_name`` (not kept) is what the error names
+    a bad ``timeout`` by: the caller's own parameter (``ctx.elicit`` passes ``"timeout"``).
     """
 
     message: str
@@ -84,12 +88,13 @@ class ElicitationRequest:
     validator: AnswerValidator | None = None
     timeout: float | None = None
     locale: str | None = None
+    timeout_name: InitVar[str] = "ElicitationRequest.timeout"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, timeout_name: str) -> None:
         if not isinstance(self.message, str):
             raise TypeError("ElicitationRequest.message must be a str")
         if self.timeout is not None:
-            check_timeout("ElicitationRequest.timeout", self.timeout)
+            check_timeout(timeout_name, self.timeout)
         if self.validator is not None and not callable(getattr(self.validator, "validate", None)):
             raise TypeError(
                 "ElicitationRequest.validator must have a validate(content) method, got "
@@ -104,7 +109,7 @@ class ElicitationRequest:
             if self.requested_schema is None or self.url is not None:
                 raise ValueError("a form elicitation needs requested_schema and no url")
         elif self.mode == "url":
-            if not self.url or self.requested_schema is not None:
+            if self.url is None or self.requested_schema is not None:
                 raise ValueError("a url elicitation needs url and no requested_schema")
         else:
             raise ValueError(f"mode must be 'form' or 'url', got {self.mode!r}")
@@ -133,6 +138,11 @@ class ElicitationHandle:
 
     Once it has the outcome, the handle keeps only that object and lets go of the
     elicitation's record (its request, its peer).
+
+    Attributes:
+        id: The elicitation's id; empty when the client cannot be asked in this mode
+            (:attr:`unsupported`): nothing was created.
+        mode: ``"form"`` or ``"url"``.
     """
 
     __slots__ = ("_outcome", "_record", "id", "mode")
@@ -173,6 +183,13 @@ class ElicitationHandle:
             await trio.lowlevel.checkpoint()
         assert self._outcome is not None
         return self._outcome
+
+    @property
+    def unsupported(self) -> Unsupported | None:
+        """The outcome when the client cannot be asked in this mode (nothing was created and
+        nothing sent); ``None`` for an elicitation that was created."""
+        outcome = self._outcome
+        return outcome if isinstance(outcome, Unsupported) else None
 
     def outcome_nowait(self) -> Outcome:
         """The outcome if already decided.

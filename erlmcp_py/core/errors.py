@@ -38,14 +38,23 @@ class UnsafeURLError(ErlmcpError):
 
 
 class SchemaNotAllowed(ErlmcpError):
-    """A requestedSchema uses something the negotiated protocol version does not allow."""
+    """A requestedSchema uses something the negotiated protocol version does not allow.
 
-    def __init__(self, path: str, keyword: str, detail: str = "") -> None:
+    Attributes:
+        inexpressible_in: The protocol version that has no way to express this schema, which
+            a newer one allows (a multi-select for 2025-06-18): its client cannot be asked the
+            form. ``None``: no version allows the schema.
+    """
+
+    def __init__(
+        self, path: str, keyword: str, detail: str = "", *, inexpressible_in: str | None = None
+    ) -> None:
         msg = f"schema not allowed at {path or '/'}: {keyword!r}"
         super().__init__(msg + (f" ({detail})" if detail else ""))
         self.path = path
         self.keyword = keyword
         self.detail = detail
+        self.inexpressible_in = inexpressible_in
 
 
 class ElicitationNotFound(ErlmcpError):

@@ -735,7 +735,7 @@ class RequestedSchema(FrozenDict):
 
         Raises:
             SchemaNotAllowed: a multi-select has no 2025-06-18 form (keyword ``"type"`` at the
-                property).
+                property, ``inexpressible_in`` the version).
             ValueError: unknown ``version``.
         """
         if self.allowed_in(version):
@@ -747,7 +747,9 @@ class RequestedSchema(FrozenDict):
             path = _pointer("/properties", name)
             kind = _classify(prop, path)
             if kind in _MULTI:
-                raise SchemaNotAllowed(path, "type", "2025-06-18 has no multi-select")
+                raise SchemaNotAllowed(
+                    path, "type", "2025-06-18 has no multi-select", inexpressible_in=version
+                )
             if kind is not FieldKind.BOOLEAN:
                 prop.pop("default", None)
             if kind is FieldKind.TITLED_SINGLE_SELECT:

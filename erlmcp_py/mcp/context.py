@@ -3,16 +3,19 @@
 Theory of operation
 -------------------
 ``await ctx.elicit(message, form)`` turns ``form`` into a wire ``requestedSchema`` for the
-session's protocol version, a checked :class:`~erlmcp_py.core.schema.RequestedSchema` (a
-Python type through :func:`~erlmcp_py.core.typeschema.schema_for`, cached per type and
-version; a form of the form definition language through
-:func:`~erlmcp_py.core.forms.compile_form`; or a raw wire schema dict, checked once and
-down-levelled), checks the client's declared capability (no capability → ``Unsupported`` and
-nothing is sent), and hands an :class:`~erlmcp_py.actors.api.ElicitationRequest` to the runtime
-with the tool's task as owner. A question's own deadline (``timeout=`` in seconds on every
-``elicit*`` method, or a form definition's ``timeout`` in milliseconds) travels in the request;
-the runtime clamps it to the server's policy. While the outcome is pending the tool's own
-clock is paused. An ``Accepted`` answer to a typed form is an instance of the type (a model
+call's protocol version, a checked :class:`~erlmcp_py.core.schema.RequestedSchema` (a Python
+type through :func:`~erlmcp_py.core.typeschema.schema_for`, cached per type and version; a
+form of the form definition language through :func:`~erlmcp_py.core.forms.compile_form`; or
+a raw wire schema dict, checked once and down-levelled), and hands an
+:class:`~erlmcp_py.actors.api.ElicitationRequest` to the
+:class:`~erlmcp_py.actors.runtime.Runtime` through the call's
+:class:`~erlmcp_py.mcp.call_peer.CallPeer`, with the tool's task as owner. The runtime decides
+the rest in one place: the client's declared capability (none → ``Unsupported`` and nothing is
+sent), the schema for the peer's version, the URL (its policy and one DNS resolution), the
+sizes. A question's own deadline (``timeout=`` in seconds on every ``elicit*`` method, or a
+form definition's ``timeout`` in milliseconds) is checked where the request is made and travels
+in it; the runtime clamps it to the server's policy. While the outcome is pending the tool's
+own clock is paused. An ``Accepted`` answer to a typed form is an instance of the type (a model
 instance, an enum member, a bare value): the runtime's validation made it, running the type's
 own validators once, and a refusal of theirs was a re-prompt like any other.
 
@@ -21,7 +24,8 @@ A question that may not go out in form mode -- a secret, by
 name list of the server's policy), or a form definition that needs URL mode -- is asked on
 the server's hosted page instead: a URL-mode elicitation whose URL is a single-use ticket of
 ``runtime.pages`` (served by the HTTP transport at ``/elicit/{token}``), closed when the
-elicitation ends. Without a page it is refused (``SchemaNotAllowed`` naming the field and why).
+elicitation ends; on 2026-07-28 it is a question of the round like any other. Without a page it
+is refused (``SchemaNotAllowed`` naming the field and why).
 On 2026-07-28 the page's answer reaches the suspended call that asked, in this process: a
 server that keeps no call between rounds (``mrtr="replay"``) refuses such a question the same
 way, and a call replayed elsewhere asks it again on that process's page (docs/mrtr.md).
@@ -31,14 +35,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.pages import PageQuestion, PageRegistry
+from erlmcp_py.actors.api import AnswerValidator, ElicitationHandle, ElicitationRequest
+from erlmcp_py.actors.pages import PageQuestion
 from erlmcp_py.actors.peer import (
     AnswerTooLarge,
     Peer,
@@ -47,7 +51,7 @@ from erlmcp_py.actors.peer import (
     PeerResponse,
     Recorded,
 )
-from erlmcp_py.actors.urlcheck import check_url
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.forms import (
     CompiledForm,
@@ -60,7 +64,6 @@ from erlmcp_py.core.forms import (
     validate_form_answer,
 )
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant, Unsupported
-from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import (
     RequestedSchema,
     boolean_field,
@@ -69,14 +72,15 @@ from erlmcp_py.core.schema import (
     string_field,
 )
 from erlmcp_py.core.sensitive import (
-    DEFAULT_SENSITIVE_NAMES,
     SensitiveField,
     form_type_sensitive_fields,
     schema_sensitive_fields,
     strip_sensitive_markers,
 )
 from erlmcp_py.core.typeschema import FormType, schema_for
+from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import ValidationResult, compile_validator
+from erlmcp_py.mcp.call_peer import CallPeer
 from erlmcp_py.mcp.client_results import (
     Root,
     SampledMessage,
@@ -91,11 +95,8 @@ from erlmcp_py.mcp.versions import ClientCapabilities
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
-    from erlmcp_py.mcp.session import RequestPeer
 
 __all__ = ["Context"]
-
-T = TypeVar("T")
 
 FormLike = type | FormType[Any] | FormDefinition | CompiledForm | Mapping[str, Any]
 """What ``ctx.elicit`` accepts as a form (see :meth:`Context.elicit`)."""
@@ -124,7 +125,7 @@ class _Prepared:
     ``page_schema`` with ``widgets``."""
 
     schema: RequestedSchema | None
-    validator: Any
+    validator: AnswerValidator
     page_schema: Mapping[str, Any] = field(default_factory=dict)
     widgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     needs_page: str | None = None
@@ -133,7 +134,7 @@ class _Prepared:
 
 def _on_page(
     schema: Mapping[str, Any],
-    validator: Any,
+    validator: AnswerValidator,
     found: tuple[SensitiveField, ...],
 ) -> _Prepared:
     return _Prepared(
@@ -143,12 +144,6 @@ def _on_page(
         widgets={f.name: {"sensitive": True} for f in found},
         needs_page="; ".join(f.describe() for f in found),
     )
-
-
-def _checked_timeout(timeout: float | None) -> float | None:
-    """``timeout`` checked before anything is decided (a bad one is an error even when the
-    client cannot be asked)."""
-    return None if timeout is None else check_timeout("timeout", timeout)
 
 
 def _form_widgets(compiled: CompiledForm) -> dict[str, dict[str, Any]]:
@@ -197,11 +192,11 @@ def _titled(options: Options) -> dict[str, str]:
 #: Seconds a ``notifications/cancelled`` for an abandoned request of ours may take to send.
 _CANCEL_NOTICE_S = 5.0
 
-#: What a question is asked within when the peer does not count them (a session's peer).
-_UNCOUNTED: AbstractContextManager[None] = nullcontext()
+#: What names a bad ``timeout`` of a question in its error: the ``elicit*`` methods' parameter.
+_TIMEOUT: Final = "timeout"
 
 
-async def _tell_cancelled(peer: Any, request_id: str, reason: str) -> None:
+async def _tell_cancelled(peer: Peer, request_id: str, reason: str) -> None:
     """Tell a session's client we no longer wait for ``request_id`` (2026-07-28 has no
     server→client request to cancel: its peer sends nothing)."""
     with suppress(PeerGone):
@@ -213,10 +208,20 @@ async def _tell_cancelled(peer: Any, request_id: str, reason: str) -> None:
 class Context:
     """Per-call services for a tool. Annotate a tool parameter with it to receive one.
 
+    Args:
+        peer: The client as this call sees it (the session's request peer, or a 2026-07-28
+            call's :class:`~erlmcp_py.mcp.mrtr.MrtrPeer`): everything the call asks and
+            notifies goes through it.
+        runtime: The elicitation runtime that asks.
+        url_policy: The policy of a form definition's URL fields (the server's).
+        server: The server this call belongs to (:attr:`server`; the hosted page names it and
+            the tool when it asks).
+
     Attributes:
         request_id: The JSON-RPC id of the ``tools/call``.
         tool_name: The tool being called.
         tenant: The tenant scope of every runtime call made for this client.
+        runtime: The elicitation runtime (e.g. for ``complete_elicitation``).
         clock: The tool's time budget (paused while an elicitation is pending).
         locale: The language the client asked for (``"en-US"`` or ``"pt-BR"``: declared in
             ``_meta``, else its HTTP ``Accept-Language``), or ``None`` (the server's default).
@@ -225,11 +230,10 @@ class Context:
     """
 
     __slots__ = (
-        "_asking",
         "_last_progress",
         "_peer",
-        "_progress_token",
         "_server",
+        "_url_policy",
         "clock",
         "locale",
         "request_id",
@@ -241,29 +245,26 @@ class Context:
     def __init__(
         self,
         *,
+        peer: CallPeer,
+        runtime: Runtime,
+        url_policy: UrlPolicy,
         server: Server,
-        peer: RequestPeer,
-        runtime: Any,
         tenant: Tenant,
         request_id: str | int,
         tool_name: str,
         clock: ToolClock,
-        progress_token: str | int | None,
         locale: str | None = None,
     ) -> None:
-        self._server = server
-        self.locale = locale
         self._peer = peer
         self.runtime = runtime
+        self._url_policy = url_policy
+        self._server = server
+        self.locale = locale
         self.tenant = tenant
         self.request_id = request_id
         self.tool_name = tool_name
         self.clock = clock
-        self._progress_token = progress_token
         self._last_progress: dict[str | int, float] | None = None  # per token, once reported
-        # Entered around each question, from its start to its answer: an MrtrPeer counts them,
-        # so that a 2026-07-28 round ends only once every question begun is recorded.
-        self._asking: AbstractContextManager[None] = getattr(peer, "asking", _UNCOUNTED)
 
     # -- what the client is -------------------------------------------------------------------
 
@@ -277,13 +278,12 @@ class Context:
         call right now; between rounds, while the tool waits for the retry, the token of the
         latest request (progress reported then is dropped: its response has gone).
         """
-        token = getattr(self._peer, "progress_token", self._progress_token)  # MrtrPeer: live
-        return token if type(token) in (str, int) else None
+        return self._peer.progress_token
 
     @property
     def protocol_version(self) -> str:
         """The negotiated protocol version."""
-        return self._peer.session.protocol_version
+        return self._peer.protocol_version
 
     @property
     def peer_id(self) -> str:
@@ -297,11 +297,7 @@ class Context:
     @property
     def client_capabilities(self) -> ClientCapabilities:
         """What the client declared (``initialize``, or this request's ``_meta`` on 2026-07-28)."""
-        session = self._peer.session
-        caps = getattr(session, "client_capabilities", None)  # session era
-        if caps is None:
-            caps = getattr(session, "capabilities", None)  # 2026-07-28 (MrtrPeer)
-        return caps if isinstance(caps, ClientCapabilities) else ClientCapabilities()
+        return self._peer.capabilities
 
     @property
     def server(self) -> Server:
@@ -344,7 +340,7 @@ class Context:
             PeerGone: the client went away.
             trio.TooSlowError: no answer in time.
         """
-        peer: Any = self._keyed_peer(key)
+        peer = self._keyed_peer(key)
         request_id = f"{method.replace('/', '-')[:40]}-{secrets.token_hex(8)}"
         done = trio.Event()
         answer: list[PeerResponse] = []
@@ -354,7 +350,7 @@ class Context:
             done.set()
 
         try:
-            with self._asking, self.clock.pause(), trio.move_on_after(timeout):
+            with peer.asking, self.clock.pause(), trio.move_on_after(timeout):
                 await peer.send_request(
                     method, dict(params), request_id=request_id, on_response=on_response
                 )
@@ -461,8 +457,16 @@ class Context:
     # -- form mode ----------------------------------------------------------------------------
 
     def _prepare(self, form: FormLike) -> _Prepared:
-        version = self.protocol_version
-        names = getattr(self.runtime, "sensitive_names", DEFAULT_SENSITIVE_NAMES)
+        """``form`` as the wire schema for this call's protocol version and its validator, or
+        as a question for the hosted page.
+
+        Raises:
+            SchemaNotAllowed: the form is outside the MCP subset, or cannot be expressed for
+                this call's version (``inexpressible_in``).
+            TypeError: the type cannot be a form.
+        """
+        version = self._peer.protocol_version
+        names = self.runtime.sensitive_names
         if isinstance(form, type):  # the common case, first: a class is never a FormType
             form = schema_for(form)
         if isinstance(form, FormType):
@@ -478,7 +482,7 @@ class Context:
                     form.form if isinstance(form, CompiledForm) else form,
                     version,
                     sensitive_names=names,
-                    url_policy=self._server.url_policy,
+                    url_policy=self._url_policy,
                 )
             )
             if compiled.requested_schema is None:
@@ -502,7 +506,7 @@ class Context:
                         form,
                         version,
                         sensitive_names=names,
-                        url_policy=self._server.url_policy,
+                        url_policy=self._url_policy,
                     )
                 )
             found = schema_sensitive_fields(form, names)
@@ -553,52 +557,48 @@ class Context:
             ValueError: ``timeout`` is not a positive, finite number of seconds.
             RateLimited, TooManyElicitations: the runtime refused to ask now.
         """
-        timeout = _checked_timeout(timeout)
-        if not self._peer.supports("form"):
-            return Unsupported("form")
         peer = self._keyed_peer(key)
         try:
             prepared = self._prepare(form)
         except SchemaNotAllowed as exc:
-            if exc.keyword == "type" and "2025-06-18" in str(exc.detail):
+            if exc.inexpressible_in is not None:
                 return Unsupported("form")  # e.g. a multi-select for a 2025-06-18 client
             raise
         deadline = prepared.timeout if timeout is None else timeout
         if prepared.schema is None:
-            outcome = await self._ask_on_page(message, prepared, peer, deadline)
-        else:
-            request = ElicitationRequest(
-                message=message,
-                mode="form",
-                requested_schema=prepared.schema,
-                validator=prepared.validator,
-                timeout=deadline,
-                locale=self.locale,
+            return await self._ask_on_page(message, prepared, peer, deadline)
+        request = ElicitationRequest(
+            message,
+            "form",
+            requested_schema=prepared.schema,
+            validator=prepared.validator,
+            timeout=deadline,
+            locale=self.locale,
+            timeout_name=_TIMEOUT,
+        )
+        # The tool clock pauses while the human is asked. Created and awaited here, in the
+        # tool's own frame: a pending question keeps no frame of a helper.
+        with peer.asking, self.clock.pause():
+            handle = await self.runtime.create_elicitation(
+                request, peer=peer, tenant=self.tenant, charge=peer.count_question()
             )
-            charge = self._charge()
-            # The tool clock pauses while the human is asked. Created and awaited here, in
-            # the tool's own frame: a pending question keeps no frame of a helper.
-            with self._asking, self.clock.pause():
-                handle: ElicitationHandle = await self.runtime.create_elicitation(
-                    request, peer=peer, tenant=self.tenant, **charge
-                )
-                outcome = await handle.outcome()
-        return outcome
+            return await handle.outcome()
 
     async def _ask_on_page(
-        self, message: str, prepared: _Prepared, peer: Peer, timeout: float | None
+        self, message: str, prepared: _Prepared, peer: CallPeer, timeout: float | None
     ) -> Outcome:
         """Ask a question that may not go out in form mode on the server's hosted page: a
-        URL-mode elicitation whose URL is a single-use page token, closed when it ends."""
-        pages: PageRegistry | None = getattr(self.runtime, "pages", None)
-        if pages is None or not pages.available:
+        URL-mode elicitation whose URL is a single-use page token, closed when it ends. It is
+        a question of the round like any other (``peer.asking``)."""
+        pages = self.runtime.pages
+        if not pages.available:
             raise SchemaNotAllowed(
                 "",
                 "mode",
                 f"{prepared.needs_page}; the MCP spec forbids asking for it in form mode and "
                 "this server serves no hosted elicitation page to ask it on (serve over HTTP)",
             )
-        if not getattr(self._peer, "keeps_call", True):  # 2026-07-28 with mrtr="replay"
+        if not peer.keeps_call:  # 2026-07-28 with mrtr="replay"
             raise SchemaNotAllowed(
                 "",
                 "mode",
@@ -607,35 +607,37 @@ class Context:
                 "rounds: this server keeps none (--mrtr replay); serve with --mrtr auto or "
                 "suspend",
             )
-        if not peer.supports("url"):
-            return Unsupported("url")
-        spec = self._server.tools.get(self.tool_name)
+        server = self._server
+        spec = server.tools.get(self.tool_name)
         question = PageQuestion(
             message,
             prepared.page_schema,
             prepared.widgets,
-            server=self._server.title or self._server.name,
+            server=server.title or server.name,
             tool=(spec.title if spec is not None else None) or self.tool_name,
         )
-        ticket = await pages.open(question, self.tenant)
-        try:
-            request = ElicitationRequest(
-                message=message,
-                mode="url",
-                url=ticket.url,
-                validator=prepared.validator,
-                timeout=timeout,
-                locale=self.locale,
-            )
-            handle: ElicitationHandle = await self.runtime.create_elicitation(
-                request, peer=peer, tenant=self.tenant, **self._charge()
-            )
-            await pages.bind(ticket, handle.id)
-            return await self._wait(handle)
-        finally:
-            await pages.close(ticket)
+        with peer.asking, self.clock.pause():
+            ticket = await pages.open(question, self.tenant)
+            try:
+                request = ElicitationRequest(
+                    message,
+                    "url",
+                    url=ticket.url,
+                    validator=prepared.validator,
+                    timeout=timeout,
+                    locale=self.locale,
+                    timeout_name=_TIMEOUT,
+                )
+                handle = await self.runtime.create_elicitation(
+                    request, peer=peer, tenant=self.tenant, charge=peer.count_question()
+                )
+                if handle.unsupported is None:
+                    await pages.bind(ticket, handle.id)
+                return await handle.outcome()
+            finally:
+                await pages.close(ticket)
 
-    def _keyed_peer(self, key: str | None) -> Peer:
+    def _keyed_peer(self, key: str | None) -> CallPeer:
         """This call's peer; on 2026-07-28 with ``key`` as the key of the next input request.
 
         Raises:
@@ -645,26 +647,7 @@ class Context:
             return self._peer
         if not isinstance(key, str) or not key:
             raise TypeError("key must be a non-empty str")
-        with_key = getattr(self._peer, "with_key", None)  # MrtrPeer (2026-07-28) only
-        return self._peer if with_key is None else with_key(key)
-
-    def _charge(self) -> dict[str, bool]:
-        """The rate-limit keyword of one new question: on 2026-07-28 a replayed call asks
-        its earlier questions again, and the client was charged for those already."""
-        count_question = getattr(self._peer, "count_question", None)  # MrtrPeer only
-        if count_question is None or count_question():
-            return {}
-        return {"charge": False}
-
-    async def _create(self, request: ElicitationRequest) -> ElicitationHandle:
-        handle: ElicitationHandle = await self.runtime.create_elicitation(
-            request, peer=self._peer, tenant=self.tenant, **self._charge()
-        )
-        return handle
-
-    async def _wait(self, handle: ElicitationHandle) -> Outcome:
-        with self.clock.pause():
-            return await handle.outcome()
+        return self._peer.with_key(key)
 
     async def _elicit_field(
         self, message: str, name: str, prop: dict[str, Any], timeout: float | None
@@ -749,14 +732,15 @@ class Context:
             UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
             TypeError, ValueError: ``timeout`` is not a positive, finite number of seconds.
         """
-        timeout = _checked_timeout(timeout)
-        checked = await check_url(url, self._server.url_policy, resolver=self._server.url_resolver)
-        if not self.supports("url"):
-            return Unsupported("url")
         request = ElicitationRequest(
-            message=message, mode="url", url=checked, timeout=timeout, locale=self.locale
+            message, "url", url=url, timeout=timeout, locale=self.locale, timeout_name=_TIMEOUT
         )
-        return await self._create(request)
+        peer = self._peer
+        handle = await self.runtime.create_elicitation(
+            request, peer=peer, tenant=self.tenant, charge=peer.count_question()
+        )
+        unsupported = handle.unsupported
+        return handle if unsupported is None else unsupported
 
     async def elicit_url(self, message: str, url: str, *, timeout: float | None = None) -> Outcome:
         """Send the user to ``url`` (consent first) and wait until the application completes.
@@ -770,15 +754,16 @@ class Context:
         Raises:
             UnsafeURLError: ``url`` is refused by the URL policy (nothing is sent).
         """
-        with self._asking:
+        with self._peer.asking:
             handle = await self.begin_elicit_url(message, url, timeout=timeout)
             if isinstance(handle, Unsupported):
                 return handle
-            return await self._wait(handle)
+            return await self.wait(handle)
 
     async def wait(self, handle: ElicitationHandle) -> Outcome:
         """Wait for a handle from :meth:`begin_elicit_url` (the tool clock pauses)."""
-        return await self._wait(handle)
+        with self.clock.pause():
+            return await handle.outcome()
 
     # -- progress and logging -----------------------------------------------------------------
 
@@ -809,7 +794,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._peer.session.notify("notifications/progress", params)
+        await self._peer.notify("notifications/progress", params)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` when ``level`` is at or above the client's level.
@@ -823,7 +808,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._peer.session.notify("notifications/message", params)
+        await self._peer.notify("notifications/message", params)
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
         """:meth:`log` at ``debug``."""

@@ -157,7 +157,6 @@ __all__ = [
     "PRINCIPAL_BUSY",
     "Attached",
     "ContinuationRegistry",
-    "KeyedPeer",
     "MrtrPeer",
     "NotificationSink",
     "RequestStateRefused",
@@ -284,7 +283,9 @@ class _Continuation:
     __slots__ = (
         "asked",
         "asking",
+        "asking_scope",
         "attached",
+        "capabilities",
         "digest",
         "discarded",
         "done",
@@ -313,10 +314,11 @@ class _Continuation:
         "waiter",
     )
 
-    def __init__(self, principal: str, digest: str) -> None:
+    def __init__(self, principal: str, digest: str, capabilities: ClientCapabilities) -> None:
         self.id = secrets.token_urlsafe(16)
         self.principal = principal
         self.digest = digest
+        self.capabilities = capabilities  # as declared on the latest request
         self.outstanding: dict[str, _InputRequest] = {}
         self.final: Mapping[str, Any] | JsonRpcError | None = None
         self.done = False
@@ -345,6 +347,7 @@ class _Continuation:
         self.asked = 0
         self.questions = 0
         self.asking = 0  # questions of the tool between their start and their answer
+        self.asking_scope = _Asking(self)  # what counts them (MrtrPeer.asking)
         self.ended = 0  # questions of the tool that ended, in all
         self.ended_seen = 0  # ``ended`` when the latest round was decided
         self.discarded = False
@@ -389,29 +392,28 @@ class _Asking:
 
 
 class MrtrPeer:
-    """The runtime's :class:`~erlmcp_py.actors.peer.Peer` for one stateless call.
+    """The :class:`~erlmcp_py.mcp.call_peer.CallPeer` of one stateless call.
 
     ``send_request`` records the request as an input request of the pending
-    ``InputRequiredResult``; the retry's ``inputResponses`` answer it. Notifications go to the
-    sink of the request attached right now, and are dropped (and counted) between rounds (see
-    the module docstring). It also stands in for the session a
-    :class:`~erlmcp_py.mcp.context.Context` reads (``session.protocol_version``,
-    ``session.notify``, ``progress_token``).
+    ``InputRequiredResult`` (under this peer's key, when it has one: :meth:`with_key`); the
+    retry's ``inputResponses`` answer it. Notifications go to the sink of the request attached
+    right now, and are dropped (and counted) between rounds (see the module docstring).
 
     Attributes:
         protocol_version: The request's protocol version.
-        capabilities: The client's capabilities, as declared on the latest request.
         keeps_call: Whether the call stays in this process between rounds (``False`` when
             the registry runs ``mrtr="replay"``): what the server's hosted page needs, whose
             answer reaches only the suspended call that asked.
+        asking: ``with peer.asking:`` around each question the tool asks, from its start to
+            its answer: a round does not end while a question is on its way to being recorded.
     """
 
     __slots__ = (
         "_cont",
         "_counters",
+        "_key",
         "_peer_id",
         "asking",
-        "capabilities",
         "keeps_call",
         "protocol_version",
     )
@@ -420,21 +422,19 @@ class MrtrPeer:
         self,
         cont: _Continuation,
         peer_id: str,
-        capabilities: ClientCapabilities,
         protocol_version: str,
         counters: Counter[str] | None = None,
         *,
         keeps_call: bool = True,
+        key: str | None = None,
     ) -> None:
         self._cont = cont
         self._peer_id = peer_id
         self._counters: Counter[str] = Counter() if counters is None else counters
-        self.capabilities = capabilities
+        self._key = key
         self.protocol_version = protocol_version
         self.keeps_call = keeps_call
-        #: ``with peer.asking:`` around each question the tool asks, from its start to its
-        #: answer: a round does not end while a question is on its way to being recorded.
-        self.asking = _Asking(cont)
+        self.asking = cont.asking_scope
 
     @property
     def peer_id(self) -> str:
@@ -442,9 +442,9 @@ class MrtrPeer:
         return self._peer_id
 
     @property
-    def session(self) -> MrtrPeer:
-        """Itself (what a ``Context`` calls the session)."""
-        return self
+    def capabilities(self) -> ClientCapabilities:
+        """The client's capabilities, as declared on the latest request of the call."""
+        return self._cont.capabilities
 
     @property
     def progress_token(self) -> str | int | None:
@@ -454,7 +454,7 @@ class MrtrPeer:
 
     def supports(self, mode: str) -> bool:
         """Whether the latest request declared elicitation in ``mode``."""
-        return self.capabilities.supports(mode)
+        return self._cont.capabilities.supports(mode)
 
     def count_question(self) -> bool:
         """Count one new elicitation of the tool; whether the client is charged a rate token
@@ -464,14 +464,21 @@ class MrtrPeer:
         cont.questions += 1
         return cont.questions > cont.asked
 
-    def with_key(self, key: str) -> KeyedPeer:
+    def with_key(self, key: str) -> MrtrPeer:
         """This peer, recording its requests under ``key`` in ``inputRequests``.
 
         A tool names its input requests this way (``ctx.elicit(..., key="user_name")``); a
         re-prompt of the same elicitation keeps the key. While a request under ``key`` is
         outstanding, another one gets ``<key>-<n>``.
         """
-        return KeyedPeer(self, key)
+        return MrtrPeer(
+            self._cont,
+            self._peer_id,
+            self.protocol_version,
+            self._counters,
+            keeps_call=self.keeps_call,
+            key=key,
+        )
 
     async def send_request(
         self,
@@ -480,14 +487,15 @@ class MrtrPeer:
         *,
         request_id: str,
         on_response: Callable[[PeerResponse], None],
-        key: str | None = None,
     ) -> None:
-        """Record the request for the next ``InputRequiredResult``, under ``key`` if given
-        (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``). In a replay, a request
-        the retry's state has an answer for (the same method and params) is answered with it
-        at once; so is a request under a ``key`` the first call's ``inputResponses`` answer."""
+        """Record the request for the next ``InputRequiredResult``, under this peer's key if
+        it has one (default: ``<method prefix>-<n>``, e.g. ``elicitation-1``). In a replay, a
+        request the retry's state has an answer for (the same method and params) is answered
+        with it at once; so is a request under a key the first call's ``inputResponses``
+        answer."""
         await trio.lowlevel.checkpoint()
         cont = self._cont
+        key = self._key
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
@@ -820,7 +828,7 @@ class ContinuationRegistry:
             self._refuse("in_use", "in_use")
         methods = {key: request.method for key, request in cont.outstanding.items()}
         answers = self._checked_responses(params.get("inputResponses"), methods)
-        cont.peer.capabilities = capabilities
+        cont.capabilities = capabilities
         for key, response in answers.items():
             request = cont.outstanding.pop(key)
             cont.journal.append((request.question, response))
@@ -857,14 +865,9 @@ class ContinuationRegistry:
             )
         if isinstance(admission, Shed):
             self._shed(admission)
-        cont = _Continuation(principal, digest)
+        cont = _Continuation(principal, digest, capabilities)
         cont.peer = MrtrPeer(
-            cont,
-            client_id,
-            capabilities,
-            protocol_version,
-            self.counters,
-            keeps_call=self.mrtr != "replay",
+            cont, client_id, protocol_version, self.counters, keeps_call=self.mrtr != "replay"
         )
         self._entries.add(principal, cont.id, cont)
         return cont
@@ -1166,52 +1169,6 @@ def _free_key(cont: _Continuation, key: str | None, method: str) -> str:
         candidate = f"{prefix}-{next(cont.keys)}"
         if candidate not in cont.outstanding:
             return candidate
-
-
-class KeyedPeer:
-    """An :class:`MrtrPeer` whose requests are recorded under one chosen ``inputRequests``
-    key (see :meth:`MrtrPeer.with_key`); everything else is the peer's own."""
-
-    __slots__ = ("_key", "_peer")
-
-    def __init__(self, peer: MrtrPeer, key: str) -> None:
-        self._peer = peer
-        self._key = key
-
-    @property
-    def peer_id(self) -> str:
-        """The peer's rate-limit key."""
-        return self._peer.peer_id
-
-    @property
-    def protocol_version(self) -> str:
-        """The peer's protocol version."""
-        return self._peer.protocol_version
-
-    def supports(self, mode: str) -> bool:
-        """Whether the latest request declared elicitation in ``mode``."""
-        return self._peer.supports(mode)
-
-    async def send_request(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-    ) -> None:
-        """Record the request under this peer's key."""
-        await self._peer.send_request(
-            method, params, request_id=request_id, on_response=on_response, key=self._key
-        )
-
-    def forget_request(self, request_id: str) -> None:
-        """See :meth:`MrtrPeer.forget_request`."""
-        self._peer.forget_request(request_id)
-
-    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
-        """See :meth:`MrtrPeer.send_notification`."""
-        await self._peer.send_notification(method, params)
 
 
 def _log_wanted(requested: str | None, level: object) -> bool:

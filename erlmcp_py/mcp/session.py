@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
@@ -44,6 +44,7 @@ import structlog
 import trio
 
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError, PeerGone, PeerResponse
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.context import Context
@@ -137,7 +138,7 @@ class ServerSession:
     def __init__(
         self,
         server: Server,
-        runtime: Any,
+        runtime: Runtime,
         send: Send,
         nursery: trio.Nursery,
         *,
@@ -641,15 +642,16 @@ class ServerSession:
     ) -> Context:
         """The ``Context`` of the tool or prompt request ``id``: it asks through this session,
         related to that request."""
+        server = self._server
         return Context(
-            server=self._server,
-            peer=RequestPeer(self, id),
+            peer=RequestPeer(self, id, progress_token),
             runtime=self._runtime,
+            url_policy=server.url_policy,
+            server=server,
             tenant=self.tenant,
             request_id=id,
             tool_name=name,
             clock=clock,
-            progress_token=progress_token,
             locale=self.locale,
         )
 
@@ -683,32 +685,58 @@ def _progress_token(params: Params | None) -> str | int | None:
 
 
 class RequestPeer:
-    """The session as seen by one ``tools/call`` (or ``prompts/get``): the ``Peer`` its
-    elicitations go through.
+    """The session as seen by one ``tools/call`` (or ``prompts/get``): the
+    :class:`~erlmcp_py.mcp.call_peer.CallPeer` its ``Context`` and its elicitations go through.
 
     It carries the id of the originating request, so that a transport that can (Streamable
-    HTTP) sends ``elicitation/create`` on that request's stream. On stdio it just delegates.
+    HTTP) sends ``elicitation/create`` on that request's stream, and the request's progress
+    token. A session has no rounds: every question is charged, keys are not sent (requests
+    have JSON-RPC ids), and the call stays in this process while it asks.
     """
 
-    __slots__ = ("related_request_id", "session")
+    __slots__ = ("_session", "progress_token", "related_request_id")
 
-    def __init__(self, session: ServerSession, related_request_id: RequestId) -> None:
-        self.session = session
+    #: A session's call stays in this process while it asks (the hosted page may answer it).
+    keeps_call: Final = True
+    #: A session has no rounds to count questions for.
+    asking: Final[AbstractContextManager[None]] = nullcontext()
+
+    def __init__(
+        self,
+        session: ServerSession,
+        related_request_id: RequestId,
+        progress_token: str | int | None = None,
+    ) -> None:
+        self._session = session
         self.related_request_id = related_request_id
+        self.progress_token = progress_token
 
     @property
     def peer_id(self) -> str:
         """The session's client key (the runtime's rate-limit key; its id by default)."""
-        return self.session.client_key
+        return self._session.client_key
 
     @property
     def protocol_version(self) -> str:
         """The session's negotiated protocol version."""
-        return self.session.protocol_version
+        return self._session.protocol_version
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        """What the client declared in ``initialize``."""
+        return self._session.client_capabilities
 
     def supports(self, mode: str) -> bool:
         """Whether the client declared elicitation in ``mode``."""
-        return self.session.client_capabilities.supports(mode)  # ServerSession.supports
+        return self._session.client_capabilities.supports(mode)
+
+    def count_question(self) -> bool:
+        """Every question of a session is charged."""
+        return True
+
+    def with_key(self, key: str) -> RequestPeer:
+        """Itself: a session's requests are named by their JSON-RPC ids."""
+        return self
 
     async def send_request(
         self,
@@ -721,7 +749,7 @@ class RequestPeer:
         """See :meth:`ServerSession.send_request`."""
         token = RELATED_REQUEST.set(self.related_request_id)
         try:
-            await self.session.send_request(
+            await self._session.send_request(
                 method, params, request_id=request_id, on_response=on_response
             )
         finally:
@@ -729,21 +757,25 @@ class RequestPeer:
 
     def forget_request(self, request_id: str) -> None:
         """See :meth:`ServerSession.forget_request`."""
-        self.session.forget_request(request_id)
+        self._session.forget_request(request_id)
 
     async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
         """See :meth:`ServerSession.send_notification`."""
         token = RELATED_REQUEST.set(self.related_request_id)
         try:
-            await self.session.send_notification(method, params)
+            await self._session.send_notification(method, params)
         finally:
             RELATED_REQUEST.reset(token)
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """See :meth:`ServerSession.notify` (the tool's progress and log messages)."""
+        await self._session.notify(method, params)
 
 
 @asynccontextmanager
 async def open_session(
     server: Server,
-    runtime: Any,
+    runtime: Runtime,
     send: Send,
     *,
     peer_id: str | None = None,

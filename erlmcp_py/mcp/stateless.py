@@ -53,7 +53,9 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import structlog
 import trio
 
+from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import features, jsonrpc
@@ -116,7 +118,7 @@ class StatelessEndpoint:
     def __init__(
         self,
         server: Server,
-        runtime: Any,
+        runtime: Runtime,
         registry: ContinuationRegistry,
         *,
         principal: str = "local",
@@ -318,8 +320,8 @@ class StatelessEndpoint:
             declared = params["_meta"].get(LOCALE_META_KEY)  # ``meta`` was read from it
             locale = client_locale(declared, accept_language)
             if request.method == "tools/call":
-                return self._tool_runner(request, meta, tenant, locale)
-            return self._prompt_runner(request, meta, tenant, locale)
+                return self._tool_runner(request, tenant, locale)
+            return self._prompt_runner(request, tenant, locale)
 
         if "requestState" in params:
             return self.registry.resume(
@@ -353,25 +355,23 @@ class StatelessEndpoint:
         request_id: RequestId,
         name: str,
         clock: ToolClock,
-        meta: RequestMeta,
         tenant: Tenant,
         locale: str | None,
     ) -> Context:
+        server = self.server
         return Context(
-            server=self.server,
-            peer=cast(Any, peer),  # duck-types RequestPeer (peer_id, supports, session)
+            peer=peer,
             runtime=self.runtime,
+            url_policy=server.url_policy,
+            server=server,
             tenant=tenant,
             request_id=request_id,
             tool_name=name,
             clock=clock,
-            progress_token=meta.progress_token,
             locale=locale,
         )
 
-    def _tool_runner(
-        self, request: Request, meta: RequestMeta, tenant: Tenant, locale: str | None
-    ) -> RunCall:
+    def _tool_runner(self, request: Request, tenant: Tenant, locale: str | None) -> RunCall:
         """Check a ``tools/call``; what runs its tool with a given peer."""
         params = parse_params(CallToolParams, request.params, request.id)
         spec = self.server.tools.get(params.name)
@@ -382,7 +382,7 @@ class StatelessEndpoint:
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any]:
             def context(clock: ToolClock) -> Context:
-                return self._context(peer, request.id, spec.name, clock, meta, tenant, locale)
+                return self._context(peer, request.id, spec.name, clock, tenant, locale)
 
             try:
                 return await run_tool(spec, params.arguments, context, log)
@@ -392,16 +392,14 @@ class StatelessEndpoint:
 
         return run
 
-    def _prompt_runner(
-        self, request: Request, meta: RequestMeta, tenant: Tenant, locale: str | None
-    ) -> RunCall:
+    def _prompt_runner(self, request: Request, tenant: Tenant, locale: str | None) -> RunCall:
         """Check a ``prompts/get``; what renders its prompt with a given peer."""
         features.check_prompt(self.server, request)
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any]:
             def context(name: str) -> Context:
                 clock = ToolClock(trio.CancelScope(), None)  # a prompt has no time budget
-                return self._context(peer, request.id, name, clock, meta, tenant, locale)
+                return self._context(peer, request.id, name, clock, tenant, locale)
 
             return await features.answer(self.server, request, context)
 
@@ -547,7 +545,7 @@ class SessionStateless:
         await self._send(jsonrpc.encode_notification(method, dict(params)))
 
 
-def state_ttl_for(config: Any) -> float:
+def state_ttl_for(config: RuntimeConfig) -> float:
     """A ``requestState`` lifetime that outlives any first deadline of the runtime.
 
     The longest default deadline (form or URL mode) plus a minute for the retry to arrive.
@@ -561,7 +559,7 @@ def state_ttl_for(config: Any) -> float:
 
 async def open_for_session(
     server: Server,
-    runtime: Any,
+    runtime: Runtime,
     *,
     nursery: trio.Nursery,
     send: Send,
@@ -586,10 +584,8 @@ async def open_for_session(
         **registry_options: Keyword arguments of :class:`ContinuationRegistry`; by default
             ``state_ttl`` follows the runtime's deadlines (:func:`state_ttl_for`).
     """
-
-    config = getattr(runtime, "config", None)
-    if "state_ttl" not in registry_options and config is not None:
-        registry_options["state_ttl"] = state_ttl_for(config)
+    if "state_ttl" not in registry_options:
+        registry_options["state_ttl"] = state_ttl_for(runtime.config)
 
     async def host(*, task_status: trio.TaskStatus[SessionStateless]) -> None:
         async with trio.open_nursery() as inner:

@@ -25,6 +25,7 @@ from typing import Any
 import structlog
 import trio
 
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession, open_session
@@ -104,7 +105,7 @@ class LineSplitter:
 
 async def serve_stream(
     server: Server,
-    runtime: object,
+    runtime: Runtime,
     receive: trio.abc.ReceiveStream,
     send: trio.abc.SendStream,
     *,

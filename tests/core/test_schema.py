@@ -158,6 +158,8 @@ def test_sep1330_multi_selects_cannot_go_to_2025_06_18() -> None:
     with pytest.raises(SchemaNotAllowed) as info:
         downlevel(SEP1330_ENUMS, OLD)
     assert (info.value.path, info.value.keyword) == ("/properties/untitledMulti", "type")
+    assert info.value.inexpressible_in == OLD  # a valid form a 2025-06-18 client cannot get
+    assert err.inexpressible_in is None  # checked as written: refused, not down-levelled
 
 
 def test_builders_reproduce_the_conformance_schemas_exactly() -> None:
@@ -492,8 +494,9 @@ def test_downlevel_newer_versions_is_a_checked_copy(version: str) -> None:
 
 
 def test_downlevel_refuses_what_the_newest_version_refuses() -> None:
-    with pytest.raises(SchemaNotAllowed):
+    with pytest.raises(SchemaNotAllowed) as info:
         downlevel(form(a={"type": "string", "pattern": "x"}), OLD)
+    assert info.value.inexpressible_in is None  # no version has it
 
 
 def test_downlevel_accepts_frozen_schemas() -> None:

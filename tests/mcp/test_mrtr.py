@@ -411,6 +411,51 @@ async def test_two_requests_under_one_key_get_distinct_keys(
         assert done["content"][0]["text"] == "one?,two?"
 
 
+PIN_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"pin": {"type": "string", "format": "password"}},
+    "required": ["pin"],
+}
+
+
+async def test_a_page_question_and_a_form_question_asked_together_share_a_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("page-and-form", "1.0.0")
+
+    @server.tool()
+    async def both(ctx: Context) -> str:
+        results: dict[str, Outcome] = {}
+
+        async def ask(name: str, form: Any) -> None:
+            results[name] = await ctx.elicit(f"{name}?", form)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "pin", PIN_FORM)  # a secret: asked on the hosted page
+            nursery.start_soon(ask, "name", str)
+        return " ".join(f"{k}={type(v).__name__}" for k, v in sorted(results.items()))
+
+    caps = {"elicitation": {"form": {}, "url": {}}}
+    async with connect(server) as client:
+        assert server.runtime is not None
+        server.runtime.pages.base_url = "https://srv.example"
+        first = (await client.call("both", caps=caps))["result"]
+        assert first["resultType"] == "input_required"
+        asked = {r["params"]["message"]: r["params"] for r in first["inputRequests"].values()}
+        assert sorted(asked) == ["name?", "pin?"]
+        assert asked["pin?"]["mode"] == "url"
+        assert asked["pin?"]["url"].startswith("https://srv.example/elicit/")
+        assert "requestedSchema" in asked["name?"]
+        answers = {
+            key: {"action": "decline"}
+            if r["params"]["message"] == "pin?"
+            else {"action": "accept", "content": {"value": "Ada"}}
+            for key, r in first["inputRequests"].items()
+        }
+        done = await client.call("both", state=first["requestState"], responses=answers, caps=caps)
+        assert done["result"]["content"][0]["text"] == "name=Accepted pin=Declined"
+
+
 async def test_an_empty_key_is_refused(autojump_clock: trio.testing.MockClock) -> None:
     server = Server("keys", "1.0.0")
 

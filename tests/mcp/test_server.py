@@ -1,5 +1,5 @@
 """``Server``: its runtime policy given as a ``RuntimeConfig`` or as a mapping of its fields;
-its URL policy is the one its runtime applies."""
+its URL policy is the one its runtime applies, and a URL is checked (its host resolved) once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from erlmcp_py import Context, RuntimeConfig, Server, Unsupported, UrlPolicy
+from erlmcp_py import Context, RuntimeConfig, Server, UnsafeURLError, Unsupported, UrlPolicy
 from tests.mcp.harness import connect
 
 
@@ -80,3 +80,50 @@ async def test_the_servers_url_policy_is_the_one_its_runtime_applies(
             answered = await wire.response(rid)
         assert "Accepted" in answered["result"]["content"][0]["text"], answered
     assert len(started) == 1
+
+
+async def test_a_url_mode_question_resolves_its_host_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    resolved: list[str] = []
+
+    async def counting(host: str) -> list[str]:
+        resolved.append(host)
+        return await _public(host)
+
+    server = Server("s", "1", url_resolver=counting)
+
+    @server.tool()
+    async def visit(ctx: Context) -> str:
+        return repr(await ctx.elicit_url("Open the shop", "https://shop.example/cart"))
+
+    async with connect(server) as wire:
+        await wire.initialize({"elicitation": {"form": {}, "url": {}}})
+        async with trio.open_nursery() as nursery:
+            rid = wire.start_call(nursery, "visit")
+            request = await wire.server_request(0)
+            await wire.answer(request["id"], {"action": "decline"})
+            answered = await wire.response(rid)
+    assert "Declined" in answered["result"]["content"][0]["text"], answered
+    assert resolved == ["shop.example"]
+
+
+@pytest.mark.parametrize("url", ["", "ftp://shop.example/", "https://127.0.0.1/"])
+async def test_a_url_the_policy_refuses_is_an_error_and_nothing_is_sent(
+    url: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = Server("s", "1", url_resolver=_public)
+
+    @server.tool()
+    async def visit(ctx: Context) -> str:
+        try:
+            await ctx.elicit_url("Open the shop", url)
+        except UnsafeURLError as exc:
+            return f"refused: {exc.reason}"
+        return "asked"
+
+    async with connect(server) as wire:
+        await wire.initialize({"elicitation": {"form": {}, "url": {}}})
+        answered = await wire.call("visit")
+        assert answered["result"]["content"][0]["text"].startswith("refused: ")
+        assert not [f for f in wire.out if f.get("method") == "elicitation/create"]

@@ -932,6 +932,26 @@ async def test_a_client_without_url_mode_gets_unsupported_and_nothing_is_sent() 
     assert len(runtime.pages) == 0
 
 
+async def test_a_client_with_url_mode_only_is_asked_a_secret_on_the_page() -> None:
+    server = routing_server()
+    seen: list[Mapping[str, Any]] = []
+
+    def handler(request: Any) -> Mapping[str, Any]:
+        seen.append(request.params)
+        return {"action": "decline"}
+
+    async with server.running() as runtime:
+        runtime.pages.base_url = "https://srv.example"
+        url_only = {"elicitation": {"url": {}}}
+        async with open_memory_client(server, handler=handler, capabilities=url_only) as client:
+            secret = await client.call_tool("ask", {"form": "login"})
+            plain = await client.call_tool("ask", {"form": "plain"})
+    assert secret["content"][0]["text"] == "decline"  # asked in URL mode, the one it has
+    assert [params["mode"] for params in seen] == ["url"]
+    assert plain["content"][0]["text"] == "Unsupported(mode='form')"  # nothing sent
+    assert len(runtime.pages) == 0
+
+
 async def test_page_registry_tokens_are_unguessable_single_use_and_forgotten_when_closed() -> None:
     store = MemoryStore(RatePolicy(), "r1")
     pages = PageRegistry("https://srv.example", store=store)
