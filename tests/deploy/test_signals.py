@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from erlmcp_py.cli import DEFAULT_SHUTDOWN_TIMEOUT, _parser
-from erlmcp_py.mcp.client import StdioClient, open_stdio_client
+from erlmcp_py.client import StdioClient, open_stdio_client
 from tests.deploy.support import (
     REPO,
     alive,
