@@ -113,6 +113,13 @@ def _header_value(text: str) -> str:
     return f"=?base64?{base64.b64encode(text.encode()).decode()}?="
 
 
+def _why(exc: BaseException) -> str:
+    """What went wrong, in words: trio's stream errors carry the reason (a TLS certificate
+    refused, a reset) as their cause."""
+    reason = exc.__cause__ if exc.__cause__ is not None else exc
+    return str(reason) or type(reason).__name__
+
+
 def _key(id: object) -> str:
     """A request id as a dictionary key that keeps ``1`` and ``"1"`` apart."""
     return f"{type(id).__name__}:{id}"
@@ -402,7 +409,7 @@ class HttpWire:
             with trio.fail_after(self.timeout):
                 stream = await self._connect()
         except (OSError, trio.TooSlowError) as exc:
-            raise ConnectionLost(f"{self.url}: {exc}") from None
+            raise ConnectionLost(f"{self.url}: {_why(exc)}") from None
         conn = h11.Connection(h11.CLIENT)
         async with stream:
             try:
@@ -420,7 +427,7 @@ class HttpWire:
                     if isinstance(event, h11.ConnectionClosed):
                         raise ConnectionLost(f"{self.url}: the server closed the connection")
             except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
-                raise ConnectionLost(f"{self.url}: {exc}") from None
+                raise ConnectionLost(f"{self.url}: {_why(exc)}") from None
             head = _Head(
                 event.status_code,
                 {k.decode().lower(): v.decode("latin-1") for k, v in event.headers},
@@ -437,7 +444,7 @@ class HttpWire:
                             conn.receive_data(bytes(await stream.receive_some(_READ)))
                             continue
                     except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
-                        raise ConnectionLost(f"{self.url}: {exc}") from None
+                        raise ConnectionLost(f"{self.url}: {_why(exc)}") from None
                     if isinstance(ev, h11.Data):
                         yield bytes(ev.data)
                     elif isinstance(ev, h11.EndOfMessage | h11.ConnectionClosed):

@@ -66,14 +66,14 @@ class StdioWire(FramedWire):
         """Write bytes as they are (the newline is the caller's).
 
         Raises:
-            ConnectionLost: the server's stdin is closed.
+            ServerExited: the server's stdin is closed (it has exited, most likely).
         """
         assert self.process.stdin is not None
         try:
             async with self._lock:
                 await self.process.stdin.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            raise ConnectionLost(f"the server's input is closed ({exc})") from None
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise ServerExited("the server's input is closed") from None
 
     async def receive(self) -> Inbound:
         """The next line the server wrote, checked.

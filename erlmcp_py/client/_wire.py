@@ -37,7 +37,8 @@ class ConnectionLost(Exception):
 
 
 class ServerExited(ConnectionLost):
-    """The server's output ended: the process exited (or closed its stdout)."""
+    """The server process is gone: its output ended or its input is closed (it exited, or
+    closed its stdio)."""
 
 
 @dataclass(frozen=True, slots=True)

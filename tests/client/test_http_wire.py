@@ -4,15 +4,23 @@ mid-call, and what a wrong URL or a failed exchange is."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import h11
 import pytest
 import trio
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from erlmcp_py.client import (
     ClientRequestError,
@@ -41,7 +49,7 @@ class Recorder:
         self.verbs: list[str] = []
         self.get_headers: list[dict[str, str]] = []
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
         head: h11.Request | None = None
         body = b""
@@ -392,3 +400,65 @@ async def test_a_withdrawn_request_closes_its_post(modern: bool) -> None:
         nursery.cancel_scope.cancel()
     cancelled = [m for m in told if m is not None and m["method"] == "notifications/cancelled"]
     assert len(cancelled) == (0 if modern else 1)
+
+
+def self_signed(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A certificate for 127.0.0.1: the server's TLS context, and a client's that trusts it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert_file, key_file)
+    return server, ssl.create_default_context(cafile=str(cert_file))
+
+
+async def test_an_https_endpoint_is_reached_over_tls(tmp_path: Path) -> None:
+    server_tls, client_tls = self_signed(tmp_path)
+    recorder = Recorder(json_answer({"ok": 1}))
+
+    async def handle(stream: trio.SSLStream[trio.SocketStream]) -> None:
+        with suppress(trio.BrokenResourceError):  # a client that refused our certificate
+            await recorder.handle(stream)
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            partial(trio.serve_ssl_over_tcp, handle, 0, server_tls, host="127.0.0.1")
+        )
+        port = listeners[0].transport_listener.socket.getsockname()[1]
+        url = f"https://127.0.0.1:{port}/mcp"
+        async with (
+            open_http_wire(url, ssl_context=client_tls) as wire,
+            open_client_session(wire) as client,
+        ):
+            assert await client.request("tools/list") == {"ok": 1}
+        async with (
+            open_http_wire(url) as untrusted,  # the system's trust store knows no such cert
+            open_client_session(untrusted) as client,
+        ):
+            with pytest.raises(ConnectionLost, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.request("tools/list")
+        nursery.cancel_scope.cancel()
+    assert [message["method"] for _, message in recorder.requests] == ["tools/list"]

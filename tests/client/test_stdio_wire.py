@@ -80,15 +80,26 @@ async def test_the_end_of_the_output_is_the_server_exiting(tmp_path: Path) -> No
                 await wire.receive()
 
 
+async def test_writing_to_a_server_that_has_exited_is_the_server_exiting(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with open_stdio_wire(script(tmp_path, "pass")) as wire:
+            await wire.process.wait()
+            with pytest.raises(ServerExited, match="input is closed"):
+                await wire.send(Request(1, "initialize", {}))
+
+
 async def test_stderr_can_be_captured(tmp_path: Path) -> None:
-    noisy = "import sys\nsys.stderr.write('boom ' * 20000)\nsys.stderr.flush()\nsys.stdin.read()\n"
+    noisy = (
+        "import sys\nsys.stderr.write('boom ' * 20000 + 'END')\nsys.stderr.flush()\n"
+        "sys.stdin.read()\n"
+    )
     with trio.fail_after(LIMIT):
         async with open_stdio_wire(script(tmp_path, noisy), stderr=subprocess.PIPE) as wire:
-            # the subprocess writes when it will: look again until its tail is all there
-            while len(wire.stderr_tail()) < 64 << 10:  # noqa: ASYNC110
+            # the subprocess writes when it will: look again until all of it has been read
+            while not wire.stderr_tail().endswith(b"END"):  # noqa: ASYNC110
                 await trio.sleep(0.01)
-            assert wire.stderr_tail().endswith(b"boom ")
-            assert len(wire.stderr_tail()) == 64 << 10  # the tail, bounded
+            written = b"boom " * 20000 + b"END"
+            assert wire.stderr_tail() == written[-(64 << 10) :]  # the tail, bounded
     assert wire.process.returncode == 0
 
 
