@@ -32,10 +32,10 @@ import trio
 from _baseline import quiet_logs
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.client import MemoryClient, ServerRequest, open_memory_client
 from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.transports.memory import MemoryClient, ServerRequest, open_memory_client
 
 VERSION = "2026-07-28"
 FORM = {

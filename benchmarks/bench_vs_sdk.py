@@ -22,7 +22,7 @@ with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked.
   - ours: the real command, ``erlmcp-py serve --transport stdio --rate N --server
     bench_server:build`` (``bench_server.py`` is written to the temp dir: the ``ask`` tool;
     its factory also lifts the 100-pending-per-client cap for the 100-concurrent runs),
-    driven by our ``open_stdio_client`` (``erlmcp_py.mcp.client``). Log level ``warning``;
+    driven by our ``open_stdio_client`` (``erlmcp_py.client``). Log level ``warning``;
     ``ours_stdio_legacy_infolog`` (extra) the same at ``info``.
   - the same client on both sides: ``ours_stdio_legacy_sdkclient`` (our server, SDK client:
     ``stdio_ratio_sdk_client``, whose ceiling for any server is
@@ -98,7 +98,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, Field
 
 from erlmcp_py import Accepted, RuntimeConfig
-from erlmcp_py.mcp.client import ServerRequest, open_stdio_client
+from erlmcp_py.client import ServerRequest, open_stdio_client
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
@@ -674,7 +674,7 @@ def _sdk_stdio_transport(
 async def our_stdio_client(
     command: list[str], cwd: Path, env: dict[str, str] | None = None, version: str = LEGACY
 ) -> AsyncIterator[Any]:
-    """Our stdio client (``erlmcp_py.mcp.client``) declaring form mode: initialized on the
+    """Our stdio client (``erlmcp_py.client``) declaring form mode: initialized on the
     legacy era, stateless (every call drives its own input rounds) on 2026-07-28."""
     async with open_stdio_client(
         command,
@@ -852,8 +852,7 @@ async def stdio_group(
 # -- profile --------------------------------------------------------------------------------------
 
 _LAYERS = (
-    ("erlmcp_py/mcp/client", "in-memory pair and our clients"),
-    ("erlmcp_py/transports/memory.py:", "in-memory pair and our clients"),
+    ("erlmcp_py/client", "in-memory pair and our clients"),
     ("erlmcp_py/mcp", "erlmcp_py.mcp (session, context, codec)"),
     ("erlmcp_py/transports", "erlmcp_py.transports"),
     ("erlmcp_py/actors", "erlmcp_py.actors (runtime)"),

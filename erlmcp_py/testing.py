@@ -8,7 +8,7 @@ or disconnect. It stands in for a session, below the protocol.
 :class:`MemoryClient` (``initialize``, ``list_tools``, ``call_tool``, ``list_resources``,
 ``list_resource_templates``, ``read_resource``, ``list_prompts``, ``get_prompt``, an
 elicitation handler, ``notifications``; both protocol eras) sending JSON-RPC frames to a real
-session of ``server`` (see :mod:`erlmcp_py.transports.memory`).
+session of ``server`` (see :mod:`erlmcp_py.client`).
 
 Its tests are async: run them with pytest-trio in trio mode (``trio_mode = true`` under
 ``[tool.pytest.ini_options]``; the README shows the whole set-up).
@@ -123,9 +123,9 @@ class MemoryPeer:
             sent.on_response(PeerGone(self.peer_id))
 
 
-# The in-memory client/server pair lives with the transports; re-exported here for tests.
-from erlmcp_py.transports.memory import (  # noqa: E402
+# The in-memory client/server pair is a client of the library's; re-exported here for tests.
+from erlmcp_py.client import (  # noqa: E402
+    Handler as MemoryHandler,
     MemoryClient,
-    MemoryHandler,
     open_memory_client,
 )

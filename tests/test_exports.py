@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 import erlmcp_py
+import erlmcp_py.client
 import supervisors
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -45,7 +46,19 @@ SUPERVISORS_API = {
     "wait_task_exit",
 }  # fmt: skip
 
-PACKAGES = (erlmcp_py, supervisors)
+CLIENT_API = {
+    "CLIENT_INFO", "DEFAULT_CAPABILITIES", "ENDPOINT_PATH", "INPUT_REQUIRED",
+    "MAX_INBOUND_BYTES", "MAX_ROUNDS", "ClientRequestError", "ClientSession", "ConnectionLost",
+    "EndpointNotFound", "Handler", "HttpWire", "Inbound", "InputHandler", "InputRoundsExhausted",
+    "MemoryClient", "MemoryWire", "OnNotification", "OnProgress", "OnUnmatched", "Refused",
+    "ScriptedClient", "ServerExited", "ServerRequest", "SessionOptions", "StdioClient",
+    "StdioWire", "Undeliverable", "Wire", "answer_input", "call_until_complete", "connect_http",
+    "connect_in_memory", "connect_stdio", "endpoint_suggestion", "open_client_session",
+    "open_http_wire", "open_memory_client", "open_memory_wire", "open_stdio_client",
+    "open_stdio_wire", "with_request_meta",
+}  # fmt: skip
+
+PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client)
 
 
 # --------------------------------------------------------------------------------------------
@@ -55,8 +68,8 @@ PACKAGES = (erlmcp_py, supervisors)
 
 @pytest.mark.parametrize(
     ("package", "pinned"),
-    [(erlmcp_py, ERLMCP_PY_API), (supervisors, SUPERVISORS_API)],
-    ids=["erlmcp_py", "supervisors"],
+    [(erlmcp_py, ERLMCP_PY_API), (supervisors, SUPERVISORS_API), (erlmcp_py.client, CLIENT_API)],
+    ids=["erlmcp_py", "supervisors", "erlmcp_py.client"],
 )
 def test_all_is_the_pinned_public_api(package: types.ModuleType, pinned: set[str]) -> None:
     assert set(package.__all__) == pinned
@@ -194,7 +207,7 @@ def test_core_is_pure() -> None:
         "trio", "asyncio", "socket", "select", "selectors", "subprocess", "os", "time",
         "random", "secrets",
         "supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
-        "erlmcp_py.logging", *APPLICATION,
+        "erlmcp_py.client", "erlmcp_py.logging", *APPLICATION,
     )  # fmt: skip
     assert not _violations("erlmcp_py.core", forbidden)
 
@@ -216,22 +229,33 @@ def test_core_reads_no_clock() -> None:
 def test_the_store_imports_only_the_core() -> None:
     """The store client is I/O for the actors: it knows the core, never the layers above."""
     forbidden = ("supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
-                 *APPLICATION)  # fmt: skip
+                 "erlmcp_py.client", *APPLICATION)  # fmt: skip
     assert not _violations("erlmcp_py.store", forbidden)
 
 
 def test_actors_never_import_mcp_or_transports() -> None:
-    forbidden = ("erlmcp_py.mcp", "erlmcp_py.transports", *APPLICATION)
+    forbidden = ("erlmcp_py.mcp", "erlmcp_py.transports", "erlmcp_py.client", *APPLICATION)
     assert not _violations("erlmcp_py.actors", forbidden)
 
 
 def test_mcp_never_imports_transports() -> None:
-    assert not _violations("erlmcp_py.mcp", ("erlmcp_py.transports", *APPLICATION))
+    forbidden = ("erlmcp_py.transports", "erlmcp_py.client", *APPLICATION)
+    assert not _violations("erlmcp_py.mcp", forbidden)
 
 
 def test_transports_never_import_the_application() -> None:
-    """The command wires the example server into a transport, never the transport itself."""
-    assert not _violations("erlmcp_py.transports", APPLICATION)
+    """The command wires the example server into a transport, never the transport itself; a
+    transport serves clients and needs none of its own."""
+    assert not _violations("erlmcp_py.transports", ("erlmcp_py.client", *APPLICATION))
+
+
+def test_the_client_imports_the_protocol_never_the_server_side() -> None:
+    """The client speaks the protocol (``core``, ``mcp``: the JSON-RPC codec, the version
+    constants, and a server session for the in-memory wire); it needs neither the actors nor
+    the store nor the server's transports."""
+    forbidden = ("supervisors", "erlmcp_py.actors", "erlmcp_py.store", "erlmcp_py.transports",
+                 *APPLICATION)  # fmt: skip
+    assert not _violations("erlmcp_py.client", forbidden)
 
 
 def test_no_product_code_uses_trio_testing() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import trio
 
-from erlmcp_py.mcp.client import ClientRequestError, ServerRequest, StdioClient, open_stdio_client
+from erlmcp_py.client import ClientRequestError, ServerRequest, StdioClient, open_stdio_client
 
 __all__ = ["run_demo"]
 

@@ -1,7 +1,8 @@
 """``erlmcp-py connect``: a terminal MCP client that shows every elicitation as prompts.
 
 It reaches a server over stdio (``erlmcp-py connect -- CMD ARGS``) or Streamable HTTP
-(``erlmcp-py connect URL``), in either protocol era (2025-11-25 sessions, 2026-07-28 stateless
+(``erlmcp-py connect URL``) through the library's client (:mod:`erlmcp_py.client`: the wires and
+the session), in either protocol era (2025-11-25 sessions, 2026-07-28 stateless
 calls), lists and calls tools, lists and reads resources, lists and gets prompts, and renders
 each elicitation (of a tool or of a prompt) inline: a typed prompt per field, validated with
 the runtime's own rules before it is sent, then Submit, Reject or Cancel; URL-mode pages are
@@ -15,11 +16,9 @@ Each job lives in its own private module:
   trio-side face, the ``Terminal``;
 * ``_render`` -- the prompts of a form, per field kind, and of a URL-mode page;
 * ``_arguments`` -- ``key=value`` arguments and their check against the tool or prompt;
-* ``_wire`` -- stdio and Streamable HTTP connections;
-* ``_client`` -- the two protocol eras over a wire;
 * ``_app`` -- elicitations, notifications and Ctrl-C on screen;
 * ``_commands`` -- the REPL, its commands and what they show;
-* ``_cli`` -- the command-line options, the connection and the two threads.
+* ``_cli`` -- the command-line options, the session it opens, and the two threads.
 """
 
 from __future__ import annotations
@@ -33,8 +32,16 @@ from erlmcp_py.connect._arguments import (
     parse_value,
     prompt_schema,
 )
-from erlmcp_py.connect._cli import add_arguments, run
-from erlmcp_py.connect._client import CAPABILITIES, MODERN, PROTOCOLS, SESSION, McpClient
+from erlmcp_py.connect._cli import (
+    CAPABILITIES,
+    CLIENT_INFO,
+    MODERN,
+    PROTOCOLS,
+    SESSION,
+    add_arguments,
+    run,
+    session_options,
+)
 from erlmcp_py.connect._console import Console, Screen, Terminal, history_file
 from erlmcp_py.connect._render import (
     ANSWERS,
@@ -51,26 +58,14 @@ from erlmcp_py.connect._render import (
     form_field,
     parse_field,
 )
-from erlmcp_py.connect._wire import (
-    ENDPOINT_PATH,
-    ConnectionLost,
-    EndpointNotFound,
-    HttpWire,
-    RpcError,
-    StdioWire,
-    Wire,
-    endpoint_suggestion,
-    open_http_wire,
-    open_stdio_wire,
-)
 from erlmcp_py.core.i18n import CATALOG, LOCALES, Texts, choose_locale, placeholders
 
 __all__ = [
     "ANSWERS",
     "CAPABILITIES",
     "CATALOG",
+    "CLIENT_INFO",
     "COMMANDS",
-    "ENDPOINT_PATH",
     "LOCALES",
     "MISSING",
     "MODERN",
@@ -79,20 +74,13 @@ __all__ = [
     "Answer",
     "ArgumentError",
     "ConnectApp",
-    "ConnectionLost",
     "Console",
-    "EndpointNotFound",
     "FieldError",
     "FormField",
-    "HttpWire",
-    "McpClient",
     "Prompter",
-    "RpcError",
     "Screen",
-    "StdioWire",
     "Terminal",
     "Texts",
-    "Wire",
     "add_arguments",
     "ask_field",
     "ask_form",
@@ -100,16 +88,14 @@ __all__ = [
     "check_arguments",
     "check_prompt_arguments",
     "choose_locale",
-    "endpoint_suggestion",
     "error_text",
     "form_field",
     "history_file",
-    "open_http_wire",
-    "open_stdio_wire",
     "parse_arguments",
     "parse_field",
     "parse_value",
     "placeholders",
     "prompt_schema",
     "run",
+    "session_options",
 ]

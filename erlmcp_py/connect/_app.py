@@ -31,9 +31,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import trio
 
+from erlmcp_py.client import ClientRequestError
 from erlmcp_py.connect._console import Terminal
 from erlmcp_py.connect._render import Answer, ask_form, ask_url
-from erlmcp_py.connect._wire import RpcError
 from erlmcp_py.core.i18n import Texts
 
 __all__ = ["ConnectApp"]
@@ -65,7 +65,7 @@ class ConnectApp:
         """Answer a server request: ``elicitation/create`` on screen, ``ping``, ``roots/list``.
 
         Raises:
-            RpcError: any other method (``-32601``).
+            ClientRequestError: any other method (``-32601``).
         """
         if method == "elicitation/create":
             return (await self.elicit(params)).result()
@@ -74,7 +74,7 @@ class ConnectApp:
         if method == "roots/list":
             return {"roots": []}
         self.io.say(self.t("server_request_unsupported", method=method))
-        raise RpcError(-32601, "Method not found")
+        raise ClientRequestError(-32601, "Method not found")
 
     async def elicit(self, params: Mapping[str, Any], *, follow: bool = True) -> Answer:
         """Show one elicitation (form or URL mode) and return the user's answer.

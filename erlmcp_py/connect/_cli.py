@@ -4,14 +4,17 @@ Theory of operation
 -------------------
 :func:`run` hands the process's terminal to a :class:`~._console.Console` in the main thread
 (line editing needs it there: see :mod:`~._console`) and runs the client on trio in a second
-thread: the connection (:mod:`~._wire`, :mod:`~._client`), then the REPL or the one
-``--call`` (:mod:`~._commands`). Ctrl-C comes from the console as a call into trio and goes to
-:meth:`~._app.ConnectApp.interrupt`; when there is nothing to stop, the client withdraws its
-prompt, says goodbye and leaves with status 130.
+thread: the connection (a wire and a :class:`~erlmcp_py.client.ClientSession` configured by
+:func:`session_options`), then the REPL or the one ``--call`` (:mod:`~._commands`). Ctrl-C
+comes from the console as a call into trio and goes to :meth:`~._app.ConnectApp.interrupt`;
+when there is nothing to stop, the client withdraws its prompt, says goodbye and leaves with
+status 130.
 
-The user's locale (``--lang``, else the POSIX locale variables) is the client's and is
-declared to the server: in ``_meta`` (see :mod:`~._client`) and, over HTTP, as
-``Accept-Language``.
+The session declares form and URL elicitation. The user's locale (``--lang``, else the POSIX
+locale variables) is the client's and is declared to the server: in ``_meta`` (on
+``initialize`` in a session, on every request on 2026-07-28, with the log level ``info``, the
+level a session starts at) and, over HTTP, as ``Accept-Language``. On 2026-07-28 a call's
+rounds are not bounded: a person answers each one.
 """
 
 from __future__ import annotations
@@ -21,29 +24,87 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any, Final
 
 import trio
 
-from erlmcp_py.connect._app import ConnectApp
-from erlmcp_py.connect._client import PROTOCOLS, SESSION, McpClient
-from erlmcp_py.connect._commands import call_once, repl
-from erlmcp_py.connect._console import Console, Terminal, history_file
-from erlmcp_py.connect._wire import (
+from erlmcp_py.client import (
+    ClientRequestError,
     ConnectionLost,
     EndpointNotFound,
-    RpcError,
+    OnNotification,
+    ServerExited,
+    ServerRequest,
+    SessionOptions,
     Wire,
+    open_client_session,
     open_http_wire,
     open_stdio_wire,
 )
+from erlmcp_py.connect._app import ConnectApp
+from erlmcp_py.connect._commands import call_once, repl
+from erlmcp_py.connect._console import Console, Terminal, history_file
 from erlmcp_py.core.i18n import LOCALES, Texts, choose_locale
 
-__all__ = ["add_arguments", "run"]
+__all__ = [
+    "CAPABILITIES",
+    "CLIENT_INFO",
+    "MODERN",
+    "PROTOCOLS",
+    "SESSION",
+    "add_arguments",
+    "run",
+    "session_options",
+]
+
+SESSION: Final = "2025-11-25"
+MODERN: Final = "2026-07-28"
+#: The protocol versions ``connect --protocol`` speaks.
+PROTOCOLS: Final = (SESSION, MODERN)
+#: What the client can show: forms and URL pages.
+CAPABILITIES: Final[Mapping[str, Any]] = {"elicitation": {"form": {}, "url": {}}}
+CLIENT_INFO: Final[Mapping[str, Any]] = {"name": "erlmcp-py-connect", "version": "0.1.0"}
+#: The server log messages a 2026-07-28 request asks for (those of a session by default).
+LOG_LEVEL: Final = "info"
 
 _INTERRUPTED = 130
+
+Answer = Callable[[str, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+
+
+def session_options(
+    protocol: str,
+    answer: Answer,
+    on_notification: OnNotification | None = None,
+    *,
+    locale: str | None = None,
+) -> SessionOptions:
+    """The terminal client's session (see the module docstring).
+
+    Args:
+        protocol: ``2025-11-25`` or ``2026-07-28`` (see :data:`PROTOCOLS`).
+        answer: Answers a server request or an input request ``(method, params)``
+            (:meth:`~._app.ConnectApp.on_request`).
+        on_notification: Sees each notification.
+        locale: The user's locale, declared to the server.
+    """
+
+    async def handler(request: ServerRequest) -> Mapping[str, Any]:
+        return await answer(request.method, request.params)
+
+    return SessionOptions(
+        protocol_version=protocol,
+        capabilities=CAPABILITIES,
+        client_info=CLIENT_INFO,
+        locale=locale,
+        log_level=LOG_LEVEL,
+        handler=handler,
+        on_notification=on_notification,
+        max_rounds=None,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,14 +168,8 @@ def _is_url(target: Sequence[str]) -> bool:
 @asynccontextmanager
 async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator[Wire]:
     if _is_url(args.target):
-        modern = args.protocol != SESSION
         async with open_http_wire(
-            args.target[0],
-            app.on_request,
-            app.on_notification,
-            modern=modern,
-            headers=args.header or (),
-            accept_language=app.t.locale,
+            args.target[0], headers=args.header or (), accept_language=app.t.locale
         ) as wire:
             yield wire
         return
@@ -124,17 +179,17 @@ async def _open_wire(args: argparse.Namespace, app: ConnectApp) -> AsyncIterator
     try:
         async with open_stdio_wire(
             args.target,
-            app.on_request,
-            app.on_notification,
             stderr=stderr_file.fileno() if stderr_file is not None else subprocess.DEVNULL,
-        ) as wire:
-            yield wire
+            close_timeout=5.0,
+            start_new_session=True,  # the terminal's Ctrl-C is for the client, not the server
+        ) as stdio:
+            yield stdio
     finally:
         if stderr_file is not None:
             stderr_file.close()
 
 
-_FAILURES = (ConnectionLost, OSError, ValueError, RpcError)
+_FAILURES = (ConnectionLost, OSError, ValueError, ClientRequestError)
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -150,21 +205,29 @@ def _reason(t: Texts, exc: BaseException) -> str:
         if exc.suggestion is None:
             return t("no_endpoint", url=exc.url)
         return t("no_endpoint_hint", url=exc.url, suggestion=exc.suggestion)
-    return str(exc) or t("server_exited")
+    if isinstance(exc, ServerExited):
+        return t("server_exited")
+    return str(exc)
 
 
 async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
     io, t = app.io, app.t
     connected = False
     try:
-        async with _open_wire(args, app) as wire:
-            client = McpClient(wire, args.protocol, app.on_request, locale=t.locale)
-            await client.open()
+        options = session_options(
+            args.protocol, app.on_request, app.on_notification, locale=t.locale
+        )
+        async with (
+            _open_wire(args, app) as wire,
+            open_client_session(wire, **options) as client,
+        ):
+            await client.handshake()
             connected = True
             transport = "HTTP" if _is_url(args.target) else "stdio"
-            io.say(
-                t("connected", server=client.server, protocol=client.protocol, transport=transport)
-            )
+            info = client.server_info
+            server = f"{info.get('name', '?')} {info.get('version', '')}".strip()
+            protocol = client.protocol_version
+            io.say(t("connected", server=server, protocol=protocol, transport=transport))
             if args.call is None:
                 return await repl(client, app)
             return await call_once(client, app, args.call)

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from erlmcp_py.client import ClientRequestError, ClientSession
 from erlmcp_py.connect._app import ConnectApp
 from erlmcp_py.connect._arguments import (
     ArgumentError,
@@ -43,10 +44,8 @@ from erlmcp_py.connect._arguments import (
     parse_arguments,
     prompt_schema,
 )
-from erlmcp_py.connect._client import McpClient
 from erlmcp_py.connect._console import Terminal
 from erlmcp_py.connect._render import COMMANDS
-from erlmcp_py.connect._wire import RpcError
 from erlmcp_py.core.i18n import Texts
 
 __all__ = ["call_once", "repl"]
@@ -64,7 +63,7 @@ class _Lists:
     prompts: list[dict[str, Any]] | None = None
 
 
-async def repl(client: McpClient, app: ConnectApp) -> int:
+async def repl(client: ClientSession, app: ConnectApp) -> int:
     """Read and run commands until ``quit`` or the end of input; the exit status (0)."""
     io, t = app.io, app.t
     io.say(t("type_help"))
@@ -89,18 +88,18 @@ async def repl(client: McpClient, app: ConnectApp) -> int:
         try:
             if not await _run(client, app, lists, command, rest):
                 io.say(t("unknown_command", command=words[0]))
-        except RpcError as exc:
+        except ClientRequestError as exc:
             io.say(t("rpc_error", code=exc.code, message=exc.message))
 
 
-async def call_once(client: McpClient, app: ConnectApp, words: Sequence[str]) -> int:
+async def call_once(client: ClientSession, app: ConnectApp, words: Sequence[str]) -> int:
     """``--call TOOL key=value …``: 0 when the call succeeded, else 1."""
     tools = await client.list_tools()
     return 0 if await _call(client, app, tools, words) else 1
 
 
 async def _run(
-    client: McpClient, app: ConnectApp, lists: _Lists, command: str, rest: Sequence[str]
+    client: ClientSession, app: ConnectApp, lists: _Lists, command: str, rest: Sequence[str]
 ) -> bool:
     """Run one command; ``False`` when there is no such command."""
     io, t = app.io, app.t
@@ -183,7 +182,7 @@ def _show_result(io: Terminal, t: Texts, result: Mapping[str, Any]) -> bool:
 
 
 async def _call(
-    client: McpClient, app: ConnectApp, tools: Sequence[Mapping[str, Any]], words: Sequence[str]
+    client: ClientSession, app: ConnectApp, tools: Sequence[Mapping[str, Any]], words: Sequence[str]
 ) -> bool:
     """``call TOOL key=value ...``; whether it succeeded."""
     io, t = app.io, app.t
@@ -206,13 +205,13 @@ async def _call(
         return False
     try:
         result = await app.stoppable("call_stopped", client.call_tool, name, arguments)
-    except RpcError as exc:
+    except ClientRequestError as exc:
         await _failed(app, exc)
         return False
     return result is not None and not _show_result(io, t, result)
 
 
-async def _failed(app: ConnectApp, exc: RpcError) -> None:
+async def _failed(app: ConnectApp, exc: ClientRequestError) -> None:
     """Say a call's (or a prompt's) error; a ``-32042`` shows the pages it needs first."""
     io, t = app.io, app.t
     if exc.code == URL_ELICITATION_REQUIRED and isinstance(exc.data, Mapping):
@@ -228,18 +227,18 @@ async def _failed(app: ConnectApp, exc: RpcError) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-async def _resources(client: McpClient, app: ConnectApp) -> None:
+async def _resources(client: ClientSession, app: ConnectApp) -> None:
     io, t = app.io, app.t
     try:
         resources = await client.list_resources()
-    except RpcError as exc:
+    except ClientRequestError as exc:
         if exc.code != _METHOD_NOT_FOUND:
             raise
         io.say(t("resources_not_offered"))
         return
     try:
         templates = await client.list_resource_templates()
-    except RpcError as exc:
+    except ClientRequestError as exc:
         if exc.code != _METHOD_NOT_FOUND:
             raise
         templates = []
@@ -264,7 +263,7 @@ def _resource_line(entry: Mapping[str, Any], key: str) -> str:
     return _with_description(line, described)
 
 
-async def _read(client: McpClient, app: ConnectApp, words: Sequence[str]) -> None:
+async def _read(client: ClientSession, app: ConnectApp, words: Sequence[str]) -> None:
     io, t = app.io, app.t
     if len(words) != 1:
         io.say(t("read_usage"))
@@ -325,11 +324,11 @@ def _content_lines(t: Texts, item: object) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-async def _prompt_list(client: McpClient, app: ConnectApp) -> list[dict[str, Any]] | None:
+async def _prompt_list(client: ClientSession, app: ConnectApp) -> list[dict[str, Any]] | None:
     """The server's prompts; ``None`` (and said so) when it offers none."""
     try:
         return await client.list_prompts()
-    except RpcError as exc:
+    except ClientRequestError as exc:
         if exc.code != _METHOD_NOT_FOUND:
             raise
         app.io.say(app.t("prompts_not_offered"))
@@ -347,7 +346,7 @@ def _show_prompts(io: Terminal, t: Texts, prompts: Sequence[Mapping[str, Any]]) 
 
 
 async def _prompt(
-    client: McpClient,
+    client: ClientSession,
     app: ConnectApp,
     prompts: Sequence[Mapping[str, Any]],
     words: Sequence[str],
@@ -371,7 +370,7 @@ async def _prompt(
         return False
     try:
         result = await app.stoppable("request_stopped", client.get_prompt, name, arguments)
-    except RpcError as exc:
+    except ClientRequestError as exc:
         await _failed(app, exc)
         return False
     if result is None:

@@ -1,4 +1,5 @@
-"""Exceptions a tool may raise to shape the answer to its ``tools/call``."""
+"""Exceptions a tool may raise to shape the answer to its ``tools/call``, and the one error
+answer of a JSON-RPC request (:class:`ClientRequestError`)."""
 
 from __future__ import annotations
 
@@ -29,16 +30,18 @@ class ToolError(ErlmcpError):
 
 
 class ClientRequestError(ErlmcpError):
-    """The client answered a request of ours (``ctx.request``, ``ctx.sample``) with an error.
+    """A JSON-RPC error answer to a request: the client's to a server's (``ctx.request``,
+    ``ctx.sample``), or a server's to a client's (:mod:`erlmcp_py.client`). A client's handler
+    raises it to answer a server request with that error.
 
     Attributes:
         code: The JSON-RPC error code.
-        message: The client's message.
-        data: The client's ``data``, if any.
+        message: The error's message.
+        data: Its ``data``, if any.
     """
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"the client answered with error {code}: {message}")
+        super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.data = data

@@ -84,6 +84,7 @@ __all__ = [
     "internal_error",
     "invalid_params",
     "invalid_request",
+    "message_object",
     "method_not_found",
     "notification_object",
     "parse",
@@ -628,14 +629,23 @@ def encode(message: Message) -> bytes:
     Raises:
         EncodeError: The message holds a value that is not encodable as strict JSON.
     """
+    return _dumps(message_object(message))
+
+
+def message_object(message: Message) -> dict[str, Any]:
+    """The JSON object of any message value (what :func:`encode` encodes).
+
+    Raises:
+        TypeError: ``message`` is not a message value.
+    """
     if isinstance(message, Request):
-        return encode_request(message.id, message.method, message.params)
+        return request_object(message.id, message.method, message.params)
     if isinstance(message, Notification):
-        return encode_notification(message.method, message.params)
+        return notification_object(message.method, message.params)
     if isinstance(message, Response):
-        return encode_response(message.id, message.result)
+        return response_object(message.id, message.result)
     if isinstance(message, ErrorResponse):
-        return encode_error(message.id, message.code, message.message, message.data)
+        return error_object(message.id, message.code, message.message, message.data)
     raise TypeError(f"not a JSON-RPC message: {type(message).__name__}")
 
 

@@ -13,11 +13,11 @@ import pytest
 import trio
 import trio.testing
 
+from erlmcp_py.client import ClientRequestError
 from erlmcp_py.connect import (
     ANSWERS,
     ConnectApp,
     Console,
-    RpcError,
     Terminal,
     Texts,
     add_arguments,
@@ -159,7 +159,7 @@ async def test_ping_and_roots_are_answered_and_other_requests_refused() -> None:
     client, screen = app()
     assert await client.on_request("ping", {}) == {}
     assert await client.on_request("roots/list", {}) == {"roots": []}
-    with pytest.raises(RpcError) as info:
+    with pytest.raises(ClientRequestError) as info:
         await client.on_request("sampling/createMessage", {})
     assert info.value.code == -32601
     assert "sampling/createMessage" in screen.said()[0]

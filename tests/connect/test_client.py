@@ -1,35 +1,28 @@
-"""The terminal client's two protocol eras over a scripted wire (no server, no terminal)."""
+"""The terminal client's session (:func:`erlmcp_py.connect.session_options`) in its two
+protocol eras, over a scripted wire (no server, no terminal)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from erlmcp_py.connect import CAPABILITIES, MODERN, SESSION, McpClient, RpcError
+from erlmcp_py.client import ClientRequestError, ClientSession, open_client_session
+from erlmcp_py.connect import CAPABILITIES, MODERN, SESSION, session_options
 from erlmcp_py.core.i18n import LOCALE_META_KEY
+from tests.client.wires import ScriptedWire
 
 META = "io.modelcontextprotocol/protocolVersion"
 
 
-class ScriptedWire:
-    """Answers each request with the next scripted result; records what was sent."""
-
-    def __init__(self, *results: Mapping[str, Any]) -> None:
-        self.results = list(results)
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.protocol: str | None = None
-
-    async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        self.sent.append((method, dict(params)))
-        return dict(self.results.pop(0))
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        self.sent.append((method, dict(params or {})))
-
-    def set_protocol(self, version: str) -> None:
-        self.protocol = version
+@asynccontextmanager
+async def terminal(
+    wire: ScriptedWire, protocol: str, answer: Any, locale: str | None = None
+) -> AsyncIterator[ClientSession]:
+    async with open_client_session(wire, **session_options(protocol, answer, locale=locale)) as c:
+        yield c
 
 
 async def yes(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -41,14 +34,15 @@ async def test_the_session_era_initializes_and_takes_the_negotiated_version() ->
     wire = ScriptedWire(
         {"protocolVersion": "2025-06-18", "serverInfo": {"name": "s", "version": "1"}}
     )
-    client = McpClient(wire, SESSION, yes)
-    await client.open()
+    async with terminal(wire, SESSION, yes) as client:
+        await client.handshake()
     method, params = wire.sent[0]
     assert method == "initialize"
     assert params["protocolVersion"] == SESSION
     assert params["capabilities"] == CAPABILITIES
     assert wire.sent[1] == ("notifications/initialized", {})
-    assert (client.protocol, wire.protocol, client.server) == ("2025-06-18", "2025-06-18", "s 1")
+    assert (client.protocol_version, wire.protocol) == ("2025-06-18", "2025-06-18")
+    assert client.server_info == {"name": "s", "version": "1"}
 
 
 async def test_the_stateless_era_discovers_with_meta_on_every_request() -> None:
@@ -57,13 +51,14 @@ async def test_the_stateless_era_discovers_with_meta_on_every_request() -> None:
         {"tools": [{"name": "a"}], "nextCursor": "p2"},
         {"tools": [{"name": "b"}]},
     )
-    client = McpClient(wire, MODERN, yes)
-    await client.open()
-    assert [t["name"] for t in await client.list_tools()] == ["a", "b"]
+    async with terminal(wire, MODERN, yes) as client:
+        await client.handshake()
+        assert [t["name"] for t in await client.list_tools()] == ["a", "b"]
     assert [m for m, _ in wire.sent] == ["server/discover", "tools/list", "tools/list"]
     assert all(p["_meta"][META] == MODERN for _, p in wire.sent)
     assert wire.sent[2][1]["cursor"] == "p2"
-    assert (wire.protocol, client.server) == (MODERN, "m 2")
+    assert wire.protocol == MODERN
+    assert client.server_info == {"name": "m", "version": "2"}
 
 
 async def test_an_input_required_result_is_answered_and_retried_with_its_state() -> None:
@@ -73,8 +68,8 @@ async def test_an_input_required_result_is_answered_and_retried_with_its_state()
         {"resultType": "input_required", "requestState": "s2"},  # held: nothing to ask
         {"resultType": "complete", "content": [{"type": "text", "text": "done"}]},
     )
-    client = McpClient(wire, MODERN, yes)
-    result = await client.call_tool("t", {"x": 1})
+    async with terminal(wire, MODERN, yes) as client:
+        result = await client.call_tool("t", {"x": 1})
     assert result["content"] == [{"type": "text", "text": "done"}]
     first, retry, held = (p for _, p in wire.sent)
     assert "requestState" not in first
@@ -87,14 +82,14 @@ async def test_an_input_required_result_is_answered_and_retried_with_its_state()
 
 async def test_a_session_era_call_is_one_request() -> None:
     wire = ScriptedWire({"resultType": "input_required", "content": []})
-    client = McpClient(wire, SESSION, yes)
-    assert (await client.call_tool("t", {}))["resultType"] == "input_required"
+    async with terminal(wire, SESSION, yes) as client:
+        assert (await client.call_tool("t", {}))["resultType"] == "input_required"
     assert len(wire.sent) == 1
 
 
 async def test_an_input_request_the_client_does_not_answer_is_left_for_the_server() -> None:
     async def refuse(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
-        raise RpcError(-32601, "Method not found")
+        raise ClientRequestError(-32601, "Method not found")
 
     wire = ScriptedWire(
         {
@@ -104,32 +99,32 @@ async def test_an_input_request_the_client_does_not_answer_is_left_for_the_serve
         },
         {"resultType": "complete", "content": []},
     )
-    await McpClient(wire, MODERN, refuse).call_tool("t", {})
+    async with terminal(wire, MODERN, refuse) as client:
+        await client.call_tool("t", {})
     assert "inputResponses" not in wire.sent[1][1]
 
 
 @pytest.mark.parametrize("protocol", [SESSION, MODERN])
 async def test_an_error_answer_reaches_the_caller(protocol: str) -> None:
-    class Failing(ScriptedWire):
-        async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-            raise RpcError(-32042, "needs a page", {"elicitations": []})
-
-    with pytest.raises(RpcError) as info:
-        await McpClient(Failing(), protocol, yes).call_tool("t", {})
+    failing = ScriptedWire(ClientRequestError(-32042, "needs a page", {"elicitations": []}))
+    async with terminal(failing, protocol, yes) as client:
+        with pytest.raises(ClientRequestError) as info:
+            await client.call_tool("t", {})
     assert info.value.code == -32042
 
 
 async def test_the_session_era_declares_the_users_locale_on_initialize() -> None:
     wire = ScriptedWire({"protocolVersion": SESSION}, {"content": []})
-    client = McpClient(wire, SESSION, yes, locale="pt-BR")
-    await client.open()
-    await client.call_tool("t", {})
+    async with terminal(wire, SESSION, yes, locale="pt-BR") as client:
+        await client.handshake()
+        await client.call_tool("t", {})
     (method, initialize), _, (_, call) = wire.sent
     assert method == "initialize"
     assert initialize["_meta"] == {LOCALE_META_KEY: "pt-BR"}
     assert "_meta" not in call  # the session remembers it
     silent = ScriptedWire({"protocolVersion": SESSION})
-    await McpClient(silent, SESSION, yes).open()
+    async with terminal(silent, SESSION, yes) as client:
+        await client.handshake()
     assert "_meta" not in silent.sent[0][1]
 
 
@@ -141,10 +136,10 @@ async def test_the_stateless_era_declares_the_users_locale_on_every_request() ->
         {"resultType": "input_required", "inputRequests": {"e1": ask}, "requestState": "s1"},
         {"resultType": "complete", "content": []},
     )
-    client = McpClient(wire, MODERN, yes, locale="pt-BR")
-    await client.open()
-    await client.list_tools()
-    await client.call_tool("t", {})
+    async with terminal(wire, MODERN, yes, locale="pt-BR") as client:
+        await client.handshake()
+        await client.list_tools()
+        await client.call_tool("t", {})
     assert [m for m, _ in wire.sent] == [
         "server/discover",
         "tools/list",
@@ -164,10 +159,10 @@ async def test_resources_templates_and_prompts_are_listed_page_by_page(protocol:
         {"prompts": [{"name": "p"}], "nextCursor": "p2"},
         {"prompts": [{"name": "q"}]},
     )
-    client = McpClient(wire, protocol, yes)
-    assert [r["uri"] for r in await client.list_resources()] == ["a://1", "a://2"]
-    assert await client.list_resource_templates() == [{"uriTemplate": "a://{id}"}]
-    assert [p["name"] for p in await client.list_prompts()] == ["p", "q"]
+    async with terminal(wire, protocol, yes) as client:
+        assert [r["uri"] for r in await client.list_resources()] == ["a://1", "a://2"]
+        assert await client.list_resource_templates() == [{"uriTemplate": "a://{id}"}]
+        assert [p["name"] for p in await client.list_prompts()] == ["p", "q"]
     assert [m for m, _ in wire.sent] == [
         "resources/list",
         "resources/list",
@@ -183,7 +178,8 @@ async def test_resources_templates_and_prompts_are_listed_page_by_page(protocol:
 async def test_a_resource_is_read_by_its_uri(protocol: str) -> None:
     contents = [{"uri": "a://1", "mimeType": "text/plain", "text": "hi"}]
     wire = ScriptedWire({"contents": contents})
-    result = await McpClient(wire, protocol, yes).read_resource("a://1")
+    async with terminal(wire, protocol, yes) as client:
+        result = await client.read_resource("a://1")
     assert result == {"contents": contents}
     assert wire.sent[0][0] == "resources/read"
     assert wire.sent[0][1]["uri"] == "a://1"
@@ -191,7 +187,8 @@ async def test_a_resource_is_read_by_its_uri(protocol: str) -> None:
 
 async def test_a_session_era_prompt_is_one_request_its_elicitations_on_the_wire() -> None:
     wire = ScriptedWire({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]})
-    result = await McpClient(wire, SESSION, yes).get_prompt("p", {"a": "1"})
+    async with terminal(wire, SESSION, yes) as client:
+        result = await client.get_prompt("p", {"a": "1"})
     assert result["messages"][0]["content"]["text"] == "x"
     assert wire.sent == [("prompts/get", {"name": "p", "arguments": {"a": "1"}})]
 
@@ -202,7 +199,8 @@ async def test_a_stateless_prompt_that_asks_the_user_is_answered_and_retried() -
         {"resultType": "input_required", "inputRequests": {"ctx": ask}, "requestState": "s1"},
         {"resultType": "complete", "messages": []},
     )
-    result = await McpClient(wire, MODERN, yes).get_prompt("p", {"a": "1"})
+    async with terminal(wire, MODERN, yes) as client:
+        result = await client.get_prompt("p", {"a": "1"})
     assert result == {"resultType": "complete", "messages": []}
     (first_method, first), (_, retry) = wire.sent
     assert first_method == "prompts/get"

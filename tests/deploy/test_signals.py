@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from erlmcp_py.app import DEFAULT_SHUTDOWN_TIMEOUT, build_parser
-from erlmcp_py.mcp.client import StdioClient, open_stdio_client
+from erlmcp_py.client import StdioClient, open_stdio_client
 from tests.deploy.support import (
     REPO,
     alive,

@@ -1,5 +1,6 @@
-"""A server for ``erlmcp-py serve --server tests.mcp.asking_server:build`` (the scripted stdio
-client's tests, tests/mcp/test_client.py): tools that ask once, twice, and without end."""
+"""A server for ``erlmcp-py serve --server tests.mcp.asking_server:build`` (the client's tests,
+tests/client/test_stdio_client.py and tests/client/test_eras.py): tools that ask once, twice,
+and without end."""
 
 from __future__ import annotations
 

@@ -17,12 +17,12 @@ import trio
 import trio.testing
 from pydantic import BaseModel
 
+from erlmcp_py.client import MemoryClient, open_memory_client
 from erlmcp_py.core.outcomes import Accepted, Outcome, Tenant
 from erlmcp_py.core.state_token import KeyRing
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession
-from erlmcp_py.transports.memory import MemoryClient, open_memory_client
 
 V = "2026-07-28"
 RING = KeyRing("shared", b"s" * 32)

@@ -12,12 +12,11 @@ import pytest
 import trio
 import trio.testing
 
+from erlmcp_py.client import ServerRequest, open_memory_client
 from erlmcp_py.core.i18n import LOCALE_META_KEY
 from erlmcp_py.core.outcomes import Accepted, Outcome
-from erlmcp_py.mcp.client import ServerRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.transports.memory import open_memory_client
 
 ERAS = ["2025-11-25", "2026-07-28"]
 QUICK_FORM: dict[str, Any] = {

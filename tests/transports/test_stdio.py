@@ -15,7 +15,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from erlmcp_py.mcp.client import ServerRequest, StdioClient, open_stdio_client
+from erlmcp_py.client import ServerRequest, StdioClient, open_stdio_client
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports._frame_head import HEAD_BYTES

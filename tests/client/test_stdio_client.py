@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 import trio
 
-from erlmcp_py.mcp.client import (
+from erlmcp_py.client import (
     MAX_ROUNDS,
     ClientRequestError,
+    InputRoundsExhausted,
     ServerRequest,
     StdioClient,
     open_stdio_client,
 )
 from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION
-from erlmcp_py.mcp.mrtr_client import InputRoundsExhausted
 
 MODERN = "2026-07-28"
 SERVE = [

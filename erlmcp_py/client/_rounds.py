@@ -1,8 +1,8 @@
 """The client side of a 2026-07-28 request: its per-request ``_meta``, and the input rounds.
 
 Pure protocol logic: no transport, no trio. The caller injects how one request is sent and how
-one input request is answered, so every client of this package (the in-memory pair, the
-scripted stdio client, the terminal client) drives the rounds the same way.
+one input request is answered; :class:`~erlmcp_py.client.ClientSession` injects its own, so
+every client of the library drives the rounds the same way.
 
 Theory of operation
 -------------------

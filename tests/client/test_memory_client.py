@@ -17,12 +17,11 @@ from pydantic import BaseModel, Field
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.client import ClientRequestError, InputRoundsExhausted, ServerRequest
 from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.mcp import jsonrpc
-from erlmcp_py.mcp.client import ClientRequestError, ServerRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
-from erlmcp_py.mcp.mrtr_client import InputRoundsExhausted
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
 from erlmcp_py.testing import MemoryClient, open_memory_client

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION
-from erlmcp_py.mcp.mrtr_client import (
+from erlmcp_py.client import (
     InputRoundsExhausted,
     call_until_complete,
     with_request_meta,
 )
+from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION
 
 ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?"}}
 DONE = {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}
