@@ -23,12 +23,13 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pexpect
 import pytest
 import trio
@@ -40,6 +41,7 @@ from erlmcp_py.mcp.client import ServerRequest
 from erlmcp_py.testing import open_memory_client
 from tests.deploy.support import events_named, free_port, poll
 from tests.transports.test_auth import issuer
+from tests.transports.test_http import McpHttp
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -190,6 +192,13 @@ async def sh(command: str, stdin: str = "", **env: str) -> subprocess.CompletedP
         )
 
 
+async def started(process: trio.Process, log: Path, ready: Callable[[], bool]) -> None:
+    """Wait until ``ready()``; fail with the process's ``log`` if it exits first."""
+    await poll(lambda: ready() or process.poll() is not None, f"{process.args} to start", LIMIT)
+    if process.returncode is not None:
+        raise AssertionError(f"exited {process.returncode}: {await trio.Path(log).read_text()}")
+
+
 @asynccontextmanager
 async def serving_http(log: Path, port: int, *options: str) -> AsyncIterator[str]:
     """``erlmcp-py serve --transport http`` on ``port`` of 127.0.0.1; its endpoint's URL."""
@@ -199,8 +208,7 @@ async def serving_http(log: Path, port: int, *options: str) -> AsyncIterator[str
             command, stdin=subprocess.DEVNULL, stderr=err, env=environment()
         )
         try:
-            listening = lambda: bool(events_named(log, "http_listening"))  # noqa: E731
-            await poll(listening, f"{command} to listen", LIMIT)
+            await started(process, log, lambda: bool(events_named(log, "http_listening")))
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.kill()
@@ -332,12 +340,12 @@ async def test_the_asgi_snippet_serves_orders_under_hypercorn_until_sigint(
 ) -> None:
     """``orders_http.py`` run as a script, and under the hypercorn command its last comment
     names, on a free port: the official client's call is answered (an elicitation on the way)
-    and SIGINT (Ctrl-C) stops it gracefully, exit status 0."""
+    and SIGINT (Ctrl-C) while a client is connected stops it gracefully, exit status 0."""
     save_orders(tmp_path)
     port = free_port()
     snippet = readme(*ORDERS_HTTP).replace("127.0.0.1:8000", f"127.0.0.1:{port}")
     (tmp_path / "orders_http.py").write_text(snippet)
-    found = re.search(r"trio\.run\(main\)  # or: (hypercorn .*)$", snippet, re.M)
+    found = re.search(r"# or: (hypercorn .*)$", snippet, re.M)
     assert found is not None
     command = shlex.split(found.group(1)) if how != "script" else [sys.executable, "orders_http.py"]
     log = tmp_path / "stderr.log"
@@ -348,13 +356,15 @@ async def test_the_asgi_snippet_serves_orders_under_hypercorn_until_sigint(
         )
         try:
             running = f"Running on http://127.0.0.1:{port}"
-            await poll(lambda: running in log.read_text(), running, LIMIT)
+            await started(process, log, lambda: running in log.read_text())
             url = f"http://127.0.0.1:{port}/mcp"
             answer = orders_answers(ADDRESS)
             async with Client(url, mode=mode, elicitation_callback=answer) as client:
                 shipped = await client.call_tool("ship", {"order_id": "7"})
             assert text_of(shipped) == "shipping to 1 Main St"
-            process.send_signal(signal.SIGINT)
+            async with httpx2.AsyncClient() as http:  # Ctrl-C while a client is connected
+                await McpHttp(http, url).initialize()
+                process.send_signal(signal.SIGINT)
             assert await process.wait() == 0, log.read_text()
         finally:
             if process.returncode is None:
@@ -603,7 +613,7 @@ async def test_the_embedding_snippet_asks_a_tcp_user_through_the_examples_line_p
     with trio.fail_after(LIMIT):
         process = await trio.lowlevel.open_process([sys.executable, str(program)], env=env)
         try:
-            stream = await connected_tcp(port)
+            stream = await connected_tcp(port, process)
             async with stream:
                 assert await line_from(stream) == "? Where should we deploy? [eu/us/ap]"
                 await stream.send_all(b"mars\n")
@@ -622,12 +632,13 @@ async def test_the_embedding_snippet_asks_a_tcp_user_through_the_examples_line_p
     ]
 
 
-async def connected_tcp(port: int) -> trio.SocketStream:
-    """A connection to ``port`` of 127.0.0.1, once something listens there."""
+async def connected_tcp(port: int, process: trio.Process) -> trio.SocketStream:
+    """A connection to ``port`` of 127.0.0.1, once ``process`` listens there."""
     while True:  # the listener is another process's: nothing to wait on but time
         try:
             return await trio.open_tcp_stream("127.0.0.1", port)
         except OSError:
+            assert process.poll() is None, f"the program exited {process.returncode}"
             await trio.sleep(0.02)
 
 
