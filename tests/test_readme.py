@@ -248,8 +248,11 @@ def save_orders(directory: Path) -> Path:
 
 
 def make_plan(directory: Path, target: str) -> list[str]:
+    """What ``make target`` would run in ``directory``, as a user's shell would start it (not
+    the sub-make of ``make test`` running this test, nor with a ``PYTHON`` of this run)."""
+    env = {k: v for k, v in environment().items() if k != "PYTHON" and not k.startswith("MAKE")}
     done = subprocess.run(
-        ["make", "-n", target], cwd=directory, capture_output=True, text=True, check=True
+        ["make", "-n", target], cwd=directory, env=env, capture_output=True, text=True, check=True
     )
     return [line.strip() for line in done.stdout.splitlines()]
 
