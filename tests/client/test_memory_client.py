@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import contextvars
 import json
-from pathlib import Path
 from typing import Any
 
 import pydantic_core
@@ -26,7 +25,6 @@ from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
 from erlmcp_py.testing import MemoryClient, open_memory_client
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 ERAS = pytest.mark.parametrize("version", [LEGACY, MODERN])
@@ -363,22 +361,6 @@ async def test_send_request_waits_for_initialized_and_routes_the_answer(
         session.close()
         with pytest.raises(PeerGone):
             await ask("r2")
-
-
-async def test_the_readme_server_through_the_memory_client(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """The README's "Writing a server" example, tested as the README says to test it."""
-    code = README.split("```python\n", 1)[1].split("```", 1)[0]
-    namespace: dict[str, Any] = {"__name__": "orders"}
-    exec(compile(code, "README.md", "exec"), namespace)
-
-    def ship_it(request: ServerRequest) -> dict[str, Any]:
-        return {"action": "accept", "content": {"address": "1 Main St"}}
-
-    async with open_memory_client(namespace["server"], handler=ship_it) as client:
-        result = await client.call_tool("ship", {"order_id": "7"})
-        assert text(result) == "shipping to 1 Main St"
 
 
 def request(id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
