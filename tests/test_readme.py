@@ -37,7 +37,7 @@ import trio.testing
 from mcp import Client, StdioServerParameters, types
 
 import erlmcp_py
-from erlmcp_py.mcp.client import ServerRequest
+from erlmcp_py.client import ServerRequest
 from erlmcp_py.testing import open_memory_client
 from tests.deploy.support import events_named, free_port, poll
 from tests.transports.test_auth import issuer
@@ -125,6 +125,10 @@ RUN_BY: dict[tuple[str, str], tuple[str, ...]] = {
         "tests/app/test_command.py::test_demo_prints_every_scene_and_each_outcome",
     ),
     ("sh", "make test"): (HERE + "test_make_demo_and_make_test_plan_what_the_quick_start_says",),
+    ("python", "import trio"): (
+        "tests/client/test_example.py::test_the_example_runs_as_written",
+        "tests/client/test_example.py::test_the_readme_and_the_docstring_show_the_same_example",
+    ),
     ORDERS: (
         HERE + "test_the_orders_server_run_as_a_script_serves_stdio",
         HERE + "test_the_orders_server_is_served_by_erlmcp_py_serve_server",

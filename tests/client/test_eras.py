@@ -39,7 +39,7 @@ LIMIT = 20.0  # seconds any subprocess or socket test may take
 SESSION, MODERN = "2025-11-25", "2026-07-28"
 ERAS = pytest.mark.parametrize("era", [SESSION, MODERN])
 SERVE = [
-    *(sys.executable, "-m", "erlmcp_py.cli", "serve", "--dev", "--log-level", "warning"),
+    *(sys.executable, "-m", "erlmcp_py.app", "serve", "--dev", "--log-level", "warning"),
     *("--rate", "100000", "--server", "tests.mcp.asking_server:build"),
 ]
 ADA = {"name": "Ada", "age": 36}
