@@ -284,6 +284,7 @@ class Republish:
 Reply: TypeAlias = ExtensionGranted | ExtensionRefused | AnswerRefused
 """An effect that answers the caller of the event (an ``Extend``, a ``Complete``, a
 ``Dismiss``), returned by :meth:`Record.feed` rather than executed."""
+_REPLIES: Final = (ExtensionGranted, ExtensionRefused, AnswerRefused)
 
 
 class ResponseRoute:
@@ -392,7 +393,7 @@ class Record:
                 self.actor.on_resolved(self)
             elif isinstance(effect, SetDeadline):
                 self.move_scope()
-            elif isinstance(effect, ExtensionGranted | ExtensionRefused | AnswerRefused):
+            elif isinstance(effect, _REPLIES):
                 replies = (*replies, effect)
             elif not isinstance(effect, Consented):  # a consent is only logged (on_response)
                 self.work.append(effect)

@@ -111,7 +111,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
@@ -193,7 +193,7 @@ NON_TERMINAL: Final[frozenset[Status]] = frozenset({Status.PENDING, Status.ACTIV
 TERMINAL: Final[frozenset[Status]] = frozenset(Status) - NON_TERMINAL
 
 
-class Phase(Enum):
+class Phase(StrEnum):
     """Where the exchange with the client stands (the table's first key; see the module's
     theory of operation)."""
 
@@ -763,10 +763,9 @@ class Elicitation:
         """
         if self._phase is Phase.ENDED:
             return math.inf
-        warn_at = self._warn_at
-        if busy or self._warned or warn_at is None:
+        if busy or self._warned or self._warn_at is None:
             return self._deadline
-        return min(warn_at, self._deadline)
+        return self._warn_at  # before the deadline: the policy keeps warn_before_s shorter
 
     @property
     def status(self) -> Status:
