@@ -85,7 +85,8 @@ ignored like every event after the end.
 Notices: when an elicitation ends for a reason the client cannot know about (deadline,
 server cancel, owner gone, runtime restart, the application's completion of a form) while
 ASKING, a :class:`SendCancelledNotice` tells the client to drop its request. No other phase
-has a request open at the client (its answer closed it), so none gets one.
+has a request open at the client (its answer closed it), so none gets one. A URL the
+application completes is announced with :class:`SendCompleteNotice` instead, in any phase.
 
 Time: the deadline runs from creation (a send blocked by back-pressure still times out):
 the policy's deadline for the mode, or the question's own (``timeout_s``) clamped to it. The
