@@ -5,20 +5,24 @@ runtime API from its mailbox, one message at a time. A ``Create`` asks the rate 
 through its mailbox (``Acquire``), registers the record, subscribes it to its owner's exit
 and spawns its child task; ``CompleteIt`` asks the validator through its mailbox.
 
-Each record owns one pure ``core.lifecycle.Elicitation``; whoever learns something — the
-peer's response callback, an API call, the child — feeds it an event through the
-synchronous :meth:`Record.feed`, which executes the effects that need no I/O (wake the
-waiters, move the deadline) and queues the others for the child.
+Each record owns one pure ``core.lifecycle.Elicitation``, which decides everything: what an
+answer means, which timer is next, when a warning is due, whether the application may
+complete now, which notices go out. Whoever learns something — the peer's response callback,
+an API call, the child — feeds it an event through the synchronous :meth:`Record.feed`,
+which executes the effects that need no I/O (wake the waiters, move the child's scope, hand
+back a reply) and queues the others for the child.
 
 The child task is the elicitation's only place that awaits. It runs inside a cancel scope
-whose deadline is the next timer — the warning, then the deadline; an extension moves it —
-and loops: perform the next queued effect (send the request, validate through the validator's
-mailbox, warn), or park until ``feed`` wakes it. While it performs a live effect only the
-deadline may cut it short (a send blocked by back-pressure still times out; a warning waits
-for the effect). When the scope fires the child feeds ``WarningDue`` or ``DeadlineReached``
-itself and, at a deadline, goes straight on to the client's ``notifications/cancelled``: the
-waiter's wake-up and the notice come from one turn of one task, in that order (on Streamable
-HTTP the notice must precede the tool's result, which closes the request's stream).
+whose deadline is the lifecycle's ``next_wakeup()`` — the warning, then the deadline; an
+extension moves it — and loops: perform the next queued effect (send the request, validate
+through the validator's mailbox, warn), or park until ``feed`` wakes it. While it performs a
+live effect the scope's deadline is ``next_wakeup(busy=True)``: only the deadline may cut it
+short (a send blocked by back-pressure still times out; a warning waits for the effect). When
+the scope fires the child feeds ``Wakeup(now)`` and the lifecycle says what was due: the
+warning, or the end and the client's ``notifications/cancelled``, which the child goes
+straight on to send: the waiter's wake-up and the notice come from one turn of one task, in
+that order (on Streamable HTTP the notice must precede the tool's result, which closes the
+request's stream).
 
 The owner watch is one ``MonitorHub`` subscription per record; no task runs per watch (the
 hub's trio instrument sees the owner's exit). The hub's callback only signals the child (a
@@ -29,10 +33,12 @@ is full).
 
 Every path to a terminal status goes through ``feed`` -> ``Resolve`` ->
 :meth:`ElicitationActor.on_resolved`, which records the outcome, drops the owner watch and
-retains the record exactly once. URL mode adds one shell rule the lifecycle does not model:
-the client's ``accept`` only means the user agreed to open the page, so the record keeps
-waiting for the application's ``complete_elicitation``; then
-``notifications/elicitation/complete`` goes to the initiating client.
+retains the record exactly once. In URL mode the client's ``accept`` only means the user
+agreed to open the page: the lifecycle answers it ``Consented`` and waits for the
+application's ``complete_elicitation`` (``Complete``), after which it has
+``notifications/elicitation/complete`` sent to the initiating client. A completion or a
+hosted page's answer that comes while a client's answer is being validated is refused
+(``AnswerRefused``: the caller's ``AnswerInFlight``).
 
 Every change of a record is handed to the store (``Store.changed``), which publishes its
 status row for the other replicas (the in-memory store has none, and does nothing).
@@ -83,7 +89,6 @@ from erlmcp_py.actors.record import (
     ExtendIt,
     GetStatus,
     ListAll,
-    NotifyComplete,
     Record,
     Republish,
     ResponseRoute,
@@ -108,15 +113,17 @@ from erlmcp_py.core.errors import (
 )
 from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
 from erlmcp_py.core.lifecycle import (
-    Answer,
+    AnswerRefused,
     Cancel,
-    DeadlineReached,
+    Complete,
+    Dismiss,
     Effect,
     Extend,
     ExtensionGranted,
     ExtensionRefused,
     RuntimeRestart,
     SendCancelledNotice,
+    SendCompleteNotice,
     SendRequest,
     SendWarning,
     Sent,
@@ -124,9 +131,9 @@ from erlmcp_py.core.lifecycle import (
     ValidateAnswer,
     Validated,
     ValidatorFailed,
-    WarningDue,
+    Wakeup,
 )
-from erlmcp_py.core.outcomes import Accepted, Failed, Tenant
+from erlmcp_py.core.outcomes import Failed, Tenant
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Refused
 from erlmcp_py.core.retention import Retention
@@ -228,10 +235,8 @@ class ElicitationActor(Actor):
         if kind is CompleteIt:
             return await self._complete(record, msg)
         if kind is AnswerIt:
-            effects = record.core.handle(Answer(msg.action, None))
-            if not effects:  # an accept is being validated
+            if record.feed(Dismiss(msg.action)):  # AnswerRefused: an accept is validated
                 return ErrorReply(AnswerInFlight(record.id))
-            record.apply(effects)
             return record.info()
         raise TypeError(f"unknown elicitation call {kind.__name__}")
 
@@ -299,21 +304,22 @@ class ElicitationActor(Actor):
         )
         if isinstance(verdict, ErrorReply):
             return verdict
-        if record.outcome is not None:  # it ended (client answer, deadline…) while we validated
+        if record.core.is_terminal:  # it ended (client answer, deadline…) while we validated
             return ErrorReply(AlreadyTerminal(record.core.status.value))
-        if type(verdict) is not ValidatorRaised and not verdict.ok:
-            return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
-        effects = record.core.handle(Answer("accept", content))
-        if not any(isinstance(e, ValidateAnswer) for e in effects):
-            return ErrorReply(AnswerInFlight(record.id))
-        if type(verdict) is ValidatorRaised:
-            self._validator_failed(record, verdict)
+        raised = type(verdict) is ValidatorRaised
+        if raised:
+            event = Complete(validator_failed=verdict.detail)
+        elif verdict.ok:
+            event = Complete(verdict.answer)
         else:
-            record.feed(Validated(True, (), verdict.answer))
-        if record.mode == "form" and record.rid is not None:
-            record.work.append(SendCancelledNotice())  # the client's form is moot now
-            record.wake()
-        if type(verdict) is ValidatorRaised:
+            return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
+        effects = record.core.handle(event)
+        if isinstance(effects[0], AnswerRefused):  # a client's accept is being validated
+            return ErrorReply(AnswerInFlight(record.id))
+        if raised:
+            _log_validator_failed(record, verdict)
+        record.apply(effects)
+        if raised:
             return ErrorReply(ValidatorError(record.id, verdict.error_type or verdict.detail))
         return record.info()
 
@@ -327,8 +333,6 @@ class ElicitationActor(Actor):
         if record.monitor is not None:
             record.monitor.cancel()
             record.monitor = None
-        if record.mode == "url" and isinstance(outcome, Accepted):
-            record.work.append(NotifyComplete())
         for elicitation_id in self.retention.add(record.id, ended_at):
             self.records.pop(elicitation_id, None)
         if self._evict_at == math.inf:
@@ -375,7 +379,7 @@ class ElicitationActor(Actor):
         work = record.work  # the record's one queue, never replaced
         try:
             while record.outcome is None:
-                with trio.CancelScope(deadline=record.next_timer()) as scope:
+                with trio.CancelScope(deadline=record.core.next_wakeup()) as scope:
                     record.scope = scope
                     while record.outcome is None and not record.owner_down:
                         if work:
@@ -403,19 +407,14 @@ class ElicitationActor(Actor):
         self._finished(record)
 
     def _on_wake(self, record: Record) -> None:
-        """The child left its scope with the record live: its owner died or a timer fired."""
+        """The child left its scope with the record live: its owner died or its timer fired
+        (the lifecycle says whether the warning or the deadline was due)."""
         if record.owner_down:
             record.feed_owner_down()
-            return
-        now = self.now()
-        if now >= record.core.deadline:
-            record.feed(DeadlineReached(now))
-            return
-        record.feed(WarningDue(now))
-        if now >= record.next_timer():
-            record.warned = True  # this deadline's warning is past (sent or refused)
+        else:
+            record.feed(Wakeup(self.now()))
 
-    async def _perform(self, record: Record, effect: Effect | NotifyComplete) -> None:
+    async def _perform(self, record: Record, effect: Effect) -> None:
         if isinstance(effect, SendRequest):
             if record.outcome is None:  # ended before its turn: nothing to ask
                 await self._send_request(record, effect)
@@ -427,7 +426,7 @@ class ElicitationActor(Actor):
             await self._notify(record, "notifications/message", warning)
         elif isinstance(effect, SendCancelledNotice):
             await self._send_cancelled(record)
-        elif isinstance(effect, NotifyComplete):
+        elif isinstance(effect, SendCompleteNotice):
             await self._notify(
                 record, "notifications/elicitation/complete", {"elicitationId": record.id}
             )
@@ -491,17 +490,8 @@ class ElicitationActor(Actor):
 
     def _validator_failed(self, record: Record, verdict: ValidatorRaised) -> None:
         """Application code could not judge ``record``'s answer: that elicitation ends
-        ``Failed("validator_error")``; the log says what was raised and where, never what."""
-        tenant = record.tenant
-        log.warning(
-            "validator_failed",
-            elicitation_id=record.id,
-            client=record.client,
-            user=tenant.user,
-            detail=verdict.detail,
-            error_type=verdict.error_type,
-            at=verdict.at,
-        )
+        ``Failed("validator_error")``."""
+        _log_validator_failed(record, verdict)
         record.feed(ValidatorFailed(verdict.detail))
 
     def texts(self, record: Record) -> Texts:
@@ -559,8 +549,8 @@ class ElicitationActor(Actor):
 
     async def _send_cancelled(self, record: Record, reason: str | None = None) -> None:
         rid = record.rid
-        if rid is None or record.consented:
-            return
+        if rid is None:
+            return  # no request of ours is on the wire: nothing to withdraw
         _forget(record, rid)
         record.rid = None
         if reason is None:
@@ -610,21 +600,38 @@ class ElicitationActor(Actor):
         live = [
             r for r in self.records.values() if isinstance(r, Record) and not r.core.is_terminal
         ]
-        # Best effort, bounded: tell clients to drop requests nobody will wait for — before
-        # the waiters wake, because a woken tool answers its call at once, and on Streamable
-        # HTTP that answer closes the stream the notice has to go on.
+        # The lifecycle ends each one now; its effects are applied below, once the notices
+        # it asks for are out: best effort, bounded, and before the waiters wake, because a
+        # woken tool answers its call at once, and on Streamable HTTP that answer closes the
+        # stream the notice has to go on.
+        endings = [(record, record.core.handle(RuntimeRestart())) for record in live]
         with trio.move_on_after(1.0):
             async with trio.open_nursery() as nursery:
-                for record in live:
-                    if record.rid is not None and not record.consented:
+                for record, effects in endings:
+                    if any(isinstance(e, SendCancelledNotice) for e in effects):
                         nursery.start_soon(
                             self._send_cancelled, record, "elicitation failed (runtime_restarted)"
                         )
-        for record in live:
-            record.feed(RuntimeRestart())
+        for record, effects in endings:
+            record.apply(effects)  # the children are gone: the notice it queues stays unsent
         for record in live:
             if record.rid is not None:
                 _forget(record, record.rid)
+
+
+def _log_validator_failed(record: Record, verdict: ValidatorRaised) -> None:
+    """Log that application code could not judge ``record``'s answer: what was raised and
+    where, never what it said."""
+    tenant = record.tenant
+    log.warning(
+        "validator_failed",
+        elicitation_id=record.id,
+        client=record.client,
+        user=tenant.user,
+        detail=verdict.detail,
+        error_type=verdict.error_type,
+        at=verdict.at,
+    )
 
 
 def _forget(record: Record, rid: str) -> None:

@@ -1,11 +1,13 @@
 """One elicitation's shell state (:class:`Record`) and the elicitation actor's messages.
 
 A :class:`Record` owns one pure ``core.lifecycle.Elicitation`` and the I/O-side facts the
-lifecycle does not model: the peer, the waiters, the JSON-RPC id of the outstanding request,
+lifecycle does not model: the peer, the waiters, the JSON-RPC id of the request on the wire,
 the child task's cancel scope. :meth:`Record.feed` hands an event to the lifecycle and
-executes the effects that need no I/O at once (wake the waiters, move the deadline scope,
-answer an extension); the others (send a request, validate, warn, notify) are queued on
-``work`` for the record's child task, which is woken to perform them.
+executes the effects that need no I/O at once (wake the waiters, move the child's scope to
+the lifecycle's next wake-up, hand a reply to the caller); the others (send a request,
+validate, warn, notify) are queued on ``work`` for the record's child task, which is woken to
+perform them. The record decides nothing: what an answer means, which timer is next, when a
+warning is due and whether a completion may come now are the lifecycle's.
 
 The messages below are what :class:`~erlmcp_py.actors.runtime.Runtime` sends to the
 elicitation actor's mailbox; the actor answers each in its own task. Each message checks its
@@ -34,13 +36,15 @@ from erlmcp_py.actors.peer import (
 )
 from erlmcp_py.core.lifecycle import (
     Answer,
+    AnswerRefused,
+    Consented,
     Effect,
     Elicitation,
+    Event,
     ExtensionGranted,
     ExtensionRefused,
     OwnerDown,
     Resolve,
-    SendWarning,
     SetDeadline,
     TransportFailed,
 )
@@ -62,8 +66,8 @@ __all__ = [
     "ExtendIt",
     "GetStatus",
     "ListAll",
-    "NotifyComplete",
     "Record",
+    "Reply",
     "Republish",
     "ResponseRoute",
     "ended",
@@ -275,12 +279,12 @@ class Republish:
     """Publish every record to the store again (a cast: the store lost this replica's)."""
 
 
-@dataclass(frozen=True, slots=True)
-class NotifyComplete:
-    """Shell effect: tell the initiating client a URL-mode elicitation completed."""
-
-
 # -- the record --------------------------------------------------------------------------------
+
+Reply: TypeAlias = ExtensionGranted | ExtensionRefused | AnswerRefused
+"""An effect that answers the caller of the event (an ``Extend``, a ``Complete``, a
+``Dismiss``), returned by :meth:`Record.feed` rather than executed."""
+_REPLIES: Final = (ExtensionGranted, ExtensionRefused, AnswerRefused)
 
 
 class ResponseRoute:
@@ -311,7 +315,6 @@ class Record:
     __slots__ = (
         "actor",
         "client",
-        "consented",
         "core",
         "ended_at",
         "id",
@@ -328,7 +331,6 @@ class Record:
         "tenant",
         "waiter",
         "waiters",
-        "warned",
         "work",
     )
 
@@ -354,17 +356,15 @@ class Record:
         self.core = Elicitation(
             actor.policy.lifecycle, now, mode=request.mode, timeout_s=request.timeout
         )
-        self.work: list[Effect | NotifyComplete] = []  # effects queued for the child
+        self.work: list[Effect] = []  # effects queued for the child
         self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()
         self.outcome: Outcome | None = None
         self.waiter: trio.lowlevel.Task | None = None  # the child, while parked
         self.scope: trio.CancelScope | None = None  # the child's deadline scope
-        self.rid: str | None = None  # JSON-RPC id of our outstanding elicitation/create
+        self.rid: str | None = None  # JSON-RPC id of our latest elicitation/create
         self.monitor: MonitorRef | None = None
         self.owner_down = False  # the owner exited; the child feeds OwnerDown
         self.performing = False  # the child is performing a live effect
-        self.consented = False
-        self.warned = False
         self.ended_at: float | None = None
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) -------------------
@@ -373,17 +373,17 @@ class Record:
         """Start the lifecycle: the deadline runs and the first request is queued."""
         self.apply(self.core.start())
 
-    def feed(self, event: Any) -> tuple[ExtensionGranted | ExtensionRefused, ...]:
+    def feed(self, event: Event) -> tuple[Reply, ...]:
         """Hand ``event`` to the lifecycle and :meth:`apply` its effects."""
         return self.apply(self.core.handle(event))
 
-    def apply(self, effects: list[Effect]) -> tuple[ExtensionGranted | ExtensionRefused, ...]:
+    def apply(self, effects: list[Effect]) -> tuple[Reply, ...]:
         """Execute or queue ``effects``, in order, then wake the child.
 
         Returns:
-            The extension replies among the effects (only an ``Extend`` has any).
+            The replies among the effects, for the caller of the event.
         """
-        replies: tuple[ExtensionGranted | ExtensionRefused, ...] = ()
+        replies: tuple[Reply, ...] = ()
         for effect in effects:
             if isinstance(effect, Resolve):
                 self.outcome = effect.outcome
@@ -392,13 +392,10 @@ class Record:
                     trio.lowlevel.reschedule(task)
                 self.actor.on_resolved(self)
             elif isinstance(effect, SetDeadline):
-                self.warned = False
                 self.move_scope()
-            elif isinstance(effect, ExtensionGranted | ExtensionRefused):
+            elif isinstance(effect, _REPLIES):
                 replies = (*replies, effect)
-            else:
-                if isinstance(effect, SendWarning):
-                    self.warned = True
+            elif not isinstance(effect, Consented):  # a consent is only logged (on_response)
                 self.work.append(effect)
         self.wake()
         self.actor.changed(self.id, self)
@@ -432,13 +429,13 @@ class Record:
             sent_at = self.core.sent_at
             asked_at = self.core.created_at if sent_at is None else sent_at
             actor.metrics.on_answer_latency(actor.now() - asked_at)
-        if self.mode == "url" and action == "accept":
-            self.consented = True  # the user opened the page; the app completes it later
-            actor.event("consented", self)
-            return
-        actor.event("answered", self, action=action)
         content = response.get("content") if action == "accept" else None
-        self.feed(Answer(action, content))
+        effects = self.core.handle(Answer(action, content))
+        if effects and isinstance(effects[0], Consented):
+            actor.event("consented", self)
+        else:
+            actor.event("answered", self, action=action)
+        self.apply(effects)
 
     def on_owner_down(self, _task: trio.lowlevel.Task) -> None:
         """The owner exited (the monitor hub's callback): signal the child, which feeds
@@ -457,20 +454,12 @@ class Record:
 
     # -- the child's timer and sleep -----------------------------------------------------------
 
-    def next_timer(self) -> float:
-        """When the child must wake: the warning if it is still due, else the deadline."""
-        core = self.core
-        warn_at = core.warn_at
-        if warn_at is not None and not self.warned and warn_at < core.deadline:
-            return warn_at
-        return core.deadline
-
     def move_scope(self) -> None:
-        """Set the child's scope deadline: while it performs a live effect only the deadline
-        may interrupt it (a warning waits for the effect); parked, the next timer wakes it."""
+        """Set the child's scope deadline to the lifecycle's next wake-up (while the child
+        performs a live effect, the one that may interrupt it)."""
         scope = self.scope
         if scope is not None:
-            scope.deadline = self.core.deadline if self.performing else self.next_timer()
+            scope.deadline = self.core.next_wakeup(busy=self.performing)
 
     def wake(self) -> None:
         """Reschedule the parked child (a no-op while it runs)."""

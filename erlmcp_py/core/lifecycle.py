@@ -4,52 +4,89 @@ Theory of operation
 -------------------
 
 One :class:`Elicitation` object models one question put to a user. It owns no task, no
-channel and no clock: the trio shell (``actors/elicitation.py``) feeds it *events* (what
-happened, with ``now`` when time matters) and executes the *effects* it returns, in order.
+channel and no clock: the trio shell (``actors/record.py``, ``actors/elicitation.py``) feeds
+it *events* (what happened, with ``now`` when time matters), executes the *effects* it
+returns, in order, and sleeps until :meth:`Elicitation.next_wakeup`.
 
-Rule 1: all lifecycle decisions live in this file. The shell never inspects an answer,
-counts re-prompts, compares times or decides an outcome; it only turns effects into I/O
-(send a request, move a cancel scope, resolve a reply slot) and I/O into events.
+Rule 1: every lifecycle decision lives in this file: what an answer means and whether it
+counts, how many re-prompts, which timer comes next (the warning or the deadline), whether a
+warning is due, whether the application may complete or dismiss the question now, and
+whether the client must be told to drop its request. The shell never inspects an answer,
+counts, compares times or decides an outcome; it only turns effects into I/O (send a
+request, validate, move a cancel scope to :meth:`~Elicitation.next_wakeup`, resolve a reply
+slot) and I/O into events.
 
-Rule 2: the machine is a table. :data:`TRANSITIONS` maps ``(Status, event type)`` to a
-:class:`Transition`: the handler to run and the statuses it may lead to. The table is total
-over the non-terminal statuses, so every event has a defined meaning in every live state;
-terminal statuses are absorbing (every event is a no-op that returns ``[]`` and never
-raises). An event type the table does not know raises ``TypeError``.
+Rule 2: the machine is a table. :data:`TRANSITIONS` maps ``(Phase, event type)`` to a
+:class:`Transition`: the handler to run, the phases it may lead to and the terminal
+statuses it may end in. The table is total over the live phases, so every event has a
+defined meaning in every live state; :attr:`Phase.ENDED` is absorbing (every event is a
+no-op that returns ``[]`` and never raises). An event type the table does not know raises
+``TypeError``.
 
 Rule 3: exactly one :class:`Resolve` is emitted over the whole life of an elicitation, by
 the transition that enters a terminal status; its outcome agrees with that status
 (:data:`STATUS_OF_OUTCOME`).
 
+The phase says where the exchange with the client stands; the public :class:`Status` adds
+whether the first request has reached the transport (``pending`` or ``active``) and, once
+ended, how it ended::
+
+    phase       status            what is open            client Answer  Complete, Dismiss
+    NEW         pending           nothing: start() not    ignored        taken
+                                  called yet
+    ASKING      pending, active   our request, at the     taken          taken
+                                  client
+    VALIDATING  active            the accepted answer,    ignored        AnswerRefused
+                                  at the validator (the                  (retry)
+                                  answer in flight)
+    CONSENTED   pending, active   nothing: the user       ignored        taken
+                                  accepted a URL; the
+                                  application completes
+    ENDED       terminal          nothing                 ignored        ignored
+
 The life of an elicitation::
 
-    Elicitation(policy, now)        status pending; deadline = now + initial deadline (the
+    Elicitation(policy, now)        NEW, pending; deadline = now + initial deadline (the
                                     policy's, or the question's own clamped to it)
-    start()                         -> SetDeadline, SendRequest(attempt=1)
+    start()                         -> ASKING: SetDeadline, SendRequest(attempt=1)
     Sent(now)                       pending -> active (the request reached the transport)
-    Answer("accept", content)       -> ValidateAnswer(content); a validation is in flight
+    Answer("accept", content)       form: -> VALIDATING, ValidateAnswer(content)
+                                    url:  -> CONSENTED, Consented(): the user agreed to
+                                          open the page; the application completes it
     Validated(ok=True, content)     -> completed, Resolve(Accepted(content))
-    Validated(ok=False, errors)     -> SendRequest(attempt=n+1, errors)   (a re-prompt)
+    Validated(ok=False, errors)     -> ASKING, SendRequest(attempt=n+1, errors) (a re-prompt)
                                        ... or failed, Resolve(Failed("validation"))
     ValidatorFailed(detail)         -> failed, Resolve(Failed("validator_error")): the
                                        application's validation code could not judge it
     Answer("decline" | "cancel")    -> declined | cancelled (by the client)
-    WarningDue(now)                 -> SendWarning(remaining_s), once per deadline
+    Complete(content)               the application's accept (``complete_elicitation``,
+                                    the hosted page), its content already validated:
+                                    -> completed, Resolve(Accepted(content)), then
+                                    SendCompleteNotice in URL mode, or SendCancelledNotice
+                                    for a form still open at the client
+    Complete(validator_failed=d)    -> failed, Resolve(Failed("validator_error", d))
+    Dismiss("decline" | "cancel")   the user's no, through the application (the hosted
+                                    page): -> declined | cancelled (by the client)
+    Wakeup(now)                     the timer armed at next_wakeup() fired: at or past the
+                                    deadline -> timed_out; else, when the warning is due,
+                                    SendWarning(remaining_s), once per deadline; else
+                                    nothing (a stale timer)
     Extend(now, seconds)            -> SetDeadline + ExtensionGranted | ExtensionRefused
-    DeadlineReached(now)            -> timed_out
     Cancel(by) / OwnerDown() / RuntimeRestart() / TransportFailed(detail)
                                     -> cancelled / abandoned / failed / failed
 
-Two private facts refine ``active`` without adding public statuses:
+While VALIDATING, Complete and Dismiss are answered :class:`AnswerRefused` and change
+nothing (the application retries): the client's answer came first. A client Answer is
+considered only while ASKING: one that arrives while a validation is in flight, after a
+consent, or before anything was asked is ignored. A deadline, a cancel, the owner's exit or
+a restart ends the elicitation in any live phase; a verdict that comes after that is
+ignored like every event after the end.
 
-* *outstanding*: an ``elicitation/create`` request is open at the client (issued by
-  ``start()`` or a re-prompt and not answered yet). Only then is an :class:`Answer`
-  considered, so an answer that arrives while a validation is in flight (or before anything
-  was sent) is ignored. When the elicitation ends for a reason the client cannot know about
-  (deadline, server cancel, owner gone, runtime restart) while a request is outstanding, a
-  :class:`SendCancelledNotice` tells the client to drop it.
-* *validating*: an accepted answer is with the validator; only then is a
-  :class:`Validated` verdict considered.
+Notices: when an elicitation ends for a reason the client cannot know about (deadline,
+server cancel, owner gone, runtime restart, the application's completion of a form) while
+ASKING, a :class:`SendCancelledNotice` tells the client to drop its request. No other phase
+has a request open at the client (its answer closed it), so none gets one. A URL the
+application completes is announced with :class:`SendCompleteNotice` instead, in any phase.
 
 Time: the deadline runs from creation (a send blocked by back-pressure still times out):
 the policy's deadline for the mode, or the question's own (``timeout_s``) clamped to it. The
@@ -57,12 +94,17 @@ warning comes the policy's ``warn_before_s`` before the policy's deadline, or th
 proportion of a shorter one. The deadline only ever moves forward, and only by a granted
 extension: each adds at most ``policy.extension_s`` (a longer request is clamped, a peer
 never raises a limit), at most ``policy.max_extensions`` times, and re-arms the single
-warning. Timer events carry ``now`` and are checked against the current deadline, so a timer
-that the shell armed for an older deadline and that fires late is harmlessly ignored.
+warning. :meth:`Elicitation.next_wakeup` is the one timer the shell arms: the warning time
+while this deadline's warning is still to come, else the deadline; while the shell is busy
+performing an effect (``busy=True``) only the deadline, so a warning waits for the effect
+and a blocked send still times out. :class:`Wakeup` carries ``now`` and is checked against
+the current deadline and warning, so a timer armed for an older deadline that fires late is
+harmlessly ignored, and after a ``Wakeup(now)`` that leaves the elicitation live,
+``next_wakeup()`` is later than ``now``: the shell never spins.
 
 Effects are listed in the order the shell should execute them. When an elicitation ends,
-:class:`Resolve` comes first and :class:`SendCancelledNotice` after it, so the waiter is
-never delayed by a slow transport.
+:class:`Resolve` comes first and the notices after it, so the waiter is never delayed by a
+slow transport.
 """
 
 from __future__ import annotations
@@ -88,14 +130,18 @@ __all__ = [
     "ACTIONS",
     "EFFECT_TYPES",
     "EVENT_TYPES",
+    "LIVE_PHASES",
     "NON_TERMINAL",
     "STATUS_OF_OUTCOME",
     "TERMINAL",
     "TRANSITIONS",
     "Answer",
     "AnswerAction",
+    "AnswerRefused",
     "Cancel",
-    "DeadlineReached",
+    "Complete",
+    "Consented",
+    "Dismiss",
     "Effect",
     "Elicitation",
     "Event",
@@ -103,9 +149,11 @@ __all__ = [
     "ExtensionGranted",
     "ExtensionRefused",
     "OwnerDown",
+    "Phase",
     "Resolve",
     "RuntimeRestart",
     "SendCancelledNotice",
+    "SendCompleteNotice",
     "SendRequest",
     "SendWarning",
     "Sent",
@@ -116,7 +164,7 @@ __all__ = [
     "ValidateAnswer",
     "Validated",
     "ValidatorFailed",
-    "WarningDue",
+    "Wakeup",
     "status_for_outcome",
 ]
 
@@ -144,6 +192,25 @@ class Status(StrEnum):
 
 NON_TERMINAL: Final[frozenset[Status]] = frozenset({Status.PENDING, Status.ACTIVE})
 TERMINAL: Final[frozenset[Status]] = frozenset(Status) - NON_TERMINAL
+
+
+class Phase(StrEnum):
+    """Where the exchange with the client stands (the table's first key; see the module's
+    theory of operation)."""
+
+    NEW = "new"
+    """``start()`` not called yet: nothing asked."""
+    ASKING = "asking"
+    """A request of ours is open at the client: its answer is considered."""
+    VALIDATING = "validating"
+    """The client's accepted answer is with the validator: the answer in flight."""
+    CONSENTED = "consented"
+    """URL mode: the user accepted; the elicitation waits for the application's completion."""
+    ENDED = "ended"
+    """Terminal: absorbs every event."""
+
+
+LIVE_PHASES: Final[frozenset[Phase]] = frozenset(Phase) - {Phase.ENDED}
 
 AnswerAction: TypeAlias = Literal["accept", "decline", "cancel"]
 ACTIONS: Final[frozenset[str]] = frozenset({"accept", "decline", "cancel"})
@@ -175,7 +242,7 @@ class Sent:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """The client answered the outstanding request (already normalised to MCP's shape).
+    """The client answered our request (already normalised to MCP's shape).
 
     Attributes:
         action: ``"accept"``, ``"decline"`` or ``"cancel"``.
@@ -237,31 +304,54 @@ class ValidatorFailed:
 
 
 @dataclass(frozen=True, slots=True)
-class WarningDue:
-    """The shell's warning timer (armed at ``warn_at``) fired.
+class Complete:
+    """The application completes the elicitation (``complete_elicitation``, the hosted
+    page's submit) with content its validator has already judged.
 
     Attributes:
-        now: When it fired.
+        content: The validated content, delivered as ``Accepted(content)``.
+        validator_failed: ``None`` when the content is valid; else the application's
+            validation code could not judge it (as in :class:`ValidatorFailed`: the
+            exception's type, never its message), and the elicitation ends
+            ``Failed("validator_error", validator_failed)``.
     """
 
-    now: float
-
-    def __post_init__(self) -> None:
-        _check_now("WarningDue", self.now)
+    content: Any = None
+    validator_failed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class DeadlineReached:
-    """The shell's deadline timer (armed at ``deadline``) fired.
+class Dismiss:
+    """The user declines or cancels through the application (the hosted page's Reject and
+    Cancel), as the client would.
 
     Attributes:
-        now: When it fired; ignored if earlier than the current deadline (a stale timer).
+        action: ``"decline"`` or ``"cancel"``.
+
+    Raises:
+        ValueError: ``action`` is neither.
+    """
+
+    action: Literal["decline", "cancel"]
+
+    def __post_init__(self) -> None:
+        if self.action not in ("decline", "cancel"):
+            raise ValueError(f"Dismiss.action must be 'decline' or 'cancel', got {self.action!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Wakeup:
+    """The shell's timer, armed at :meth:`Elicitation.next_wakeup`, fired.
+
+    Attributes:
+        now: When it fired. The lifecycle decides what is due at ``now``: the deadline, the
+            warning, or nothing (a timer armed for an older deadline).
     """
 
     now: float
 
     def __post_init__(self) -> None:
-        _check_now("DeadlineReached", self.now)
+        _check_now("Wakeup", self.now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,8 +428,9 @@ Event: TypeAlias = (
     | Answer
     | Validated
     | ValidatorFailed
-    | WarningDue
-    | DeadlineReached
+    | Complete
+    | Dismiss
+    | Wakeup
     | Extend
     | OwnerDown
     | Cancel
@@ -351,8 +442,9 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     Answer,
     Validated,
     ValidatorFailed,
-    WarningDue,
-    DeadlineReached,
+    Complete,
+    Dismiss,
+    Wakeup,
     Extend,
     OwnerDown,
     Cancel,
@@ -412,12 +504,26 @@ class SendCancelledNotice:
 
 
 @dataclass(frozen=True, slots=True)
+class SendCompleteNotice:
+    """Send ``notifications/elicitation/complete`` to the client that was asked: the
+    application completed a URL-mode elicitation. Best effort, after :class:`Resolve`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Consented:
+    """The user accepted a URL-mode request: the client's request is answered and the
+    elicitation waits for the application's :class:`Complete` (or a :class:`Dismiss`, or its
+    deadline). Nothing to send; the shell records the consent."""
+
+
+@dataclass(frozen=True, slots=True)
 class SetDeadline:
-    """Move the shell's timers.
+    """The deadline moved (armed by ``start()``, moved by an extension): re-arm the timer at
+    :meth:`Elicitation.next_wakeup`.
 
     Attributes:
-        deadline: Feed :class:`DeadlineReached` at this time.
-        warn_at: Feed :class:`WarningDue` at this time; ``None``: warnings are disabled.
+        deadline: The deadline.
+        warn_at: When its warning is due; ``None``: warnings are disabled.
     """
 
     deadline: float
@@ -445,12 +551,19 @@ class ExtensionRefused:
 
     Attributes:
         reason: ``"max_extensions"`` (the bound is used up) or ``"expired"`` (the deadline
-            has already passed; a :class:`DeadlineReached` is on its way).
+            has already passed; the :class:`Wakeup` that ends it is on its way).
         max_extensions: The policy bound, for the caller's message.
     """
 
     reason: Literal["max_extensions", "expired"]
     max_extensions: int
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRefused:
+    """Reply to the application's :class:`Complete` or :class:`Dismiss`: refused, nothing
+    changed. The client's accepted answer is with the validator (the answer in flight); its
+    verdict decides, or the application retries after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,9 +582,12 @@ Effect: TypeAlias = (
     | ValidateAnswer
     | SendWarning
     | SendCancelledNotice
+    | SendCompleteNotice
+    | Consented
     | SetDeadline
     | ExtensionGranted
     | ExtensionRefused
+    | AnswerRefused
     | Resolve
 )
 EFFECT_TYPES: Final[tuple[type[Effect], ...]] = (
@@ -479,14 +595,19 @@ EFFECT_TYPES: Final[tuple[type[Effect], ...]] = (
     ValidateAnswer,
     SendWarning,
     SendCancelledNotice,
+    SendCompleteNotice,
+    Consented,
     SetDeadline,
     ExtensionGranted,
     ExtensionRefused,
+    AnswerRefused,
     Resolve,
 )
 
-
-"""start()'s request: one immutable value shared by every elicitation."""
+_CONSENT: Final = Consented()
+_REFUSED: Final = AnswerRefused()
+_CANCELLED_NOTICE: Final = SendCancelledNotice()
+_COMPLETE_NOTICE: Final = SendCompleteNotice()
 
 
 def status_for_outcome(outcome: Outcome) -> Status:
@@ -529,12 +650,14 @@ STATUS_OF_OUTCOME: Final[Mapping[type, frozenset[Status]]] = MappingProxyType(
 
 
 class Elicitation:
-    """One elicitation's lifecycle: feed events, execute the returned effects.
+    """One elicitation's lifecycle: feed events, execute the returned effects, wake at
+    :meth:`next_wakeup`.
 
     Args:
         policy: Deadlines, warnings, extensions and re-prompt bound.
         now: Creation time on the shell's monotonic clock; the deadline runs from here.
-        mode: ``"form"`` or ``"url"`` (selects the initial deadline).
+        mode: ``"form"`` or ``"url"`` (selects the initial deadline, and what a client's
+            accept means).
         timeout_s: The question's own initial deadline in seconds, clamped to the policy's
             for ``mode``; its warning comes at the same proportion of it
             (:meth:`LifecyclePolicy.warn_before_for`). ``None``: the policy's deadline.
@@ -550,13 +673,12 @@ class Elicitation:
         "_extensions_used",
         "_mode",
         "_outcome",
-        "_outstanding",
+        "_phase",
         "_policy",
         "_reprompts_used",
         "_sent_at",
         "_started",
         "_status",
-        "_validating",
         "_warn_at",
         "_warn_before",
         "_warned",
@@ -579,11 +701,10 @@ class Elicitation:
         self._deadline = now + initial
         self._warn_before = policy.warn_before_for(mode, initial)
         self._warn_at = self._warning_time()
-        self._status = Status.PENDING
-        self._started = False
-        self._outstanding = False
-        self._validating = False
         self._warned = False
+        self._status = Status.PENDING
+        self._phase = Phase.NEW
+        self._started = False
         self._extensions_used = 0
         self._reprompts_used = 0
         self._sent_at: float | None = None
@@ -592,7 +713,7 @@ class Elicitation:
     # -- public API ----------------------------------------------------------------------
 
     def start(self) -> list[Effect]:
-        """Begin: arm the timers and send the first request.
+        """Begin: arm the timer and send the first request.
 
         Returns:
             ``[SetDeadline(deadline, warn_at), SendRequest(attempt=1)]``, or ``[]`` if the
@@ -604,9 +725,9 @@ class Elicitation:
         if self._started:
             raise RuntimeError("Elicitation.start() called twice")
         self._started = True
-        if self._status in TERMINAL:
+        if self._phase is Phase.ENDED:
             return []
-        self._outstanding = True
+        self._phase = Phase.ASKING
         return [SetDeadline(self._deadline, self._warn_at), SendRequest(attempt=1)]
 
     def handle(self, event: Event) -> list[Effect]:
@@ -617,22 +738,45 @@ class Elicitation:
 
         Returns:
             The effects to execute, in order. ``[]`` when the event changes nothing: always
-            once the elicitation is terminal, and for stale or unsolicited events.
+            once the elicitation has ended, and for stale or unsolicited events.
 
         Raises:
             TypeError: ``event`` is not one of :data:`EVENT_TYPES`.
         """
-        row = TRANSITIONS.get((self._status, type(event)))
+        row = TRANSITIONS.get((self._phase, type(event)))
         if row is None:
             if type(event) not in EVENT_TYPES:
                 raise TypeError(f"not an elicitation event: {event!r}")
-            return []  # terminal statuses are absorbing
+            return []  # the end is absorbing
         return row.handler(self, event)
+
+    def next_wakeup(self, *, busy: bool = False) -> float:
+        """When the shell must feed :class:`Wakeup`: the warning time while this deadline's
+        warning is still to come, else the deadline.
+
+        Args:
+            busy: The shell is performing an effect (a send, a validation, a notice). Only
+                the deadline interrupts it; a warning due meanwhile waits for it to finish.
+
+        Returns:
+            A time on the shell's clock (possibly already past: wake at once);
+            ``math.inf`` once the elicitation has ended.
+        """
+        if self._phase is Phase.ENDED:
+            return math.inf
+        if busy or self._warned or self._warn_at is None:
+            return self._deadline
+        return self._warn_at  # before the deadline: the policy keeps warn_before_s shorter
 
     @property
     def status(self) -> Status:
         """The current status."""
         return self._status
+
+    @property
+    def phase(self) -> Phase:
+        """Where the exchange with the client stands."""
+        return self._phase
 
     @property
     def created_at(self) -> float:
@@ -653,6 +797,11 @@ class Elicitation:
     def warn_at(self) -> float | None:
         """When the warning for the current deadline is due (``None``: warnings disabled)."""
         return self._warn_at
+
+    @property
+    def warned(self) -> bool:
+        """Whether the warning for the current deadline was sent (an extension re-arms it)."""
+        return self._warned
 
     @property
     def is_terminal(self) -> bool:
@@ -680,26 +829,16 @@ class Elicitation:
         return self._reprompts_used
 
     @property
-    def awaiting_answer(self) -> bool:
-        """Whether a request is outstanding at the client (an answer would be considered)."""
-        return self._outstanding
-
-    @property
-    def validating(self) -> bool:
-        """Whether an accepted answer is with the validator."""
-        return self._validating
-
-    @property
     def outcome(self) -> Outcome | None:
         """The outcome once terminal, else ``None``."""
         return self._outcome
 
     def __repr__(self) -> str:
         return (
-            f"<Elicitation {self._status.value} mode={self._mode} deadline={self._deadline:.3f}"
+            f"<Elicitation {self._status.value} {self._phase.value} mode={self._mode}"
+            f" deadline={self._deadline:.3f} warned={self._warned}"
             f" extensions={self._extensions_used}/{self._policy.max_extensions}"
-            f" reprompts={self._reprompts_used}/{self._policy.max_reprompts}"
-            f" outstanding={self._outstanding} validating={self._validating}>"
+            f" reprompts={self._reprompts_used}/{self._policy.max_reprompts}>"
         )
 
     # -- handlers (one per table row kind) ------------------------------------------------
@@ -713,40 +852,41 @@ class Elicitation:
     def _resolve(self, status: Status, outcome: Outcome, *, notice: bool) -> list[Effect]:
         self._status = status
         self._outcome = outcome
-        self._outstanding = False
-        self._validating = False
-        effects: list[Effect] = [Resolve(outcome)]
+        self._phase = Phase.ENDED
         if notice:
-            effects.append(SendCancelledNotice())
-        return effects
+            return [Resolve(outcome), _CANCELLED_NOTICE]
+        return [Resolve(outcome)]
+
+    def _ignore(self, event: Event) -> list[Effect]:
+        return []
 
     def _on_sent(self, event: Sent) -> list[Effect]:
-        if self._status is Status.PENDING and self._outstanding:
+        if self._status is Status.PENDING:
             self._status = Status.ACTIVE
             self._sent_at = event.now
-        return []  # a re-prompt's send, or a Sent before start(): nothing to do
+        return []  # a re-prompt's send: nothing to do
 
     def _on_answer(self, event: Answer) -> list[Effect]:
-        if not self._outstanding:
-            return []  # a validation is in flight, or nothing was asked
-        self._outstanding = False
-        if event.action == "accept":
+        action = event.action
+        if action == "accept":
+            if self._mode == "url":
+                # The user agreed to open the page; only the application knows when it is
+                # done. The status still waits for Sent, as nothing was validated.
+                self._phase = Phase.CONSENTED
+                return [_CONSENT]
             self._status = Status.ACTIVE  # an answer proves the request was delivered
-            self._validating = True
+            self._phase = Phase.VALIDATING
             return [ValidateAnswer(event.content)]
-        if event.action == "decline":
+        if action == "decline":
             return self._resolve(Status.DECLINED, Declined(), notice=False)
         return self._resolve(Status.CANCELLED, Cancelled(by="client"), notice=False)
 
     def _on_validated(self, event: Validated) -> list[Effect]:
-        if not self._validating:
-            return []  # no validation in flight: stale
-        self._validating = False
         if event.ok:
             return self._resolve(Status.COMPLETED, Accepted(event.content), notice=False)
         if self._reprompts_used < self._policy.max_reprompts:
             self._reprompts_used += 1
-            self._outstanding = True
+            self._phase = Phase.ASKING
             return [SendRequest(attempt=self._reprompts_used + 1, errors=event.errors)]
         detail = (
             f"answer still invalid after {self._policy.max_reprompts} re-prompt(s) "
@@ -755,24 +895,40 @@ class Elicitation:
         return self._resolve(Status.FAILED, Failed("validation", detail), notice=False)
 
     def _on_validator_failed(self, event: ValidatorFailed) -> list[Effect]:
-        if not self._validating:
-            return []  # no validation in flight: stale
-        # The client answered: no request of ours is outstanding, there is nothing to cancel.
+        # The client answered: no request of ours is open, there is nothing to cancel.
         return self._resolve(Status.FAILED, Failed("validator_error", event.detail), notice=False)
 
-    def _on_warning_due(self, event: WarningDue) -> list[Effect]:
-        warn_at = self._warn_at
-        if self._warned or warn_at is None or event.now < warn_at:
-            return []  # already warned for this deadline, disabled, or a stale timer
-        if event.now >= self._deadline:
-            return []  # too late to warn: DeadlineReached is due
-        self._warned = True
-        return [SendWarning(remaining_s=self._deadline - event.now)]
+    def _on_complete(self, event: Complete) -> list[Effect]:
+        # A form still open at the client is moot now; a URL's client hears of the end
+        # through notifications/elicitation/complete instead.
+        url = self._mode == "url"
+        notice = self._phase is Phase.ASKING and not url
+        if event.validator_failed is not None:
+            outcome = Failed("validator_error", event.validator_failed)
+            return self._resolve(Status.FAILED, outcome, notice=notice)
+        effects = self._resolve(Status.COMPLETED, Accepted(event.content), notice=notice)
+        if url:
+            effects.append(_COMPLETE_NOTICE)
+        return effects
 
-    def _on_deadline_reached(self, event: DeadlineReached) -> list[Effect]:
-        if event.now < self._deadline:
-            return []  # stale timer: an extension moved the deadline
-        return self._resolve(Status.TIMED_OUT, TimedOut(), notice=self._outstanding)
+    def _on_dismiss(self, event: Dismiss) -> list[Effect]:
+        if event.action == "decline":
+            return self._resolve(Status.DECLINED, Declined(), notice=False)
+        return self._resolve(Status.CANCELLED, Cancelled(by="client"), notice=False)
+
+    def _refuse_answer(self, event: Complete | Dismiss) -> list[Effect]:
+        return [_REFUSED]  # the client's answer in flight decides first
+
+    def _on_wakeup(self, event: Wakeup) -> list[Effect]:
+        now = event.now
+        if now >= self._deadline:
+            notice = self._phase is Phase.ASKING
+            return self._resolve(Status.TIMED_OUT, TimedOut(), notice=notice)
+        warn_at = self._warn_at
+        if self._warned or warn_at is None or now < warn_at:
+            return []  # already warned for this deadline, disabled, or a stale timer
+        self._warned = True
+        return [SendWarning(remaining_s=self._deadline - now)]
 
     def _on_extend(self, event: Extend) -> list[Effect]:
         policy = self._policy
@@ -795,15 +951,16 @@ class Elicitation:
         ]
 
     def _on_owner_down(self, event: OwnerDown) -> list[Effect]:
-        return self._resolve(Status.ABANDONED, Failed("abandoned"), notice=self._outstanding)
+        notice = self._phase is Phase.ASKING
+        return self._resolve(Status.ABANDONED, Failed("abandoned"), notice=notice)
 
     def _on_cancel(self, event: Cancel) -> list[Effect]:
-        notice = self._outstanding and event.by != "client"
+        notice = self._phase is Phase.ASKING and event.by != "client"
         return self._resolve(Status.CANCELLED, Cancelled(by=event.by), notice=notice)
 
     def _on_runtime_restart(self, event: RuntimeRestart) -> list[Effect]:
-        outcome = Failed("runtime_restarted")
-        return self._resolve(Status.FAILED, outcome, notice=self._outstanding)
+        notice = self._phase is Phase.ASKING
+        return self._resolve(Status.FAILED, Failed("runtime_restarted"), notice=notice)
 
     def _on_transport_failed(self, event: TransportFailed) -> list[Effect]:
         return self._resolve(Status.FAILED, Failed(event.reason, event.detail), notice=False)
@@ -820,50 +977,94 @@ class Transition:
 
     Attributes:
         handler: The :class:`Elicitation` method that applies the event.
-        targets: Every status the row may lead to (the current one included when a guard
-            can make the event a no-op).
+        phases: Every phase the row may lead to (the current one included when a guard can
+            make the event a no-op).
+        ends: Every terminal status the row may end the elicitation in (empty: it never
+            ends it).
     """
 
     handler: Callable[[Elicitation, Any], list[Effect]]
-    targets: frozenset[Status]
+    phases: frozenset[Phase]
+    ends: frozenset[Status]
 
 
-def _row(handler: Callable[[Elicitation, Any], list[Effect]], *targets: Status) -> Transition:
-    return Transition(handler, frozenset(targets))
+def _row(
+    handler: Callable[[Elicitation, Any], list[Effect]],
+    *phases: Phase,
+    ends: tuple[Status, ...] = (),
+) -> Transition:
+    return Transition(handler, frozenset(phases), frozenset(ends))
 
 
-_P, _A = Status.PENDING, Status.ACTIVE
 _E = Elicitation
+_NEW, _ASKING, _VALIDATING, _CONSENTED, _ENDED = (
+    Phase.NEW,
+    Phase.ASKING,
+    Phase.VALIDATING,
+    Phase.CONSENTED,
+    Phase.ENDED,
+)
+_S = Status
+_NO = (_S.DECLINED, _S.CANCELLED)  # a decline or a cancel, by the user
+_DONE = (_S.COMPLETED, _S.FAILED)  # the application's completion, or its validator failed
 
-TRANSITIONS: Final[Mapping[tuple[Status, type[Event]], Transition]] = MappingProxyType(
+TRANSITIONS: Final[Mapping[tuple[Phase, type[Event]], Transition]] = MappingProxyType(
     {
-        # -- pending: registered, request maybe not yet on the wire ---------------------
-        (_P, Sent): _row(_E._on_sent, _P, _A),
-        (_P, Answer): _row(_E._on_answer, _P, _A, Status.DECLINED, Status.CANCELLED),
-        (_P, Validated): _row(_E._on_validated, _P),
-        (_P, ValidatorFailed): _row(_E._on_validator_failed, _P),
-        (_P, WarningDue): _row(_E._on_warning_due, _P),
-        (_P, DeadlineReached): _row(_E._on_deadline_reached, _P, Status.TIMED_OUT),
-        (_P, Extend): _row(_E._on_extend, _P),
-        (_P, OwnerDown): _row(_E._on_owner_down, Status.ABANDONED),
-        (_P, Cancel): _row(_E._on_cancel, Status.CANCELLED),
-        (_P, RuntimeRestart): _row(_E._on_runtime_restart, Status.FAILED),
-        (_P, TransportFailed): _row(_E._on_transport_failed, Status.FAILED),
-        # -- active: sent; waiting for an answer, or validating one ---------------------
-        (_A, Sent): _row(_E._on_sent, _A),
-        (_A, Answer): _row(_E._on_answer, _A, Status.DECLINED, Status.CANCELLED),
-        (_A, Validated): _row(_E._on_validated, _A, Status.COMPLETED, Status.FAILED),
-        (_A, ValidatorFailed): _row(_E._on_validator_failed, _A, Status.FAILED),
-        (_A, WarningDue): _row(_E._on_warning_due, _A),
-        (_A, DeadlineReached): _row(_E._on_deadline_reached, _A, Status.TIMED_OUT),
-        (_A, Extend): _row(_E._on_extend, _A),
-        (_A, OwnerDown): _row(_E._on_owner_down, Status.ABANDONED),
-        (_A, Cancel): _row(_E._on_cancel, Status.CANCELLED),
-        (_A, RuntimeRestart): _row(_E._on_runtime_restart, Status.FAILED),
-        (_A, TransportFailed): _row(_E._on_transport_failed, Status.FAILED),
-        # -- terminal statuses: absorbing, no rows (handle() returns []) ----------------
+        # -- new: start() not called; nothing asked -------------------------------------
+        (_NEW, Sent): _row(_E._ignore, _NEW),
+        (_NEW, Answer): _row(_E._ignore, _NEW),
+        (_NEW, Validated): _row(_E._ignore, _NEW),
+        (_NEW, ValidatorFailed): _row(_E._ignore, _NEW),
+        (_NEW, Complete): _row(_E._on_complete, _ENDED, ends=_DONE),
+        (_NEW, Dismiss): _row(_E._on_dismiss, _ENDED, ends=_NO),
+        (_NEW, Wakeup): _row(_E._on_wakeup, _NEW, _ENDED, ends=(_S.TIMED_OUT,)),
+        (_NEW, Extend): _row(_E._on_extend, _NEW),
+        (_NEW, OwnerDown): _row(_E._on_owner_down, _ENDED, ends=(_S.ABANDONED,)),
+        (_NEW, Cancel): _row(_E._on_cancel, _ENDED, ends=(_S.CANCELLED,)),
+        (_NEW, RuntimeRestart): _row(_E._on_runtime_restart, _ENDED, ends=(_S.FAILED,)),
+        (_NEW, TransportFailed): _row(_E._on_transport_failed, _ENDED, ends=(_S.FAILED,)),
+        # -- asking: our request is open at the client ----------------------------------
+        (_ASKING, Sent): _row(_E._on_sent, _ASKING),
+        (_ASKING, Answer): _row(_E._on_answer, _VALIDATING, _CONSENTED, _ENDED, ends=_NO),
+        (_ASKING, Validated): _row(_E._ignore, _ASKING),
+        (_ASKING, ValidatorFailed): _row(_E._ignore, _ASKING),
+        (_ASKING, Complete): _row(_E._on_complete, _ENDED, ends=_DONE),
+        (_ASKING, Dismiss): _row(_E._on_dismiss, _ENDED, ends=_NO),
+        (_ASKING, Wakeup): _row(_E._on_wakeup, _ASKING, _ENDED, ends=(_S.TIMED_OUT,)),
+        (_ASKING, Extend): _row(_E._on_extend, _ASKING),
+        (_ASKING, OwnerDown): _row(_E._on_owner_down, _ENDED, ends=(_S.ABANDONED,)),
+        (_ASKING, Cancel): _row(_E._on_cancel, _ENDED, ends=(_S.CANCELLED,)),
+        (_ASKING, RuntimeRestart): _row(_E._on_runtime_restart, _ENDED, ends=(_S.FAILED,)),
+        (_ASKING, TransportFailed): _row(_E._on_transport_failed, _ENDED, ends=(_S.FAILED,)),
+        # -- validating: the client's accepted answer is in flight ----------------------
+        (_VALIDATING, Sent): _row(_E._ignore, _VALIDATING),
+        (_VALIDATING, Answer): _row(_E._ignore, _VALIDATING),
+        (_VALIDATING, Validated): _row(_E._on_validated, _ASKING, _ENDED, ends=_DONE),
+        (_VALIDATING, ValidatorFailed): _row(_E._on_validator_failed, _ENDED, ends=(_S.FAILED,)),
+        (_VALIDATING, Complete): _row(_E._refuse_answer, _VALIDATING),
+        (_VALIDATING, Dismiss): _row(_E._refuse_answer, _VALIDATING),
+        (_VALIDATING, Wakeup): _row(_E._on_wakeup, _VALIDATING, _ENDED, ends=(_S.TIMED_OUT,)),
+        (_VALIDATING, Extend): _row(_E._on_extend, _VALIDATING),
+        (_VALIDATING, OwnerDown): _row(_E._on_owner_down, _ENDED, ends=(_S.ABANDONED,)),
+        (_VALIDATING, Cancel): _row(_E._on_cancel, _ENDED, ends=(_S.CANCELLED,)),
+        (_VALIDATING, RuntimeRestart): _row(_E._on_runtime_restart, _ENDED, ends=(_S.FAILED,)),
+        (_VALIDATING, TransportFailed): _row(_E._on_transport_failed, _ENDED, ends=(_S.FAILED,)),
+        # -- consented: a URL the user accepted; the application completes it -----------
+        (_CONSENTED, Sent): _row(_E._on_sent, _CONSENTED),
+        (_CONSENTED, Answer): _row(_E._ignore, _CONSENTED),
+        (_CONSENTED, Validated): _row(_E._ignore, _CONSENTED),
+        (_CONSENTED, ValidatorFailed): _row(_E._ignore, _CONSENTED),
+        (_CONSENTED, Complete): _row(_E._on_complete, _ENDED, ends=_DONE),
+        (_CONSENTED, Dismiss): _row(_E._on_dismiss, _ENDED, ends=_NO),
+        (_CONSENTED, Wakeup): _row(_E._on_wakeup, _CONSENTED, _ENDED, ends=(_S.TIMED_OUT,)),
+        (_CONSENTED, Extend): _row(_E._on_extend, _CONSENTED),
+        (_CONSENTED, OwnerDown): _row(_E._on_owner_down, _ENDED, ends=(_S.ABANDONED,)),
+        (_CONSENTED, Cancel): _row(_E._on_cancel, _ENDED, ends=(_S.CANCELLED,)),
+        (_CONSENTED, RuntimeRestart): _row(_E._on_runtime_restart, _ENDED, ends=(_S.FAILED,)),
+        (_CONSENTED, TransportFailed): _row(_E._on_transport_failed, _ENDED, ends=(_S.FAILED,)),
+        # -- ended: absorbing, no rows (handle() returns []) ----------------------------
     }
 )
-"""``(status, event type) -> Transition``: the whole lifecycle, total over NON_TERMINAL."""
+"""``(phase, event type) -> Transition``: the whole lifecycle, total over LIVE_PHASES."""
 
-del _P, _A, _E
+del _E, _NEW, _ASKING, _VALIDATING, _CONSENTED, _ENDED, _S, _NO, _DONE

@@ -6,6 +6,7 @@ All under trio's autojump clock.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import weakref
 from collections import Counter
@@ -19,6 +20,7 @@ import trio.testing
 from erlmcp_py import (
     Accepted,
     AlreadyTerminal,
+    AnswerInFlight,
     Declined,
     ElicitationHandle,
     ElicitationInfo,
@@ -34,6 +36,7 @@ from erlmcp_py.actors.elicitation import ElicitationActor
 from erlmcp_py.actors.ratelimiter import Acquire, Release
 from erlmcp_py.actors.record import Create, Record, info_row
 from erlmcp_py.actors.validator import Validate
+from erlmcp_py.core.forms import compile_form
 from erlmcp_py.core.shared import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 
@@ -192,6 +195,132 @@ async def test_a_warning_waits_for_a_send_in_progress_but_the_deadline_cuts_it(
         assert trio.current_time() - start == pytest.approx(300)
         await trio.testing.wait_all_tasks_blocked()
         assert stuck.notifications == []  # nothing reached the client: nothing to withdraw
+
+
+# -- the lifecycle decides, the child executes -------------------------------------------------
+
+WEBHOOK = compile_form(
+    {
+        "id": "hook",
+        "title": "Where should we post?",
+        "fields": [{"id": "webhook_url", "type": "url", "label": "Webhook URL", "required": True}],
+    },
+    "2025-11-25",
+)
+HOOK = {"webhook_url": "https://api.example.com/hook"}
+URL_REQUEST = ElicitationRequest("Sign in", mode="url", url="https://93.184.216.34/login")
+
+
+def webhook_request() -> ElicitationRequest:
+    assert WEBHOOK.requested_schema is not None
+    return ElicitationRequest(
+        "Webhook?", requested_schema=WEBHOOK.requested_schema, validator=WEBHOOK
+    )
+
+
+async def test_an_application_answer_waits_for_the_client_answer_in_flight(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    resolving, release = trio.Event(), trio.Event()
+
+    async def slow_resolver(host: str) -> list[str]:  # the answer's URL check: in flight
+        resolving.set()
+        await release.wait()
+        return ["93.184.215.14"]
+
+    async with open_runtime({"rate": 1000}, resolver=slow_resolver) as rt:
+        peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": HOOK})
+        handle = await rt.create_elicitation(webhook_request(), peer=peer, tenant=ALICE)
+        await resolving.wait()
+        other = {"webhook_url": "https://other.example.com/x"}
+        with pytest.raises(AnswerInFlight):
+            await rt.complete_elicitation(handle.id, other, tenant=ALICE)
+        with pytest.raises(AnswerInFlight):
+            await rt.answer_elicitation(handle.id, "decline", tenant=ALICE)
+        assert (await rt.get_elicitation_status(handle.id, tenant=ALICE)).status == "active"
+        release.set()
+        assert await handle.outcome() == Accepted(HOOK)  # the client's answer came first
+        await trio.testing.wait_all_tasks_blocked()
+        assert peer.notifications == []
+
+
+async def test_a_deadline_that_overtakes_the_answer_in_flight_withdraws_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def stuck_resolver(host: str) -> list[str]:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with open_runtime({"rate": 1000}, resolver=stuck_resolver) as rt:
+        peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": HOOK})
+        start = trio.current_time()
+        request = dataclasses.replace(webhook_request(), timeout=1.0)  # warned at 0.8 s
+        handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+        assert await handle.outcome() == TimedOut()
+        assert trio.current_time() - start == pytest.approx(1.0)
+        await trio.testing.wait_all_tasks_blocked()
+        # The warning waited for the check in progress, which the deadline cut short; the
+        # client has answered, so it has no request to drop either.
+        assert peer.notifications == []
+
+
+async def test_after_a_url_consent_the_deadline_withdraws_nothing(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept"})
+    start = trio.current_time()
+    handle = await rt.create_elicitation(URL_REQUEST, peer=peer, tenant=ALICE)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(600)
+    await trio.testing.wait_all_tasks_blocked()
+    assert [method for method, _ in peer.notifications] == ["notifications/message"]
+
+
+async def test_after_a_url_consent_the_user_may_still_decline_through_the_page(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer(auto=lambda r: {"action": "accept"})
+    handle = await rt.create_elicitation(URL_REQUEST, peer=peer, tenant=ALICE)
+    await peer.wait_request()
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await rt.answer_elicitation(handle.id, "decline", tenant=ALICE)).status == "declined"
+    assert await handle.outcome() == Declined()
+    await trio.testing.wait_all_tasks_blocked()
+    assert peer.notifications == []
+
+
+async def test_a_runtime_stop_withdraws_only_the_requests_open_at_the_client(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    resolving = trio.Event()
+
+    async def stuck_resolver(host: str) -> list[str]:
+        resolving.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    asking = MemoryPeer()  # never answers: its form is open
+    consenting = MemoryPeer(auto=lambda r: {"action": "accept"})  # answered: nothing open
+    validated = MemoryPeer(auto=lambda r: {"action": "accept", "content": HOOK})  # answered
+    async with open_runtime({"rate": 1000}, resolver=stuck_resolver) as rt:
+        handles = [
+            await rt.create_elicitation(REQUEST, peer=asking, tenant=ALICE),
+            await rt.create_elicitation(URL_REQUEST, peer=consenting, tenant=ALICE),
+            await rt.create_elicitation(webhook_request(), peer=validated, tenant=ALICE),
+        ]
+        request = await asking.wait_request()
+        await consenting.wait_request()
+        await resolving.wait()  # the third answer is being checked
+    for handle in handles:
+        assert await handle.outcome() == Failed("runtime_restarted")
+    assert asking.notifications == [
+        (
+            "notifications/cancelled",
+            {"requestId": request.id, "reason": "elicitation failed (runtime_restarted)"},
+        )
+    ]
+    assert consenting.notifications == []
+    assert validated.notifications == []
 
 
 # -- what the registry keeps of an ended elicitation -------------------------------------------
