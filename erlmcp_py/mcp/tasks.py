@@ -674,8 +674,10 @@ class TaskRegistry:
         await trio.lowlevel.checkpoint()
 
     def _stop(self, task: _Task) -> None:
-        """Answer the task's open elicitations ``cancel`` (as the user's dismissal, through the
-        runtime) and cancel its tool."""
+        """Cancel the task's tool and answer its open elicitations ``cancel`` (as the user's
+        dismissal, through the runtime). The tool is cancelled first: the outcomes never
+        reach it, so it cannot finish as if it had been answered."""
+        task.run.scope.cancel()
         state = task.state
         cancels = {
             key: {"action": "cancel"}
@@ -686,7 +688,6 @@ class TaskRegistry:
             delivery = task.deliveries.pop(key, None)
             if delivery is not None:
                 delivery.on_response(response)
-        task.run.scope.cancel()
 
     def _visible(self, task_id: str, principal: str) -> _Task | None:
         task = self._tasks.get(task_id)
