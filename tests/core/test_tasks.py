@@ -101,7 +101,8 @@ def test_the_first_end_wins_and_an_ended_task_never_changes() -> None:
     wire = state.detailed()
     assert wire["status"] == "completed"
     assert wire["result"] == {"content": [{"type": "text", "text": "ok"}]}
-    assert "error" not in wire and "inputRequests" not in wire
+    assert "error" not in wire
+    assert "inputRequests" not in wire
     assert wire["lastUpdatedAt"] == iso_time(T0 + 1)
 
 

@@ -211,6 +211,15 @@ class Ep:
                     return task
                 await trio.sleep(0.5)
 
+    async def asking(self, task_id: str, questions: int) -> dict[str, Any]:
+        """Poll until the task asks ``questions`` questions at once."""
+        with trio.fail_after(60):
+            while True:
+                task = await self.get(task_id)
+                if len(task.get("inputRequests", {})) >= questions:
+                    return task
+                await trio.sleep(0.5)
+
     async def statuses(self, who: str = "alice") -> list[str]:
         rows = await self.runtime.list_elicitations(tenant=Tenant(user=who))
         return sorted(str(row.status) for row in rows)
@@ -398,9 +407,7 @@ async def test_partial_answers_keep_the_task_input_required_until_every_key_is_a
     server, _ = build()
     async with endpoint(server) as ep:
         task_id = (await ep.call("two_reviewers"))["taskId"]
-        with trio.fail_after(60):
-            while len((asking := await ep.get(task_id)).get("inputRequests", {})) < 2:
-                await trio.sleep(0.5)
+        asking = await ep.asking(task_id, 2)
         first, second = asking["inputRequests"]
         assert first != second
         await ep.update(task_id, {first: accept({"name": "Ada"}), "nobody-asked": accept({})})
@@ -432,7 +439,8 @@ async def test_an_invalid_answer_is_reprompted_as_a_new_input_request_with_the_e
         message = request["params"]["message"]
         assert message.startswith("Approve po-7?")
         assert "not accepted (attempt 2)" in message
-        assert "approved" in message and "reviewer" in message  # the fields it refused
+        assert "approved" in message  # the fields it refused
+        assert "reviewer" in message
         assert "yes" not in message  # never the submitted value
         await ep.update(task_id, {key: accept({"approved": True, "reviewer": "Ada"})})  # stale
         assert (await ep.get(task_id))["status"] == "input_required"
@@ -463,9 +471,7 @@ async def test_cancel_answers_the_open_questions_cancel_and_ends_the_task_cancel
     server, probe = build()
     async with endpoint(server) as ep:
         task_id = (await ep.call("two_reviewers"))["taskId"]
-        with trio.fail_after(60):
-            while len((await ep.get(task_id)).get("inputRequests", {})) < 2:
-                await trio.sleep(0.5)
+        await ep.asking(task_id, 2)
         ack = await ep.cancel(task_id)
         assert ack == {"resultType": "complete", "_meta": ack["_meta"]}
         done = await ep.until(task_id, "cancelled", "completed", "failed")
@@ -550,7 +556,7 @@ async def test_progress_and_log_messages_of_a_task_are_dropped(
 async def test_a_secret_asked_by_a_task_goes_to_the_hosted_page_in_url_mode(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server, probe = build()
+    server, _ = build()
     async with endpoint(server) as ep:
         ep.runtime.pages.base_url = "https://mcp.example.com"
         task_id = (await ep.call("secret"))["taskId"]
@@ -602,7 +608,8 @@ async def test_a_tool_asks_in_the_calls_own_round_then_starts_its_task(
         }
         created = await ep.request("tools/call", params)
         assert created["resultType"] == "task"
-        assert "requestState" not in created and "inputRequests" not in created
+        assert "requestState" not in created
+        assert "inputRequests" not in created
         task_id = created["taskId"]
         assert probe.started == [True]
         assert probe.task_ids == [task_id]
