@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -427,7 +427,9 @@ class TaskRegistry:
         self._tasks: Shares[str, _Task] = Shares(
             self.policy.max_per_client, self.policy.max_total, shed_own=True
         )
-        self._expiry: deque[tuple[float, _Task]] = deque()  # creation order = expiry order
+        # When each task held falls due, in creation order (= expiry order: one TTL for all);
+        # a task forgotten earlier leaves it, so this never outgrows what is held.
+        self._expiry: OrderedDict[str, tuple[float, _Task]] = OrderedDict()
         self._dirty: dict[str, _Task] = {}  # tasks whose record is to be written
         self._deleted: dict[str, None] = {}  # records to delete
         self._write_due = trio.Event()
@@ -531,7 +533,7 @@ class TaskRegistry:
             self._tasks.remove(state.task_id)
             raise
         run.task = task
-        self._expiry.append((trio.current_time() + self.policy.ttl_s, task))
+        self._expiry[state.task_id] = (trio.current_time() + self.policy.ttl_s, task)
         self.counters["created"] += 1
         log.info(
             "task_created",
@@ -730,6 +732,7 @@ class TaskRegistry:
     def _forget(self, task: _Task) -> None:
         task.forgotten = True
         task_id = task.state.task_id
+        self._expiry.pop(task_id, None)
         if self._tasks.get(task_id) is task:
             self._tasks.remove(task_id)
         self._dirty.pop(task_id, None)
@@ -788,11 +791,14 @@ class TaskRegistry:
         expiry = self._expiry
         while True:
             now = trio.current_time()
-            while expiry and expiry[0][0] <= now:
-                _, task = expiry.popleft()
-                if not task.forgotten:
-                    self._expire(task)
-            await trio.sleep_until(expiry[0][0] if expiry else now + self.policy.ttl_s)
+            while expiry:
+                due, task = next(iter(expiry.values()))
+                if due > now:
+                    break
+                self._expire(task)  # forgets it: it leaves ``expiry``
+            await trio.sleep_until(
+                next(iter(expiry.values()))[0] if expiry else now + self.policy.ttl_s
+            )
 
     def close(self) -> None:
         """End every task (their tools are cancelled)."""

@@ -694,3 +694,8 @@ async def test_tasks_are_bounded_per_principal_forgetting_the_oldest_ended_first
         for kept in (running, newest):
             assert (await ep.get(kept))["status"] == "working"
         assert ep.tasks.snapshot()["shed"] == 1
+        for _ in range(30):  # ended tasks cycling through bob's share: none is kept past it
+            await ep.until((await ep.call("work", {"seconds": 0}, who="bob"))["taskId"],
+                           "completed", who="bob")  # fmt: skip
+        assert ep.tasks.snapshot()["held"] == 4
+        assert len(ep.tasks._expiry) == 4  # the TTL timer holds only what is held
