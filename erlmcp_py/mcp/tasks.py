@@ -79,6 +79,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pydantic_core
 import structlog
 import trio
 
@@ -90,7 +91,7 @@ from erlmcp_py.core.shared import SharedTask
 from erlmcp_py.core.shares import Refuse, Shares, Shed
 from erlmcp_py.core.tasks import TASKS_EXTENSION, TaskState
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
-from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, internal_error
+from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, EncodeError, JsonRpcError, dumps, internal_error
 from erlmcp_py.mcp.meta import missing_capability
 from erlmcp_py.mcp.mrtr import Handoff, MrtrPeer, response_problem
 from erlmcp_py.mcp.versions import ClientCapabilities
@@ -580,6 +581,7 @@ class TaskRegistry:
         state = task.state
         now = self.now()
         task.deliveries.clear()  # its questions ended with their asker
+        result, error = _encodable(task, result, error)
         if result is not None:
             ended = state.complete(result, now)
         elif error is not None:
@@ -775,7 +777,7 @@ class TaskRegistry:
                         continue
                     left = task.state.expires_at() - self.now()
                     if left > 0:
-                        await store.put_task(self._shared(task), left)
+                        await self._put(task, left)
             except StoreUnavailable:
                 self.counters["store_errors"] += 1
                 for task_id in deleted:
@@ -784,6 +786,19 @@ class TaskRegistry:
                     self._dirty.setdefault(task_id, task)
                 await trio.sleep(_RETRY_WRITE_S)
                 self._write_due.set()
+
+    async def _put(self, task: _Task, ttl_s: float) -> None:
+        """Write one task's record; a write that fails for any reason but the store's
+        availability is a bug, logged, and costs that write only (the writer goes on)."""
+        try:
+            await self.runtime.store.put_task(self._shared(task), ttl_s)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            self.counters["write_errors"] += 1
+            log.exception(
+                "task_write_failed", task=task.state.task_id[:8], error=type(exc).__name__
+            )
 
     async def run_timer(self) -> None:
         """Forget tasks past their TTL, until cancelled (:func:`open_tasks` runs it). The TTL
@@ -803,6 +818,26 @@ class TaskRegistry:
     def close(self) -> None:
         """End every task (their tools are cancelled)."""
         self._nursery.cancel_scope.cancel()
+
+
+def _encodable(
+    task: _Task, result: Mapping[str, Any] | None, error: JsonRpcError | None
+) -> tuple[Mapping[str, Any] | None, JsonRpcError | None]:
+    """The end a task records: its result or error as plain JSON values (what ``tasks/get``
+    and every store carry alike), else ``-32603`` saying the result could not be encoded (as
+    a call's answer that does not encode is answered)."""
+    try:
+        if result is not None:
+            return pydantic_core.from_json(dumps(result)), None
+        if error is not None:
+            data = error.data
+            if data is not None:
+                data = pydantic_core.from_json(dumps(data))
+            return None, JsonRpcError(error.code, error.message, data)
+    except EncodeError:
+        log.warning("task_result_unencodable", task=task.state.task_id[:8], tool=task.tool[:80])
+        return None, internal_error("Result could not be encoded")
+    return result, error
 
 
 def _ended(task: _Task) -> bool:

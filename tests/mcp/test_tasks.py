@@ -149,6 +149,11 @@ def build() -> tuple[Server, Probe]:
             probe.outcomes.append(await ctx.elicit_confirm("Sure?"))
         return "asked twice"
 
+    @server.tool(task=True)
+    async def unencodable() -> dict[str, Any]:
+        """A whole result that is not JSON (a NaN in it)."""
+        return {"content": [{"type": "text", "text": "x"}], "score": float("nan")}
+
     @server.tool()
     async def plain() -> str:
         """Never a task."""
@@ -371,6 +376,21 @@ async def test_a_tool_error_completes_with_is_error_and_a_json_rpc_error_fails_t
         }
         assert protocol["statusMessage"] == "backend refused"
         assert "result" not in protocol
+
+
+async def test_a_result_that_is_not_json_fails_the_task_and_the_server_serves_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = build()
+    async with endpoint(server) as ep:
+        bad = await ep.until((await ep.call("unencodable"))["taskId"], "completed", "failed")
+        assert bad["status"] == "failed"
+        assert bad["error"] == {"code": -32603, "message": "Result could not be encoded"}
+        stored = await ep.runtime.store.get_task(bad["taskId"], "alice")
+        assert stored is not None
+        assert stored.detailed["status"] == "failed"
+        good = await ep.until((await ep.call("work", {"seconds": 1}))["taskId"], "completed")
+        assert good["result"]["content"][0]["text"] == "worked 1 s"
 
 
 async def test_a_question_of_a_task_is_an_input_request_answered_by_tasks_update(
