@@ -769,6 +769,15 @@ class HttpTransport:
         return len(registry) if registry is not None else 0
 
     @property
+    def tasks(self) -> Mapping[str, int]:
+        """The task registry's gauges and counters (see
+        :meth:`~erlmcp_py.mcp.tasks.TaskRegistry.snapshot`); empty while not running."""
+        endpoint = self._stateless
+        if endpoint is None or endpoint.tasks is None:
+            return {}
+        return endpoint.tasks.snapshot()
+
+    @property
     def calls_in_progress(self) -> int:
         """Calls not yet answered: session requests awaiting their answer, and 2026-07-28
         tool calls running or suspended between rounds."""

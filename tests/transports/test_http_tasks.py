@@ -204,3 +204,6 @@ async def test_a_principal_at_its_share_of_running_tasks_is_answered_429() -> No
         assert error(refused, 429, -32603)["data"] == {"reason": "tasks_principal_busy"}
         assert refused.headers["retry-after"] == "7"
         assert (await bob.result("tools/call", call))["resultType"] == "task"
+        metrics = (await http.get(listening.url.replace("/mcp", "/metrics"))).text
+        assert 'erlmcp_tasks{state="running"} 2.0' in metrics
+        assert 'erlmcp_refusals_total{reason="principal_tasks"} 1.0' in metrics
