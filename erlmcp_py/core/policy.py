@@ -237,8 +237,8 @@ class TaskPolicy:
             cancelled and every task is forgotten (``tasks/get`` answers as for an unknown id).
         poll_interval_s: The polling interval suggested to clients (``pollIntervalMs``).
         max_per_client: Tasks one principal holds at most, running or ended and kept; at it,
-            its oldest ended task is forgotten for a new one, and with none ended the new one
-            is refused.
+            the ended task it used least recently (created, polled, answered) is forgotten
+            for a new one, and with none ended the new one is refused.
         max_total: Tasks held over every principal at most (the same rule, over the principal
             holding the most).
     """
