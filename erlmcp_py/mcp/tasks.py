@@ -54,8 +54,8 @@ is looked up.
 *Bounds.* A principal holds at most ``max_tasks_per_client`` tasks, running or ended and kept,
 and all together at most ``max_tasks``; at a cap the ended task used least recently (created,
 polled, answered; of the principal, or of the principal holding the most) is forgotten for
-the new one, and with none ended the new one is refused (``-32603``, ``data.reason`` :data:`TASKS_PRINCIPAL_BUSY` or
-:data:`TASKS_BUSY`; HTTP answers 429 and 503).
+the new one, and with none ended the new one is refused (``-32603``, ``data.reason``
+:data:`TASKS_PRINCIPAL_BUSY` or :data:`TASKS_BUSY`; HTTP answers 429 and 503).
 
 *The store.* A task's record (:class:`~erlmcp_py.core.shared.SharedTask`) is written to the
 runtime's store before its ``CreateTaskResult`` is answered (a ``tasks/get`` right after it
