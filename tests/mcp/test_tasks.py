@@ -386,6 +386,7 @@ async def test_a_result_that_is_not_json_fails_the_task_and_the_server_serves_on
         bad = await ep.until((await ep.call("unencodable"))["taskId"], "completed", "failed")
         assert bad["status"] == "failed"
         assert bad["error"] == {"code": -32603, "message": "Result could not be encoded"}
+        await trio.testing.wait_all_tasks_blocked()  # the store's write follows in the background
         stored = await ep.runtime.store.get_task(bad["taskId"], "alice")
         assert stored is not None
         assert stored.detailed["status"] == "failed"
