@@ -91,7 +91,14 @@ from erlmcp_py.core.shared import SharedTask
 from erlmcp_py.core.shares import Refuse, Shares, Shed
 from erlmcp_py.core.tasks import TASKS_EXTENSION, TaskState
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
-from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, EncodeError, JsonRpcError, dumps, internal_error
+from erlmcp_py.mcp.jsonrpc import (
+    INVALID_PARAMS,
+    EncodeError,
+    JsonRpcError,
+    RequestId,
+    dumps,
+    internal_error,
+)
 from erlmcp_py.mcp.meta import missing_capability
 from erlmcp_py.mcp.mrtr import Handoff, MrtrPeer, response_problem
 from erlmcp_py.mcp.versions import ClientCapabilities
@@ -123,7 +130,7 @@ TASKS_BUSY: Final = "tasks_busy"
 _RETRY_WRITE_S: Final = 1.0
 
 
-def tasks_required(id: Any = None) -> JsonRpcError:
+def tasks_required(id: RequestId | None = None) -> JsonRpcError:
     """The ``-32021`` error of a request that needs the extension and did not declare it."""
     return missing_capability({"extensions": {TASKS_EXTENSION: {}}}, id)
 
@@ -223,8 +230,9 @@ class _Task:
         "tool",
     )
 
-    def __init__(self, state: TaskState, call: TaskCall, capabilities: ClientCapabilities,
-                 run: _Run) -> None:  # fmt: skip
+    def __init__(
+        self, state: TaskState, call: TaskCall, capabilities: ClientCapabilities, run: _Run
+    ) -> None:
         self.state = state
         self.tool = call.tool
         self.principal = call.principal

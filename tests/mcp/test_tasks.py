@@ -192,10 +192,11 @@ class Ep:
             request, principal=who, tenant=Tenant(user=who), client_id=who
         )
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None = None,
-                   **kw: Any) -> dict[str, Any]:  # fmt: skip
-        return await self.request("tools/call", {"name": name, "arguments": dict(arguments or {})},
-                                  **kw)  # fmt: skip
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        params = {"name": name, "arguments": dict(arguments or {})}
+        return await self.request("tools/call", params, **kw)
 
     async def get(self, task_id: str, **kw: Any) -> dict[str, Any]:
         return await self.request("tasks/get", {"taskId": task_id}, **kw)
@@ -454,7 +455,7 @@ async def test_an_invalid_answer_is_reprompted_as_a_new_input_request_with_the_e
                 if task.get("inputRequests", {}).keys() - {key}:
                     break
                 await trio.sleep(0.5)
-        (again, request), = task["inputRequests"].items()  # fmt: skip
+        ((again, request),) = task["inputRequests"].items()
         assert again != key  # a task never reuses a key
         assert again.startswith("approval-")
         message = request["params"]["message"]
@@ -716,7 +717,7 @@ async def test_tasks_are_bounded_per_principal_forgetting_the_oldest_ended_first
             assert (await ep.get(kept))["status"] == "working"
         assert ep.tasks.snapshot()["shed"] == 1
         for _ in range(30):  # ended tasks cycling through bob's share: none is kept past it
-            await ep.until((await ep.call("work", {"seconds": 0}, who="bob"))["taskId"],
-                           "completed", who="bob")  # fmt: skip
+            quick = (await ep.call("work", {"seconds": 0}, who="bob"))["taskId"]
+            await ep.until(quick, "completed", who="bob")
         assert ep.tasks.snapshot()["held"] == 4
         assert len(ep.tasks._expiry) == 4  # the TTL timer holds only what is held
