@@ -16,7 +16,7 @@ import httpx2
 import trio
 
 from erlmcp_py.actors.api import RuntimeConfig
-from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.core.outcomes import Accepted, Tenant
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
@@ -25,6 +25,11 @@ TIMEOUT = 10  # seconds: bound of every wait in this file
 EXT = "io.modelcontextprotocol/tasks"
 CAPS: dict[str, Any] = {"elicitation": {"form": {}}, "extensions": {EXT: {}}}
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "minimum": 1}},
+    "required": ["n"],
+}
 
 
 def build(**runtime: Any) -> Server:
@@ -35,6 +40,20 @@ def build(**runtime: Any) -> Server:
         """Ask a name, greet."""
         outcome = await ctx.elicit("Your name?", NAME_SCHEMA, key="name")
         return f"Hello, {outcome.content['name'] if isinstance(outcome, Accepted) else '-'}!"
+
+    @server.tool(task=True)
+    async def pair(ctx: Context) -> str:
+        """Ask two people at once, each a number of at least 1."""
+        got: dict[str, str] = {}
+
+        async def ask(key: str) -> None:
+            outcome = await ctx.elicit(f"{key}: how many?", COUNT_SCHEMA, key=key)
+            got[key] = str(outcome.content["n"]) if isinstance(outcome, Accepted) else "-"
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "left")
+            nursery.start_soon(ask, "right")
+        return f"{got['left']}/{got['right']}"
 
     @server.tool(task="required")
     async def long_job(seconds: float = 3600) -> str:
@@ -111,6 +130,19 @@ class Client:
                     return task
                 await trio.sleep(0.02)
 
+    async def asking(self, task_id: str, keys: set[str]) -> dict[str, Any]:
+        """Poll until the task's outstanding keys are exactly ``keys``."""
+        with trio.fail_after(TIMEOUT):
+            while True:
+                task = await self.result("tasks/get", {"taskId": task_id})
+                if set(task.get("inputRequests", {})) == keys:
+                    return task
+                await trio.sleep(0.02)
+
+    async def update(self, task_id: str, responses: Mapping[str, Any]) -> None:
+        params = {"taskId": task_id, "inputResponses": dict(responses)}
+        assert (await self.result("tasks/update", params))["resultType"] == "complete"
+
 
 def error(response: httpx2.Response, status: int, code: int) -> dict[str, Any]:
     assert response.status_code == status, response.text
@@ -155,7 +187,7 @@ async def test_the_tasks_methods_must_name_their_task_in_mcp_name() -> None:
         assert (await client.result("tasks/get", {"taskId": task_id}))["status"] == "working"
 
 
-async def test_a_required_task_tool_answers_400_and_32021_to_a_client_without_it() -> None:
+async def test_a_client_without_the_extension_gets_a_call_or_400_and_32021() -> None:
     async with serving() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
         client = Client(http, listening.url)
         refused = await client.post(
@@ -165,6 +197,11 @@ async def test_a_required_task_tool_answers_400_and_32021_to_a_client_without_it
         assert found["data"] == {"requiredCapabilities": {"extensions": {EXT: {}}}}
         gated = await client.post("tasks/get", {"taskId": "anything"}, caps={})
         error(gated, 400, -32021)
+        call = await client.post(
+            "tools/call", {"name": "pair", "arguments": {}}, caps={"elicitation": {}}
+        )
+        assert call.status_code == 200
+        assert call.json()["result"]["resultType"] == "input_required"  # a call, not a task
 
 
 async def test_a_task_is_bound_to_its_principal_over_http() -> None:
@@ -207,3 +244,53 @@ async def test_a_principal_at_its_share_of_running_tasks_is_answered_429() -> No
         metrics = (await http.get(listening.url.replace("/mcp", "/metrics"))).text
         assert 'erlmcp_tasks{state="running"} 2.0' in metrics
         assert 'erlmcp_refusals_total{reason="principal_tasks"} 1.0' in metrics
+
+
+async def test_over_http_a_partial_answer_and_an_invalid_one_re_prompted_under_a_new_key() -> None:
+    async with serving() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        client = Client(http, listening.url)
+        task_id = (await client.result("tools/call", {"name": "pair", "arguments": {}}))["taskId"]
+        await client.asking(task_id, {"left", "right"})
+        await client.update(task_id, {"left": {"action": "accept", "content": {"n": 0}}})
+        asking = await client.asking(task_id, {"right", "left-1"})  # left re-prompted
+        message = asking["inputRequests"]["left-1"]["params"]["message"]
+        assert message.startswith("left: how many?")
+        assert "not accepted (attempt 2)" in message
+        await client.update(task_id, {"right": {"action": "accept", "content": {"n": 2}}})
+        assert (await client.result("tasks/get", {"taskId": task_id}))["status"] == (
+            "input_required"
+        )
+        await client.update(task_id, {"left-1": {"action": "accept", "content": {"n": 3}}})
+        done = await client.until(task_id, "completed")
+        assert done["result"]["content"][0]["text"] == "3/2"
+
+
+async def test_over_http_cancel_ends_the_questions_cancelled_and_the_task_cancelled() -> None:
+    async with serving() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        client = Client(http, listening.url)
+        task_id = (await client.result("tools/call", {"name": "pair", "arguments": {}}))["taskId"]
+        await client.asking(task_id, {"left", "right"})
+        ack = await client.result("tasks/cancel", {"taskId": task_id})
+        assert set(ack) == {"resultType", "_meta"}
+        assert (await client.until(task_id, "cancelled"))["status"] == "cancelled"
+        runtime = listening.transport.runtime
+        rows = await runtime.list_elicitations(tenant=Tenant(user="addr:127.0.0.1"))
+        assert sorted(str(row.status) for row in rows) == ["cancelled", "cancelled"]
+
+
+async def test_over_http_a_task_past_its_ttl_is_forgotten() -> None:
+    policy = {"task_form_deadline_s": 0.5, "task_url_deadline_s": 0.5,
+              "task_warn_before_s": 0.0, "task_ttl_s": 0.8}  # fmt: skip
+    async with serving(**policy) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        client = Client(http, listening.url)
+        created = await client.result("tools/call", {"name": "long_job", "arguments": {}})
+        assert created["ttlMs"] == 800
+        task_id = created["taskId"]
+        assert (await client.result("tasks/get", {"taskId": task_id}))["status"] == "working"
+        with trio.fail_after(TIMEOUT):
+            while True:  # real time: the TTL runs out
+                response = await client.post("tasks/get", {"taskId": task_id})
+                if response.status_code != 200:
+                    break
+                await trio.sleep(0.05)
+        assert error(response, 400, -32602)["message"] == "Failed to retrieve task: Task not found"
