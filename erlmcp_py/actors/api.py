@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import trio
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from erlmcp_py.core.i18n import DEFAULT_LOCALE, LOCALES
 from erlmcp_py.core.outcomes import Outcome, Unsupported
 from erlmcp_py.core.policy import (
+    TASK_LIFECYCLE,
     LifecyclePolicy,
     Policy,
     RatePolicy,
     RetentionPolicy,
     SizePolicy,
+    TaskPolicy,
     check_timeout,
 )
 from erlmcp_py.core.shared import parse_store_url
@@ -208,6 +210,9 @@ class ElicitationHandle:
         return f"<ElicitationHandle {self.id} {self.mode}>"
 
 
+_TASKS: Final = TaskPolicy()  # the defaults of the task fields
+
+
 class RuntimeConfig(BaseModel):
     """Server-owned policy (the policy defaults). A peer can never raise any of these limits."""
 
@@ -247,6 +252,40 @@ class RuntimeConfig(BaseModel):
         description="the language of the runtime's texts for a client that asks for none "
         "(en-US or pt-BR)",
     )
+    task_form_deadline_s: float = Field(
+        TASK_LIFECYCLE.form_deadline_s,
+        gt=0,
+        allow_inf_nan=False,
+        description="initial deadline of a form question a task asks (docs/tasks.md)",
+    )
+    task_url_deadline_s: float = Field(
+        TASK_LIFECYCLE.url_deadline_s,
+        gt=0,
+        allow_inf_nan=False,
+        description="initial deadline of a URL-mode question a task asks",
+    )
+    task_warn_before_s: float = Field(
+        TASK_LIFECYCLE.warn_before_s,
+        ge=0,
+        allow_inf_nan=False,
+        description="how long before a task question's deadline its task's statusMessage warns",
+    )
+    task_ttl_s: float = Field(
+        _TASKS.ttl_s,
+        gt=0,
+        allow_inf_nan=False,
+        description="a task's life from its creation (ttlMs); then it is cancelled and forgotten",
+    )
+    task_poll_interval_s: float = Field(
+        _TASKS.poll_interval_s,
+        gt=0,
+        allow_inf_nan=False,
+        description="the polling interval suggested to clients (pollIntervalMs)",
+    )
+    max_tasks_per_client: int = Field(
+        _TASKS.max_per_client, gt=0, description="tasks one principal holds at most"
+    )
+    max_tasks: int = Field(_TASKS.max_total, gt=0, description="tasks held in all at most")
 
     @field_validator("locale")
     @classmethod
@@ -287,5 +326,19 @@ class RuntimeConfig(BaseModel):
             ),
             retention=RetentionPolicy(
                 max_records=self.retention_max_records, max_age_s=self.retention_max_age_s
+            ),
+            task_lifecycle=LifecyclePolicy(
+                form_deadline_s=self.task_form_deadline_s,
+                url_deadline_s=self.task_url_deadline_s,
+                warn_before_s=self.task_warn_before_s,
+                max_extensions=self.max_extensions,
+                extension_s=self.extension_s,
+                max_reprompts=self.max_reprompts,
+            ),
+            tasks=TaskPolicy(
+                ttl_s=self.task_ttl_s,
+                poll_interval_s=self.task_poll_interval_s,
+                max_per_client=self.max_tasks_per_client,
+                max_total=self.max_tasks,
             ),
         )

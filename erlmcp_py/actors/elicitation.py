@@ -280,6 +280,7 @@ class ElicitationActor(Actor):
             msg.tenant,
             msg.client,
             self.now(),
+            for_task=msg.for_task,
         )
         self.records[record.id] = record
         self.metrics.on_created(record.mode)

@@ -161,7 +161,7 @@ class Create:
 
     ``schema`` is the request's requestedSchema checked for the peer's version (``None`` in
     URL mode). ``charge=False``: the client was already charged a rate token for this
-    question.
+    question. ``for_task``: a task asks it (its deadlines are the task policy's).
     """
 
     request: ElicitationRequest
@@ -171,6 +171,7 @@ class Create:
     owner: trio.lowlevel.Task
     client: str
     charge: bool = True
+    for_task: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.request, ElicitationRequest):
@@ -344,6 +345,8 @@ class Record:
         tenant: Tenant,
         client: str,
         now: float,
+        *,
+        for_task: bool = False,
     ) -> None:
         self.actor = actor
         self.id = elicitation_id
@@ -354,7 +357,10 @@ class Record:
         self.tenant = tenant
         self.client = client
         self.core = Elicitation(
-            actor.policy.lifecycle, now, mode=request.mode, timeout_s=request.timeout
+            actor.policy.lifecycle_for(task=for_task),
+            now,
+            mode=request.mode,
+            timeout_s=request.timeout,
         )
         self.work: list[Effect] = []  # effects queued for the child
         self.waiters: list[trio.lowlevel.Task] | None = None  # ElicitationHandle.outcome()

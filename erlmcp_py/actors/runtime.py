@@ -116,9 +116,11 @@ class Runtime:
         self.sensitive_names = DEFAULT_SENSITIVE_NAMES.with_changes(
             config.sensitive_names, config.not_sensitive_names
         )
-        lifecycle = self.policy.lifecycle
         self.pages = PageRegistry(
-            ttl_s=lifecycle.url_deadline_s + lifecycle.max_extensions * lifecycle.extension_s
+            ttl_s=max(
+                lifecycle.url_deadline_s + lifecycle.max_extensions * lifecycle.extension_s
+                for lifecycle in (self.policy.lifecycle, self.policy.task_lifecycle)
+            )
         )
         self._metrics = Metrics()
         self._registry = Registry()
@@ -175,6 +177,7 @@ class Runtime:
         owner: trio.lowlevel.Task | None = None,
         client_id: str | None = None,
         charge: bool = True,
+        for_task: bool = False,
     ) -> ElicitationHandle:
         """Ask ``peer``'s user; return a handle whose ``outcome()`` yields exactly once.
 
@@ -186,6 +189,11 @@ class Runtime:
             client_id: rate-limit key; default ``peer.peer_id``.
             charge: take a rate token; ``False`` when this client was already charged for
                 this question (an MRTR replay asks it again; the pending caps still apply).
+            for_task: a task asks it (the ``io.modelcontextprotocol/tasks`` extension: the
+                client polls for its questions instead of holding a request open): its
+                deadline and warning are the task policy's (``task_form_deadline_s``,
+                ``task_url_deadline_s``, ``task_warn_before_s``), which also clamps its own
+                ``timeout``.
 
         Raises:
             RequestTooLarge: the message (``message_bytes``) or the requestedSchema
@@ -240,6 +248,7 @@ class Runtime:
             owner if owner is not None else trio.lowlevel.current_task(),
             client_id if client_id is not None else peer.peer_id,
             charge,
+            for_task,
         )
         handle: ElicitationHandle = await self._call(message)
         return handle

@@ -73,6 +73,8 @@ class ServeConfig(BaseModel):
     public_url: str | None = Field(None, min_length=1)
     forwarded_allow_ips: str | None = None
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    task_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    task_ttl: float | None = Field(None, gt=0, allow_inf_nan=False)
     dev: bool | None = None
     rate: int | None = Field(None, gt=0)
     locale: Literal["en-US", "pt-BR"] | None = None
@@ -98,6 +100,8 @@ class ServeConfig(BaseModel):
 
     @field_validator(
         "elicitation_timeout",
+        "task_timeout",
+        "task_ttl",
         "shutdown_timeout",
         "session_idle_timeout",
         "auth_jwks_cache",

@@ -35,6 +35,9 @@ def runtime_config(
     rate: int | None = None,
     locale: str | None = None,
     store: str | None = None,
+    *,
+    task_timeout: float | None = None,
+    task_ttl: float | None = None,
 ) -> RuntimeConfig:
     """The runtime policy for ``serve``'s options.
 
@@ -47,8 +50,24 @@ def runtime_config(
             (``en-US`` or ``pt-BR``), or ``None`` for the default (en-US).
         store: The shared store (``memory`` or ``redis://HOST:PORT/DB``), or ``None`` for the
             default (``memory``).
+        task_timeout: Deadline of every question a task asks (form and URL), or ``None`` for
+            the defaults (4 h / 8 h); its warning comes at most a quarter of it early (15 min
+            at most).
+        task_ttl: A task's life from its creation, or ``None`` for the default (24 h).
+
+    Raises:
+        pydantic.ValidationError: a value the policy refuses (a task TTL shorter than a
+            task's question deadline names both).
     """
     fields: dict[str, object] = {"url_dev": dev}
+    if task_timeout is not None:
+        fields.update(
+            task_form_deadline_s=task_timeout,
+            task_url_deadline_s=task_timeout,
+            task_warn_before_s=min(900.0, task_timeout / 4),
+        )
+    if task_ttl is not None:
+        fields["task_ttl_s"] = task_ttl
     if rate is not None:
         fields["rate"] = rate
     if locale is not None:

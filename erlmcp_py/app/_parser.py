@@ -166,6 +166,20 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         f"${STORE_ENV}, else memory)",
     )
     policy.add_argument(
+        "--task-timeout",
+        type=_positive,
+        default=None,
+        metavar="SECS",
+        help="a task's question deadline (default: 14400, URL 28800)",
+    )
+    policy.add_argument(
+        "--task-ttl",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="a task's life, at least that (default: 86400)",
+    )
+    policy.add_argument(
         "--mrtr",
         choices=("auto", "suspend", "replay"),
         default="auto",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from erlmcp_py.app._keyring_file import STATE_KEYS_ENV, state_keyring
 from erlmcp_py.app._load_server import load_server
 from erlmcp_py.app._options import auth_config, http_config, is_loopback, runtime_config, store_url
+from erlmcp_py.core.policy import TASK_LIFECYCLE, TaskPolicy
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
@@ -58,8 +59,15 @@ def check_serve(
         store = store_url(args.store, environ)
     except ValueError as exc:
         raise StartupError(f"--store: {exc}") from None
+    _check_task_ttl(args.task_timeout, args.task_ttl)
     config = runtime_config(
-        args.elicitation_timeout, args.dev, args.rate, locale=args.locale, store=store
+        args.elicitation_timeout,
+        args.dev,
+        args.rate,
+        locale=args.locale,
+        store=store,
+        task_timeout=args.task_timeout,
+        task_ttl=args.task_ttl,
     )
     if args.server is not None:
         try:
@@ -87,3 +95,20 @@ def check_serve(
             "(--auth-issuer, --auth-resource, --auth-jwks-url) or say --insecure-no-auth"
         )
     return Startup(server, http_config(args, keyring, environ))
+
+
+def _check_task_ttl(task_timeout: float | None, task_ttl: float | None) -> None:
+    """A task must live at least as long as one of its questions may wait.
+
+    Raises:
+        StartupError: ``--task-ttl`` is shorter than the task timeout.
+    """
+    policy = TASK_LIFECYCLE
+    longest = task_timeout or max(policy.form_deadline_s, policy.url_deadline_s)
+    life = task_ttl if task_ttl is not None else TaskPolicy().ttl_s
+    if life < longest:
+        where = "--task-ttl" if task_ttl is not None else "--task-timeout"
+        raise StartupError(
+            f"{where}: a task's life ({life:g} s) must be at least the deadline of its "
+            f"questions ({longest:g} s)"
+        )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 Mode: TypeAlias = Literal["form", "url"]
 """The two MCP elicitation modes."""
@@ -221,6 +221,43 @@ class RetentionPolicy:
         _check_seconds(owner, "max_age_s", self.max_age_s)
 
 
+#: The deadlines of a question a task asks (SEP-2663 tasks): a human who answers a task's
+#: question has hours, not minutes; the client polls instead of holding a request open.
+TASK_LIFECYCLE: Final = LifecyclePolicy(
+    form_deadline_s=4 * 3600.0, url_deadline_s=8 * 3600.0, warn_before_s=900.0
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPolicy:
+    """The tasks a server runs (the ``io.modelcontextprotocol/tasks`` extension).
+
+    Attributes:
+        ttl_s: A task's life from its creation (``ttlMs``): past it, a task still running is
+            cancelled and every task is forgotten (``tasks/get`` answers as for an unknown id).
+        poll_interval_s: The polling interval suggested to clients (``pollIntervalMs``).
+        max_per_client: Tasks one principal holds at most, running or ended and kept; at it,
+            the ended task it used least recently (created, polled, answered) is forgotten
+            for a new one, and with none ended the new one is refused.
+        max_total: Tasks held over every principal at most (the same rule, over the principal
+            holding the most).
+    """
+
+    ttl_s: float = 24 * 3600.0
+    poll_interval_s: float = 2.0
+    max_per_client: int = 100
+    max_total: int = 10_000
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_seconds(owner, "ttl_s", self.ttl_s)
+        _check_seconds(owner, "poll_interval_s", self.poll_interval_s)
+        if round(self.poll_interval_s * 1000) < 1:
+            raise ValueError(f"{owner}.poll_interval_s must be at least 1 ms")
+        _check_count(owner, "max_per_client", self.max_per_client)
+        _check_count(owner, "max_total", self.max_total)
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """The whole runtime policy, with the policy defaults of ``docs/architecture.md``.
@@ -230,12 +267,17 @@ class Policy:
         rate: Token bucket and pending caps.
         sizes: Byte limits.
         retention: Retention of terminal records.
+        task_lifecycle: The lifecycle of a question asked by a task (hours by default; the
+            same extensions and re-prompts rules).
+        tasks: The tasks themselves: their life, polling interval and caps.
     """
 
     lifecycle: LifecyclePolicy = field(default_factory=LifecyclePolicy)
     rate: RatePolicy = field(default_factory=RatePolicy)
     sizes: SizePolicy = field(default_factory=SizePolicy)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    task_lifecycle: LifecyclePolicy = TASK_LIFECYCLE
+    tasks: TaskPolicy = field(default_factory=TaskPolicy)
 
     def __post_init__(self) -> None:
         expected: tuple[tuple[str, type], ...] = (
@@ -243,6 +285,8 @@ class Policy:
             ("rate", RatePolicy),
             ("sizes", SizePolicy),
             ("retention", RetentionPolicy),
+            ("task_lifecycle", LifecyclePolicy),
+            ("tasks", TaskPolicy),
         )
         for name, kind in expected:
             value = getattr(self, name)
@@ -250,3 +294,14 @@ class Policy:
                 raise TypeError(
                     f"Policy.{name} must be a {kind.__name__}, got {type(value).__name__}"
                 )
+        longest = max(self.task_lifecycle.form_deadline_s, self.task_lifecycle.url_deadline_s)
+        if self.tasks.ttl_s < longest:
+            raise ValueError(
+                f"Policy.tasks.ttl_s ({self.tasks.ttl_s!r}) must be at least the longest "
+                f"deadline of a task's question ({longest!r}): a task would end before its "
+                "first question could"
+            )
+
+    def lifecycle_for(self, *, task: bool) -> LifecyclePolicy:
+        """The lifecycle of a question: a task's (``task``) or a call's."""
+        return self.task_lifecycle if task else self.lifecycle

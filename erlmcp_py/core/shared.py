@@ -31,6 +31,13 @@ A hosted page's ticket (:class:`SharedTicket`) is what any replica needs to rend
 and check its form: the token, the question, the CSRF value, the tenant and, once bound,
 the elicitation's id; never an answer. Its state (``open`` -> ``used`` -> ``closed``) is kept
 beside it, so that claiming it for one answer is one atomic step in the store.
+
+A task's record (:class:`SharedTask`, the ``io.modelcontextprotocol/tasks`` extension) is
+what ``tasks/get`` answers, as the replica running the task last wrote it: the
+``DetailedTask`` (:meth:`~erlmcp_py.core.tasks.TaskState.detailed`), the principal it is
+bound to (another principal's task reads exactly as an unknown one, :func:`task_visible_to`)
+and the replica that runs it. It is written before the ``CreateTaskResult`` is sent, after
+every change, and kept until the task's TTL runs out.
 """
 
 from __future__ import annotations
@@ -63,20 +70,24 @@ __all__ = [
     "BucketParams",
     "Keys",
     "SharedRecord",
+    "SharedTask",
     "SharedTicket",
     "StoreUrl",
     "TicketState",
     "closed_ticket",
     "decode_call",
     "decode_record",
+    "decode_task",
     "decode_ticket",
     "encode_call",
     "encode_record",
+    "encode_task",
     "encode_ticket",
     "error_from_wire",
     "error_to_wire",
     "parse_store_url",
     "retry_after_s",
+    "task_visible_to",
     "tenant_digest",
     "visible_to",
 ]
@@ -217,6 +228,10 @@ class Keys:
         """A hosted page's ticket (a hash: ``j`` the JSON, ``e`` the elicitation id, ``s``
         the state; a closed one keeps only ``e`` and ``s``)."""
         return f"{self.prefix}:page:{token}"
+
+    def task(self, task_id: str) -> str:
+        """A task's record (a string: :func:`encode_task`'s JSON), expiring with the task."""
+        return f"{self.prefix}:task:{task_id}"
 
     def channel(self, replica: str) -> str:
         """The pub/sub channel a replica listens on (forwarded calls and their replies)."""
@@ -439,6 +454,66 @@ def decode_ticket(
         server=str(data.get("server", "")),  # a replica of an older release writes none
         tool=str(data.get("tool", "")),
     )
+
+
+# -- tasks -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SharedTask:
+    """A task's record as the store holds it.
+
+    Attributes:
+        task_id: The task's id.
+        detailed: Its ``DetailedTask`` (what ``tasks/get`` answers, without ``resultType``).
+        principal: The principal it is bound to.
+        replica: The replica that runs (or ran) it.
+    """
+
+    task_id: str
+    detailed: Mapping[str, Any]
+    principal: str
+    replica: str
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task had ended when this was written."""
+        return self.detailed.get("status") in ("completed", "failed", "cancelled")
+
+
+def encode_task(task: SharedTask) -> str:
+    """The JSON of a task's record."""
+    return json.dumps(
+        {
+            "id": task.task_id,
+            "task": dict(task.detailed),
+            "principal": task.principal,
+            "replica": task.replica,
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_task(text: str) -> SharedTask:
+    """A task's record from :func:`encode_task`'s JSON.
+
+    Raises:
+        ValueError, TypeError, KeyError: not a task's record.
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("task"), dict):
+        raise TypeError("not a task's record")
+    for name in ("id", "principal", "replica"):
+        if not isinstance(data.get(name), str):
+            raise TypeError(f"a task's record needs a string {name}")
+    return SharedTask(data["id"], data["task"], data["principal"], data["replica"])
+
+
+def task_visible_to(task: SharedTask | None, principal: str) -> SharedTask | None:
+    """``task`` if ``principal`` may see it; another principal's looks exactly like none."""
+    if task is None or task.principal != principal:
+        return None
+    return task
 
 
 # -- forwarded calls ---------------------------------------------------------------------------

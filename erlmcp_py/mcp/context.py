@@ -80,7 +80,7 @@ from erlmcp_py.core.sensitive import (
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.validation import ValidationResult, compile_validator
-from erlmcp_py.mcp.call_peer import CallPeer
+from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.client_results import (
     Root,
     SampledMessage,
@@ -216,6 +216,8 @@ class Context:
         url_policy: The policy of a form definition's URL fields (the server's).
         server: The server this call belongs to (:attr:`server`; the hosted page names it and
             the tool when it asks).
+        task_starter: What makes the call a task when the tool says so
+            (:meth:`start_task`); ``None`` where it cannot become one.
 
     Attributes:
         request_id: The JSON-RPC id of the ``tools/call``.
@@ -233,6 +235,7 @@ class Context:
         "_last_progress",
         "_peer",
         "_server",
+        "_task_starter",
         "_url_policy",
         "clock",
         "locale",
@@ -254,8 +257,10 @@ class Context:
         tool_name: str,
         clock: ToolClock,
         locale: str | None = None,
+        task_starter: TaskStarter | None = None,
     ) -> None:
         self._peer = peer
+        self._task_starter = task_starter
         self.runtime = runtime
         self._url_policy = url_policy
         self._server = server
@@ -303,6 +308,44 @@ class Context:
     def server(self) -> Server:
         """The server this tool belongs to (e.g. for ``notify_resource_updated``)."""
         return self._server
+
+    # -- tasks ----------------------------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (the ``io.modelcontextprotocol/tasks``
+        extension, ``docs/tasks.md``), or ``None``. A task's questions have the task
+        policy's deadlines (hours), and the client reads and answers them by polling."""
+        return self._peer.task_id
+
+    async def start_task(self) -> bool:
+        """Run the rest of this call as a task, for a tool registered with
+        ``task_start="tool"``: what it asked so far went out in the call's own rounds (on
+        2026-07-28, ``InputRequiredResult``), and the request being answered now gets the
+        ``CreateTaskResult``; from here on its questions are the task's. Call it between
+        questions, never while one is being asked.
+
+        Returns:
+            Whether the call runs as a task from here on: already one, or one now. ``False``
+            when it cannot become one: the tool does not run as a task, the request's client
+            did not declare the extension (or speaks 2025-11-25, where it does not exist);
+            the call then goes on as a call.
+
+        Raises:
+            JsonRpcError: the task cannot be made (tasks full, the store cannot record it),
+                or the tool requires a task and the client did not declare the extension;
+                the call answers this error.
+            RuntimeError: a question of this call is being asked right now.
+        """
+        if self._peer.task_id is not None or self._task_starter is None:
+            await trio.lowlevel.checkpoint()
+            return self._peer.task_id is not None
+        peer = await self._task_starter.start(self._peer)
+        if peer is None:
+            return False
+        self._peer = peer
+        self._task_starter = None
+        return True
 
     # -- other requests to the client ---------------------------------------------------------
 
@@ -580,7 +623,11 @@ class Context:
         # tool's own frame: a pending question keeps no frame of a helper.
         with peer.asking, self.clock.pause():
             handle = await self.runtime.create_elicitation(
-                request, peer=peer, tenant=self.tenant, charge=peer.count_question()
+                request,
+                peer=peer,
+                tenant=self.tenant,
+                charge=peer.count_question(),
+                for_task=peer.task_id is not None,
             )
             return await handle.outcome()
 
@@ -629,7 +676,11 @@ class Context:
                     timeout_name=_TIMEOUT,
                 )
                 handle = await self.runtime.create_elicitation(
-                    request, peer=peer, tenant=self.tenant, charge=peer.count_question()
+                    request,
+                    peer=peer,
+                    tenant=self.tenant,
+                    charge=peer.count_question(),
+                    for_task=peer.task_id is not None,
                 )
                 if handle.unsupported is None:
                     await pages.bind(ticket, handle.id)
@@ -737,7 +788,11 @@ class Context:
         )
         peer = self._peer
         handle = await self.runtime.create_elicitation(
-            request, peer=peer, tenant=self.tenant, charge=peer.count_question()
+            request,
+            peer=peer,
+            tenant=self.tenant,
+            charge=peer.count_question(),
+            for_task=peer.task_id is not None,
         )
         unsupported = handle.unsupported
         return handle if unsupported is None else unsupported

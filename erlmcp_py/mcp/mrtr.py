@@ -157,12 +157,14 @@ __all__ = [
     "PRINCIPAL_BUSY",
     "Attached",
     "ContinuationRegistry",
+    "Handoff",
     "MrtrPeer",
     "NotificationSink",
     "RequestStateRefused",
     "RunCall",
     "Waiter",
     "open_continuations",
+    "response_problem",
 ]
 
 log = structlog.get_logger("erlmcp.mrtr")
@@ -182,10 +184,24 @@ _ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
 #: a call across rounds, so every retry replays.
 MRTR_MODES: Final = ("auto", "suspend", "replay")
 
-RunCall = Callable[["MrtrPeer"], Awaitable[Mapping[str, Any]]]
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """What a call answers when it became something else than a call: a task (the
+    ``io.modelcontextprotocol/tasks`` extension), whose ``CreateTaskResult`` is answered as it
+    is, ``resultType: "task"`` included. The call ends there; its function goes on elsewhere.
+
+    Attributes:
+        result: The answer, with its own ``resultType``.
+    """
+
+    result: Mapping[str, Any]
+
+
+RunCall = Callable[["MrtrPeer"], Awaitable["Mapping[str, Any] | Handoff"]]
 """Runs the call's function (a tool, a prompt) with the given peer; returns its complete result
-(a ``CallToolResult``, a ``GetPromptResult``) or raises :class:`JsonRpcError` (the answer to
-the call)."""
+(a ``CallToolResult``, a ``GetPromptResult``), or a :class:`Handoff` when the call became a
+task, or raises :class:`JsonRpcError` (the answer to the call)."""
 
 NotificationSink = Callable[[str, Mapping[str, Any]], Awaitable[None]]
 """``await sink(method, params)`` sends one notification related to one request, on that
@@ -320,7 +336,7 @@ class _Continuation:
         self.digest = digest
         self.capabilities = capabilities  # as declared on the latest request
         self.outstanding: dict[str, _InputRequest] = {}
-        self.final: Mapping[str, Any] | JsonRpcError | None = None
+        self.final: Mapping[str, Any] | Handoff | JsonRpcError | None = None
         self.done = False
         self.attached = False
         self.held = False  # the attached retry waited ``hold_s``: it answers with the state
@@ -446,6 +462,14 @@ class MrtrPeer:
         """The client's capabilities, as declared on the latest request of the call."""
         return self._cont.capabilities
 
+    #: A call answered by rounds is no task (one may take it over: ``ctx.start_task()``).
+    task_id: Final = None
+
+    @property
+    def questions_in_flight(self) -> int:
+        """Questions of the tool between their start and their answer, now."""
+        return self._cont.asking
+
     @property
     def progress_token(self) -> str | int | None:
         """The ``_meta.progressToken`` of the request attached now; between rounds, of the
@@ -504,7 +528,7 @@ class MrtrPeer:
         response = replayed.popleft() if replayed else None
         if response is None and key is not None and key in cont.offered:
             offered = cont.offered.pop(key)
-            response = offered if _response_problem(method, offered) is None else None
+            response = offered if response_problem(method, offered) is None else None
         if response is not None:  # answered at once: a replay, or the first call's answer
             cont.journal.append((question, response))
             on_response(Recorded(response))
@@ -1021,6 +1045,8 @@ class ContinuationRegistry:
                 self.counters["completed"] += 1
                 if isinstance(cont.final, JsonRpcError):
                     raise cont.final
+                if isinstance(cont.final, Handoff):  # a task now: its own answer
+                    return dict(cont.final.result)
                 return {**cont.final, "resultType": "complete"}
             if cont.done:  # cancelled under us (registry closing)
                 self._forget(cont.id)
@@ -1193,7 +1219,7 @@ def _check_responses(raw: object, methods: Mapping[str, str]) -> dict[str, Mappi
         method = methods.get(key)
         if method is None:
             continue  # unknown, or answered already: ignored (spec)
-        problem = _response_problem(method, value)
+        problem = response_problem(method, value)
         if problem is not None:
             where = f"inputResponses.{str(key)[:64]}"
             raise RequestStateRefused("bad_input_responses", f"{where}{problem}")
@@ -1201,8 +1227,9 @@ def _check_responses(raw: object, methods: Mapping[str, str]) -> dict[str, Mappi
     return answers
 
 
-def _response_problem(method: str, value: object) -> str | None:
-    """What makes ``value`` no answer to a ``method`` request (``None``: it is one)."""
+def response_problem(method: str, value: object) -> str | None:
+    """What makes ``value`` no answer to a ``method`` request (``None``: it is one): the shape
+    an ``inputResponses`` entry must have, here and in a task's ``tasks/update``."""
     if not isinstance(value, Mapping):
         return " must be an object"
     if method == "elicitation/create":

@@ -28,6 +28,8 @@ __all__ = [
     "ProgressParams",
     "ResourceUriParams",
     "SetLevelParams",
+    "TaskParams",
+    "UpdateTaskParams",
     "parse_params",
 ]
 
@@ -86,6 +88,19 @@ class CallToolParams(_Params):
         """``_meta.progressToken`` when the client asked for progress."""
         token = (self.meta or {}).get("progressToken")
         return token if type(token) in (str, int) else None
+
+
+class TaskParams(_Params):
+    """``tasks/get`` and ``tasks/cancel`` params (the ``io.modelcontextprotocol/tasks``
+    extension)."""
+
+    taskId: Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class UpdateTaskParams(TaskParams):
+    """``tasks/update`` params: answers to outstanding input requests, by key."""
+
+    inputResponses: dict[str, Any]
 
 
 class SetLevelParams(_Params):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.runtime import Runtime, open_runtime
@@ -24,7 +24,7 @@ from erlmcp_py.mcp.resources import (
     make_resource_template,
 )
 from erlmcp_py.mcp.session import ServerSession
-from erlmcp_py.mcp.tools import ToolFunction, ToolSpec, make_tool
+from erlmcp_py.mcp.tools import TaskStart, ToolFunction, ToolSpec, make_tool
 
 __all__ = ["Server"]
 
@@ -114,6 +114,8 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         timeout: float | None = None,
+        task: bool | Literal["required"] = False,
+        task_start: TaskStart = "call",
     ) -> Callable[[F], F]:
         """Register a function as a tool (decorator).
 
@@ -122,15 +124,35 @@ class Server:
         raised by the tool gives an ``isError`` result with its message;
         :class:`~erlmcp_py.mcp.errors.UrlElicitationRequired` gives the ``-32042`` error.
 
+        A tool that may take long or wait for people (an approval, a sign-off) can run as a
+        *task* (the ``io.modelcontextprotocol/tasks`` extension of 2026-07-28,
+        ``docs/tasks.md``): the client gets a task handle at once, polls it, answers its
+        questions when it likes, and reads the result at the end; the questions have the
+        task policy's deadlines (hours).
+
         Args:
             name: Wire name; default: the function name.
             description: Default: the docstring.
             title: Display title.
             timeout: Seconds of tool time; the clock pauses while an elicitation is pending.
+            task: ``True``: run as a task when the request's client declared the extension,
+                else as an ordinary call; ``"required"``: only as a task (a 2026-07-28 client
+                that did not declare it gets ``-32021``); ``False`` (default): never.
+            task_start: ``"call"`` (default): the task begins before the tool runs;
+                ``"tool"``: the tool begins it with ``await ctx.start_task()``, after
+                questions asked in the call's own rounds.
         """
 
         def register(fn: F) -> F:
-            self.add_tool(fn, name=name, description=description, title=title, timeout=timeout)
+            self.add_tool(
+                fn,
+                name=name,
+                description=description,
+                title=title,
+                timeout=timeout,
+                task=task,
+                task_start=task_start,
+            )
             return fn
 
         return register
@@ -143,11 +165,15 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         timeout: float | None = None,
+        task: bool | Literal["required"] = False,
+        task_start: TaskStart = "call",
     ) -> ToolSpec:
         """Register ``fn`` as a tool (see :meth:`tool`); returns its spec.
 
         Raises:
-            ValueError: a tool with that name exists, or the name is invalid.
+            ValueError: a tool with that name exists, the name is invalid, or ``task`` /
+                ``task_start`` is not one of its values (``task_start="tool"`` needs a task
+                and a ``Context`` parameter).
             TypeError: the signature cannot be turned into an input schema, or a form the
                 tool's code asks for cannot be sent (see
                 :mod:`~erlmcp_py.mcp.asked_forms`).
@@ -159,6 +185,8 @@ class Server:
             description=description,
             title=title,
             timeout=timeout,
+            task=task,
+            task_start=task_start,
         )
         if spec.name in self.tools:
             raise ValueError(f"tool {spec.name!r} is already registered")

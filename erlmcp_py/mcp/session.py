@@ -698,6 +698,8 @@ class RequestPeer:
 
     #: A session's call stays in this process while it asks (the hosted page may answer it).
     keeps_call: Final = True
+    #: A session's call is answered on its own request: never a task.
+    task_id: Final = None
     #: A session has no rounds to count questions for.
     asking: Final[AbstractContextManager[None]] = nullcontext()
 

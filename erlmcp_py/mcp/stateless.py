@@ -21,7 +21,15 @@ JSON-RPC error:
   it where it is suspended (``await ctx.elicit(...)`` returns the answer) or replays it, so
   the result is either ``complete`` (a ``CallToolResult`` or ``GetPromptResult``) or an
   ``InputRequiredResult``;
-* anything else (``ping``, ``logging/setLevel``… are gone in 2026-07-28) → ``-32601``.
+* ``tasks/get``, ``tasks/update``, ``tasks/cancel`` (the ``io.modelcontextprotocol/tasks``
+  extension, when the endpoint has a :class:`~erlmcp_py.mcp.tasks.TaskRegistry`) → the task
+  registry, for the request's principal; ``-32021`` naming the extension when the request did
+  not declare it. A ``tools/call`` of a tool registered with ``task=True`` (or
+  ``"required"``) from a request that declared the extension runs as a task (its answer a
+  ``CreateTaskResult``; see :mod:`~erlmcp_py.mcp.tasks`); ``server/discover`` offers the
+  extension;
+* anything else (``ping``, ``logging/setLevel``, ``tasks/result``, ``tasks/list``… are not in
+  2026-07-28) → ``-32601``.
 
 Transports: Streamable HTTP answers each POST (with the authenticated principal and tenant)
 with :meth:`StatelessEndpoint.handle`, or, for a ``tools/call`` or ``prompts/get``, with
@@ -48,6 +56,7 @@ sent before the response.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import structlog
@@ -58,7 +67,9 @@ from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.tasks import TASKS_EXTENSION
 from erlmcp_py.mcp import features, jsonrpc
+from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, Request, RequestId
@@ -71,15 +82,23 @@ from erlmcp_py.mcp.meta import (
 from erlmcp_py.mcp.mrtr import (
     Attached,
     ContinuationRegistry,
+    Handoff,
     MrtrPeer,
     NotificationSink,
     RunCall,
     Waiter,
 )
-from erlmcp_py.mcp.params import CallToolParams, ListToolsParams, parse_params
+from erlmcp_py.mcp.params import (
+    CallToolParams,
+    ListToolsParams,
+    TaskParams,
+    UpdateTaskParams,
+    parse_params,
+)
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
-from erlmcp_py.mcp.tools import text_result
+from erlmcp_py.mcp.tasks import TASK_METHODS, TaskCall, TaskRegistry, open_tasks, tasks_required
+from erlmcp_py.mcp.tools import ToolSpec, text_result
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
@@ -113,6 +132,9 @@ class StatelessEndpoint:
             authentication passes the authenticated one per request).
         tenant: Default tenant scope of the runtime calls.
         client_id: Default rate-limit key of the runtime.
+        tasks: Where tools run as tasks (the ``io.modelcontextprotocol/tasks`` extension);
+            ``None``: this endpoint offers no tasks (a tool registered with ``task=True``
+            runs as a call, one with ``task="required"`` cannot run).
     """
 
     def __init__(
@@ -124,6 +146,7 @@ class StatelessEndpoint:
         principal: str = "local",
         tenant: Tenant | None = None,
         client_id: str = "stateless",
+        tasks: TaskRegistry | None = None,
     ) -> None:
         self.server = server
         self.runtime = runtime
@@ -131,6 +154,7 @@ class StatelessEndpoint:
         self.principal = principal
         self.tenant = tenant or Tenant(user=principal)
         self.client_id = client_id
+        self.tasks = tasks
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -198,6 +222,8 @@ class StatelessEndpoint:
             result = {"resultType": "complete", **await _feature_answer(self.server, request)}
             if method in _CACHEABLE:
                 result.update(ttlMs=0, cacheScope="public")
+        elif method in TASK_METHODS and self.tasks is not None:
+            result = await self._task_request(self.tasks, request, meta, principal)
         else:
             raise jsonrpc.method_not_found(method, request.id)
         return self._with_server_info(result)
@@ -287,7 +313,28 @@ class StatelessEndpoint:
         for name in ("prompts", "completions"):
             if name in offered:
                 caps[name] = offered[name]
+        if self.tasks is not None:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
+
+    # -- tasks/get, tasks/update, tasks/cancel ---------------------------------------------------
+
+    async def _task_request(
+        self, tasks: TaskRegistry, request: Request, meta: RequestMeta, principal: str | None
+    ) -> dict[str, Any]:
+        """A request of the tasks extension, for ``principal``'s tasks only."""
+        if not meta.capabilities.declares_extension(TASKS_EXTENSION):
+            raise tasks_required(request.id)  # before any task is looked up
+        who = principal or self.principal
+        if request.method == "tasks/update":
+            update = parse_params(UpdateTaskParams, request.params, request.id)
+            await tasks.update(update.taskId, who, update.inputResponses, meta.capabilities)
+            return {"resultType": "complete"}
+        params = parse_params(TaskParams, request.params, request.id)
+        if request.method == "tasks/cancel":
+            await tasks.cancel(params.taskId, who)
+            return {"resultType": "complete"}
+        return {"resultType": "complete", **await tasks.get(params.taskId, who)}
 
     # -- tools/call, prompts/get -----------------------------------------------------------------
 
@@ -320,7 +367,8 @@ class StatelessEndpoint:
             declared = params["_meta"].get(LOCALE_META_KEY)  # ``meta`` was read from it
             locale = client_locale(declared, accept_language)
             if request.method == "tools/call":
-                return self._tool_runner(request, tenant, locale)
+                caller = _Caller(principal, tenant, client_id, meta)
+                return self._tool_runner(request, caller, locale)
             return self._prompt_runner(request, tenant, locale)
 
         if "requestState" in params:
@@ -351,12 +399,13 @@ class StatelessEndpoint:
 
     def _context(
         self,
-        peer: MrtrPeer,
+        peer: CallPeer,
         request_id: RequestId,
         name: str,
         clock: ToolClock,
         tenant: Tenant,
         locale: str | None,
+        task_starter: TaskStarter | None = None,
     ) -> Context:
         server = self.server
         return Context(
@@ -369,20 +418,25 @@ class StatelessEndpoint:
             tool_name=name,
             clock=clock,
             locale=locale,
+            task_starter=task_starter,
         )
 
-    def _tool_runner(self, request: Request, tenant: Tenant, locale: str | None) -> RunCall:
-        """Check a ``tools/call``; what runs its tool with a given peer."""
+    def _tool_runner(self, request: Request, caller: _Caller, locale: str | None) -> RunCall:
+        """Check a ``tools/call``; what runs its tool with a given peer: as a call, or as a
+        task (the tool registered to run as one, and the request declared the extension)."""
         params = parse_params(CallToolParams, request.params, request.id)
         spec = self.server.tools.get(params.name)
         if spec is None:
             raise jsonrpc.invalid_params(
                 f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, request.id
             )
+        as_task = self._runs_as_task(spec, caller.meta, request.id)
 
-        async def run(peer: MrtrPeer) -> Mapping[str, Any]:
+        async def run_tool_with(peer: CallPeer, starter: TaskStarter | None) -> Mapping[str, Any]:
             def context(clock: ToolClock) -> Context:
-                return self._context(peer, request.id, spec.name, clock, tenant, locale)
+                return self._context(
+                    peer, request.id, spec.name, clock, caller.tenant, locale, starter
+                )
 
             try:
                 return await run_tool(spec, params.arguments, context, log)
@@ -390,7 +444,44 @@ class StatelessEndpoint:
                 urls = ", ".join(e["url"] for e in exc.elicitations)
                 return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
 
+        async def run(peer: MrtrPeer) -> Mapping[str, Any] | Handoff:
+            if not as_task or self.tasks is None:
+                return await run_tool_with(peer, None)
+            call = TaskCall(
+                tool=spec.name,
+                principal=caller.principal,
+                client_id=caller.client_id,
+                protocol_version=caller.meta.protocol_version,
+                capabilities=caller.meta.capabilities,
+                required=spec.task == "required",
+                run=run_tool_with,
+            )
+            if spec.task_start == "call":
+                return await self.tasks.run_call(call)
+            return await self.tasks.run_call(call, peer)
+
         return run
+
+    def _runs_as_task(self, spec: ToolSpec, meta: RequestMeta, request_id: RequestId) -> bool:
+        """Whether a call of ``spec`` runs as a task (or may become one, ``task_start="tool"``).
+
+        Raises:
+            JsonRpcError: the tool runs only as a task and the request did not declare the
+                extension (``-32021``), or this endpoint runs no tasks.
+        """
+        if spec.task == "never":
+            return False
+        declared = meta.capabilities.declares_extension(TASKS_EXTENSION)
+        if spec.task == "required":
+            if not declared:
+                raise tasks_required(request_id)
+            if self.tasks is None:
+                raise jsonrpc.internal_error(
+                    "This tool runs only as a task, and this endpoint runs no tasks",
+                    {"reason": "no_tasks"},
+                    request_id,
+                )
+        return declared and self.tasks is not None
 
     def _prompt_runner(self, request: Request, tenant: Tenant, locale: str | None) -> RunCall:
         """Check a ``prompts/get``; what renders its prompt with a given peer."""
@@ -404,6 +495,16 @@ class StatelessEndpoint:
             return await features.answer(self.server, request, context)
 
         return run
+
+
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    """Who made a ``tools/call``: what a task made of it is bound to and charged to."""
+
+    principal: str
+    tenant: Tenant
+    client_id: str
+    meta: RequestMeta
 
 
 #: Results of 2026-07-28 that extend ``CacheableResult`` (besides ``tools/list`` and
@@ -517,8 +618,9 @@ class SessionStateless:
         return True
 
     def close(self) -> None:
-        """End every call and continuation of this connection (the tasks awaiting their
-        answers run in the registry's nursery, which this cancels). Idempotent."""
+        """End every call, continuation and task of this connection (the tasks awaiting their
+        answers run in the registry's nursery, which this cancels, and with it the tasks
+        registry). Idempotent."""
         self.endpoint.registry.close()
 
     async def _serve_call(self, request: Request, call: _InFlight) -> None:
@@ -570,8 +672,10 @@ async def open_for_session(
 ) -> SessionStateless:
     """Start the stateless side of one byte-stream connection.
 
-    Its continuations run in a nursery of their own inside ``nursery``, under a task that
-    runs the registry's timer; :meth:`close` ends them (call it when the connection closes).
+    Its continuations and its tasks (:mod:`~erlmcp_py.mcp.tasks`: a connection's tasks are
+    its own, bound to its tenant's user) run in nurseries of their own inside ``nursery``,
+    under a task that runs the registry's timer; :meth:`close` ends them (call it when the
+    connection closes).
 
     Args:
         server: The server.
@@ -588,10 +692,16 @@ async def open_for_session(
         registry_options["state_ttl"] = state_ttl_for(runtime.config)
 
     async def host(*, task_status: trio.TaskStatus[SessionStateless]) -> None:
-        async with trio.open_nursery() as inner:
+        async with trio.open_nursery() as inner, open_tasks(runtime) as tasks:
             registry = ContinuationRegistry(inner, **registry_options)
             endpoint = StatelessEndpoint(
-                server, runtime, registry, principal=tenant.user, tenant=tenant, client_id=peer_id
+                server,
+                runtime,
+                registry,
+                principal=tenant.user,
+                tenant=tenant,
+                client_id=peer_id,
+                tasks=tasks,
             )
             task_status.started(SessionStateless(endpoint, inner, send, on_call_end))
             await registry.run_timer()  # until the connection closes

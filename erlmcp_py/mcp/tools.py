@@ -18,7 +18,7 @@ import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pydantic
 import typing_extensions
@@ -29,6 +29,8 @@ from erlmcp_py.mcp.jsonrpc import JsonRpcError
 
 __all__ = [
     "OutputMismatch",
+    "TaskStart",
+    "TaskSupport",
     "ToolArgumentsError",
     "ToolSpec",
     "budget_exceeded",
@@ -39,6 +41,15 @@ __all__ = [
 ]
 
 ToolFunction = Callable[..., Awaitable[Any]] | Callable[..., Any]
+
+TaskSupport = Literal["never", "optional", "required"]
+"""Whether a tool runs as a task (the ``io.modelcontextprotocol/tasks`` extension): never; for
+every 2026-07-28 request whose client declared the extension (``optional``), else as a call;
+or only so (``required``: a client without it gets ``-32021``)."""
+
+TaskStart = Literal["call", "tool"]
+"""When a tool that runs as a task becomes one: before it runs (``call``), or where its code
+says (``tool``: ``await ctx.start_task()``, after questions asked in the call's own rounds)."""
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
@@ -62,6 +73,8 @@ class ToolSpec:
         timeout: Seconds of tool time (paused while an elicitation is pending), or ``None``.
         output: The checked return type (an object-shaped annotation), or ``None``.
         output_schema: Its JSON Schema, sent in ``tools/list`` as ``outputSchema``.
+        task: Whether it runs as a task (see :data:`TaskSupport`).
+        task_start: When it becomes one (see :data:`TaskStart`).
     """
 
     name: str
@@ -74,6 +87,8 @@ class ToolSpec:
     timeout: float | None
     output: pydantic.TypeAdapter[Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    task: TaskSupport = "never"
+    task_start: TaskStart = "call"
 
     def definition(self) -> dict[str, Any]:
         """The entry of this tool in a ``tools/list`` result."""
@@ -133,6 +148,8 @@ def make_tool(
     description: str | None = None,
     title: str | None = None,
     timeout: float | None = None,
+    task: bool | Literal["required"] = False,
+    task_start: TaskStart = "call",
 ) -> ToolSpec:
     """Build a :class:`ToolSpec` from a function's signature and type hints.
 
@@ -143,17 +160,26 @@ def make_tool(
         description: Default: the function's docstring.
         title: Optional display title.
         timeout: Tool-time budget in seconds (paused while a human is asked).
+        task: ``True``: it runs as a task for a client that declared the tasks extension
+            (``optional``); ``"required"``: only so; ``False``: never.
+        task_start: When it becomes a task: ``"call"`` (before it runs) or ``"tool"``
+            (where it calls ``await ctx.start_task()``; it needs a ``Context`` parameter).
 
     Raises:
         TypeError: a parameter has no type hint, is positional-only or variadic, or its type
-            cannot be expressed as JSON Schema.
-        ValueError: invalid name or timeout.
+            cannot be expressed as JSON Schema; ``task`` or ``task_start`` is of the wrong
+            type.
+        ValueError: invalid name, timeout, ``task`` or ``task_start``; ``task_start="tool"``
+            for a tool that never runs as a task or takes no ``Context``.
     """
     tool_name: str = name or str(getattr(fn, "__name__", ""))
     if not _NAME.fullmatch(tool_name):
         raise ValueError(f"invalid tool name {tool_name!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError("timeout must be positive")
+    support = _task_support(tool_name, task)
+    if task_start not in ("call", "tool"):
+        raise ValueError(f"tool {tool_name!r}: task_start must be 'call' or 'tool'")
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     context_param: str | None = None
@@ -182,6 +208,11 @@ def make_tool(
     schema["type"] = "object"
     output, output_schema = _output_of(tool_name, hints.get("return"))
     doc = description if description is not None else inspect.getdoc(fn) or ""
+    if task_start == "tool" and (support == "never" or context_param is None):
+        raise ValueError(
+            f"tool {tool_name!r}: task_start='tool' needs task=True or task='required' and a "
+            "Context parameter (the tool starts its task with await ctx.start_task())"
+        )
     return ToolSpec(
         name=tool_name,
         description=doc,
@@ -193,7 +224,20 @@ def make_tool(
         timeout=timeout,
         output=output,
         output_schema=output_schema,
+        task=support,
+        task_start=task_start,
     )
+
+
+def _task_support(tool_name: str, task: object) -> TaskSupport:
+    """The :data:`TaskSupport` of a tool's ``task=`` argument."""
+    if task is False:
+        return "never"
+    if task is True:
+        return "optional"
+    if task == "required":
+        return "required"
+    raise ValueError(f"tool {tool_name!r}: task must be True, False or 'required', got {task!r}")
 
 
 def _object_shaped(annotation: Any) -> bool:

@@ -88,3 +88,9 @@ class ClientCapabilities:
     def supports(self, mode: str) -> bool:
         """Whether the client accepts ``elicitation/create`` in ``mode`` (``form``/``url``)."""
         return mode in self.elicitation_modes
+
+    def declares_extension(self, name: str) -> bool:
+        """Whether the client declared the extension ``name`` (an object under
+        ``capabilities.extensions``, e.g. ``io.modelcontextprotocol/tasks``)."""
+        extensions = self.raw.get("extensions")
+        return isinstance(extensions, Mapping) and isinstance(extensions.get(name), Mapping)

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.ratelimit import Decision, RateLimiterStats
-from erlmcp_py.core.shared import CallOp, SharedRecord, SharedTicket
+from erlmcp_py.core.shared import CallOp, SharedRecord, SharedTask, SharedTicket
 
 __all__ = ["Store", "StoreHost"]
 
@@ -32,7 +32,8 @@ class StoreHost(Protocol):
 
 class Store(Protocol):
     """Shared state: admission (rate buckets, pending caps), the records of every replica,
-    calls forwarded to the replica holding an elicitation, and the hosted page's tickets.
+    calls forwarded to the replica holding an elicitation, the hosted page's tickets, and
+    the records of tasks (the ``io.modelcontextprotocol/tasks`` extension).
 
     Every method that reaches a server runs under the store's deadline and raises
     :class:`~erlmcp_py.core.errors.StoreUnavailable` past it (or at once while the store is
@@ -112,6 +113,21 @@ class Store(Protocol):
         """The elicitation ended: drop the ticket's question and CSRF value, and keep only
         its ``closed`` state and elicitation id for a while (its page says "expired or
         used")."""
+        ...
+
+    async def put_task(self, task: SharedTask, ttl_s: float) -> None:
+        """Write a task's record (its creation, or a change), kept ``ttl_s`` seconds from now
+        (the rest of the task's life); it reads back at once (:meth:`get_task`) on every
+        replica."""
+        ...
+
+    async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
+        """A task's record, if ``principal`` may see it (another principal's task, an unknown
+        or an expired one: ``None`` alike)."""
+        ...
+
+    async def delete_task(self, task_id: str) -> None:
+        """Forget a task's record (its life ended, or it made room for another)."""
         ...
 
     def stats(self) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Admission is the pure ``core.ratelimit.RateLimiter`` fed the caller's clock. There are no
 other replicas: their records are none, and no call is ever forwarded. The hosted page's
-tickets are kept in a dict, with a bounded memory of the closed ones.
+tickets are kept in a dict, with a bounded memory of the closed ones. Tasks' records are kept
+in a dict until their TTL (or their deletion): for the life of the process at most, since
+nothing of this store outlives it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from erlmcp_py.core.errors import ElicitationNotFound
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import Decision, RateLimiter, RateLimiterStats
-from erlmcp_py.core.shared import CallOp, SharedRecord, SharedTicket, closed_ticket
+from erlmcp_py.core.shared import (
+    CallOp,
+    SharedRecord,
+    SharedTask,
+    SharedTicket,
+    closed_ticket,
+    task_visible_to,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -33,6 +42,7 @@ class MemoryStore:
         self._tickets: dict[str, SharedTicket] = {}
         self._closed: deque[str] = deque()
         self._remembered = remembered  # closed tickets kept to say "expired or used"
+        self._tasks: dict[str, tuple[SharedTask, float]] = {}  # record, expiry (trio clock)
 
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         return self._limiter.try_acquire(client, now, charge=charge)
@@ -104,6 +114,24 @@ class MemoryStore:
             return False
         self._tickets[token] = dataclasses.replace(ticket, **changes)
         return True
+
+    async def put_task(self, task: SharedTask, ttl_s: float) -> None:
+        self._tasks[task.task_id] = (task, trio.current_time() + ttl_s)
+        await trio.lowlevel.checkpoint()
+
+    async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
+        await trio.lowlevel.checkpoint()
+        found = self._tasks.get(task_id)
+        if found is None:
+            return None
+        if found[1] <= trio.current_time():
+            del self._tasks[task_id]
+            return None
+        return task_visible_to(found[0], principal)
+
+    async def delete_task(self, task_id: str) -> None:
+        self._tasks.pop(task_id, None)
+        await trio.lowlevel.checkpoint()
 
     def stats(self) -> dict[str, Any]:
         return {"kind": "memory", "available": True, "errors": {}}

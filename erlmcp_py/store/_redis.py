@@ -29,6 +29,10 @@ have; every step of its life (open, bind, claim, release, close) is one script
 (``TICKET``), so a claim is atomic across replicas. A closed ticket keeps only its state and
 its elicitation's id, for the retention period. A replica remembers its open tickets and
 writes them again when the heartbeat finds the server lost its state.
+
+A task's record is one string key (``SET`` with the rest of the task's life as its expiry,
+``GET``, ``DEL``): the replica running the task writes it whole at every change, and any
+replica reads it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from typing import Any, TypeVar
 import structlog
 import trio
 from glide import (
+    ExpirySet,
+    ExpiryType,
     GlideClient,
     GlideClientConfiguration,
     GlideError,
@@ -63,17 +69,21 @@ from erlmcp_py.core.shared import (
     CallOp,
     Keys,
     SharedRecord,
+    SharedTask,
     SharedTicket,
     StoreUrl,
     decode_call,
     decode_record,
+    decode_task,
     decode_ticket,
     encode_call,
     encode_record,
+    encode_task,
     encode_ticket,
     error_from_wire,
     error_to_wire,
     retry_after_s,
+    task_visible_to,
     tenant_digest,
     visible_to,
 )
@@ -112,9 +122,11 @@ class RedisStore:
         self.keys = Keys(url.prefix)
         self._host = host
         self._bucket = BucketParams.from_policy(policy.rate)
-        lifecycle = policy.lifecycle
-        longest = max(lifecycle.form_deadline_s, lifecycle.url_deadline_s)
-        longest += lifecycle.max_extensions * lifecycle.extension_s
+        longest = max(
+            max(lifecycle.form_deadline_s, lifecycle.url_deadline_s)
+            + lifecycle.max_extensions * lifecycle.extension_s
+            for lifecycle in (policy.lifecycle, policy.task_lifecycle)
+        )
         self._live_ttl_ms = round((longest + 3600) * 1000)
         self._keep_ms = round(policy.retention.max_age_s * 1000)
         self._keep_n = policy.retention.max_records
@@ -382,6 +394,29 @@ class RedisStore:
                 del self._tickets[token]
             elif token in self._tickets:
                 await self._write_ticket(ticket, expiry - now)
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    async def put_task(self, task: SharedTask, ttl_s: float) -> None:
+        key, text = self.keys.task(task.task_id), encode_task(task)
+        expiry = ExpirySet(ExpiryType.MILLSEC, max(1, round(ttl_s * 1000)))
+        await self._run("task_put", lambda c: c.set(key, text, expiry=expiry))
+
+    async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
+        key = self.keys.task(task_id)
+        text = await self._run("task_get", lambda c: c.get(key))
+        if text is None:
+            return None
+        try:
+            task = decode_task(_text(text))
+        except (ValueError, TypeError, KeyError):
+            log.warning("task_record_unreadable", task=task_id[:8])
+            return None
+        return task_visible_to(task, principal)
+
+    async def delete_task(self, task_id: str) -> None:
+        key = self.keys.task(task_id)
+        await self._run("task_delete", lambda c: c.delete([key]))
 
     # -- forwarded calls ----------------------------------------------------------------------
 

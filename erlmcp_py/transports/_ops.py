@@ -44,6 +44,9 @@ class OpsSource(Protocol):
     def suspended_calls(self) -> int: ...
 
     @property
+    def tasks(self) -> Mapping[str, int]: ...
+
+    @property
     def refusals(self) -> Mapping[str, int]: ...
 
     @property
@@ -127,6 +130,23 @@ class _Collector:
             "2026-07-28 tool calls suspended, waiting for the client's retry.",
             value=source.suspended_calls,
         )
+        tasks = source.tasks
+        held = GaugeMetricFamily(
+            "erlmcp_tasks",
+            "2026-07-28 tasks held (io.modelcontextprotocol/tasks): running, or ended and kept.",
+            labels=["state"],
+        )
+        held.add_metric(["running"], tasks.get("running", 0))
+        held.add_metric(["ended"], tasks.get("held", 0) - tasks.get("running", 0))
+        yield held
+        ended_tasks = CounterMetricFamily(
+            "erlmcp_tasks_ended",
+            "Tasks ended, by status; expired: forgotten past their TTL.",
+            labels=["status"],
+        )
+        for status in ("completed", "failed", "cancelled", "expired"):
+            ended_tasks.add_metric([status], tasks.get(status, 0))
+        yield ended_tasks
         refusals = CounterMetricFamily(
             "erlmcp_refusals", "Requests and elicitations refused, by reason.", labels=["reason"]
         )

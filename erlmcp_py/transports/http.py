@@ -157,6 +157,7 @@ from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_contin
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import INPUT_METHODS, StatelessEndpoint, state_ttl_for
+from erlmcp_py.mcp.tasks import TASKS_BUSY, TASKS_PRINCIPAL_BUSY, open_tasks
 from erlmcp_py.transports import _server
 from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
 from erlmcp_py.transports._limits import (
@@ -314,6 +315,8 @@ _SUBJECT: Final = "erlmcp.subject"
 _REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
     PRINCIPAL_BUSY: (429, "principal_suspended"),
     "busy": (503, "suspended"),
+    TASKS_PRINCIPAL_BUSY: (429, "principal_tasks"),
+    TASKS_BUSY: (503, "tasks"),
 }
 
 
@@ -766,6 +769,15 @@ class HttpTransport:
         return len(registry) if registry is not None else 0
 
     @property
+    def tasks(self) -> Mapping[str, int]:
+        """The task registry's gauges and counters (see
+        :meth:`~erlmcp_py.mcp.tasks.TaskRegistry.snapshot`); empty while not running."""
+        endpoint = self._stateless
+        if endpoint is None or endpoint.tasks is None:
+            return {}
+        return endpoint.tasks.snapshot()
+
+    @property
     def calls_in_progress(self) -> int:
         """Calls not yet answered: session requests awaiting their answer, and 2026-07-28
         tool calls running or suspended between rounds."""
@@ -814,8 +826,8 @@ class HttpTransport:
             options["state_ttl"] = state_ttl_for(config)
         options.setdefault("max_per_principal", self.config.limits.suspended)
         options["on_call_end"] = self._calls_may_have_ended
-        async with open_continuations(**options) as registry:
-            task_status.started(StatelessEndpoint(self.server, self.runtime, registry))
+        async with open_continuations(**options) as registry, open_tasks(self.runtime) as tasks:
+            task_status.started(StatelessEndpoint(self.server, self.runtime, registry, tasks=tasks))
             await trio.sleep_forever()
 
     def close_all(self) -> None:

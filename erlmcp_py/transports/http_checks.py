@@ -259,11 +259,15 @@ def check_protocol_version_header(header: str | None, negotiated: str) -> str | 
 #: required one is missing or malformed. Answered with HTTP 400.
 HEADER_MISMATCH: Final = -32020
 
-#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which parameter.
+#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which parameter (the
+#: methods of the tasks extension name their task, so a balancer can route them to it).
 NAME_PARAMS: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
 
 _ROUTING_HEADERS: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
@@ -330,8 +334,9 @@ def check_modern_headers(
 
     ``MCP-Protocol-Version`` must equal ``params._meta["io.modelcontextprotocol/protocolVersion"]``
     (skipped when the body names no version: the body's own error is more useful),
-    ``Mcp-Method`` must equal ``method``, and for ``tools/call``, ``prompts/get`` and
-    ``resources/read`` ``Mcp-Name`` must equal the named parameter after decoding. A routing
+    ``Mcp-Method`` must equal ``method``, and for ``tools/call``, ``prompts/get``,
+    ``resources/read`` and ``tasks/get``, ``tasks/update``, ``tasks/cancel`` (:data:`NAME_PARAMS`)
+    ``Mcp-Name`` must equal the named parameter after decoding. A routing
     header given twice is refused (two readers could disagree on which copy counts).
 
     Args:

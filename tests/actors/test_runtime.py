@@ -248,6 +248,22 @@ async def test_a_request_timeout_is_clamped_to_the_policy_deadline(
     assert peer.notifications[0][1]["data"]["remainingSeconds"] == 60
 
 
+async def test_a_tasks_question_has_the_task_policys_deadline_and_warning(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()
+    start = trio.current_time()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE, for_task=True)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(4 * 3600)  # not the call's 300 s
+    assert peer.notifications[0][1]["data"]["remainingSeconds"] == 900
+    start = trio.current_time()
+    clamped = ElicitationRequest("Slow?", requested_schema=SCHEMA, timeout=10 * 3600)
+    handle = await rt.create_elicitation(clamped, peer=peer, tenant=ALICE, for_task=True)
+    assert await handle.outcome() == TimedOut()
+    assert trio.current_time() - start == pytest.approx(4 * 3600)  # clamped to the task's
+
+
 async def test_a_request_timeout_is_extended_as_the_policy_deadline_is(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:

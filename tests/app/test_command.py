@@ -52,6 +52,27 @@ def test_serve_locale_option_sets_the_default_language_of_the_servers_texts(
         build_parser().parse_args(["serve", "--locale", "fr-FR"])
 
 
+def test_serve_task_options_set_the_task_policy() -> None:
+    args = build_parser().parse_args(["serve", "--task-timeout", "7200", "--task-ttl", "9000"])
+    config = runtime_config(None, False, task_timeout=args.task_timeout, task_ttl=args.task_ttl)
+    assert (config.task_form_deadline_s, config.task_url_deadline_s) == (7200, 7200)
+    assert config.task_warn_before_s == 900  # a quarter of it, at most 15 min
+    assert config.task_ttl_s == 9000
+    policy = runtime_config(None, False).to_policy()  # the defaults (docs/tasks.md)
+    assert (policy.task_lifecycle.form_deadline_s, policy.tasks.ttl_s) == (14400, 86400)
+    assert runtime_config(None, False, task_timeout=60).task_warn_before_s == 15
+
+
+def test_serve_refuses_a_task_life_shorter_than_a_tasks_question_deadline() -> None:
+    command = serve_command("--task-timeout", "600", "--task-ttl", "300")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "erlmcp-py: --task-ttl: a task's life (300 s) must be at least the deadline of its "
+        "questions (600 s)"
+    )
+
+
 @pytest.mark.parametrize("bad", ["0", "-3", "1.5", "lots"])
 def test_serve_rate_option_refuses_bad_values(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:

@@ -16,6 +16,7 @@ from erlmcp_py.core.policy import (
     RatePolicy,
     RetentionPolicy,
     SizePolicy,
+    TaskPolicy,
     check_timeout,
 )
 
@@ -40,6 +41,44 @@ def test_defaults_match_design() -> None:
     )
     assert p.sizes.answer_bytes == 1_048_576
     assert p.retention == RetentionPolicy(max_records=10_000, max_age_s=900.0)
+
+
+def test_task_defaults_are_hours_and_a_task_outlives_its_questions() -> None:
+    p = Policy()
+    assert p.task_lifecycle == LifecyclePolicy(
+        form_deadline_s=4 * 3600.0,
+        url_deadline_s=8 * 3600.0,
+        warn_before_s=900.0,
+        max_extensions=2,
+        extension_s=300.0,
+        max_reprompts=3,
+    )
+    assert p.tasks == TaskPolicy(
+        ttl_s=24 * 3600.0, poll_interval_s=2.0, max_per_client=100, max_total=10_000
+    )
+    assert p.lifecycle_for(task=True) is p.task_lifecycle
+    assert p.lifecycle_for(task=False) is p.lifecycle
+    with pytest.raises(ValueError, match="longest deadline of a task's question"):
+        Policy(tasks=TaskPolicy(ttl_s=3600.0))
+    short = LifecyclePolicy(form_deadline_s=60.0, url_deadline_s=60.0, warn_before_s=10.0)
+    assert Policy(task_lifecycle=short, tasks=TaskPolicy(ttl_s=60.0)).tasks.ttl_s == 60.0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("ttl_s", 0.0, ValueError),
+        ("ttl_s", math.inf, ValueError),
+        ("poll_interval_s", -1.0, ValueError),
+        ("poll_interval_s", 0.0001, ValueError),  # below a whole millisecond on the wire
+        ("max_per_client", 0, ValueError),
+        ("max_total", 1.5, TypeError),
+        ("ttl_s", True, TypeError),
+    ],
+)
+def test_a_task_policy_refuses_bad_values(field: str, value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match=field):
+        TaskPolicy(**{field: value})
 
 
 def test_deadline_for_mode() -> None:

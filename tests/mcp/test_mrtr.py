@@ -709,7 +709,9 @@ async def test_expired_state_is_refused_and_the_suspended_call_is_gone(
         registry = client.session._stateless.endpoint.registry  # type: ignore[union-attr]
         assert len(registry) == 0
         assert isinstance(seen["outcomes"][0], TimedOut)
-        assert count_tasks() == baseline + 1  # + the stateless host task of the connection
+        # + the stateless host task of the connection, and its task registry's store writer
+        # and TTL timer
+        assert count_tasks() == baseline + 3
 
 
 # -- deadlines, concurrency, cancellation, leaks ------------------------------------------------

@@ -13,7 +13,13 @@ stateless server), for the bundled example server.
   ``sampling``: without it, ``-32021`` naming it), ``test_streaming_elicitation`` (asks for
   input: on 2026-07-28 the answer is an ``InputRequiredResult``, never a request on the stream)
   and ``test_logging_tool`` (logs while it runs: nothing is sent to a request that named no
-  log level).
+  log level);
+* the fixtures of the ``tasks-*`` scenarios (the ``io.modelcontextprotocol/tasks`` extension,
+  ``docs/tasks.md``): ``greet`` (never a task), ``slow_compute`` (a task that works for
+  ``seconds``), ``failing_job`` (a task only, ending with a tool error), ``protocol_error_job``
+  (a task ending ``failed`` with a JSON-RPC error), ``confirm_delete`` and ``multi_input`` (a
+  task asking one question, or two at once), and ``test_tool_with_task`` (asks in the call's
+  own round, then starts its task: ``task_start="tool"``).
 
 Whatever already exists on the server is left alone.
 """
@@ -21,15 +27,17 @@ Whatever already exists on the server is left alone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import trio
+from pydantic import Field
 
 from erlmcp_py.app.examples.everything import SAMPLING_TIMEOUT
 from erlmcp_py.core.outcomes import Accepted, Outcome
 from erlmcp_py.core.schema import boolean_field, object_schema, string_field
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ToolError
+from erlmcp_py.mcp.jsonrpc import INTERNAL_ERROR, JsonRpcError
 from erlmcp_py.mcp.meta import missing_capability
 from erlmcp_py.mcp.server import Server
 
@@ -39,6 +47,10 @@ NAME_SCHEMA: Final = object_schema({"name": string_field()}, required=["name"])
 COLOR_SCHEMA: Final = object_schema({"color": string_field()}, required=["color"])
 OK_SCHEMA: Final = object_schema({"ok": boolean_field()}, required=["ok"])
 CONTEXT_SCHEMA: Final = object_schema({"context": string_field()}, required=["context"])
+CONFIRM_SCHEMA: Final = object_schema({"confirm": boolean_field()}, required=["confirm"])
+REVIEWER_SCHEMA: Final = object_schema(
+    {"name": string_field(), "confirm": boolean_field()}, required=["name", "confirm"]
+)
 
 
 def _text(outcome: Outcome, field: str) -> str:
@@ -157,6 +169,75 @@ async def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]
     ]
 
 
+# -- the tasks extension (the tasks-* scenarios) ------------------------------------------------
+
+
+async def greet(name: str) -> str:
+    """Greet someone at once (a tool that never runs as a task)."""
+    return f"Hello, {name}!"
+
+
+async def slow_compute(seconds: Annotated[float, Field(ge=0, le=3600)], label: str = "") -> str:
+    """Work for ``seconds`` seconds, then answer (a task for a client that declared the tasks
+    extension; tasks/cancel ends it cancelled)."""
+    await trio.sleep(seconds)
+    return f"Computed {label or 'result'} in {seconds:g} s"
+
+
+async def failing_job() -> str:
+    """Work for a second, then fail with a tool error (runs only as a task)."""
+    await trio.sleep(1)
+    raise ToolError("failing_job: the job failed")
+
+
+async def protocol_error_job() -> str:
+    """Fail with a JSON-RPC error (a task ending failed, with that error)."""
+    await trio.lowlevel.checkpoint()
+    raise JsonRpcError(INTERNAL_ERROR, "protocol_error_job: the job hit a protocol error")
+
+
+async def confirm_delete(ctx: Context, filename: str) -> str:
+    """Ask for a confirmation (the task's one input request), then answer."""
+    outcome = await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA, key="confirm")
+    if isinstance(outcome, Accepted) and outcome.content.get("confirm") is True:
+        return f"Deleted {filename}"
+    return f"Kept {filename} ({type(outcome).__name__})"
+
+
+async def multi_input(ctx: Context) -> str:
+    """Ask two reviewers at once (two input requests of the task), then answer."""
+    answers: dict[str, str] = {}
+
+    async def ask(key: str) -> None:
+        outcome = await ctx.elicit(f"Reviewer {key}: your name?", REVIEWER_SCHEMA, key=key)
+        answers[key] = _text(outcome, "name")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "first")
+        nursery.start_soon(ask, "second")
+    return f"Reviewed by {answers['first']} and {answers['second']}"
+
+
+async def test_tool_with_task(ctx: Context) -> str:
+    """Ask the user's name in the call's own round, then run on as a task and greet them."""
+    outcome = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    await ctx.start_task()
+    await trio.lowlevel.checkpoint()
+    return f"Hello, {_text(outcome, 'name')}! (task {ctx.task_id})"
+
+
+#: The tasks scenarios' tools with their registration: ``task=`` and ``task_start=``.
+TASK_TOOLS: Final[tuple[tuple[Callable[..., Awaitable[str]], dict[str, Any]], ...]] = (
+    (greet, {}),
+    (slow_compute, {"task": True}),
+    (failing_job, {"task": "required"}),
+    (protocol_error_job, {"task": True}),
+    (confirm_delete, {"task": True}),
+    (multi_input, {"task": True}),
+    (test_tool_with_task, {"task": "required", "task_start": "tool"}),
+)
+
+
 TOOLS: Final = (
     test_input_required_result_elicitation,
     test_input_required_result_sampling,
@@ -176,8 +257,8 @@ PROMPTS: Final = (test_input_required_result_prompt,)
 
 
 def add_conformance_tools(server: Server) -> None:
-    """Register the conformance suite's 2026-07-28 tools and prompts ``server`` does not have
-    yet.
+    """Register the conformance suite's 2026-07-28 tools (those of the tasks extension too)
+    and prompts ``server`` does not have yet.
 
     Args:
         server: The server to extend (usually the bundled example server).
@@ -185,6 +266,9 @@ def add_conformance_tools(server: Server) -> None:
     for fn in TOOLS:
         if fn.__name__ not in server.tools:
             server.add_tool(fn)
+    for task_fn, options in TASK_TOOLS:
+        if task_fn.__name__ not in server.tools:
+            server.add_tool(task_fn, **options)
     for prompt in PROMPTS:
         if prompt.__name__ not in server.prompts:
             server.add_prompt(prompt)
