@@ -551,6 +551,7 @@ TAKEN_FROM_THE_TEXT: dict[tuple[str, str], frozenset[str]] = {
     ("docs/mrtr.md", "summarize_repo"): frozenset({"server"}),
     ("docs/mrtr.md", "plan_trip"): frozenset({"server", "ask_name", "ask_llm", "ask_roots"}),
     ("docs/mrtr.md", "review"): frozenset({"server", "Reviewer"}),
+    ("docs/tasks.md", "provision"): frozenset({"server", "Plan"}),
 }
 
 SNIPPETS = [
