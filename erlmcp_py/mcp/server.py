@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.runtime import Runtime, open_runtime
@@ -75,6 +75,10 @@ class Server:
         pydantic.ValidationError: ``runtime_config`` is a mapping that is not a valid
             :class:`RuntimeConfig` (the error names the field).
     """
+
+    #: The class of this server's session-era connections (:func:`open_session` makes one
+    #: per connection): a server that answers requests otherwise (the gateway) names its own.
+    session_class: ClassVar[type[ServerSession]] = ServerSession
 
     def __init__(
         self,
