@@ -31,9 +31,9 @@ from erlmcp_py.gateway._upstream import (
 )
 
 __all__ = [
-    "TIMEOUT_META",
     "Gateway",
     "GatewaySession",
+    "TIMEOUT_META",
     "Upstream",
     "UpstreamPolicy",
     "parse_header",
