@@ -161,6 +161,32 @@ async def changes(ctx: Context) -> str:
 
 
 @server.tool()
+async def client_caps(ctx: Context) -> str:
+    """The capabilities the client declared to this server."""
+    caps = ctx.session.client_params.capabilities if ctx.session.client_params else None
+    return json.dumps(caps.model_dump(mode="json", by_alias=True, exclude_none=True) if caps else None)
+
+
+@server.tool()
+async def meta(ctx: Context) -> str:
+    """The ``_meta`` of this call, as received."""
+    received = ctx.request_context.meta
+    return json.dumps(dict(received) if received else None, sort_keys=True)
+
+
+@server.tool()
+async def ask_with_timeout(ctx: Context, seconds: float) -> str:
+    """Ask with the question's own deadline in the request's ``_meta``."""
+    params = types.ElicitRequestFormParams(
+        message="Quick: your name?",
+        requested_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+        _meta={"io.erlmcp/timeout": seconds},
+    )
+    result = await ctx.session.send_request(types.ElicitRequest(params=params), types.ElicitResult)
+    return result.action
+
+
+@server.tool()
 def fails() -> str:
     """Raise."""
     raise ValueError("it failed on purpose")
