@@ -164,7 +164,9 @@ async def changes(ctx: Context) -> str:
 async def client_caps(ctx: Context) -> str:
     """The capabilities the client declared to this server."""
     caps = ctx.session.client_params.capabilities if ctx.session.client_params else None
-    return json.dumps(caps.model_dump(mode="json", by_alias=True, exclude_none=True) if caps else None)
+    return json.dumps(
+        caps.model_dump(mode="json", by_alias=True, exclude_none=True) if caps else None
+    )
 
 
 @server.tool()
