@@ -91,6 +91,16 @@ log = structlog.get_logger("erlmcp.gateway")
 _NAMED: Final = frozenset({"tools/call", "prompts/get"})
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The error an exception group is about (its first leaf that is not a cancellation):
+    what failed inside the nurseries of a connection that could not start."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_leaf(e) for e in exc.exceptions]
+        meaningful = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+        return (meaningful or leaves)[0]
+    return exc
+
+
 def upstream_capabilities(client: ClientCapabilities, version: str) -> dict[str, Any]:
     """The client capabilities the gateway declares upstream: of what the client declared,
     what the gateway carries -- its elicitation modes (``{}`` for 2025-06-18, whose only mode
@@ -282,7 +292,7 @@ class GatewaySession(ServerSession):
 
     def _start_refused(self, exc: BaseException, id: RequestId) -> JsonRpcError:
         """The client's error for an upstream that could not be started."""
-        cause = exc.cause if isinstance(exc, StartError) else exc
+        cause = _leaf(exc.cause if isinstance(exc, StartError) else exc)
         self._glog.warning("upstream_start_failed", error=type(cause).__name__, detail=str(cause))
         if isinstance(cause, UpstreamRefused):
             error = cause.error
