@@ -6,14 +6,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.gateway._endpoint import GatewayEndpoint
 from erlmcp_py.gateway._link import UpstreamSlots
 from erlmcp_py.gateway._session import GatewaySession
 from erlmcp_py.gateway._upstream import Upstream, UpstreamPolicy
+from erlmcp_py.mcp.mrtr import ContinuationRegistry
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession
+from erlmcp_py.mcp.stateless import StatelessEndpoint
 
 __all__ = ["Gateway"]
 
@@ -64,3 +68,10 @@ class Gateway(Server):
         self.upstream = upstream
         self.upstream_policy = policy or UpstreamPolicy()
         self.upstream_slots = UpstreamSlots(self.upstream_policy.max_upstreams)
+
+    def stateless_endpoint(
+        self, runtime: Runtime, registry: ContinuationRegistry, **options: Any
+    ) -> StatelessEndpoint:
+        """The gateway's 2026-07-28 requests are refused, naming the session versions
+        (:class:`~erlmcp_py.gateway._endpoint.GatewayEndpoint`)."""
+        return GatewayEndpoint(self, runtime, registry, **options)

@@ -42,8 +42,8 @@ Questions that relate to a client request end with it: when the relayed call is 
 cancelled, the questions the upstream asked for it and has not withdrawn are ended (the client
 is told to drop them).
 
-2026-07-28 requests (``_meta`` naming the version, no ``initialize``) are refused with
-``-32022`` naming the session versions: the client then speaks the session era.
+2026-07-28 requests (``_meta`` naming the version, no ``initialize``) go to the server's
+stateless endpoint, as in any session (:mod:`~erlmcp_py.gateway._endpoint`).
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ from erlmcp_py.mcp.jsonrpc import (
     Request,
     RequestId,
 )
-from erlmcp_py.mcp.meta import UNSUPPORTED_PROTOCOL_VERSION, is_modern_request
+from erlmcp_py.mcp.meta import is_modern_request
 from erlmcp_py.mcp.params import LOG_LEVELS, InitializeParams, parse_params
 from erlmcp_py.mcp.session import RELATED_REQUEST, Send, ServerSession
-from erlmcp_py.mcp.versions import SESSION_VERSIONS, ClientCapabilities, negotiate_version
+from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 from supervisors import StartError
 
 if TYPE_CHECKING:
@@ -184,7 +184,9 @@ class GatewaySession(ServerSession):
     async def dispatch(self, message: Message) -> None:
         """Handle one message of the client: requests relayed (``initialize`` starts the
         upstream), notifications passed on, answers to the gateway's requests delivered."""
-        if isinstance(message, Request):
+        if isinstance(message, Request) and is_modern_request(message):
+            await super().dispatch(message)  # the server's stateless endpoint answers it
+        elif isinstance(message, Request):
             try:
                 await self._client_request(message)
             except JsonRpcError as exc:
@@ -197,12 +199,6 @@ class GatewaySession(ServerSession):
             await super().dispatch(message)
 
     async def _client_request(self, req: Request) -> None:
-        if is_modern_request(req):
-            raise JsonRpcError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version: this gateway serves sessions (initialize)",
-                {"supported": list(reversed(SESSION_VERSIONS))},
-            )
         if req.method == "initialize":
             await self._initialize_upstream(req)
             return

@@ -14,6 +14,7 @@ from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.mcp.asked_forms import check_asked_forms
 from erlmcp_py.mcp.completion import Completer, CompletionRegistry
 from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.mrtr import ContinuationRegistry
 from erlmcp_py.mcp.prompts import PromptFunction, PromptSpec, make_prompt
 from erlmcp_py.mcp.resources import (
     ResourceFunction,
@@ -24,6 +25,7 @@ from erlmcp_py.mcp.resources import (
     make_resource_template,
 )
 from erlmcp_py.mcp.session import ServerSession
+from erlmcp_py.mcp.stateless import StatelessEndpoint
 from erlmcp_py.mcp.tools import ToolFunction, ToolSpec, make_tool
 
 __all__ = ["Server"]
@@ -401,6 +403,15 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
         return result
+
+    def stateless_endpoint(
+        self, runtime: Runtime, registry: ContinuationRegistry, **options: Any
+    ) -> StatelessEndpoint:
+        """What answers this server's 2026-07-28 requests, for one continuation registry (the
+        transports make one: Streamable HTTP per transport, stdio per connection): its tools,
+        resources and prompts. A server that answers them otherwise (the gateway) returns its
+        own. ``options`` are :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint`'s."""
+        return StatelessEndpoint(self, runtime, registry, **options)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Runtime]:

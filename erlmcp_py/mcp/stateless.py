@@ -590,8 +590,8 @@ async def open_for_session(
     async def host(*, task_status: trio.TaskStatus[SessionStateless]) -> None:
         async with trio.open_nursery() as inner:
             registry = ContinuationRegistry(inner, **registry_options)
-            endpoint = StatelessEndpoint(
-                server, runtime, registry, principal=tenant.user, tenant=tenant, client_id=peer_id
+            endpoint = server.stateless_endpoint(
+                runtime, registry, principal=tenant.user, tenant=tenant, client_id=peer_id
             )
             task_status.started(SessionStateless(endpoint, inner, send, on_call_end))
             await registry.run_timer()  # until the connection closes

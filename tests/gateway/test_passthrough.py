@@ -12,7 +12,7 @@ import pytest
 import trio
 from mcp import Client, StdioServerParameters, types
 
-from erlmcp_py.client import ClientSession, connect_stdio
+from erlmcp_py.client import ClientRequestError, ClientSession, connect_stdio
 from erlmcp_py.mcp.jsonrpc import ErrorResponse, Response
 from tests.gateway.support import (
     EVERYTHING,
@@ -227,3 +227,21 @@ async def test_the_version_the_upstream_negotiates_is_the_clients(version: str) 
         ) as via:
             assert via.protocol_version == version
             assert text(await via.call_tool("echo", {"text": version})) == version
+
+
+async def test_a_2026_07_28_request_is_refused_naming_the_session_versions() -> None:
+    with trio.fail_after(LIMIT):
+        async with connect_stdio(
+            gateway_command("--log-level", "warning"),
+            cwd=REPO,
+            protocol_version="2026-07-28",
+            handshake=False,
+        ) as modern:
+            for method in ("server/discover", "tools/list", "tools/call"):
+                params = (
+                    {"name": "echo", "arguments": {"text": "x"}} if method == "tools/call" else {}
+                )
+                with pytest.raises(ClientRequestError) as refused:
+                    await modern.request(method, params)
+                assert refused.value.code == -32022, method
+                assert refused.value.data == {"supported": ["2025-11-25", "2025-06-18"]}
