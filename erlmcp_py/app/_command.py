@@ -36,6 +36,8 @@ def _check_config(path: str) -> int:
     for key, value in sorted(options.items()):
         if key == "store":  # without its password
             value = str(parse_store_url(value))
+        elif key == "upstream_header":  # their values may be credentials
+            value = [f"{text.partition(':')[0]}: (hidden)" for text in value]
         print(f"{key} = {value!r}")
     return 0
 

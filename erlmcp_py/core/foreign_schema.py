@@ -45,8 +45,8 @@ class ForeignSchema:
     Attributes:
         schema: What remains, for :class:`~erlmcp_py.core.schema.RequestedSchema` to check
             (the input as it was when it is not a JSON object with properties).
-        dropped: JSON pointers of the annotations dropped, in schema order (``"/title"``,
-            ``"/properties/name/examples"``).
+        dropped: JSON pointers of the annotations dropped, the top level's first, then each
+            property's, in schema order (``"/title"``, ``"/properties/name/examples"``).
     """
 
     schema: Any
