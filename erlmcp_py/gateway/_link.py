@@ -127,7 +127,7 @@ class Connection:
         session: The client session with the upstream.
         wire: Its wire (``wire.lost`` is set when it ends).
         nursery: Lives as long as the connection: what must end with it runs there.
-        number: 1 for the first incarnation, then one more per restart.
+        number: 1 for the first incarnation, then one more per attempt to start another.
     """
 
     session: ClientSession
@@ -201,6 +201,7 @@ class UpstreamLink:
         self._gone: str | None = None
         self._attempts: list[float] = []  # when each incarnation began, for the backoff
         self._starting: set[trio.CancelScope] = set()
+        self._incarnations = 0  # incarnations begun, the first one included
         self._supervisor = Supervisor(
             [ChildSpec("upstream", self._incarnation, shutdown=BRUTAL_KILL)],
             max_restarts=policy.max_restarts,
@@ -290,7 +291,8 @@ class UpstreamLink:
 
     async def _incarnation(self, *, task_status: trio.TaskStatus[None]) -> None:
         """One connection to the upstream (the supervisor's child; module docstring)."""
-        number = self.restarts + 1
+        self._incarnations += 1
+        number = self._incarnations
         starting = trio.CancelScope()
         self._starting.add(starting)
         try:

@@ -32,6 +32,7 @@ from tests.gateway.support import (
     gateway_command,
     log_events,
     poll,
+    recorded,
     text,
     through_gateway,
     wait_listening,
@@ -68,9 +69,13 @@ def the_session(gateway: Any) -> GatewaySession:
     return session
 
 
-async def test_an_upstream_that_dies_ends_its_questions_and_calls_and_is_restarted() -> None:
+async def test_an_upstream_that_dies_ends_its_questions_and_calls_and_is_restarted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_TEST_MARKS", str(tmp_path))
     user = Waiting()
     async with through_gateway(user, on_notification=user.notified) as (gateway, client):
+        await client.subscribe("test://motd")
         first = int(text(await client.call_tool("pid")))
         async with trio.open_nursery() as nursery:
             failures: list[ClientRequestError] = []
@@ -95,6 +100,8 @@ async def test_an_upstream_that_dies_ends_its_questions_and_calls_and_is_restart
         assert the_session(gateway).link is not None
         assert the_session(gateway).link.restarts == 1  # type: ignore[union-attr]
         assert not alive(first)
+    # the restarted upstream was subscribed again for the client
+    assert recorded(tmp_path, "subscribed.jsonl") == ["test://motd", "test://motd"]
 
 
 async def test_an_upstream_that_keeps_dying_is_given_up_past_the_restart_intensity() -> None:
