@@ -147,6 +147,22 @@ async def test_a_question_nobody_answers_is_cancelled_for_the_upstream_and_the_c
     assert warning["logger"] == "erlmcp.elicitation"
 
 
+async def test_a_question_ends_with_the_call_it_belongs_to(marks: Path) -> None:
+    user = User()
+    async with through_gateway(user, on_notification=user.notified) as (_, client):
+        with trio.move_on_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "ask_person")
+                await user.wait(lambda: user.asked)
+                nursery.cancel_scope.cancel()  # the client cancels its call
+        await user.wait(lambda: user.notes_named("notifications/cancelled"))
+        # the session goes on
+        assert text(await client.call_tool("echo", {"text": "on"})) == "on"
+    (asked,) = user.asked
+    (cancelled,) = user.notes_named("notifications/cancelled")
+    assert cancelled["requestId"] == asked.id  # the client is told to drop the question
+
+
 async def test_the_questions_own_timeout_in_its_meta_is_its_deadline(marks: Path) -> None:
     user = User()
     async with through_gateway(user, on_notification=user.notified) as (_, client):

@@ -4,6 +4,7 @@ stream, a secret asked on the gateway's hosted page, a client that leaves its ca
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from tests.gateway.support import (
     EVERYTHING,
     LIMIT,
     REPO,
+    alive,
     environment,
     free_port,
     gateway_command,
@@ -31,6 +33,7 @@ from tests.gateway.support import (
     through_gateway,
     wait_listening,
 )
+from tests.transports.test_http import McpHttp, call
 
 PERSON = {"name": "Ada", "age": 36}
 CSRF = re.compile(r'name="_csrf" value="([^"]+)"')
@@ -92,6 +95,9 @@ async def test_the_official_client_is_asked_the_upstreams_question_on_its_calls_
     (question,) = asked
     assert question.message == "Who are you?"
     assert "title" not in question.requested_schema
+    async with httpx2.AsyncClient(timeout=10) as http:
+        metrics = (await http.get(gateway_url.replace("/mcp", "/metrics"))).text
+    assert 'erlmcp_elicitations_ended_total{mode="form",outcome="Accepted"} 1.0' in metrics
 
 
 async def test_a_secret_is_asked_on_the_gateways_page_and_only_its_answer_reaches_the_upstream(
@@ -191,3 +197,37 @@ async def test_a_2026_07_28_post_is_refused_400_naming_the_session_versions(
     error = answer.json()["error"]
     assert error["code"] == -32022
     assert error["data"] == {"supported": ["2025-11-25", "2025-06-18"]}
+
+
+@pytest.fixture
+def idle_gateway_url(tmp_path: Path) -> Iterator[str]:
+    """``erlmcp-py gateway --transport http --session-idle-timeout 1``."""
+    port = free_port()
+    command = gateway_command("--transport", "http", "--port", str(port))
+    command[command.index("--") : command.index("--")] = ["--session-idle-timeout", "1"]
+    process = subprocess.Popen(command, env=environment(tmp_path), cwd=REPO)
+    try:
+        wait_listening(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+async def test_an_idle_session_is_reaped_and_its_upstream_process_with_it(
+    idle_gateway_url: str,
+) -> None:
+    """A client that goes away without ending its session (no DELETE, no stream left open):
+    the session ends after the idle timeout, and its upstream process with it."""
+    with trio.fail_after(LIMIT):
+        async with httpx2.AsyncClient(timeout=10) as http:
+            client = McpHttp(http, idle_gateway_url)
+            await client.initialize()
+            answer = (await client.post(call(1, "pid"))).text
+            upstream = int(
+                json.loads(answer.split("data: ", 1)[-1])["result"]["content"][0]["text"]
+            )
+            assert alive(upstream)
+            await poll(lambda: not alive(upstream), "the idle upstream's end", timeout=15)
+            gone = await client.post(call(2, "pid"))
+    assert gone.status_code == 404  # the session ended: its client would start another
