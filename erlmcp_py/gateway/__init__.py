@@ -12,9 +12,12 @@ Each job lives in its own private module:
 * ``_upstream`` -- :class:`Upstream` (where the server is), :class:`UpstreamPolicy`, opening
   one connection and watching it;
 * ``_link`` -- one downstream session's supervised upstream connection;
+* ``_pool`` -- session-era upstream connections lent to one call at a time (for 2026-07-28
+  clients, which have no session);
 * ``_session`` -- :class:`GatewaySession`: the downstream server session, relayed upstream;
 * ``_asking`` -- an upstream's ``elicitation/create`` through the runtime;
 * ``_peer`` -- the downstream client as an upstream question sees it;
+* ``_endpoint`` -- 2026-07-28 requests (refused: the client speaks the session era);
 * ``_server`` -- :class:`Gateway`.
 """
 

@@ -9,9 +9,11 @@ protocol version) naming the session versions it speaks, so the client starts a 
 
 This is where the 2026-07-28 bridge goes: a ``tools/call`` or ``prompts/get`` taken by the
 continuation registry (:meth:`~erlmcp_py.mcp.stateless.StatelessEndpoint.accept`) with a run
-that leases a session-era upstream session from a bounded pool and asks the upstream's
-questions through :class:`~erlmcp_py.gateway._asking.Asker` with the call's
-:class:`~erlmcp_py.mcp.mrtr.MrtrPeer` (an input round), the other requests relayed on a
+that leases a session-era upstream session from the bounded
+:class:`~erlmcp_py.gateway._pool.UpstreamPool` (``pool.lease(upstream_capabilities(peer
+.capabilities, version), events)``, the events answering the upstream's questions with
+:meth:`~erlmcp_py.gateway._asking.Asker.elicit` and ``relay`` over the call's
+:class:`~erlmcp_py.mcp.mrtr.MrtrPeer`: an input round), and the other requests relayed on a
 leased session.
 """
 

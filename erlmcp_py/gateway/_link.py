@@ -53,7 +53,13 @@ from erlmcp_py.gateway._upstream import (
     WatchedWire,
     open_upstream_wire,
 )
-from supervisors import BRUTAL_KILL, ChildSpec, RestartIntensityExceeded, Supervisor
+from supervisors import (
+    BRUTAL_KILL,
+    ChildSpec,
+    RestartIntensityExceeded,
+    StartError,
+    Supervisor,
+)
 
 __all__ = [
     "Connection",
@@ -63,6 +69,7 @@ __all__ = [
     "UpstreamLink",
     "UpstreamRefused",
     "UpstreamSlots",
+    "start_failure",
 ]
 
 log = structlog.get_logger("erlmcp.gateway")
@@ -88,6 +95,19 @@ class UpstreamRefused(Exception):
     def __init__(self, error: ClientRequestError) -> None:
         super().__init__(f"the upstream refused initialize: {error.code}: {error.message}")
         self.error = error
+
+
+def start_failure(exc: BaseException) -> BaseException:
+    """Why a link could not start: the cause of a :class:`~supervisors.StartError`, and of an
+    exception group (from the nurseries of a connection) its first leaf that is not a
+    cancellation."""
+    if isinstance(exc, StartError):
+        return start_failure(exc.cause)
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [start_failure(e) for e in exc.exceptions]
+        meaningful = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+        return (meaningful or leaves)[0]
+    return exc
 
 
 class UpstreamSlots:
@@ -211,6 +231,11 @@ class UpstreamLink:
         self._log = log.bind(upstream=upstream.describe(), session=name)
 
     @property
+    def gone(self) -> bool:
+        """Whether the link was closed or gave up: no connection will come any more."""
+        return self._gone is not None
+
+    @property
     def restarts(self) -> int:
         """How many times the upstream was restarted."""
         return self._supervisor.restarts["upstream"]
@@ -296,7 +321,7 @@ class UpstreamLink:
         starting = trio.CancelScope()
         self._starting.add(starting)
         try:
-            with starting:
+            with starting:  # cancelled by close() until it has started
                 delay = self._backoff()
                 if delay:
                     self._log.info("upstream_backoff", seconds=round(delay, 3), incarnation=number)
@@ -304,8 +329,6 @@ class UpstreamLink:
                 await self._connect(number, starting, task_status)
         finally:
             self._starting.discard(starting)
-        if starting.cancelled_caught:
-            return  # closed while it started
 
     async def _connect(
         self, number: int, starting: trio.CancelScope, task_status: trio.TaskStatus[None]

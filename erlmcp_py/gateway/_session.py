@@ -61,7 +61,13 @@ from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.client import CLIENT_INFO, ConnectionLost, ServerRequest
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.gateway._asking import Asker, UrlQuestions
-from erlmcp_py.gateway._link import Connection, UpstreamGone, UpstreamLink, UpstreamRefused
+from erlmcp_py.gateway._link import (
+    Connection,
+    UpstreamGone,
+    UpstreamLink,
+    UpstreamRefused,
+    start_failure,
+)
 from erlmcp_py.gateway._peer import QuestionPeer
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.errors import ClientRequestError
@@ -89,16 +95,6 @@ log = structlog.get_logger("erlmcp.gateway")
 
 #: Methods whose upstream answer a question of the upstream is named by on the hosted page.
 _NAMED: Final = frozenset({"tools/call", "prompts/get"})
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The error an exception group is about (its first leaf that is not a cancellation):
-    what failed inside the nurseries of a connection that could not start."""
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = [_leaf(e) for e in exc.exceptions]
-        meaningful = [e for e in leaves if not isinstance(e, trio.Cancelled)]
-        return (meaningful or leaves)[0]
-    return exc
 
 
 def upstream_capabilities(client: ClientCapabilities, version: str) -> dict[str, Any]:
@@ -288,7 +284,7 @@ class GatewaySession(ServerSession):
 
     def _start_refused(self, exc: BaseException, id: RequestId) -> JsonRpcError:
         """The client's error for an upstream that could not be started."""
-        cause = _leaf(exc.cause if isinstance(exc, StartError) else exc)
+        cause = start_failure(exc)
         self._glog.warning("upstream_start_failed", error=type(cause).__name__, detail=str(cause))
         if isinstance(cause, UpstreamRefused):
             error = cause.error
