@@ -93,7 +93,8 @@ __all__ = ["GatewaySession", "upstream_capabilities"]
 
 log = structlog.get_logger("erlmcp.gateway")
 
-#: Methods whose upstream answer a question of the upstream is named by on the hosted page.
+#: The client requests whose name (the tool's, the prompt's) the hosted page shows as the one
+#: asking, when the upstream asks a question while it answers one of them.
 _NAMED: Final = frozenset({"tools/call", "prompts/get"})
 
 
@@ -117,7 +118,6 @@ def upstream_capabilities(client: ClientCapabilities, version: str) -> dict[str,
 class _Relayed:
     """A client request being relayed upstream."""
 
-    method: str
     name: str | None  # the tool or prompt, for the hosted page
     progress_token: str | int | None
     questions: set[trio.CancelScope] = field(default_factory=set)
@@ -213,7 +213,6 @@ class GatewaySession(ServerSession):
         token = meta.get("progressToken") if isinstance(meta, Mapping) else None
         name = params.get("name") if req.method in _NAMED else None
         relayed = _Relayed(
-            req.method,
             name if isinstance(name, str) else None,
             token if type(token) in (str, int) else None,
         )
