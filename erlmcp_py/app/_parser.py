@@ -198,20 +198,21 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
         help=f"state shared between replicas: redis://HOST:PORT/DB, or memory (default: "
         f"${STORE_ENV}, else memory)",
     )
-    policy.add_argument(
-        "--task-timeout",
-        type=_positive,
-        default=None,
-        metavar="SECS",
-        help="a task's question deadline (default: 14400, URL 28800)",
-    )
-    policy.add_argument(
-        "--task-ttl",
-        type=_positive,
-        default=None,
-        metavar="SECONDS",
-        help="a task's life, at least that (default: 86400)",
-    )
+    if not gateway:  # a gateway's upstream tools never run as this process's tasks
+        policy.add_argument(
+            "--task-timeout",
+            type=_positive,
+            default=None,
+            metavar="SECS",
+            help="a task's question deadline (default: 14400, URL 28800)",
+        )
+        policy.add_argument(
+            "--task-ttl",
+            type=_positive,
+            default=None,
+            metavar="SECONDS",
+            help="a task's life, at least that (default: 86400)",
+        )
     policy.add_argument(
         "--mrtr",
         choices=("auto", "suspend", "replay"),

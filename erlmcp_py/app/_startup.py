@@ -62,15 +62,17 @@ def check_serve(
         store = store_url(args.store, environ)
     except ValueError as exc:
         raise StartupError(f"--store: {exc}") from None
-    _check_task_ttl(args.task_timeout, args.task_ttl)
+    task_timeout = getattr(args, "task_timeout", None)  # serve's options, not gateway's
+    task_ttl = getattr(args, "task_ttl", None)
+    _check_task_ttl(task_timeout, task_ttl)
     config = runtime_config(
         args.elicitation_timeout,
         args.dev,
         args.rate,
         locale=args.locale,
         store=store,
-        task_timeout=args.task_timeout,
-        task_ttl=args.task_ttl,
+        task_timeout=task_timeout,
+        task_ttl=task_ttl,
     )
     if args.command == "gateway":
         server = _gateway(args, config)
