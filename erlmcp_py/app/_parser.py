@@ -114,6 +114,11 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         metavar="SECONDS",
         help="the demo server's deadline (the timeout scene waits this long)",
     )
+    demo.add_argument(
+        "--gateway",
+        action="store_true",
+        help="show erlmcp-py gateway in front of a server on the official MCP SDK",
+    )
     check = command("check-config")
     check.add_argument("file", metavar="FILE", help="the TOML file serve --config would read")
     from erlmcp_py.connect import add_arguments
