@@ -78,6 +78,8 @@ def check_serve(
         server = _gateway(args, config)
     elif getattr(args, "upstream", None) or getattr(args, "upstream_command", None):
         raise StartupError("upstream: the upstream is an option of erlmcp-py gateway")
+    elif getattr(args, "ask_missing_arguments", None):
+        raise StartupError("ask_missing_arguments: an option of erlmcp-py gateway")
     elif args.server is not None:
         try:
             server = load_server(args.server, config)
@@ -154,4 +156,5 @@ def _gateway(args: argparse.Namespace, config: RuntimeConfig) -> Server:
         policy=UpstreamPolicy(max_upstreams=args.max_upstreams),
         runtime_config=config,
         url_policy=UrlPolicy(allow_http_loopback_dev=config.url_dev),
+        ask_missing_arguments=args.ask_missing_arguments,
     )
