@@ -140,7 +140,7 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         type=_positive,
         default=None,
         metavar="SECONDS",
-        help="deadline of every elicitation (default: 300 form, 600 URL)",
+        help="deadline of each question (default: 300 form, 600 URL)",
     )
     policy.add_argument(
         "--rate",
@@ -178,6 +178,11 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         default=None,
         metavar="SECONDS",
         help="a task's life, at least that (default: 86400)",
+    )
+    policy.add_argument(
+        "--no-task-links",
+        action="store_true",
+        help="no hosted-page link for a task's questions (HTTP)",
     )
     policy.add_argument(
         "--mrtr",

@@ -68,6 +68,7 @@ def check_serve(
         store=store,
         task_timeout=args.task_timeout,
         task_ttl=args.task_ttl,
+        task_links=not args.no_task_links,
     )
     if args.server is not None:
         try:
