@@ -233,6 +233,25 @@ async def test_the_link_is_single_use_and_dead_once_its_question_ends() -> None:
         assert late.status_code == 410
 
 
+async def test_the_link_of_a_question_that_timed_out_is_dead() -> None:
+    # A half-second deadline (no warning): the approver comes too late.
+    async with (
+        serving(task_form_deadline_s=0.5, task_warn_before_s=0) as listening,
+        clients(listening) as (alice, browser),
+    ):
+        task_id = await started(alice, "approve", invoice="INV-4")
+        url = link_of(await alice.asking(task_id, {"approval"}), "approval")
+        csrf = CSRF.findall((await browser.get(url)).text)[0]
+        await alice.asking(task_id, {"note"})  # the approval timed out: the tool moved on
+        assert (await browser.get(url)).status_code == 410
+        late = await browser.post(
+            url, data={"_csrf": csrf, "_action": "accept", "approved": "true", "approver": "Ada"}
+        )
+        assert late.status_code == 410
+        ended = await alice.until(task_id, "completed")
+        assert ended["result"]["content"][0]["text"] == "INV-4: TimedOut; note: TimedOut"
+
+
 async def test_decline_on_the_link_reaches_the_tool() -> None:
     async with serving() as listening, clients(listening) as (alice, browser):
         task_id = await started(alice, "approve", invoice="INV-3")
