@@ -834,7 +834,7 @@ class HttpTransport:
         options.setdefault("max_per_principal", self.config.limits.suspended)
         options["on_call_end"] = self._calls_may_have_ended
         async with open_continuations(**options) as registry, open_tasks(self.runtime) as tasks:
-            task_status.started(StatelessEndpoint(self.server, self.runtime, registry, tasks=tasks))
+            task_status.started(self.server.stateless_endpoint(self.runtime, registry, tasks=tasks))
             await trio.sleep_forever()
 
     def close_all(self) -> None:
