@@ -313,7 +313,11 @@ def run(args: argparse.Namespace) -> int:
     if args.protocol is None:
         args.protocol = MODERN if args.task is not None else SESSION
     if args.task is not None and (args.protocol != MODERN or args.no_tasks):
-        print(f"erlmcp-py connect: --task needs --protocol {MODERN} (and tasks)", file=sys.stderr)
+        print(
+            f"erlmcp-py connect: --task needs --protocol {MODERN} and the tasks extension "
+            "(no --no-tasks)",
+            file=sys.stderr,
+        )
         return 2
     t = Texts(choose_locale(args.lang, os.environ))
     console = Console(t, history_file(os.environ))
