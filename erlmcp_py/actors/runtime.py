@@ -63,11 +63,12 @@ from erlmcp_py.core.errors import (
     StoreUnavailable,
 )
 from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, RequestedSchema, checked_schema
+from erlmcp_py.core.schema import RequestedSchema, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
 from erlmcp_py.core.shared import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.core.versions import LATEST_VERSION
 from erlmcp_py.store import Store, open_store
 from supervisors import ActorGone, ActorRef, Busy, ChildSpec, Supervisor, actor_starter
 

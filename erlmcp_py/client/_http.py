@@ -55,6 +55,7 @@ from erlmcp_py.client._wire import (
     Undeliverable,
     read_frame,
 )
+from erlmcp_py.core.versions import STATELESS_VERSIONS
 from erlmcp_py.mcp.jsonrpc import (
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -66,7 +67,6 @@ from erlmcp_py.mcp.jsonrpc import (
     dumps,
     message_object,
 )
-from erlmcp_py.mcp.meta import MODERN_VERSIONS
 
 __all__ = [
     "ENDPOINT_PATH",
@@ -202,7 +202,7 @@ class HttpWire:
     @property
     def modern(self) -> bool:
         """Whether the protocol in use is the stateless era's (2026-07-28)."""
-        return self.protocol in MODERN_VERSIONS
+        return self.protocol in STATELESS_VERSIONS
 
     def set_protocol(self, version: str) -> None:
         """Send ``MCP-Protocol-Version: version`` from now on."""

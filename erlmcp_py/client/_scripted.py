@@ -40,6 +40,7 @@ from erlmcp_py.client._session import (
 )
 from erlmcp_py.client._stdio import StdioWire, open_stdio_wire
 from erlmcp_py.client._wire import ConnectionLost, Inbound, Refused, Undeliverable
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
     ErrorResponse,
@@ -51,7 +52,6 @@ from erlmcp_py.mcp.jsonrpc import (
     response_object,
 )
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.mcp.versions import LATEST_SESSION_VERSION
 
 __all__ = [
     "MemoryClient",

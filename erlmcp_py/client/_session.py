@@ -61,6 +61,7 @@ from typing_extensions import Unpack
 from erlmcp_py.client._rounds import call_until_complete, with_request_meta
 from erlmcp_py.client._wire import ConnectionLost, Inbound, Refused, Undeliverable, Wire
 from erlmcp_py.core.i18n import LOCALE_META_KEY
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION, STATELESS_VERSIONS
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
     METHOD_NOT_FOUND,
@@ -70,8 +71,7 @@ from erlmcp_py.mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from erlmcp_py.mcp.meta import LOG_LEVEL, MODERN_VERSIONS, SERVER_INFO
-from erlmcp_py.mcp.versions import LATEST_SESSION_VERSION
+from erlmcp_py.mcp.meta import LOG_LEVEL, SERVER_INFO
 
 __all__ = [
     "CLIENT_INFO",
@@ -257,7 +257,7 @@ class ClientSession:
     @property
     def modern(self) -> bool:
         """Whether this session speaks the stateless era (2026-07-28): no ``initialize``."""
-        return self.protocol_version in MODERN_VERSIONS
+        return self.protocol_version in STATELESS_VERSIONS
 
     @property
     def closed(self) -> bool:

@@ -48,22 +48,19 @@ from erlmcp_py.connect._app import ConnectApp
 from erlmcp_py.connect._commands import call_once, repl
 from erlmcp_py.connect._console import Console, Terminal, history_file
 from erlmcp_py.core.i18n import LOCALES, Texts, choose_locale
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION, V_2026_07_28
 
 __all__ = [
     "CAPABILITIES",
     "CLIENT_INFO",
-    "MODERN",
     "PROTOCOLS",
-    "SESSION",
     "add_arguments",
     "run",
     "session_options",
 ]
 
-SESSION: Final = "2025-11-25"
-MODERN: Final = "2026-07-28"
-#: The protocol versions ``connect --protocol`` speaks.
-PROTOCOLS: Final = (SESSION, MODERN)
+#: The protocol versions ``connect --protocol`` speaks, the default first.
+PROTOCOLS: Final = (LATEST_SESSION_VERSION, V_2026_07_28)
 #: What the client can show: forms and URL pages.
 CAPABILITIES: Final[Mapping[str, Any]] = {"elicitation": {"form": {}, "url": {}}}
 CLIENT_INFO: Final[Mapping[str, Any]] = {"name": "erlmcp-py-connect", "version": "0.1.0"}
@@ -119,9 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol",
         choices=PROTOCOLS,
-        default=SESSION,
+        default=PROTOCOLS[0],
         help=f"protocol era: {PROTOCOLS[0]} (session, initialize) or {PROTOCOLS[1]} "
-        f"(stateless, retried calls); default {SESSION}",
+        f"(stateless, retried calls); default {PROTOCOLS[0]}",
     )
     parser.add_argument(
         "--call",

@@ -67,13 +67,18 @@ from rfc3339_validator import validate_rfc3339  # type: ignore[import-untyped]
 from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
 
 from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.versions import (
+    LATEST_VERSION,
+    SUPPORTED_VERSIONS,
+    V_2025_06_18,
+    V_2025_11_25,
+    V_2026_07_28,
+)
 from erlmcp_py.core.wording import json_pointer
 
 __all__ = [
     "FORMATS",
-    "LATEST_VERSION",
     "MAX_SCHEMA_BYTES",
-    "SUPPORTED_VERSIONS",
     "FieldKind",
     "FrozenDict",
     "FrozenList",
@@ -97,14 +102,6 @@ __all__ = [
     "thaw",
 ]
 
-V_2025_06_18: Final = "2025-06-18"
-V_2025_11_25: Final = "2025-11-25"
-V_2026_07_28: Final = "2026-07-28"
-
-#: Protocol versions that have form-mode elicitation, oldest first.
-SUPPORTED_VERSIONS: Final[tuple[str, ...]] = (V_2025_06_18, V_2025_11_25, V_2026_07_28)
-#: The newest version; schemas are written (and cached) in its dialect.
-LATEST_VERSION: Final = V_2026_07_28
 #: Size policy for a requestedSchema (a policy default), measured on its compact UTF-8 JSON.
 MAX_SCHEMA_BYTES: Final = 64 * 1024
 
@@ -456,7 +453,7 @@ def _check_version(version: str) -> None:
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(
             f"protocol version {version!r} has no form elicitation; "
-            f"supported: {', '.join(SUPPORTED_VERSIONS)}"
+            f"supported: {', '.join(sorted(SUPPORTED_VERSIONS))}"
         )
 
 

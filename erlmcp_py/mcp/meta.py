@@ -28,18 +28,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from erlmcp_py.core.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId, invalid_params
-from erlmcp_py.mcp.versions import SESSION_VERSIONS, ClientCapabilities
+from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "CLIENT_CAPABILITIES",
     "CLIENT_INFO",
     "LOG_LEVEL",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
-    "MODERN_VERSIONS",
     "PROTOCOL_VERSION",
     "SERVER_INFO",
-    "SUPPORTED_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "RequestMeta",
     "is_modern_request",
@@ -48,12 +47,6 @@ __all__ = [
     "request_meta",
     "unsupported_version",
 ]
-
-V_2026_07_28: Final = "2026-07-28"
-#: Versions served statelessly (per-request ``_meta``), newest first.
-MODERN_VERSIONS: Final[tuple[str, ...]] = (V_2026_07_28,)
-#: Every version this server speaks, newest first (``server/discover``, ``-32022`` data).
-SUPPORTED_VERSIONS: Final[tuple[str, ...]] = MODERN_VERSIONS + tuple(reversed(SESSION_VERSIONS))
 
 PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
@@ -75,7 +68,7 @@ class RequestMeta:
 
     Attributes:
         protocol_version: The version the request is written in (one of
-            :data:`MODERN_VERSIONS`).
+            :data:`~erlmcp_py.core.versions.STATELESS_VERSIONS`).
         capabilities: What the client declared for this request.
         client_info: ``clientInfo`` as sent (self-reported; for logs only).
         log_level: The requested log level, or ``None`` (no ``notifications/message``).
@@ -156,7 +149,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     Raises:
         JsonRpcError: ``-32602`` when ``params`` is not an object, or ``_meta`` or a required
             member is missing or malformed; ``-32022`` when the version is not one of
-            :data:`MODERN_VERSIONS`.
+            :data:`~erlmcp_py.core.versions.STATELESS_VERSIONS`.
     """
     return _read(request, _meta_of(request.params))
 
@@ -180,7 +173,7 @@ def _read(request: Request, meta: Mapping[str, Any] | None) -> RequestMeta:
             {"missing": [PROTOCOL_VERSION]},
             id,
         )
-    if version not in MODERN_VERSIONS:
+    if version not in STATELESS_VERSIONS:
         raise unsupported_version(version, id)
     caps = meta.get(CLIENT_CAPABILITIES)
     if not isinstance(caps, Mapping):

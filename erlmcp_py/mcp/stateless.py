@@ -68,6 +68,7 @@ from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.tasks import TASKS_EXTENSION
+from erlmcp_py.core.versions import SUPPORTED_VERSIONS
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.context import Context
@@ -75,7 +76,6 @@ from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, Request, RequestId
 from erlmcp_py.mcp.meta import (
     SERVER_INFO,
-    SUPPORTED_VERSIONS,
     RequestMeta,
     parse_request_meta,
 )

@@ -150,9 +150,10 @@ import trio
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.shares import Refuse, Shares, Shed
+from erlmcp_py.core.versions import STATELESS_VERSIONS
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
-from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
+from erlmcp_py.mcp.meta import is_modern_request
 from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
@@ -1151,7 +1152,7 @@ class HttpTransport:
     @staticmethod
     def _modern_without_session(scope: Scope) -> bool:
         version = (_header(scope, b"mcp-protocol-version") or "").strip()
-        return version in MODERN_VERSIONS and _header(scope, b"mcp-session-id") is None
+        return version in STATELESS_VERSIONS and _header(scope, b"mcp-session-id") is None
 
     def _is_modern(self, scope: Scope, message: Request) -> bool:
         return is_modern_request(message) or self._modern_without_session(scope)

@@ -14,7 +14,6 @@ from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.schema import (
     FORMATS,
     MAX_SCHEMA_BYTES,
-    SUPPORTED_VERSIONS,
     FieldKind,
     FrozenDict,
     FrozenList,
@@ -37,9 +36,10 @@ from erlmcp_py.core.schema import (
     string_field,
     thaw,
 )
+from erlmcp_py.core.versions import SESSION_VERSIONS, V_2026_07_28
 
-OLD, MID, NEW = SUPPORTED_VERSIONS
-ALL = SUPPORTED_VERSIONS
+OLD, MID, NEW = (*SESSION_VERSIONS, V_2026_07_28)
+ALL = (OLD, MID, NEW)
 NEWER = (MID, NEW)
 
 
