@@ -200,7 +200,7 @@ class HttpWire:
         return self._session_id
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether the protocol in use is the stateless era's (2026-07-28)."""
         return self.protocol in STATELESS_VERSIONS
 
@@ -227,7 +227,7 @@ class HttpWire:
             scope = self._streams.get(_key(params.get("requestId")))
             if scope is not None:
                 scope.cancel()  # closing the POST withdraws the request
-            if self.modern:
+            if self.stateless:
                 return  # no session for the notification to reach
         await self._post(message_object(message))
         if (
@@ -343,7 +343,7 @@ class HttpWire:
         if self._closed:
             return
         self._closed = True
-        if self._session_id is not None and not self.modern:
+        if self._session_id is not None and not self.stateless:
             with suppress(ConnectionLost), trio.move_on_after(self.timeout):
                 async with self._exchange("DELETE", None) as (_, chunks):
                     async for _ in chunks:
@@ -370,9 +370,9 @@ class HttpWire:
             headers.append(("Content-Type", "application/json"))
         if self.protocol is not None:
             headers.append(("MCP-Protocol-Version", self.protocol))
-        if self._session_id is not None and not self.modern:
+        if self._session_id is not None and not self.stateless:
             headers.append(("Mcp-Session-Id", self._session_id))
-        if self.modern and body is not None and "method" in body:
+        if self.stateless and body is not None and "method" in body:
             method = str(body["method"])
             headers.append(("Mcp-Method", method))
             params = body.get("params")
@@ -433,7 +433,7 @@ class HttpWire:
                 {k.decode().lower(): v.decode("latin-1") for k, v in event.headers},
             )
             session = head.headers.get("mcp-session-id")
-            if session is not None and not self.modern:
+            if session is not None and not self.stateless:
                 self._session_id = session
 
             async def body_chunks() -> AsyncIterator[bytes]:

@@ -251,11 +251,11 @@ class ClientSession:
         self._serving: dict[str, trio.CancelScope] = {}
         self._progress: dict[str, OnProgress] = {}
         self._ended: ConnectionLost | None = None
-        if self.modern:
+        if self.stateless:
             wire.set_protocol(protocol_version)
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether this session speaks the stateless era (2026-07-28): no ``initialize``."""
         return self.protocol_version in STATELESS_VERSIONS
 
@@ -311,7 +311,7 @@ class ClientSession:
         """
         with self._progress_token(on_progress) as members:
             params = _with_members(params, members)
-            if self.modern:
+            if self.stateless:
                 params = self.with_meta(params)
             return _result(await self.request_raw(method, params, id=id))
 
@@ -403,7 +403,7 @@ class ClientSession:
         Raises:
             RuntimeError: this session speaks 2026-07-28, which has no ``initialize``.
         """
-        if self.modern:
+        if self.stateless:
             raise RuntimeError(f"{self.protocol_version} has no initialize (stateless)")
         if capabilities is not None:
             self.capabilities = dict(capabilities)
@@ -431,7 +431,7 @@ class ClientSession:
 
     async def handshake(self) -> dict[str, Any]:
         """Start talking: :meth:`initialize` (session era) or :meth:`discover` (2026-07-28)."""
-        return await (self.discover() if self.modern else self.initialize())
+        return await (self.discover() if self.stateless else self.initialize())
 
     def _learn(self, result: Mapping[str, Any]) -> None:
         """Keep what the server says of itself."""
@@ -568,7 +568,7 @@ class ClientSession:
         """One request in a session; on 2026-07-28, its input rounds until it is complete."""
         with self._progress_token(on_progress) as members:
             params = _with_members(params, members)
-            if not self.modern:
+            if not self.stateless:
                 return await self.request(method, params, id=id)
             first = id
 

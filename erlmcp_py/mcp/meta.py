@@ -9,16 +9,16 @@ the protocol version (``io.modelcontextprotocol/protocolVersion``, required), th
 capabilities *for this request* (``io.modelcontextprotocol/clientCapabilities``, required),
 and optionally ``io.modelcontextprotocol/clientInfo`` and ``…/logLevel``.
 
-A request is *modern* (served statelessly) when its ``_meta`` names a protocol version, or
-when it is ``server/discover`` (which only exists in the modern era). Everything else is
+A request is *stateless* (2026-07-28) when its ``_meta`` names a protocol version, or when it
+is ``server/discover`` (which only exists on 2026-07-28). Everything else is
 left to the session era (``initialize`` first). :func:`request_meta` reads ``_meta`` once per
 request: ``None`` for the session era, else the checked :class:`RequestMeta` that the
 stateless side then serves the request with (:func:`parse_request_meta` checks a request
-already taken as modern, e.g. by its HTTP headers). Either refuses a modern request:
+already taken as stateless, e.g. by its HTTP headers). Either refuses a stateless request:
 
 * ``_meta`` missing, or a required member missing or of the wrong type → ``-32602``;
 * a version we do not serve per request → ``UnsupportedProtocolVersion`` (``-32022``) whose
-  ``data.supported`` lists every version we speak (modern first, then the ``initialize``
+  ``data.supported`` lists every version we speak (2026-07-28 first, then the ``initialize``
   ones), so a dual-era client can pick one.
 """
 
@@ -64,7 +64,7 @@ _DISCOVER: Final = "server/discover"
 
 @dataclass(frozen=True, slots=True)
 class RequestMeta:
-    """The protocol metadata of one modern request.
+    """The protocol metadata of one stateless request.
 
     Attributes:
         protocol_version: The version the request is written in (one of
@@ -127,7 +127,7 @@ def request_meta(request: Request) -> RequestMeta | None:
         false), else its checked metadata (as :func:`parse_request_meta` gives it).
 
     Raises:
-        JsonRpcError: the request is modern and its metadata is refused (see
+        JsonRpcError: the request is stateless and its metadata is refused (see
             :func:`parse_request_meta`).
     """
     meta = _meta_of(request.params)
@@ -137,7 +137,7 @@ def request_meta(request: Request) -> RequestMeta | None:
 
 
 def parse_request_meta(request: Request) -> RequestMeta:
-    """Read and check the per-request metadata of a modern request.
+    """Read and check the per-request metadata of a stateless request.
 
     Args:
         request: A request served statelessly (:func:`is_modern_request`, or a transport that
