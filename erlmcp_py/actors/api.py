@@ -25,7 +25,7 @@ from erlmcp_py.core.policy import (
     TaskPolicy,
     check_timeout,
 )
-from erlmcp_py.core.shared import parse_store_url
+from erlmcp_py.core.store_wire import parse_store_url
 from erlmcp_py.core.validation import ValidationResult
 
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ from erlmcp_py.core.lifecycle import (
 from erlmcp_py.core.outcomes import Outcome, Tenant
 from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import RequestedSchema
-from erlmcp_py.core.shared import SharedRecord
+from erlmcp_py.core.store_wire import SharedRecord
 from supervisors import MonitorRef
 
 if TYPE_CHECKING:

@@ -65,7 +65,7 @@ from erlmcp_py.core.errors import (
 from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
 from erlmcp_py.core.schema import RequestedSchema, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
-from erlmcp_py.core.shared import CallOp
+from erlmcp_py.core.store_wire import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.versions import LATEST_VERSION

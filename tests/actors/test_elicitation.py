@@ -37,7 +37,7 @@ from erlmcp_py.actors.ratelimiter import Acquire, Release
 from erlmcp_py.actors.record import Create, Record, info_row
 from erlmcp_py.actors.validator import Validate
 from erlmcp_py.core.forms import compile_form
-from erlmcp_py.core.shared import SharedRecord
+from erlmcp_py.core.store_wire import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

@@ -45,7 +45,7 @@ from erlmcp_py.actors.record import Record
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.schema import RequestedSchema
-from erlmcp_py.core.shared import SharedRecord
+from erlmcp_py.core.store_wire import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 
