@@ -1,9 +1,9 @@
 """ElicitationActor: the registry, and one child task per elicitation.
 
 Theory of operation. The actor owns the registry (id -> :class:`Record`) and answers the
-runtime API from its mailbox, one message at a time. A ``Create`` asks the rate limiter
+runtime API from its mailbox, one message at a time. A ``CreateElicitation`` asks the rate limiter
 through its mailbox (``Acquire``), registers the record, subscribes it to its owner's exit
-and spawns its child task; ``CompleteIt`` asks the validator through its mailbox.
+and spawns its child task; ``CompleteElicitation`` asks the validator through its mailbox.
 
 Each record owns one pure ``core.lifecycle.Elicitation``, which decides everything: what an
 answer means, which timer is next, when a warning is due, whether the application may
@@ -81,16 +81,16 @@ from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.ratelimiter import Acquire, Release, ReleaseMany, ResetPending
 from erlmcp_py.actors.record import (
-    AnswerIt,
-    CancelIt,
-    CompleteIt,
-    Create,
+    AnswerElicitation,
+    CancelElicitation,
+    CompleteElicitation,
+    CreateElicitation,
     Ended,
-    ExtendIt,
-    GetStatus,
-    ListAll,
+    ExtendTimeout,
+    GetElicitationStatus,
+    ListElicitations,
     Record,
-    Republish,
+    RepublishRecords,
     ResponseRoute,
     ended,
     info_of,
@@ -201,7 +201,7 @@ class ElicitationActor(Actor):
     # -- API ---------------------------------------------------------------------------------
 
     async def handle_cast(self, msg: Any) -> None:
-        if type(msg) is Republish:
+        if type(msg) is RepublishRecords:
             for elicitation_id, entry in self.records.items():
                 self.changed(elicitation_id, entry)
         else:
@@ -210,31 +210,31 @@ class ElicitationActor(Actor):
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         self._evict(self.now())
         kind = type(msg)
-        if kind is Create:
+        if kind is CreateElicitation:
             return await self._create(msg)
-        if kind is ListAll:
+        if kind is ListElicitations:
             return [info_of(e) for e in self.records.values() if tenant_of(e) == msg.tenant]
         entry = self._find(msg.elicitation_id, msg.tenant)
         if entry is None:
             return ErrorReply(ElicitationNotFound(msg.elicitation_id))
-        if kind is GetStatus:
+        if kind is GetElicitationStatus:
             return info_of(entry)
         if not isinstance(entry, Record) or entry.outcome is not None:
             return ErrorReply(AlreadyTerminal(info_of(entry).status))
         record = entry
-        if kind is CancelIt:
+        if kind is CancelElicitation:
             record.feed(Cancel(by="server"))
             return record.info()
-        if kind is ExtendIt:
+        if kind is ExtendTimeout:
             (reply,) = record.feed(Extend(self.now(), msg.seconds))
             if isinstance(reply, ExtensionGranted):
                 self.event("extended", record, deadline=reply.deadline)
                 return record.info()
             assert isinstance(reply, ExtensionRefused)
             return ErrorReply(ExtensionDenied(reply.reason, reply.max_extensions))
-        if kind is CompleteIt:
+        if kind is CompleteElicitation:
             return await self._complete(record, msg)
-        if kind is AnswerIt:
+        if kind is AnswerElicitation:
             if record.feed(Dismiss(msg.action)):  # AnswerRefused: an accept is validated
                 return ErrorReply(AnswerInFlight(record.id))
             return record.info()
@@ -262,7 +262,7 @@ class ElicitationActor(Actor):
         except (Busy, ActorGone, StoreUnavailable) as exc:
             return ErrorReply(exc)
 
-    async def _create(self, msg: Create) -> Any:
+    async def _create(self, msg: CreateElicitation) -> Any:
         decision = await self._ask(self.ratelimiter, Acquire(msg.client, msg.charge))
         if isinstance(decision, ErrorReply):
             if isinstance(decision.error, StoreUnavailable):
@@ -294,7 +294,7 @@ class ElicitationActor(Actor):
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
-    async def _complete(self, record: Record, message: CompleteIt) -> Any:
+    async def _complete(self, record: Record, message: CompleteElicitation) -> Any:
         """The application completes ``record`` with ``content``: validate, then end it."""
         content = message.content
         limit = self.policy.sizes.answer_bytes
