@@ -604,7 +604,7 @@ def test_checked_schema_takes_a_checked_schema_as_it_is_and_checks_anything_else
 def test_a_requested_schema_is_checked_once_however_often_it_is_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import erlmcp_py.core.schema as schema_module
+    import erlmcp_py.core.schema._checked as schema_module  # where RequestedSchema walks
 
     walks: list[str] = []
     walk = schema_module._check
