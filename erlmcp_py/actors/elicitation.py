@@ -33,34 +33,14 @@ is full).
 
 Every path to a terminal status goes through ``feed`` -> ``Resolve`` ->
 :meth:`ElicitationActor.on_resolved`, which records the outcome, drops the owner watch and
-retains the record exactly once. In URL mode the client's ``accept`` only means the user
-agreed to open the page: the lifecycle answers it ``Consented`` and waits for the
-application's ``complete_elicitation`` (``Complete``), after which it has
-``notifications/elicitation/complete`` sent to the initiating client. A completion or a
-hosted page's answer that comes while a client's answer is being validated is refused
-(``AnswerRefused``: the caller's ``AnswerInFlight``).
+retains the record exactly once.
 
 Every change of a record is handed to the store (``Store.changed``), which publishes its
 status row for the other replicas (the in-memory store has none, and does nothing).
 
-Once a record has ended and its child task is done with it, the registry keeps only its
-``Ended`` row (the status row and the tenant, as plain values) until the retention evicts it:
-every lookup (:meth:`ElicitationActor._find`, the list) reads a live ``Record`` and an
-``Ended`` row alike, and a call that would change an ended one is refused with
-``AlreadyTerminal`` either way. The waiter's handle keeps the outcome object.
-
-If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
-takes every child task with it; ``terminate`` tells each client to drop its open request and
-then feeds ``RuntimeRestart`` to every live record: each waiter gets
-``Failed("runtime_restarted")``, never a hang.
-
-Application code never crashes this actor. What the runtime calls of it here -- the request's
-validator (through the validator actor), its ``url_values`` and the resolver, the peer's
-``send_request``, ``send_notification`` and ``forget_request`` -- is called under a guard:
-a failing validator ends its own elicitation ``Failed("validator_error")`` (``ValidatorFailed``),
-a failing send ``Failed("transport")``, a failing notice or forget is logged and skipped. What
-an application passes to the runtime API is checked when its message is made, in its own task
-(``actors/record.py``). What is logged of a failure is its type, never its message.
+What the registry keeps of an ended elicitation, URL mode's consent, what a restart of this
+actor costs a waiter, and how application code is kept from crashing it are in
+docs/architecture.md ("The supervision tree", "Vocabulary", "Invariants").
 """
 
 from __future__ import annotations
