@@ -30,18 +30,10 @@ from typing import Any
 
 import trio
 
-from erlmcp_py.actors.api import (
-    ElicitationHandle,
-    ElicitationInfo,
-    ElicitationRequest,
-    RuntimeConfig,
-)
-from erlmcp_py.actors.elicitation import ElicitationActor
-from erlmcp_py.actors.metrics import Metrics
-from erlmcp_py.actors.pages import PageRegistry
-from erlmcp_py.actors.peer import Peer
-from erlmcp_py.actors.ratelimiter import RateLimiterActor
-from erlmcp_py.actors.record import (
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._metrics import Metrics
+from erlmcp_py.actors._ratelimiter import RateLimiterActor
+from erlmcp_py.actors._record import (
     AnswerElicitation,
     CancelElicitation,
     CompleteElicitation,
@@ -53,8 +45,16 @@ from erlmcp_py.actors.record import (
     info_row,
     json_size,
 )
+from erlmcp_py.actors._validator import ValidatorActor
+from erlmcp_py.actors.api import (
+    ElicitationHandle,
+    ElicitationInfo,
+    ElicitationRequest,
+    RuntimeConfig,
+)
+from erlmcp_py.actors.pages import PageRegistry
+from erlmcp_py.actors.peer import Peer
 from erlmcp_py.actors.urlcheck import Resolver, check_url
-from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
     ElicitationNotFound,

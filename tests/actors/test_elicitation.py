@@ -32,10 +32,10 @@ from erlmcp_py import (
     TimedOut,
     open_runtime,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
-from erlmcp_py.actors.ratelimiter import Acquire, Release
-from erlmcp_py.actors.record import CreateElicitation, Record, info_row
-from erlmcp_py.actors.validator import Validate
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._ratelimiter import Acquire, Release
+from erlmcp_py.actors._record import CreateElicitation, Record, info_row
+from erlmcp_py.actors._validator import Validate
 from erlmcp_py.core.forms import compile_form
 from erlmcp_py.core.store_wire import SharedRecord
 from erlmcp_py.testing import MemoryPeer

@@ -39,9 +39,9 @@ from erlmcp_py import (
     open_runtime,
     schema_for,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._record import Record
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
-from erlmcp_py.actors.record import Record
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.schema import RequestedSchema

@@ -56,11 +56,9 @@ from typing import Any
 import structlog
 import trio
 
-from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.metrics import Metrics
-from erlmcp_py.actors.peer import PeerGone
-from erlmcp_py.actors.ratelimiter import Acquire, Release, ReleaseMany, ResetPending
-from erlmcp_py.actors.record import (
+from erlmcp_py.actors._metrics import Metrics
+from erlmcp_py.actors._ratelimiter import Acquire, Release, ReleaseMany, ResetPending
+from erlmcp_py.actors._record import (
     AnswerElicitation,
     CancelElicitation,
     CompleteElicitation,
@@ -78,8 +76,10 @@ from erlmcp_py.actors.record import (
     shared_record,
     tenant_of,
 )
+from erlmcp_py.actors._validator import Validate, ValidatorRaised
+from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
+from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.urlcheck import Resolver, check_url
-from erlmcp_py.actors.validator import Validate, ValidatorRaised
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
     AnswerInFlight,

@@ -57,7 +57,7 @@ from erlmcp_py.core.store_wire import SharedRecord
 from supervisors import MonitorRef
 
 if TYPE_CHECKING:
-    from erlmcp_py.actors.elicitation import ElicitationActor
+    from erlmcp_py.actors._elicitation import ElicitationActor
 
 __all__ = [
     "AnswerElicitation",
