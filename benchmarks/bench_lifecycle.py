@@ -1,11 +1,11 @@
 """One elicitation's whole life versus a raw trio memory-channel ping-pong, in the same run.
 
 A lifecycle is: ``runtime.ask`` — what ``Context.elicit`` calls: ``create_elicitation`` and
-``await handle.outcome()`` — sends ``Create`` to the elicitation actor's mailbox, which asks
-the rate limiter through its mailbox, registers the record and starts the child task -> the
-child sends ``elicitation/create`` to a :class:`~erlmcp_py.testing.MemoryPeer` that answers at
-once with valid content -> the child asks the validator through its mailbox -> the outcome
-reaches the waiter -> the child casts the release of the rate-limit slot. Every message
+``await handle.outcome()`` — sends ``CreateElicitation`` to the elicitation actor's mailbox,
+which asks the rate limiter through its mailbox, registers the record and starts the child task
+-> the child sends ``elicitation/create`` to a :class:`~erlmcp_py.testing.MemoryPeer` that
+answers at once with valid content -> the child asks the validator through its mailbox -> the
+outcome reaches the waiter -> the child casts the release of the rate-limit slot. Every message
 between the runtime and its three actors travels through a mailbox. One lifecycle at a time,
 like ``bench_actor``'s call round trip, so the ratio compares one lifecycle with one raw
 ping-pong round trip. The figure is reported, not a goal.

@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 from erlmcp_py.actors.peer import PeerError, PeerGone, PeerResponse
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION
 
 __all__ = ["MemoryClient", "MemoryHandler", "MemoryPeer", "SentRequest", "open_memory_client"]
 
@@ -42,7 +43,7 @@ class MemoryPeer:
 
     peer_id: str = "memory-peer"
     modes: frozenset[str] = frozenset({"form", "url"})
-    protocol_version: str = "2025-11-25"
+    protocol_version: str = LATEST_SESSION_VERSION
     auto: Callable[[SentRequest], Mapping[str, Any] | PeerError | None] | None = None
     requests: list[SentRequest] = field(default_factory=list)
     notifications: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)

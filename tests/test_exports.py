@@ -328,3 +328,54 @@ def test_no_private_name_is_imported_from_another_package() -> None:
         if importer_package != owner:
             violations.append(str(imp))
     assert not violations
+
+
+# The public modules of each package (trio's rule): what the layers above import, the layers'
+# interfaces. Every other implementation module is private (``_x.py``) and its package
+# re-exports its public names; a new module is private unless it is added here on purpose.
+PUBLIC_MODULES: dict[str, set[str]] = {
+    "supervisors": {"actor", "monitor", "supervisor"},
+    "erlmcp_py": {
+        "actors", "app", "client", "connect", "core", "gateway", "logging", "mcp", "store",
+        "testing", "transports",
+    },
+    "erlmcp_py.core": {
+        "error_texts", "errors", "foreign_schema", "forms", "i18n", "lifecycle", "outcomes",
+        "policy", "ratelimit", "retention", "schema", "sensitive", "shares", "state_token",
+        "store_wire", "tasks", "typeschema", "urlpolicy", "validation", "versions", "wording",
+    },
+    "erlmcp_py.core.forms": set(),
+    "erlmcp_py.core.schema": set(),
+    "erlmcp_py.actors": {"api", "pages", "peer", "runtime", "urlcheck"},
+    "erlmcp_py.store": set(),
+    "erlmcp_py.mcp": {
+        "asked_forms", "call_peer", "client_results", "completion", "context", "errors",
+        "features", "jsonrpc", "meta", "mrtr", "params", "prompts", "resources", "server",
+        "session", "stateless", "stopwatch", "tasks", "tools", "uritemplate", "versions",
+    },
+    "erlmcp_py.transports": {
+        "asgi", "auth", "forwarded", "http", "http_checks", "principal", "stdio",
+    },
+    "erlmcp_py.client": set(),
+    "erlmcp_py.gateway": set(),
+    "erlmcp_py.app": {"examples"},
+    "erlmcp_py.app.examples": {"conformance", "everything", "server"},
+    "erlmcp_py.connect": set(),
+}  # fmt: skip
+
+
+def _public_modules(package: pathlib.Path) -> set[str]:
+    modules = {p.stem for p in package.glob("*.py")}
+    modules |= {d.name for d in package.iterdir() if (d / "__init__.py").is_file()}
+    return {m for m in modules if not m.startswith("_")}
+
+
+def test_implementation_modules_are_private_unless_pinned() -> None:
+    packages = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("supervisors", "erlmcp_py")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert packages == set(PUBLIC_MODULES)
+    found = {name: _public_modules(ROOT / name.replace(".", "/")) for name in PUBLIC_MODULES}
+    assert found == PUBLIC_MODULES

@@ -25,11 +25,11 @@ from erlmcp_py.core.policy import (
     TaskPolicy,
     check_timeout,
 )
-from erlmcp_py.core.shared import parse_store_url
+from erlmcp_py.core.store_wire import parse_store_url
 from erlmcp_py.core.validation import ValidationResult
 
 if TYPE_CHECKING:
-    from erlmcp_py.actors.record import Record
+    from erlmcp_py.actors._record import Record
 
 __all__ = [
     "AnswerValidator",

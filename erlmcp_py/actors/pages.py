@@ -45,7 +45,7 @@ import trio
 
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Tenant
-from erlmcp_py.core.shared import SharedTicket, TicketState
+from erlmcp_py.core.store_wire import SharedTicket, TicketState
 from erlmcp_py.store import Store
 
 __all__ = ["PAGE_PATH", "PAGE_URL_META", "PageQuestion", "PageRegistry", "PageTicket"]

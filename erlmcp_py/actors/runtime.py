@@ -30,31 +30,31 @@ from typing import Any
 
 import trio
 
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._metrics import Metrics
+from erlmcp_py.actors._ratelimiter import RateLimiterActor
+from erlmcp_py.actors._record import (
+    AnswerElicitation,
+    CancelElicitation,
+    CompleteElicitation,
+    CreateElicitation,
+    ExtendTimeout,
+    GetElicitationStatus,
+    ListElicitations,
+    RepublishRecords,
+    info_row,
+    json_size,
+)
+from erlmcp_py.actors._validator import ValidatorActor
 from erlmcp_py.actors.api import (
     ElicitationHandle,
     ElicitationInfo,
     ElicitationRequest,
     RuntimeConfig,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
-from erlmcp_py.actors.metrics import Metrics
 from erlmcp_py.actors.pages import PageRegistry
 from erlmcp_py.actors.peer import Peer
-from erlmcp_py.actors.ratelimiter import RateLimiterActor
-from erlmcp_py.actors.record import (
-    AnswerIt,
-    CancelIt,
-    CompleteIt,
-    Create,
-    ExtendIt,
-    GetStatus,
-    ListAll,
-    Republish,
-    info_row,
-    json_size,
-)
 from erlmcp_py.actors.urlcheck import Resolver, check_url
-from erlmcp_py.actors.validator import ValidatorActor
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
     ElicitationNotFound,
@@ -63,11 +63,12 @@ from erlmcp_py.core.errors import (
     StoreUnavailable,
 )
 from erlmcp_py.core.outcomes import Outcome, Tenant, Unsupported
-from erlmcp_py.core.schema import LATEST_VERSION, RequestedSchema, checked_schema
+from erlmcp_py.core.schema import RequestedSchema, checked_schema
 from erlmcp_py.core.sensitive import DEFAULT_SENSITIVE_NAMES
-from erlmcp_py.core.shared import CallOp
+from erlmcp_py.core.store_wire import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.core.versions import LATEST_VERSION
 from erlmcp_py.store import Store, open_store
 from supervisors import ActorGone, ActorRef, Busy, ChildSpec, Supervisor, actor_starter
 
@@ -243,7 +244,7 @@ class Runtime:
             self._metrics.on_unsupported(request.mode)
             await trio.lowlevel.checkpoint()
             return ElicitationHandle("", request.mode, None, Unsupported(request.mode))
-        message = Create(
+        message = CreateElicitation(
             request,
             schema,
             peer,
@@ -330,7 +331,7 @@ class Runtime:
             StoreUnavailable: not held here, and the shared store cannot say.
         """
         try:
-            info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+            info: ElicitationInfo = await self._call(GetElicitationStatus(elicitation_id, tenant))
         except ElicitationNotFound:
             return await self._elsewhere(None, elicitation_id, tenant)
         return info
@@ -341,7 +342,7 @@ class Runtime:
         Raises:
             StoreUnavailable: the shared store cannot list the other replicas'.
         """
-        rows: list[ElicitationInfo] = await self._call(ListAll(tenant))
+        rows: list[ElicitationInfo] = await self._call(ListElicitations(tenant))
         held = {row.id for row in rows}
         for record in await self.store.list_for(tenant):
             if record.row["id"] not in held:
@@ -355,7 +356,7 @@ class Runtime:
             ElicitationNotFound, AlreadyTerminal, StoreUnavailable.
         """
         try:
-            info: ElicitationInfo = await self._call(CancelIt(elicitation_id, tenant))
+            info: ElicitationInfo = await self._call(CancelElicitation(elicitation_id, tenant))
         except ElicitationNotFound:
             return await self._elsewhere("cancel", elicitation_id, tenant)
         return info
@@ -385,7 +386,9 @@ class Runtime:
             StoreUnavailable.
         """
         try:
-            info: ElicitationInfo = await self._call(CompleteIt(elicitation_id, tenant, content))
+            info: ElicitationInfo = await self._call(
+                CompleteElicitation(elicitation_id, tenant, content)
+            )
         except ElicitationNotFound:
             return await self._elsewhere("complete", elicitation_id, tenant, content, replica)
         return info
@@ -403,7 +406,7 @@ class Runtime:
             ValueError: ``action`` is neither ``"decline"`` nor ``"cancel"``.
             ElicitationNotFound, AlreadyTerminal, AnswerInFlight, StoreUnavailable.
         """
-        message = AnswerIt(elicitation_id, tenant, action)
+        message = AnswerElicitation(elicitation_id, tenant, action)
         try:
             info: ElicitationInfo = await self._call(message)
         except ElicitationNotFound:
@@ -420,7 +423,7 @@ class Runtime:
             ElicitationNotFound, AlreadyTerminal, ExtensionDenied, StoreUnavailable.
         """
         try:
-            info: ElicitationInfo = await self._call(ExtendIt(elicitation_id, tenant, seconds))
+            info: ElicitationInfo = await self._call(ExtendTimeout(elicitation_id, tenant, seconds))
         except ElicitationNotFound:
             return await self._elsewhere("extend", elicitation_id, tenant, seconds)
         return info
@@ -437,7 +440,7 @@ class Runtime:
             StoreUnavailable: another replica holds it, and neither it nor the store answers.
         """
         if replica == self.store.replica:
-            info: ElicitationInfo = await self._call(GetStatus(elicitation_id, tenant))
+            info: ElicitationInfo = await self._call(GetElicitationStatus(elicitation_id, tenant))
             return str(info.status), float(info.deadline - trio.current_time())
         try:
             row = await self.store.forward(replica, "left", elicitation_id, tenant, None)
@@ -485,27 +488,27 @@ class Runtime:
         self, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
     ) -> Mapping[str, Any]:
         """Run a call another replica forwarded here (the store's host)."""
-        message: CancelIt | ExtendIt | CompleteIt | AnswerIt
+        message: CancelElicitation | ExtendTimeout | CompleteElicitation | AnswerElicitation
         if op == "cancel":
-            message = CancelIt(elicitation_id, tenant)
+            message = CancelElicitation(elicitation_id, tenant)
         elif op == "extend":
-            message = ExtendIt(elicitation_id, tenant, argument)
+            message = ExtendTimeout(elicitation_id, tenant, argument)
         elif op == "left":
             status, left = await self.time_left(
                 elicitation_id, tenant=tenant, replica=self.store.replica
             )
             return {"status": status, "left": left}
         elif op == "answer":
-            message = AnswerIt(elicitation_id, tenant, argument)
+            message = AnswerElicitation(elicitation_id, tenant, argument)
         else:
-            message = CompleteIt(elicitation_id, tenant, argument)
+            message = CompleteElicitation(elicitation_id, tenant, argument)
         info: ElicitationInfo = await self._call(message)
         return info_row(info)
 
     def rejoined(self) -> None:
         """The store lost this replica's records: the elicitation actor publishes them all."""
         with contextlib.suppress(Busy, ActorGone, KeyError):
-            self._registry["elicitation"].cast(Republish())
+            self._registry["elicitation"].cast(RepublishRecords())
 
     def metrics(self) -> dict[str, Any]:
         """Counters per outcome and mode, the pending gauge, the human-latency histogram,

@@ -19,7 +19,7 @@ def _check_config(path: str) -> int:
     ``serve`` checks them, in this environment; a missing key file is not created). 0 and
     the options when ``serve`` would start, else 2 and one line per problem, as ``serve``
     words them."""
-    from erlmcp_py.core.shared import parse_store_url
+    from erlmcp_py.core.store_wire import parse_store_url
 
     try:
         options = load_serve_config(path, os.environ).options()

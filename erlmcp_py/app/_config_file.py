@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from erlmcp_py.core.shared import parse_store_url
+from erlmcp_py.core.store_wire import parse_store_url
 from erlmcp_py.transports.forwarded import TrustedProxies
 from erlmcp_py.transports.http_checks import public_origin
 

@@ -202,7 +202,7 @@ def store_url(value: str | None, environ: Mapping[str, str]) -> str | None:
     Raises:
         ValueError: not ``memory`` nor ``redis://HOST:PORT/DB`` (the message says why).
     """
-    from erlmcp_py.core.shared import parse_store_url
+    from erlmcp_py.core.store_wire import parse_store_url
 
     value = value if value is not None else environ.get(STORE_ENV) or None
     if value is not None:

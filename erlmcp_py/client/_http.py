@@ -56,6 +56,7 @@ from erlmcp_py.client._wire import (
     Undeliverable,
     read_frame,
 )
+from erlmcp_py.core.versions import STATELESS_VERSIONS
 from erlmcp_py.mcp.jsonrpc import (
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -67,7 +68,6 @@ from erlmcp_py.mcp.jsonrpc import (
     dumps,
     message_object,
 )
-from erlmcp_py.mcp.meta import MODERN_VERSIONS
 
 __all__ = [
     "ENDPOINT_PATH",
@@ -208,9 +208,9 @@ class HttpWire:
         return self._session_id
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether the protocol in use is the stateless era's (2026-07-28)."""
-        return self.protocol in MODERN_VERSIONS
+        return self.protocol in STATELESS_VERSIONS
 
     def set_protocol(self, version: str) -> None:
         """Send ``MCP-Protocol-Version: version`` from now on."""
@@ -235,7 +235,7 @@ class HttpWire:
             scope = self._streams.get(_key(params.get("requestId")))
             if scope is not None:
                 scope.cancel()  # closing the POST withdraws the request
-            if self.modern:
+            if self.stateless:
                 return  # no session for the notification to reach
         await self._post(message_object(message))
         if (
@@ -351,7 +351,7 @@ class HttpWire:
         if self._closed:
             return
         self._closed = True
-        if self._session_id is not None and not self.modern:
+        if self._session_id is not None and not self.stateless:
             with suppress(ConnectionLost), trio.move_on_after(self.timeout):
                 async with self._exchange("DELETE", None) as (_, chunks):
                     async for _ in chunks:
@@ -378,9 +378,9 @@ class HttpWire:
             headers.append(("Content-Type", "application/json"))
         if self.protocol is not None:
             headers.append(("MCP-Protocol-Version", self.protocol))
-        if self._session_id is not None and not self.modern:
+        if self._session_id is not None and not self.stateless:
             headers.append(("Mcp-Session-Id", self._session_id))
-        if self.modern and body is not None and "method" in body:
+        if self.stateless and body is not None and "method" in body:
             method = str(body["method"])
             headers.append(("Mcp-Method", method))
             params = body.get("params")
@@ -441,7 +441,7 @@ class HttpWire:
                 {k.decode().lower(): v.decode("latin-1") for k, v in event.headers},
             )
             session = head.headers.get("mcp-session-id")
-            if session is not None and not self.modern:
+            if session is not None and not self.stateless:
                 self._session_id = session
 
             async def body_chunks() -> AsyncIterator[bytes]:

@@ -40,6 +40,7 @@ from erlmcp_py.client._session import (
 )
 from erlmcp_py.client._stdio import StdioWire, open_stdio_wire
 from erlmcp_py.client._wire import ConnectionLost, Inbound, Refused, Undeliverable
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
     ErrorResponse,
@@ -51,7 +52,6 @@ from erlmcp_py.mcp.jsonrpc import (
     response_object,
 )
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.mcp.versions import LATEST_SESSION_VERSION
 
 __all__ = [
     "MemoryClient",
@@ -192,9 +192,9 @@ class ScriptedClient:
         return self.client_session.server_info
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """True when this client speaks the stateless era (2026-07-28): no ``initialize``."""
-        return self.client_session.modern
+        return self.client_session.stateless
 
     def next_id(self) -> int:
         """A fresh request id."""
@@ -477,6 +477,6 @@ async def open_memory_client(
     ) as wire:
         client = MemoryClient(wire, handler, keep_history)
         async with client._attached(protocol_version, capabilities, MEMORY_CLIENT_INFO):
-            if initialize and not client.modern:
+            if initialize and not client.stateless:
                 await client.initialize()
             yield client

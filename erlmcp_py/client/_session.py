@@ -61,6 +61,7 @@ from typing_extensions import Unpack
 from erlmcp_py.client._rounds import call_until_complete, with_request_meta
 from erlmcp_py.client._wire import ConnectionLost, Inbound, Refused, Undeliverable, Wire
 from erlmcp_py.core.i18n import LOCALE_META_KEY
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION, STATELESS_VERSIONS
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
     METHOD_NOT_FOUND,
@@ -70,8 +71,7 @@ from erlmcp_py.mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from erlmcp_py.mcp.meta import LOG_LEVEL, MODERN_VERSIONS, SERVER_INFO
-from erlmcp_py.mcp.versions import LATEST_SESSION_VERSION
+from erlmcp_py.mcp.meta import LOG_LEVEL, SERVER_INFO
 
 __all__ = [
     "CLIENT_INFO",
@@ -251,13 +251,13 @@ class ClientSession:
         self._serving: dict[str, trio.CancelScope] = {}
         self._progress: dict[str, OnProgress] = {}
         self._ended: ConnectionLost | None = None
-        if self.modern:
+        if self.stateless:
             wire.set_protocol(protocol_version)
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether this session speaks the stateless era (2026-07-28): no ``initialize``."""
-        return self.protocol_version in MODERN_VERSIONS
+        return self.protocol_version in STATELESS_VERSIONS
 
     @property
     def closed(self) -> bool:
@@ -311,7 +311,7 @@ class ClientSession:
         """
         with self._progress_token(on_progress) as members:
             params = _with_members(params, members)
-            if self.modern:
+            if self.stateless:
                 params = self.with_meta(params)
             return _result(await self.request_raw(method, params, id=id))
 
@@ -403,7 +403,7 @@ class ClientSession:
         Raises:
             RuntimeError: this session speaks 2026-07-28, which has no ``initialize``.
         """
-        if self.modern:
+        if self.stateless:
             raise RuntimeError(f"{self.protocol_version} has no initialize (stateless)")
         if capabilities is not None:
             self.capabilities = dict(capabilities)
@@ -431,7 +431,7 @@ class ClientSession:
 
     async def handshake(self) -> dict[str, Any]:
         """Start talking: :meth:`initialize` (session era) or :meth:`discover` (2026-07-28)."""
-        return await (self.discover() if self.modern else self.initialize())
+        return await (self.discover() if self.stateless else self.initialize())
 
     def _learn(self, result: Mapping[str, Any]) -> None:
         """Keep what the server says of itself."""
@@ -568,7 +568,7 @@ class ClientSession:
         """One request in a session; on 2026-07-28, its input rounds until it is complete."""
         with self._progress_token(on_progress) as members:
             params = _with_members(params, members)
-            if not self.modern:
+            if not self.stateless:
                 return await self.request(method, params, id=id)
             first = id
 

@@ -52,23 +52,20 @@ from erlmcp_py.connect._commands import call_once, repl, task_once
 from erlmcp_py.connect._console import Console, Terminal, history_file
 from erlmcp_py.core.i18n import LOCALES, Texts, choose_locale
 from erlmcp_py.core.tasks import TASKS_EXTENSION
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION, V_2026_07_28
 
 __all__ = [
     "CAPABILITIES",
     "CLIENT_INFO",
-    "MODERN",
     "PROTOCOLS",
-    "SESSION",
     "TASK_CAPABILITIES",
     "add_arguments",
     "run",
     "session_options",
 ]
 
-SESSION: Final = "2025-11-25"
-MODERN: Final = "2026-07-28"
-#: The protocol versions ``connect --protocol`` speaks.
-PROTOCOLS: Final = (SESSION, MODERN)
+#: The protocol versions ``connect --protocol`` speaks, the default first.
+PROTOCOLS: Final = (LATEST_SESSION_VERSION, V_2026_07_28)
 #: What the client can show: forms and URL pages.
 CAPABILITIES: Final[Mapping[str, Any]] = {"elicitation": {"form": {}, "url": {}}}
 #: What it declares on 2026-07-28 besides: it follows tasks (:mod:`~._tasks`).
@@ -109,7 +106,7 @@ def session_options(
 
     return SessionOptions(
         protocol_version=protocol,
-        capabilities=TASK_CAPABILITIES if tasks and protocol == MODERN else CAPABILITIES,
+        capabilities=TASK_CAPABILITIES if tasks and protocol == V_2026_07_28 else CAPABILITIES,
         client_info=CLIENT_INFO,
         locale=locale,
         log_level=LOG_LEVEL,
@@ -133,7 +130,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=PROTOCOLS,
         default=None,
         help=f"protocol era: {PROTOCOLS[0]} (session, initialize) or {PROTOCOLS[1]} "
-        f"(stateless, retried calls, tasks); default {SESSION}, with --task {MODERN}",
+        f"(stateless, retried calls, tasks); default {PROTOCOLS[0]}, with --task {PROTOCOLS[1]}",
     )
     once = parser.add_mutually_exclusive_group()
     once.add_argument(
@@ -147,13 +144,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--task",
         default=None,
         metavar="TASK_ID",
-        help=f"follow a task started earlier ({MODERN}) to its end and exit (status 1 "
+        help=f"follow a task started earlier ({V_2026_07_28}) to its end and exit (status 1 "
         "unless it completes without a tool error)",
     )
     parser.add_argument(
         "--no-tasks",
         action="store_true",
-        help=f"on {MODERN}, do not declare the tasks extension: a tool that may run as a "
+        help=f"on {V_2026_07_28}, do not declare the tasks extension: a tool that may run as a "
         "task runs as a call",
     )
     parser.add_argument(
@@ -311,10 +308,10 @@ def run(args: argparse.Namespace) -> int:
         print("erlmcp-py connect: name a server: URL, or -- CMD ARGS", file=sys.stderr)
         return 2
     if args.protocol is None:
-        args.protocol = MODERN if args.task is not None else SESSION
-    if args.task is not None and (args.protocol != MODERN or args.no_tasks):
+        args.protocol = V_2026_07_28 if args.task is not None else LATEST_SESSION_VERSION
+    if args.task is not None and (args.protocol != V_2026_07_28 or args.no_tasks):
         print(
-            f"erlmcp-py connect: --task needs --protocol {MODERN} and the tasks extension "
+            f"erlmcp-py connect: --task needs --protocol {V_2026_07_28} and the tasks extension "
             "(no --no-tasks)",
             file=sys.stderr,
         )

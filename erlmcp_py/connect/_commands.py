@@ -241,7 +241,7 @@ async def _task(
         return False
     extensions = client.capabilities.get("extensions")
     if (
-        not client.modern
+        not client.stateless
         or not isinstance(extensions, Mapping)
         or TASKS_EXTENSION not in extensions
     ):

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 
 One :class:`Elicitation` object models one question put to a user. It owns no task, no
-channel and no clock: the trio shell (``actors/record.py``, ``actors/elicitation.py``) feeds
+channel and no clock: the trio shell (``actors/_record.py``, ``actors/_elicitation.py``) feeds
 it *events* (what happened, with ``now`` when time matters), executes the *effects* it
 returns, in order, and sleeps until :meth:`Elicitation.next_wakeup`.
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.foreign_schema import PROPERTY_ANNOTATIONS
-from erlmcp_py.core.schema import LATEST_VERSION, check_requested_schema
+from erlmcp_py.core.schema import check_requested_schema
+from erlmcp_py.core.versions import LATEST_VERSION
 from erlmcp_py.core.wording import json_pointer
 
 __all__ = ["MissingArguments", "missing_arguments"]

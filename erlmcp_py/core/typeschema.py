@@ -77,7 +77,6 @@ from pydantic_core import PydanticUndefined
 
 from erlmcp_py.core.errors import InvalidAnswer, SchemaNotAllowed
 from erlmcp_py.core.schema import (
-    LATEST_VERSION,
     RequestedSchema,
     object_schema,
 )
@@ -88,6 +87,7 @@ from erlmcp_py.core.validation import (
     compile_validator,
     summarize,
 )
+from erlmcp_py.core.versions import LATEST_VERSION
 from erlmcp_py.core.wording import field_title, json_pointer
 
 __all__ = ["FormType", "Format", "ParsedAnswer", "Titles", "schema_for"]

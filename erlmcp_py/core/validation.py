@@ -51,7 +51,6 @@ from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[impor
 from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
 from erlmcp_py.core.schema import (
     FORMATS,
-    LATEST_VERSION,
     FieldKind,
     RequestedSchema,
     check_requested_schema,
@@ -61,6 +60,7 @@ from erlmcp_py.core.schema import (
     schema_digest,
     thaw,
 )
+from erlmcp_py.core.versions import LATEST_VERSION
 from erlmcp_py.core.wording import (
     FORMAT_WORDS,
     TYPE_WORDS,

@@ -72,7 +72,7 @@ from erlmcp_py.core.errors import (
 )
 from erlmcp_py.core.foreign_schema import read_foreign_schema
 from erlmcp_py.core.outcomes import Accepted, Declined, Outcome, Unsupported
-from erlmcp_py.core.schema import SUPPORTED_VERSIONS
+from erlmcp_py.core.versions import SUPPORTED_VERSIONS
 from erlmcp_py.gateway._peer import WatchedPeer
 from erlmcp_py.mcp.call_peer import CallPeer
 from erlmcp_py.mcp.context import Context

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from erlmcp_py.core.versions import SESSION_VERSIONS
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
 from erlmcp_py.mcp.meta import UNSUPPORTED_PROTOCOL_VERSION
 from erlmcp_py.mcp.mrtr import Attached
 from erlmcp_py.mcp.stateless import StatelessEndpoint
-from erlmcp_py.mcp.versions import SESSION_VERSIONS
 
 __all__ = ["GatewayEndpoint", "sessions_only"]
 

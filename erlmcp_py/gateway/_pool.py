@@ -29,6 +29,7 @@ import structlog
 import trio
 
 from erlmcp_py.client import CLIENT_INFO, ClientRequestError, ServerRequest
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION
 from erlmcp_py.gateway._link import (
     Connection,
     LinkEvents,
@@ -39,7 +40,6 @@ from erlmcp_py.gateway._link import (
 )
 from erlmcp_py.gateway._upstream import Upstream, UpstreamPolicy
 from erlmcp_py.mcp.jsonrpc import INTERNAL_ERROR
-from erlmcp_py.mcp.versions import LATEST_SESSION_VERSION
 from supervisors import StartError
 
 __all__ = ["UpstreamPool"]

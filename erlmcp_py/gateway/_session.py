@@ -60,6 +60,7 @@ from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.client import CLIENT_INFO, ConnectionLost, ServerRequest
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
+from erlmcp_py.core.versions import V_2025_06_18
 from erlmcp_py.gateway._arguments import ArgumentAsker, NotRun
 from erlmcp_py.gateway._asking import Asker, UrlQuestions
 from erlmcp_py.gateway._link import (
@@ -107,7 +108,7 @@ def upstream_capabilities(client: ClientCapabilities, version: str) -> dict[str,
     caps: dict[str, Any] = {}
     modes = sorted(client.elicitation_modes)
     if modes:
-        caps["elicitation"] = {} if version == "2025-06-18" else {m: {} for m in modes}
+        caps["elicitation"] = {} if version == V_2025_06_18 else {m: {} for m in modes}
     for name, declared in (("sampling", client.sampling), ("roots", client.roots)):
         raw = client.raw.get(name)
         if declared and isinstance(raw, Mapping):

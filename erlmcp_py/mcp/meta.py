@@ -9,16 +9,16 @@ the protocol version (``io.modelcontextprotocol/protocolVersion``, required), th
 capabilities *for this request* (``io.modelcontextprotocol/clientCapabilities``, required),
 and optionally ``io.modelcontextprotocol/clientInfo`` and ``…/logLevel``.
 
-A request is *modern* (served statelessly) when its ``_meta`` names a protocol version, or
-when it is ``server/discover`` (which only exists in the modern era). Everything else is
+A request is *stateless* (2026-07-28) when its ``_meta`` names a protocol version, or when it
+is ``server/discover`` (which only exists on 2026-07-28). Everything else is
 left to the session era (``initialize`` first). :func:`request_meta` reads ``_meta`` once per
 request: ``None`` for the session era, else the checked :class:`RequestMeta` that the
 stateless side then serves the request with (:func:`parse_request_meta` checks a request
-already taken as modern, e.g. by its HTTP headers). Either refuses a modern request:
+already taken as stateless, e.g. by its HTTP headers). Either refuses a stateless request:
 
 * ``_meta`` missing, or a required member missing or of the wrong type → ``-32602``;
 * a version we do not serve per request → ``UnsupportedProtocolVersion`` (``-32022``) whose
-  ``data.supported`` lists every version we speak (modern first, then the ``initialize``
+  ``data.supported`` lists every version we speak (2026-07-28 first, then the ``initialize``
   ones), so a dual-era client can pick one.
 """
 
@@ -28,18 +28,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from erlmcp_py.core.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId, invalid_params
-from erlmcp_py.mcp.versions import SESSION_VERSIONS, ClientCapabilities
+from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "CLIENT_CAPABILITIES",
     "CLIENT_INFO",
     "LOG_LEVEL",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
-    "MODERN_VERSIONS",
     "PROTOCOL_VERSION",
     "SERVER_INFO",
-    "SUPPORTED_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "RequestMeta",
     "is_modern_request",
@@ -48,12 +47,6 @@ __all__ = [
     "request_meta",
     "unsupported_version",
 ]
-
-V_2026_07_28: Final = "2026-07-28"
-#: Versions served statelessly (per-request ``_meta``), newest first.
-MODERN_VERSIONS: Final[tuple[str, ...]] = (V_2026_07_28,)
-#: Every version this server speaks, newest first (``server/discover``, ``-32022`` data).
-SUPPORTED_VERSIONS: Final[tuple[str, ...]] = MODERN_VERSIONS + tuple(reversed(SESSION_VERSIONS))
 
 PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
@@ -71,11 +64,11 @@ _DISCOVER: Final = "server/discover"
 
 @dataclass(frozen=True, slots=True)
 class RequestMeta:
-    """The protocol metadata of one modern request.
+    """The protocol metadata of one stateless request.
 
     Attributes:
         protocol_version: The version the request is written in (one of
-            :data:`MODERN_VERSIONS`).
+            :data:`~erlmcp_py.core.versions.STATELESS_VERSIONS`).
         capabilities: What the client declared for this request.
         client_info: ``clientInfo`` as sent (self-reported; for logs only).
         log_level: The requested log level, or ``None`` (no ``notifications/message``).
@@ -134,7 +127,7 @@ def request_meta(request: Request) -> RequestMeta | None:
         false), else its checked metadata (as :func:`parse_request_meta` gives it).
 
     Raises:
-        JsonRpcError: the request is modern and its metadata is refused (see
+        JsonRpcError: the request is stateless and its metadata is refused (see
             :func:`parse_request_meta`).
     """
     meta = _meta_of(request.params)
@@ -144,7 +137,7 @@ def request_meta(request: Request) -> RequestMeta | None:
 
 
 def parse_request_meta(request: Request) -> RequestMeta:
-    """Read and check the per-request metadata of a modern request.
+    """Read and check the per-request metadata of a stateless request.
 
     Args:
         request: A request served statelessly (:func:`is_modern_request`, or a transport that
@@ -156,7 +149,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     Raises:
         JsonRpcError: ``-32602`` when ``params`` is not an object, or ``_meta`` or a required
             member is missing or malformed; ``-32022`` when the version is not one of
-            :data:`MODERN_VERSIONS`.
+            :data:`~erlmcp_py.core.versions.STATELESS_VERSIONS`.
     """
     return _read(request, _meta_of(request.params))
 
@@ -180,7 +173,7 @@ def _read(request: Request, meta: Mapping[str, Any] | None) -> RequestMeta:
             {"missing": [PROTOCOL_VERSION]},
             id,
         )
-    if version not in MODERN_VERSIONS:
+    if version not in STATELESS_VERSIONS:
         raise unsupported_version(version, id)
     caps = meta.get(CLIENT_CAPABILITIES)
     if not isinstance(caps, Mapping):

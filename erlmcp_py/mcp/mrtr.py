@@ -4,50 +4,13 @@ A *call* is a ``tools/call`` or a ``prompts/get``: whatever runs a function that
 client (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``). This module knows only its method,
 params and a ``run(peer)`` coroutine; "the tool" below is that function.
 
-Theory of operation
--------------------
-On 2026-07-28 a server cannot send ``elicitation/create``; a ``tools/call`` that needs input
-answers ``InputRequiredResult`` (``inputRequests`` + an opaque ``requestState``) and the client
-*retries* the call with ``inputResponses`` and that exact state. Peers make tools declarative to
-fit this (resolvers re-run the tool). Here the tool stays an ordinary coroutine:
-
-* :meth:`ContinuationRegistry.start` starts the tool in its own task (the *runner*, in the
-  registry's nursery) with an :class:`MrtrPeer` as its peer and attaches the request to the
-  call; awaiting the returned :class:`Attached` waits for the first *yield*: the tool
-  finished (→ the ``complete`` result), or it is parked in ``ctx.elicit`` with at least one
-  request the runtime "sent" (→ ``InputRequiredResult``). The runtime does the elicitation
-  exactly as in the session era (limits, validation, re-prompts, deadline, metrics, owner
-  watch); only its transport differs: :meth:`MrtrPeer.send_request` records the
-  ``elicitation/create`` in the continuation instead of writing it to a stream.
-* The suspended runner stays in memory, keyed by a random continuation id. The state handed
-  to the client is sealed by :mod:`erlmcp_py.core.state_token` (integrity, expiry, principal,
-  digest of the original request) and carries ``{continuation id, round}``.
-* :meth:`ContinuationRegistry.resume` opens the state (each refusal has its own ``reason`` in
-  the log and in ``error.data``), checks the round (a state is single-use: once a round is
-  answered, its state is superseded), feeds each ``inputResponses`` entry to the runtime's
-  ``on_response`` callback of the request it answers — the *same* suspended ``ctx.elicit``
-  resumes — and attaches the retry; awaiting it waits for the next yield. Both do their work
-  on the request's arrival, without a checkpoint: only the wait for the yield is awaited.
-  Missing answers are asked again; unknown keys are ignored; an invalid accepted answer is
-  re-prompted by the runtime, which shows up as a new input request.
-* A first call (no ``requestState``) that already carries ``inputResponses`` is started like
-  any other: its entries answer, at once, the requests the tool makes under the same explicit
-  key (``key="user_name"``) before its first answer is decided, through the runtime like any
-  answer (validated, re-prompted, charged). Other entries are ignored and the tool asks what
-  is missing. The state's own guarantees are untouched: only a retry's state carries earlier
-  answers (the journal), and a state that fails verification is refused, never run fresh.
-* Between rounds nobody is attached, and the continuation lives until the state's expiry: past
-  it no retry can ever open the state, so the runner is cancelled (its elicitations end
-  ``abandoned`` through the owner watch) and the entry removed. The runtime's deadline
-  bounds every elicitation: a client that never retries makes the tool see ``TimedOut``; if
-  the tool then finishes, its result is kept (without a task) for a late retry until expiry.
-* The registry is bounded (``max_continuations``, and ``max_per_principal`` per principal).
-  At its cap, a new call *evicts* a call nobody is attached to (the least recently used of
-  the principal holding the most): ended as at expiry (no ``expired`` count: ``evicted``),
-  so its retry is replayed like any retry for a call this process does not hold, or refused
-  ``unknown_continuation`` under ``mrtr="suspend"``. Only a registry full of attached calls
-  refuses (``busy``).
-* A retry that is cancelled (client cancel, disconnect) cancels the tool.
+The life of such a call is in docs/architecture.md ("The 2026-07-28 (stateless, MRTR)
+variant"): :meth:`ContinuationRegistry.start` runs the tool in its own task with an
+:class:`MrtrPeer`, :meth:`MrtrPeer.send_request` records each ``elicitation/create`` instead of
+writing it, and :meth:`ContinuationRegistry.resume` opens a retry's sealed state and feeds its
+``inputResponses`` to the same suspended ``ctx.elicit``. docs/mrtr.md has the wire, the
+refusals of a state, keys named by the tool, expiry, the registry's bounds and eviction, and
+replay. This docstring keeps what a round does with notifications and when it ends.
 
 Notifications (``notifications/progress``, ``notifications/message``) relate to a request: in
 2026-07-28 they travel on the channel of the request they belong to (the POST's SSE stream on
@@ -99,23 +62,11 @@ go out in one ``InputRequiredResult``. Then:
 A question begun after the round ended is asked in the next round (correct, just one more
 round trip).
 
-Replay: continuations live in this process's memory. A retry whose state names a call this
-process does not hold (another replica's, or one from before a restart; the key ring must be
-shared) is *replayed* unless the registry runs ``mrtr="suspend"`` (then it is refused as
-``unknown_continuation``):
-
-* every state of a replayable registry also carries the call's *journal* — each response the
-  tool received, in order, under its *question* (a digest of the request's method and params,
-  :func:`_question_of`) — the questions outstanding, and how many elicitations the client was
-  charged for;
-* the retry starts a new continuation running the tool from the start, with the journal and
-  the retry's ``inputResponses`` queued per question; :meth:`MrtrPeer.send_request` answers a
-  request whose question has a queued response at once (through its ``on_response``, so the
-  runtime validates it again and re-prompts as usual) instead of recording it;
-* :meth:`MrtrPeer.count_question` tells the tool's ``Context`` which elicitations were charged
-  already: those are created with ``charge=False`` (no rate token, a pending slot still);
-* the first request with nothing queued is the next round. With ``mrtr="replay"`` the
-  continuation is then discarded (its tool cancelled): no call is kept between rounds.
+Replay (docs/mrtr.md, "Replay: restarts and replicas"): a replayable state also carries the
+call's *journal*, each response under its *question* (a digest of the request's method and
+params, :func:`_question_of`); :meth:`MrtrPeer.send_request` answers a request whose question
+has a queued response at once, through its ``on_response``, and :meth:`MrtrPeer.count_question`
+says which elicitations were charged already.
 
 Past ``max_state_chars`` the state cannot be sealed: the call ends with ``state_too_large``.
 """

@@ -3,13 +3,13 @@
 
 Theory of operation
 -------------------
-A modern request (see :func:`~erlmcp_py.mcp.meta.request_meta`) is self-contained: its
+A stateless request (see :func:`~erlmcp_py.mcp.meta.request_meta`) is self-contained: its
 ``_meta`` names the protocol version and the client's capabilities, so no ``initialize`` is
 needed and nothing is remembered about the connection. :class:`StatelessEndpoint` answers one
 such request with a result (always carrying ``resultType``, and ``_meta.serverInfo``) or a
 JSON-RPC error:
 
-* ``server/discover`` → supported versions (modern first), capabilities, server info;
+* ``server/discover`` → supported versions (2026-07-28 first), capabilities, server info;
 * ``tools/list`` → the tools (a cacheable result: ``ttlMs``, ``cacheScope``);
 * ``resources/list``, ``resources/templates/list``, ``resources/read``, ``prompts/list``,
   ``completion/complete`` → as in the session era (:mod:`features`; the lists and
@@ -35,7 +35,7 @@ Transports: Streamable HTTP answers each POST (with the authenticated principal 
 with :meth:`StatelessEndpoint.handle`, or, for a ``tools/call`` or ``prompts/get``, with
 :meth:`StatelessEndpoint.accept` and :meth:`StatelessEndpoint.answer` given the POST's own
 wait as the :class:`~erlmcp_py.mcp.mrtr.Waiter`. On a byte stream (stdio), the session era's
-``ServerSession`` hands modern requests to a :class:`SessionStateless` (see
+``ServerSession`` hands stateless requests to a :class:`SessionStateless` (see
 :func:`open_for_session`), which takes each ``tools/call`` and ``prompts/get`` where it reads
 it (:meth:`StatelessEndpoint.accept`: the call started, or the retry's answers delivered) and
 awaits its answer in a task of its own, honours ``notifications/cancelled``, and ends
@@ -68,6 +68,7 @@ from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.tasks import TASKS_EXTENSION
+from erlmcp_py.core.versions import SUPPORTED_VERSIONS
 from erlmcp_py.mcp import features, jsonrpc
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.context import Context
@@ -75,7 +76,6 @@ from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError, Request, RequestId
 from erlmcp_py.mcp.meta import (
     SERVER_INFO,
-    SUPPORTED_VERSIONS,
     RequestMeta,
     parse_request_meta,
 )

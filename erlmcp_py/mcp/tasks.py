@@ -62,7 +62,7 @@ polled, answered; of the principal, or of the principal holding the most) is for
 the new one, and with none ended the new one is refused (``-32603``, ``data.reason``
 :data:`TASKS_PRINCIPAL_BUSY` or :data:`TASKS_BUSY`; HTTP answers 429 and 503).
 
-*The store.* A task's record (:class:`~erlmcp_py.core.shared.SharedTask`) is written to the
+*The store.* A task's record (:class:`~erlmcp_py.core.store_wire.SharedTask`) is written to the
 runtime's store before its ``CreateTaskResult`` is answered (a ``tasks/get`` right after it
 resolves on any replica sharing the store), then after each change (written in the
 background, in order, the latest state winning), and deleted when the task is forgotten.
@@ -93,8 +93,8 @@ from erlmcp_py.actors.peer import PeerGone, PeerResponse
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.policy import TaskPolicy
-from erlmcp_py.core.shared import SharedTask
 from erlmcp_py.core.shares import Refuse, Shares, Shed
+from erlmcp_py.core.store_wire import SharedTask
 from erlmcp_py.core.tasks import TASKS_EXTENSION, TaskState
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.jsonrpc import (
@@ -527,7 +527,9 @@ class TaskRegistry:
         if isinstance(admission, Shed):
             self._shed(admission)
         state = TaskState.new(
-            secrets.token_urlsafe(16),  # 128 random bits: the id is a bearer handle
+            # 128 random bits (the id is a bearer handle), in hex: an id never starts with "-",
+            # which a command line would read as an option (erlmcp-py connect --task ID)
+            secrets.token_hex(16),
             self.now(),
             ttl_s=self.policy.ttl_s,
             poll_interval_s=self.policy.poll_interval_s,

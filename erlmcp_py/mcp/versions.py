@@ -1,29 +1,21 @@
-"""Protocol versions and client capabilities of the session era (2025-06-18, 2025-11-25).
+"""The session era's version negotiation and the client capabilities a request declares.
 
-Pure: no I/O. The 2026-07-28 stateless era is not negotiated through ``initialize`` and is not
-handled here.
+Pure: no I/O. The versions themselves are :mod:`erlmcp_py.core.versions`; 2026-07-28 is not
+negotiated through ``initialize`` and is not handled here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
+
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION, SESSION_VERSIONS, V_2025_06_18
 
 __all__ = [
-    "LATEST_SESSION_VERSION",
-    "SESSION_VERSIONS",
     "ClientCapabilities",
     "negotiate_version",
 ]
-
-V_2025_06_18: Final = "2025-06-18"
-V_2025_11_25: Final = "2025-11-25"
-
-#: Versions negotiated by ``initialize``, oldest first.
-SESSION_VERSIONS: Final[tuple[str, ...]] = (V_2025_06_18, V_2025_11_25)
-#: What we offer a client that asks for a version we do not speak.
-LATEST_SESSION_VERSION: Final = V_2025_11_25
 
 
 def negotiate_version(requested: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from erlmcp_py.core.policy import Policy
-from erlmcp_py.core.shared import StoreUrl, parse_store_url
+from erlmcp_py.core.store_wire import StoreUrl, parse_store_url
 from erlmcp_py.store._base import Store, StoreHost
 from erlmcp_py.store._memory import MemoryStore
 
@@ -33,7 +33,7 @@ async def open_store(
 
     Args:
         url: ``"memory"`` or ``"redis://HOST:PORT/DB"`` (see
-            :func:`~erlmcp_py.core.shared.parse_store_url`), or a parsed one.
+            :func:`~erlmcp_py.core.store_wire.parse_store_url`), or a parsed one.
         policy: The runtime's policy (rate buckets, caps, retention, deadlines).
         host: The runtime, which runs the calls other replicas forward here.
         call_timeout_s: The runtime's call timeout (bounds a forwarded call).

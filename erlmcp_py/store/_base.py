@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.ratelimit import Decision, RateLimiterStats
-from erlmcp_py.core.shared import CallOp, SharedRecord, SharedTask, SharedTicket
+from erlmcp_py.core.store_wire import CallOp, SharedRecord, SharedTask, SharedTicket
 
 __all__ = ["Store", "StoreHost"]
 

@@ -20,7 +20,7 @@ from erlmcp_py.core.errors import ElicitationNotFound
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import Decision, RateLimiter, RateLimiterStats
-from erlmcp_py.core.shared import (
+from erlmcp_py.core.store_wire import (
     CallOp,
     SharedRecord,
     SharedTask,

@@ -64,7 +64,7 @@ from erlmcp_py.core.errors import ErlmcpError, StoreUnavailable
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.ratelimit import Admitted, Decision, Limit, RateLimiterStats, Refused
-from erlmcp_py.core.shared import (
+from erlmcp_py.core.store_wire import (
     BucketParams,
     CallOp,
     Keys,

@@ -2,7 +2,7 @@
 
 Every script reads the server's clock (``TIME``), so replicas never compare their own
 clocks. Keys are built inside the scripts from the prefixes of
-:class:`~erlmcp_py.core.shared.Keys`: the store is one Redis/Valkey server (or a primary with
+:class:`~erlmcp_py.core.store_wire.Keys`: the store is one Redis/Valkey server (or a primary with
 replicas), not a Redis Cluster.
 """
 

@@ -1,138 +1,40 @@
 """Streamable HTTP transport: an ASGI app on an HTTP/1.1 server layer of its own (``_server``).
 
-Theory of operation
--------------------
-One endpoint (default ``/mcp``) takes POST, GET and DELETE. Every request first passes the
-DNS-rebinding guard (``Host`` and ``Origin`` against :class:`HostPolicy`, else 403).
+One endpoint (default ``/mcp``) takes POST, GET and DELETE. What it guarantees (sessions and
+their ids, the checks and their statuses, authentication, the client's address and principal,
+the shares per principal and the eviction of idle holdings, draining, the hosted page,
+``/healthz``, ``/readyz``, ``/metrics``) is in docs/architecture.md ("Invariants", "Policy
+defaults"), docs/scaling.md and, for 2026-07-28 requests, docs/mrtr.md ("Over Streamable
+HTTP"). This docstring keeps how the frames travel.
 
-*Sessions.* A POST of ``initialize`` without ``Mcp-Session-Id`` opens a :class:`ServerSession`
-(via :func:`open_session`) in a task of the transport's own nursery, so that it outlives the
-HTTP request; its id (256 random bits, URL-safe) is returned in the ``Mcp-Session-Id`` header and
-required on every later request (missing: 400, unknown or ended: 404). The session ends on
-DELETE, after ``idle_timeout`` without an open stream, when it is evicted to make room for a
-new one (see *Fair limits*), or when the transport stops; its tool calls are then cancelled,
-so the runtime's owner watch ends their elicitations ``abandoned``.
-
-*Routing.* The session writes every frame through one callback, :meth:`_HttpSession.write`,
-which picks exactly one channel per frame:
+*Routing a session's frames.* The session writes every frame through one callback,
+:meth:`_HttpSession.write`, which picks exactly one channel per frame:
 
 1. a response goes to the POST that carried its request, which then completes;
 2. a request or notification related to a client request (:data:`RELATED_REQUEST`: set by
    :class:`~erlmcp_py.mcp.session.RequestPeer` for the runtime's ``elicitation/create`` and
-   inherited by tool tasks from the POST handler that fed the ``tools/call``) goes on that POST's
-   SSE stream while it is open;
+   inherited by tool tasks from the POST handler that fed the ``tools/call``) goes on that
+   POST's SSE stream while it is open;
 3. anything else goes on the GET stream, or waits in a bounded backlog for one.
 
 Writes never block the session: each stream has a bounded queue, and a stream whose client
-does not keep up is ended (a slow client only hurts itself).
+does not keep up is ended (a slow client only hurts itself). A ``tools/call`` or
+``prompts/get`` POST is answered as an SSE stream (the response head goes out with the first
+event), other requests as ``application/json``; several POST streams of one session may be
+open at once, and a POST stream that closes while its call runs cancels the call as
+``notifications/cancelled`` does.
 
-*POST.* A ``tools/call`` or ``prompts/get`` (when the client accepts ``text/event-stream``) is
-answered as an SSE stream carrying that call's requests to the client (``elicitation/create``…),
-progress and log notifications and finally its response (the response head goes out with
-the first event); other requests are answered as ``application/json``. Notifications and
-responses get 202. If the client goes away while its call runs (the POST stream closes), the
-call is cancelled exactly as by ``notifications/cancelled``. Several POST streams of one
-session may be open at once.
-
-*Limits and checks.* ``Accept`` must admit both ``application/json`` and ``text/event-stream``
-on POST (406), ``text/event-stream`` on GET (406); ``Content-Type`` must be JSON (415); a body
-over the frame limit (``max_frame_bytes``, narrowed to the server's ``frame_bytes`` policy)
-gets 413 with a JSON-RPC error body, and one slower than ``body_min_rate`` after
-``body_grace_s`` gets 408, both closing the connection
-(:func:`~erlmcp_py.transports._limits.read_body`). When the first bytes of a session's
-oversized body show the answer to one of that session's ``elicitation/create`` requests (its
-``id`` before its ``result``: :mod:`~erlmcp_py.transports._frame_head`), that elicitation
-ends at once, ``Failed("answer_too_large")``. An idle connection, or one whose request
-head is not complete, is closed after ``keep_alive_s``; malformed JSON-RPC gets 400 with the
-JSON-RPC error;
-``MCP-Protocol-Version`` is checked after ``initialize``
-(:func:`~erlmcp_py.transports.http_checks.check_protocol_version_header`, 400).
-
-*2026-07-28 (stateless, MRTR).* A POSTed request that is modern
-(:func:`~erlmcp_py.mcp.meta.is_modern_request`: ``params._meta`` names the protocol version, or
-``server/discover``; or any request without ``Mcp-Session-Id`` whose ``MCP-Protocol-Version``
-header names a modern version) needs no session: an ``Mcp-Session-Id`` on it is ignored and none
-is minted. The same Host/Origin, Accept, Content-Type and size checks apply; then the request
-metadata headers must agree with the body
-(:func:`~erlmcp_py.transports.http_checks.check_modern_headers`, else 400 with ``-32020``), and
-the transport's :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint` answers it as
-``application/json``. JSON-RPC errors carry their HTTP status
-(:func:`~erlmcp_py.transports.http_checks.http_status_for`: ``-32602`` — a refused
-``requestState`` included, with ``data.reason`` —, ``-32021``, ``-32022``, ``-32020``: 400;
-``-32601``: 404, which is also the answer to a modern ``initialize``, ``ping`` or any other
-method 2026-07-28 removed). A ``tools/call`` or ``prompts/get`` (first call or retry) is given a
-notification sink: the function's progress and log notifications for that request (see
-:mod:`~erlmcp_py.mcp.mrtr`) switch its answer to an SSE stream at the first one, as a
-session-era ``tools/call`` POST (same events, no ids), and its response (``input_required``,
-``complete`` or an error) is the last event, after which the stream ends. A call that sends no
-notification is answered as ``application/json`` as above. The one difference: once the stream
-has started, the status (200) is already sent, so an error response goes out as the last event
-under 200 instead of its 4xx.
-Notifications are queued without blocking the tool (bounded by ``stream_queue``); past that the
-client does not keep up and further ones are dropped and counted, as on a failing sink. The
-POST's task waits for the answer as a session POST does (:class:`_StatelessPost`: parked in
-``receive()``, woken by a queued notification, which it writes, or by a change of the call).
-Closing the POST cancels the request, and with it the tool call it was running or resuming. One
-continuation registry (:func:`~erlmcp_py.mcp.mrtr.open_continuations`) lives as long as
+*A stateless POST* (2026-07-28: :func:`~erlmcp_py.mcp.meta.is_modern_request`, or a request
+without ``Mcp-Session-Id`` whose ``MCP-Protocol-Version`` names a stateless version) is
+answered by the :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint`. A ``tools/call`` or
+``prompts/get`` is given a notification sink: its first progress or log notification switches
+the answer to an SSE stream (same events as a session's, no ids) whose last event is the
+response; once the stream has started, an error response goes out as that last event under
+200 instead of its 4xx. Notifications are queued without blocking the tool (bounded by
+``stream_queue``; past it they are dropped and counted). The POST's task waits as a session
+POST does (:class:`_StatelessPost`: parked in ``receive()``, woken by a queued notification,
+which it writes, or by a change of the call). One continuation registry lives as long as
 :meth:`HttpTransport.run`; its end cancels every suspended tool.
-
-*Authentication.* With :attr:`HttpConfig.auth` the transport is an OAuth 2.1 resource server
-(:mod:`~erlmcp_py.transports.auth`): every request to the endpoint needs a valid bearer token
-(else 401 with ``WWW-Authenticate``; missing scopes 403), the protected resource metadata is
-served under ``/.well-known/oauth-protected-resource``, and the token's subject is the
-principal: a session answers only the principal that opened it.
-
-*Client address.* The first thing the app does with a request is to settle its client's
-address: the scope's ``client`` is the connection's peer, unless that peer is a trusted proxy
-(:attr:`HttpConfig.forwarded_allow_ips`) whose ``X-Forwarded-For`` or ``Forwarded`` header
-names the client (:mod:`~erlmcp_py.transports.forwarded`); the app then replaces the scope's
-``client`` with that address, so that everything after it (the principal, its shares, the
-elicitation rate) counts the client, not the proxy. Headers a trusted peer sends that cannot
-be read leave the peer's address, and are logged (``forwarded_ignored``).
-
-*Principal.* Without authentication, sealed ``requestState`` tokens are bound to a principal
-derived per request (:meth:`HttpTransport.principal_of`): the value of
-:attr:`HttpConfig.principal_header` when that is configured and present (set it only behind a
-trusted proxy or gateway that authenticates the client and overwrites the header: a client can
-send any value), else the client's IP address. A state sealed for one principal is refused
-(``wrong_principal``) for another. Limits: every client behind one address (all local clients
-on 127.0.0.1, a NAT, a proxy that is not trusted or does not forward the address) shares one
-principal, one tenant and one rate-limit key, so address-only binding separates hosts, not
-users. IPv6 addresses are grouped by /64 (:mod:`~erlmcp_py.transports.principal`).
-
-*Fair limits.* Each principal has its own share (:class:`PrincipalLimits`): open sessions,
-requests being served at once (a GET stream counts while open) and suspended 2026-07-28 calls
-in the continuation registry; the runtime's elicitation rate and pending cap are keyed by the
-principal too, over all its sessions (the session's ``client_key``). Past its share a
-principal is answered 429 with
-``Retry-After``, while every other principal keeps its own. The global caps
-(``max_sessions``, the registry's ``max_continuations``) stay as the last resort, answered 503
-with ``Retry-After``.
-
-Caps shed what is idle before they refuse (:mod:`~erlmcp_py.core.shares`): most clients never
-DELETE their session, and every local client shares one address. An ``initialize`` at its
-principal's session share ends that principal's least recently used *evictable* session
-(:attr:`_HttpSession.evictable`: no POST awaiting its answer, no call running, no request of
-the server awaiting the client's answer, no GET stream doing work); at ``max_sessions``, the
-least recently used evictable session of the principal holding the most. The evicted
-session's next request gets 404, which tells its client to start a new session. A 2026-07-28
-call at the registry's cap evicts a suspended call the same way
-(:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`). Only when nothing can be evicted is the
-answer 429 (the principal's own sessions all at work) or 503. Evictions are counted by the
-cap reached (:attr:`HttpTransport.evictions`, ``erlmcp_evictions_total`` on ``/metrics``) and
-logged (``session_evicted``, ``continuation_evicted``).
-
-*Draining.* After :meth:`HttpTransport.drain`, ``initialize`` and every new request get 503
-with ``Retry-After`` (``/readyz`` too); answers to the server's requests, notifications,
-retries of suspended 2026-07-28 calls and requests already under way go on, so the calls
-that run can finish.
-
-*Hosted elicitation page.* ``/elicit/{token}`` serves the form of a question that may not be
-asked in form mode (:mod:`~erlmcp_py.transports._page`), at the first bound address unless
-the application set ``runtime.pages.base_url``.
-
-*Operations.* ``GET /healthz``, ``/readyz`` and ``/metrics`` (Prometheus text) are answered
-beside the MCP endpoint (:mod:`~erlmcp_py.transports._ops`).
 """
 
 from __future__ import annotations
@@ -150,9 +52,10 @@ import trio
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.shares import Refuse, Shares, Shed
+from erlmcp_py.core.versions import STATELESS_VERSIONS
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
-from erlmcp_py.mcp.meta import MODERN_VERSIONS, is_modern_request
+from erlmcp_py.mcp.meta import is_modern_request
 from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
@@ -1158,7 +1061,7 @@ class HttpTransport:
     @staticmethod
     def _modern_without_session(scope: Scope) -> bool:
         version = (_header(scope, b"mcp-protocol-version") or "").strip()
-        return version in MODERN_VERSIONS and _header(scope, b"mcp-session-id") is None
+        return version in STATELESS_VERSIONS and _header(scope, b"mcp-session-id") is None
 
     def _is_modern(self, scope: Scope, message: Request) -> bool:
         return is_modern_request(message) or self._modern_without_session(scope)
@@ -1171,7 +1074,7 @@ class HttpTransport:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
         reason = check_modern_headers(scope.get("headers", ()), message.method, message.params)
         if reason is not None:
-            log.info("modern_header_mismatch", why=reason, method=message.method[:80])
+            log.info("stateless_header_mismatch", why=reason, method=message.method[:80])
             raise _HttpError(400, f"Header mismatch: {reason}", code=HEADER_MISMATCH, id=message.id)
         principal = self.principal_of(scope)
         result: dict[str, Any] | None = None
@@ -1202,7 +1105,7 @@ class HttpTransport:
                     accept_language=_header(scope, b"accept-language"),
                 )
         except _ClientLeft:  # the client closed the POST: the call is cancelled
-            log.info("modern_request_abandoned", method=message.method[:80])
+            log.info("stateless_request_abandoned", method=message.method[:80])
             return
         except JsonRpcError as exc:
             error = exc.with_id(message.id)

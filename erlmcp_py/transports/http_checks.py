@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from erlmcp_py.core.versions import PUBLISHED_SESSION_VERSIONS
+
 __all__ = [
     "HEADER_MISMATCH",
-    "KNOWN_PROTOCOL_VERSIONS",
     "LOOPBACK_HOSTS",
     "NAME_PARAMS",
     "HostPolicy",
@@ -33,10 +34,6 @@ __all__ = [
 
 #: Loopback names a local server answers to by default (IPv6 without brackets).
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-
-#: Every published MCP protocol version, oldest first. A ``MCP-Protocol-Version`` header naming
-#: something else is refused (400).
-KNOWN_PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
 def hostname_of(authority: str) -> str | None:
@@ -246,7 +243,7 @@ def check_protocol_version_header(header: str | None, negotiated: str) -> str | 
     if header is None:
         return None
     value = header.strip()
-    if value not in KNOWN_PROTOCOL_VERSIONS:
+    if value not in PUBLISHED_SESSION_VERSIONS:
         return f"Unsupported MCP-Protocol-Version: {value[:40]!r}"
     if negotiated and value > negotiated:
         return f"MCP-Protocol-Version {value} does not match the negotiated {negotiated}"

@@ -32,12 +32,12 @@ from erlmcp_py import (
     TimedOut,
     open_runtime,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
-from erlmcp_py.actors.ratelimiter import Acquire, Release
-from erlmcp_py.actors.record import Create, Record, info_row
-from erlmcp_py.actors.validator import Validate
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._ratelimiter import Acquire, Release
+from erlmcp_py.actors._record import CreateElicitation, Record, info_row
+from erlmcp_py.actors._validator import Validate
 from erlmcp_py.core.forms import compile_form
-from erlmcp_py.core.shared import SharedRecord
+from erlmcp_py.core.store_wire import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -87,7 +87,7 @@ async def test_every_ask_travels_through_the_actors_mailboxes(
     for _ in range(100):
         assert await rt.ask(REQUEST, peer=peer, tenant=ALICE) == Accepted({"name": "Ada"})
     await trio.testing.wait_all_tasks_blocked()
-    for message in (Create, Acquire, Validate, Release):
+    for message in (CreateElicitation, Acquire, Validate, Release):
         assert sent[message.__name__] == 100, sent
     assert channel_sends >= 400
 

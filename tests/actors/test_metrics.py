@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from erlmcp_py.actors.metrics import Metrics
+from erlmcp_py.actors._metrics import Metrics
 
 calls = st.lists(
     st.tuples(

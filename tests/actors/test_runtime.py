@@ -39,13 +39,13 @@ from erlmcp_py import (
     open_runtime,
     schema_for,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._record import Record
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
-from erlmcp_py.actors.record import Record
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.schema import RequestedSchema
-from erlmcp_py.core.shared import SharedRecord
+from erlmcp_py.core.store_wire import SharedRecord
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 

@@ -55,9 +55,9 @@ from erlmcp_py import (
     ValidationResult,
     open_runtime,
 )
-from erlmcp_py.actors.elicitation import ElicitationActor
+from erlmcp_py.actors._elicitation import ElicitationActor
+from erlmcp_py.actors._record import Record, info_of
 from erlmcp_py.actors.peer import PeerError
-from erlmcp_py.actors.record import Record, info_of
 from erlmcp_py.core.lifecycle import status_for_outcome
 from erlmcp_py.testing import MemoryPeer, SentRequest
 from supervisors import (

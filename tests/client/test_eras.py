@@ -36,8 +36,8 @@ from erlmcp_py.transports.http import Listening, serve_http
 from tests.mcp.asking_server import build
 
 LIMIT = 20.0  # seconds any subprocess or socket test may take
-SESSION, MODERN = "2025-11-25", "2026-07-28"
-ERAS = pytest.mark.parametrize("era", [SESSION, MODERN])
+SESSION, STATELESS = "2025-11-25", "2026-07-28"
+ERAS = pytest.mark.parametrize("era", [SESSION, STATELESS])
 SERVE = [
     *(sys.executable, "-m", "erlmcp_py.app", "serve", "--dev", "--log-level", "warning"),
     *("--rate", "100000", "--server", "tests.mcp.asking_server:build"),

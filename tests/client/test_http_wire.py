@@ -34,7 +34,7 @@ from erlmcp_py.client import (
 )
 
 SESSION = "2025-11-25"
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 Reply = Callable[[Any], tuple[int, list[tuple[str, str]], bytes]]
 
@@ -119,7 +119,7 @@ async def session(
     handler: Any = no_requests,
     on_notification: Any = None,
     *,
-    modern: bool,
+    stateless: bool,
     headers: Sequence[tuple[str, str]] = (),
     accept_language: str | None = None,
 ) -> AsyncIterator[ClientSession]:
@@ -128,7 +128,7 @@ async def session(
         open_http_wire(url, headers=headers, accept_language=accept_language) as wire,
         open_client_session(
             wire,
-            protocol_version=MODERN if modern else SESSION,
+            protocol_version=STATELESS if stateless else SESSION,
             handler=handler,
             on_notification=on_notification,
         ) as client,
@@ -139,7 +139,7 @@ async def session(
 async def test_a_session_era_request_carries_the_session_and_version_once_known() -> None:
     async with trio.open_nursery() as nursery:
         recorder, url = await serve(nursery, json_answer({"ok": 1}, ("Mcp-Session-Id", "s-1")))
-        async with session(url, modern=False, headers=[("Authorization", "B t")]) as client:
+        async with session(url, stateless=False, headers=[("Authorization", "B t")]) as client:
             assert await client.request("initialize", {}) == {"ok": 1}
             client.wire.set_protocol("2025-11-25")
             assert await client.request("tools/list", {}) == {"ok": 1}
@@ -157,7 +157,7 @@ async def test_a_session_era_request_carries_the_session_and_version_once_known(
 async def test_a_stateless_request_names_its_method_and_tool_in_headers() -> None:
     async with trio.open_nursery() as nursery:
         recorder, url = await serve(nursery, json_answer({"resultType": "complete"}))
-        async with session(url, modern=True) as client:
+        async with session(url, stateless=True) as client:
             await client.request_raw("tools/call", {"name": "plain"})
             await client.request_raw("tools/call", {"name": "olá"})
         nursery.cancel_scope.cancel()
@@ -170,7 +170,7 @@ async def test_a_stateless_request_names_its_method_and_tool_in_headers() -> Non
 async def test_a_tasks_request_names_its_task_in_headers() -> None:
     async with trio.open_nursery() as nursery:
         recorder, url = await serve(nursery, json_answer({"resultType": "complete"}))
-        async with session(url, modern=True) as client:
+        async with session(url, stateless=True) as client:
             for method in ("tasks/get", "tasks/update", "tasks/cancel"):
                 await client.request_raw(method, {"taskId": "t-1"})
         nursery.cancel_scope.cancel()
@@ -178,8 +178,8 @@ async def test_a_tasks_request_names_its_task_in_headers() -> None:
     assert sent == [("tasks/get", "t-1"), ("tasks/update", "t-1"), ("tasks/cancel", "t-1")]
 
 
-@pytest.mark.parametrize("modern", [False, True])
-async def test_every_request_carries_the_users_language(modern: bool) -> None:
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_every_request_carries_the_users_language(stateless: bool) -> None:
     answer = json_answer({"ok": 1}, ("Mcp-Session-Id", "s-1"))
 
     def reply(message: dict[str, Any] | None) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -187,11 +187,14 @@ async def test_every_request_carries_the_users_language(modern: bool) -> None:
 
     async with trio.open_nursery() as nursery:
         recorder, url = await serve(nursery, reply)
-        async with session(url, modern=modern, accept_language="pt-BR") as client:
+        async with session(url, stateless=stateless, accept_language="pt-BR") as client:
             await client.request_raw("initialize", {})
             await client.notify("notifications/initialized")
         async with session(
-            url, modern=modern, headers=[("accept-language", "en-GB")], accept_language="pt-BR"
+            url,
+            stateless=stateless,
+            headers=[("accept-language", "en-GB")],
+            accept_language="pt-BR",
         ) as client:
             await client.request_raw("tools/list", {})
         nursery.cancel_scope.cancel()
@@ -223,7 +226,7 @@ async def test_an_event_stream_delivers_requests_and_notifications_before_the_an
 
     async with trio.open_nursery() as nursery:
         _, url = await serve(nursery, reply)
-        async with session(url, pong, lambda m, p: notes.append((m, p)), modern=False) as w:
+        async with session(url, pong, lambda m, p: notes.append((m, p)), stateless=False) as w:
             assert await w.request("tools/call", {"name": "t"}) == {"done": True}
             with trio.fail_after(5):
                 await arrived.wait()
@@ -238,7 +241,7 @@ async def test_a_failed_exchange_is_a_lost_connection() -> None:
 
     async with trio.open_nursery() as nursery:
         _, url = await serve(nursery, broken)
-        async with session(url, modern=True) as client:
+        async with session(url, stateless=True) as client:
             with pytest.raises(ConnectionLost, match=r"HTTP 500$"):
                 await client.request("tools/list", {})
         nursery.cancel_scope.cancel()
@@ -254,18 +257,18 @@ def not_found(body: bytes, content_type: str = "application/json") -> Reply:
 ERLMCP_404 = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found"}}'
 
 
-@pytest.mark.parametrize("modern", [False, True])
+@pytest.mark.parametrize("stateless", [False, True])
 @pytest.mark.parametrize(
     ("body", "kind"),
     [(ERLMCP_404, "application/json"), (b"Not Found\n", "text/plain")],
 )
 async def test_a_404_without_a_session_is_no_endpoint_and_names_the_likely_one(
-    modern: bool, body: bytes, kind: str
+    stateless: bool, body: bytes, kind: str
 ) -> None:
     async with trio.open_nursery() as nursery:
         _, url = await serve(nursery, not_found(body, kind))
         root = url.removesuffix("/mcp") + "/"
-        async with session(root, modern=modern) as client:
+        async with session(root, stateless=stateless) as client:
             with pytest.raises(EndpointNotFound) as info:
                 await client.request("initialize", {})
         nursery.cancel_scope.cancel()
@@ -276,7 +279,7 @@ async def test_a_404_that_says_method_not_found_is_the_servers_error() -> None:
     body = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'
     async with trio.open_nursery() as nursery:
         _, url = await serve(nursery, not_found(body))
-        async with session(url, modern=True) as client:
+        async with session(url, stateless=True) as client:
             with pytest.raises(ClientRequestError) as info:
                 await client.request("ping", {})
         nursery.cancel_scope.cancel()
@@ -292,7 +295,7 @@ async def test_a_404_to_a_session_means_the_session_ended_not_a_wrong_url() -> N
 
     async with trio.open_nursery() as nursery:
         _, url = await serve(nursery, reply)
-        async with session(url, modern=False) as client:
+        async with session(url, stateless=False) as client:
             await client.request("initialize", {})
             with pytest.raises(ClientRequestError) as info:
                 await client.request("tools/list", {})
@@ -335,7 +338,7 @@ async def test_a_session_listens_on_the_get_stream_once_initialized() -> None:
 
     async with trio.open_nursery() as nursery:
         recorder, url = await serve(nursery, reply, get_stream=events(updated))
-        async with session(url, on_notification=note, modern=False) as client:
+        async with session(url, on_notification=note, stateless=False) as client:
             await client.initialize()
             with trio.fail_after(5):
                 await arrived.wait()
@@ -345,8 +348,8 @@ async def test_a_session_listens_on_the_get_stream_once_initialized() -> None:
     assert recorder.verbs == ["POST", "POST", "GET", "DELETE"]
 
 
-@pytest.mark.parametrize("modern", [False, True])
-async def test_a_withdrawn_request_closes_its_post(modern: bool) -> None:
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_a_withdrawn_request_closes_its_post(stateless: bool) -> None:
     """The call's event stream begins and is held; the client gives up: its POST is closed
     (and in a session, the server is told with ``notifications/cancelled`` too)."""
     closed = trio.Event()
@@ -399,8 +402,10 @@ async def test_a_withdrawn_request_closes_its_post(modern: bool) -> None:
         listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
         url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
         begun = trio.Event()
-        async with session(url, on_notification=lambda m, p: begun.set(), modern=modern) as client:
-            if not modern:
+        async with session(
+            url, on_notification=lambda m, p: begun.set(), stateless=stateless
+        ) as client:
+            if not stateless:
                 await client.request("initialize", {})
             with trio.fail_after(5):
                 async with trio.open_nursery() as call:
@@ -410,7 +415,7 @@ async def test_a_withdrawn_request_closes_its_post(modern: bool) -> None:
                 await closed.wait()
         nursery.cancel_scope.cancel()
     cancelled = [m for m in told if m is not None and m["method"] == "notifications/cancelled"]
-    assert len(cancelled) == (0 if modern else 1)
+    assert len(cancelled) == (0 if stateless else 1)
 
 
 def self_signed(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:

@@ -26,8 +26,8 @@ from erlmcp_py.mcp.session import open_session
 from erlmcp_py.testing import MemoryClient, open_memory_client
 
 LEGACY = "2025-11-25"
-MODERN = "2026-07-28"
-ERAS = pytest.mark.parametrize("version", [LEGACY, MODERN])
+STATELESS = "2026-07-28"
+ERAS = pytest.mark.parametrize("version", [LEGACY, STATELESS])
 
 #: A context variable the client task sets; the server side must not see the caller's value.
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("memory_test_who", default="nobody")
@@ -156,10 +156,10 @@ async def test_initialize_and_notifications(autojump_clock: trio.testing.MockClo
         ]
 
 
-async def test_modern_discover(autojump_clock: trio.testing.MockClock) -> None:
-    async with open_memory_client(build(), handler=accept, protocol_version=MODERN) as client:
+async def test_stateless_discover(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_client(build(), handler=accept, protocol_version=STATELESS) as client:
         discovered = await client.discover()
-        assert MODERN in discovered["supportedVersions"]
+        assert STATELESS in discovered["supportedVersions"]
         with pytest.raises(RuntimeError):
             await client.initialize()
 
@@ -231,7 +231,7 @@ async def test_a_stateless_input_request_refused_or_left_unanswered_ends_the_cal
     server = build()
     async with server.running():
         for handler, why in ((refuse, "refused: -32601"), (lambda _: None, "left unanswered")):
-            async with open_memory_client(server, handler=handler, protocol_version=MODERN) as c:
+            async with open_memory_client(server, handler=handler, protocol_version=STATELESS) as c:
                 with pytest.raises(RuntimeError, match=why):
                     await c.call_tool("ask")
 
@@ -249,7 +249,7 @@ async def test_a_stateless_server_that_never_completes_ends_the_call_after_max_r
     def yes(request: ServerRequest) -> dict[str, Any]:
         return {"action": "accept", "content": {"confirm": True}}
 
-    async with open_memory_client(server, handler=yes, protocol_version=MODERN) as client:
+    async with open_memory_client(server, handler=yes, protocol_version=STATELESS) as client:
         with pytest.raises(InputRoundsExhausted, match="'pester': no complete result after 4"):
             await client.call_tool("pester", max_rounds=4)
         assert len(client.server_requests) == 4
@@ -548,7 +548,7 @@ async def test_resources_and_templates_are_listed_and_read(
         assert json.loads(templated["text"]) == {"id": "7"}
         with pytest.raises(ClientRequestError) as unknown:
             await client.read_resource("memo://nothing")
-        assert unknown.value.code == (-32602 if version == MODERN else -32002)
+        assert unknown.value.code == (-32602 if version == STATELESS else -32002)
 
 
 @ERAS

@@ -34,7 +34,7 @@ from erlmcp_py.mcp.meta import (
 )
 from tests.client.wires import Peer, PeerWire, wire_pair
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 @asynccontextmanager
@@ -440,10 +440,14 @@ async def test_a_stateless_session_discovers_and_puts_its_meta_on_every_request(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with (
-        played(protocol_version=MODERN, locale="pt-BR", log_level="info") as (session, peer, wire),
+        played(protocol_version=STATELESS, locale="pt-BR", log_level="info") as (
+            session,
+            peer,
+            wire,
+        ),
         trio.open_nursery() as nursery,
     ):
-        assert wire.protocols == [MODERN]  # before anything is sent
+        assert wire.protocols == [STATELESS]  # before anything is sent
         with pytest.raises(RuntimeError, match="no initialize"):
             await session.initialize()
         nursery.start_soon(session.handshake)
@@ -463,7 +467,7 @@ async def test_a_stateless_session_discovers_and_puts_its_meta_on_every_request(
     assert discover.method == "server/discover"
     assert isinstance(listed.params, dict)
     assert listed.params["_meta"] == {
-        PROTOCOL_VERSION: MODERN,
+        PROTOCOL_VERSION: STATELESS,
         CLIENT_CAPABILITIES: {"elicitation": {"form": {}}},
         CLIENT_INFO: {"name": "mine"},  # the caller's own member wins
         LOG_LEVEL: "info",
@@ -483,7 +487,7 @@ async def test_stateless_input_rounds_go_to_the_handler_and_refusals_are_left_ou
     ask = {"method": "elicitation/create", "params": {"message": "Sure?"}}
     sample = {"method": "sampling/createMessage", "params": {}}
     async with (
-        played(protocol_version=MODERN, handler=answer) as (session, peer, _),
+        played(protocol_version=STATELESS, handler=answer) as (session, peer, _),
         trio.open_nursery() as nursery,
     ):
         results: list[dict[str, Any]] = []

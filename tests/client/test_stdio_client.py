@@ -26,7 +26,7 @@ from erlmcp_py.client import (
 )
 from erlmcp_py.mcp.meta import CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 SERVE = [
     *(sys.executable, "-m", "erlmcp_py.app", "serve", "--dev", "--log-level", "warning"),
     *("--rate", "100000", "--server", "tests.mcp.asking_server:build"),
@@ -40,7 +40,7 @@ Handler = Callable[[ServerRequest], Mapping[str, Any] | None]
 @asynccontextmanager
 async def serve(handler: Handler | None) -> AsyncIterator[StdioClient]:
     with trio.fail_after(LIMIT):
-        async with open_stdio_client(SERVE, handler=handler, protocol_version=MODERN) as client:
+        async with open_stdio_client(SERVE, handler=handler, protocol_version=STATELESS) as client:
             yield client
 
 
@@ -84,7 +84,7 @@ async def test_every_round_carries_the_memory_clients_meta_and_the_exact_state()
     first, retry = (m["params"] for m in sent)
     for params in (first, retry):
         assert params["_meta"] == {
-            PROTOCOL_VERSION: MODERN,
+            PROTOCOL_VERSION: STATELESS,
             CLIENT_CAPABILITIES: {"elicitation": {"form": {}}},
             CLIENT_INFO: {"name": "erlmcp-py-scripted-client", "version": "0.1.0"},
         }
@@ -145,13 +145,13 @@ async def test_an_input_request_the_handler_leaves_unanswered_ends_the_call() ->
 
 async def test_the_stateless_era_has_no_initialize_and_meta_on_plain_requests() -> None:
     async with serve(None) as client:
-        assert client.modern
+        assert client.stateless
         with pytest.raises(RuntimeError, match="no initialize"):
             await client.initialize()
         tools = (await client.request("tools/list"))["tools"]
         assert {t["name"] for t in tools} == {"greet", "signup", "pester"}
         discovered = await client.request("server/discover")
-        assert MODERN in discovered["supportedVersions"]
+        assert STATELESS in discovered["supportedVersions"]
 
 
 SDK_SERVER = """
@@ -187,7 +187,7 @@ async def test_the_input_rounds_of_the_official_sdks_stateless_server(tmp_path: 
     script.write_text(SDK_SERVER)
     with trio.fail_after(LIMIT):
         async with open_stdio_client(
-            [sys.executable, str(script)], handler=answers(ADA), protocol_version=MODERN
+            [sys.executable, str(script)], handler=answers(ADA), protocol_version=STATELESS
         ) as client:
             assert text(await client.call_tool("greet")) == "hello Ada (36)"
             (asked,) = client.server_requests

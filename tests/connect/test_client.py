@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from erlmcp_py.client import ClientRequestError, ClientSession, open_client_session
-from erlmcp_py.connect import CAPABILITIES, MODERN, SESSION, session_options
+from erlmcp_py.connect import CAPABILITIES, session_options
 from erlmcp_py.core.i18n import LOCALE_META_KEY
+from erlmcp_py.core.versions import LATEST_SESSION_VERSION as SESSION, V_2026_07_28 as STATELESS
 from tests.client.wires import ScriptedWire
 
 META = "io.modelcontextprotocol/protocolVersion"
@@ -51,13 +52,13 @@ async def test_the_stateless_era_discovers_with_meta_on_every_request() -> None:
         {"tools": [{"name": "a"}], "nextCursor": "p2"},
         {"tools": [{"name": "b"}]},
     )
-    async with terminal(wire, MODERN, yes) as client:
+    async with terminal(wire, STATELESS, yes) as client:
         await client.handshake()
         assert [t["name"] for t in await client.list_tools()] == ["a", "b"]
     assert [m for m, _ in wire.sent] == ["server/discover", "tools/list", "tools/list"]
-    assert all(p["_meta"][META] == MODERN for _, p in wire.sent)
+    assert all(p["_meta"][META] == STATELESS for _, p in wire.sent)
     assert wire.sent[2][1]["cursor"] == "p2"
-    assert wire.protocol == MODERN
+    assert wire.protocol == STATELESS
     assert client.server_info == {"name": "m", "version": "2"}
 
 
@@ -68,7 +69,7 @@ async def test_an_input_required_result_is_answered_and_retried_with_its_state()
         {"resultType": "input_required", "requestState": "s2"},  # held: nothing to ask
         {"resultType": "complete", "content": [{"type": "text", "text": "done"}]},
     )
-    async with terminal(wire, MODERN, yes) as client:
+    async with terminal(wire, STATELESS, yes) as client:
         result = await client.call_tool("t", {"x": 1})
     assert result["content"] == [{"type": "text", "text": "done"}]
     first, retry, held = (p for _, p in wire.sent)
@@ -99,12 +100,12 @@ async def test_an_input_request_the_client_does_not_answer_is_left_for_the_serve
         },
         {"resultType": "complete", "content": []},
     )
-    async with terminal(wire, MODERN, refuse) as client:
+    async with terminal(wire, STATELESS, refuse) as client:
         await client.call_tool("t", {})
     assert "inputResponses" not in wire.sent[1][1]
 
 
-@pytest.mark.parametrize("protocol", [SESSION, MODERN])
+@pytest.mark.parametrize("protocol", [SESSION, STATELESS])
 async def test_an_error_answer_reaches_the_caller(protocol: str) -> None:
     failing = ScriptedWire(ClientRequestError(-32042, "needs a page", {"elicitations": []}))
     async with terminal(failing, protocol, yes) as client:
@@ -136,7 +137,7 @@ async def test_the_stateless_era_declares_the_users_locale_on_every_request() ->
         {"resultType": "input_required", "inputRequests": {"e1": ask}, "requestState": "s1"},
         {"resultType": "complete", "content": []},
     )
-    async with terminal(wire, MODERN, yes, locale="pt-BR") as client:
+    async with terminal(wire, STATELESS, yes, locale="pt-BR") as client:
         await client.handshake()
         await client.list_tools()
         await client.call_tool("t", {})
@@ -147,10 +148,10 @@ async def test_the_stateless_era_declares_the_users_locale_on_every_request() ->
         "tools/call",
     ]
     assert all(p["_meta"][LOCALE_META_KEY] == "pt-BR" for _, p in wire.sent)
-    assert all(p["_meta"][META] == MODERN for _, p in wire.sent)
+    assert all(p["_meta"][META] == STATELESS for _, p in wire.sent)
 
 
-@pytest.mark.parametrize("protocol", [SESSION, MODERN])
+@pytest.mark.parametrize("protocol", [SESSION, STATELESS])
 async def test_resources_templates_and_prompts_are_listed_page_by_page(protocol: str) -> None:
     wire = ScriptedWire(
         {"resources": [{"uri": "a://1"}], "nextCursor": "r2"},
@@ -171,10 +172,10 @@ async def test_resources_templates_and_prompts_are_listed_page_by_page(protocol:
         "prompts/list",
     ]
     assert (wire.sent[1][1]["cursor"], wire.sent[4][1]["cursor"]) == ("r2", "p2")
-    assert all(("_meta" in p) == (protocol == MODERN) for _, p in wire.sent)
+    assert all(("_meta" in p) == (protocol == STATELESS) for _, p in wire.sent)
 
 
-@pytest.mark.parametrize("protocol", [SESSION, MODERN])
+@pytest.mark.parametrize("protocol", [SESSION, STATELESS])
 async def test_a_resource_is_read_by_its_uri(protocol: str) -> None:
     contents = [{"uri": "a://1", "mimeType": "text/plain", "text": "hi"}]
     wire = ScriptedWire({"contents": contents})
@@ -199,7 +200,7 @@ async def test_a_stateless_prompt_that_asks_the_user_is_answered_and_retried() -
         {"resultType": "input_required", "inputRequests": {"ctx": ask}, "requestState": "s1"},
         {"resultType": "complete", "messages": []},
     )
-    async with terminal(wire, MODERN, yes) as client:
+    async with terminal(wire, STATELESS, yes) as client:
         result = await client.get_prompt("p", {"a": "1"})
     assert result == {"resultType": "complete", "messages": []}
     (first_method, first), (_, retry) = wire.sent

@@ -25,7 +25,7 @@ from tests.connect.test_terminal import TIMEOUT, _http_server, _run, connect, le
 from tests.transports.test_page import CSRF
 
 MODERN = "2026-07-28"
-FOLLOWING = re.compile(r"Following task ([A-Za-z0-9_-]{22}) \(Ctrl-C: cancel it or leave it")
+FOLLOWING = re.compile(r"Following task ([0-9a-f]{32}) \(Ctrl-C: cancel it or leave it")
 LINK = re.compile(
     r"Anyone with this link can answer it instead: (http://127\.0\.0\.1:\d+/elicit/\S+)"
 )

@@ -14,7 +14,6 @@ from erlmcp_py.core.errors import SchemaNotAllowed
 from erlmcp_py.core.schema import (
     FORMATS,
     MAX_SCHEMA_BYTES,
-    SUPPORTED_VERSIONS,
     FieldKind,
     FrozenDict,
     FrozenList,
@@ -37,9 +36,10 @@ from erlmcp_py.core.schema import (
     string_field,
     thaw,
 )
+from erlmcp_py.core.versions import SESSION_VERSIONS, V_2026_07_28
 
-OLD, MID, NEW = SUPPORTED_VERSIONS
-ALL = SUPPORTED_VERSIONS
+OLD, MID, NEW = (*SESSION_VERSIONS, V_2026_07_28)
+ALL = (OLD, MID, NEW)
 NEWER = (MID, NEW)
 
 
@@ -604,7 +604,7 @@ def test_checked_schema_takes_a_checked_schema_as_it_is_and_checks_anything_else
 def test_a_requested_schema_is_checked_once_however_often_it_is_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import erlmcp_py.core.schema as schema_module
+    import erlmcp_py.core.schema._checked as schema_module  # where RequestedSchema walks
 
     walks: list[str] = []
     walk = schema_module._check

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from erlmcp_py.core.shared import SharedTask, decode_task, encode_task, task_visible_to
+from erlmcp_py.core.store_wire import SharedTask, decode_task, encode_task, task_visible_to
 from erlmcp_py.core.tasks import TERMINAL_STATUSES, TaskState, TaskStatus, iso_time
 
 T0 = 1_785_000_000.0  # 2026-07-25T17:20:00Z

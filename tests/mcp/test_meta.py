@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from erlmcp_py.core.versions import SUPPORTED_VERSIONS
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
 from erlmcp_py.mcp.meta import (
     CLIENT_CAPABILITIES,
     PROTOCOL_VERSION,
-    SUPPORTED_VERSIONS,
     RequestMeta,
     is_modern_request,
     parse_request_meta,

@@ -19,7 +19,7 @@ import trio
 from erlmcp_py import Tenant, open_runtime
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.policy import RatePolicy
-from erlmcp_py.core.shared import SharedTask
+from erlmcp_py.core.store_wire import SharedTask
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
 from erlmcp_py.mcp.mrtr import open_continuations

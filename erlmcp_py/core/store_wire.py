@@ -1,6 +1,6 @@
-"""What replicas share through a store: its address, key names, the bucket's integers, and
-the wire form of records and forwarded calls. Pure: the store client (``erlmcp_py.store``)
-does the I/O.
+"""The store's wire format, what replicas share through it: its address, key names, the
+bucket's integers, and the wire form of records and forwarded calls. Pure: the store client
+(``erlmcp_py.store``) does the I/O.
 
 Theory of operation
 -------------------

@@ -1,5 +1,5 @@
-"""What replicas share: store URLs, key names, the bucket's integers, records and forwarded
-calls on the wire."""
+"""The store's wire format: store URLs, key names, the bucket's integers, records and forwarded
+calls as they travel."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from erlmcp_py.core.errors import (
 )
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
-from erlmcp_py.core.shared import (
+from erlmcp_py.core.store_wire import (
     BucketParams,
     Keys,
     SharedTicket,

@@ -10,7 +10,9 @@ perform them. The record decides nothing: what an answer means, which timer is n
 warning is due and whether a completion may come now are the lifecycle's.
 
 The messages below are what :class:`~erlmcp_py.actors.runtime.Runtime` sends to the
-elicitation actor's mailbox; the actor answers each in its own task. Each message checks its
+elicitation actor's mailbox, each named for the runtime call that sends it
+(``create_elicitation`` sends :class:`CreateElicitation`); the actor answers each in its own
+task. Each message checks its
 arguments when it is made, in the caller's task: a bad argument is the caller's ``TypeError``
 or ``ValueError`` and never reaches the actor every user shares.
 """
@@ -51,24 +53,24 @@ from erlmcp_py.core.lifecycle import (
 from erlmcp_py.core.outcomes import Outcome, Tenant
 from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import RequestedSchema
-from erlmcp_py.core.shared import SharedRecord
+from erlmcp_py.core.store_wire import SharedRecord
 from supervisors import MonitorRef
 
 if TYPE_CHECKING:
-    from erlmcp_py.actors.elicitation import ElicitationActor
+    from erlmcp_py.actors._elicitation import ElicitationActor
 
 __all__ = [
-    "AnswerIt",
-    "CancelIt",
-    "CompleteIt",
-    "Create",
+    "AnswerElicitation",
+    "CancelElicitation",
+    "CompleteElicitation",
+    "CreateElicitation",
     "Ended",
-    "ExtendIt",
-    "GetStatus",
-    "ListAll",
+    "ExtendTimeout",
+    "GetElicitationStatus",
+    "ListElicitations",
     "Record",
     "Reply",
-    "Republish",
+    "RepublishRecords",
     "ResponseRoute",
     "ended",
     "info_of",
@@ -156,7 +158,7 @@ def _check_target(elicitation_id: object, tenant: object) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class Create:
+class CreateElicitation:
     """Register a new elicitation, start its child, reply with an ``ElicitationHandle``.
 
     ``schema`` is the request's requestedSchema checked for the peer's version (``None`` in
@@ -189,7 +191,7 @@ class Create:
 
 
 @dataclass(frozen=True, slots=True)
-class GetStatus:
+class GetElicitationStatus:
     """Reply with the :class:`ElicitationInfo` of one elicitation."""
 
     elicitation_id: str
@@ -200,7 +202,7 @@ class GetStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class ListAll:
+class ListElicitations:
     """Reply with every retained elicitation of ``tenant``."""
 
     tenant: Tenant
@@ -210,7 +212,7 @@ class ListAll:
 
 
 @dataclass(frozen=True, slots=True)
-class CancelIt:
+class CancelElicitation:
     """Cancel one elicitation on the server's behalf."""
 
     elicitation_id: str
@@ -221,7 +223,7 @@ class CancelIt:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtendIt:
+class ExtendTimeout:
     """Move one elicitation's deadline (``seconds=None``: the policy's extension).
 
     Raises:
@@ -239,7 +241,7 @@ class ExtendIt:
 
 
 @dataclass(frozen=True, slots=True)
-class CompleteIt:
+class CompleteElicitation:
     """Complete one elicitation from the application side with ``content``, whose JSON size
     is measured here, in the caller's task.
 
@@ -258,7 +260,7 @@ class CompleteIt:
 
 
 @dataclass(frozen=True, slots=True)
-class AnswerIt:
+class AnswerElicitation:
     """Decline or cancel one elicitation on its user's behalf (the hosted page's buttons).
 
     Raises:
@@ -276,7 +278,7 @@ class AnswerIt:
 
 
 @dataclass(frozen=True, slots=True)
-class Republish:
+class RepublishRecords:
     """Publish every record to the store again (a cast: the store lost this replica's)."""
 
 

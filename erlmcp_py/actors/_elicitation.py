@@ -1,9 +1,9 @@
 """ElicitationActor: the registry, and one child task per elicitation.
 
 Theory of operation. The actor owns the registry (id -> :class:`Record`) and answers the
-runtime API from its mailbox, one message at a time. A ``Create`` asks the rate limiter
+runtime API from its mailbox, one message at a time. A ``CreateElicitation`` asks the rate limiter
 through its mailbox (``Acquire``), registers the record, subscribes it to its owner's exit
-and spawns its child task; ``CompleteIt`` asks the validator through its mailbox.
+and spawns its child task; ``CompleteElicitation`` asks the validator through its mailbox.
 
 Each record owns one pure ``core.lifecycle.Elicitation``, which decides everything: what an
 answer means, which timer is next, when a warning is due, whether the application may
@@ -33,34 +33,14 @@ is full).
 
 Every path to a terminal status goes through ``feed`` -> ``Resolve`` ->
 :meth:`ElicitationActor.on_resolved`, which records the outcome, drops the owner watch and
-retains the record exactly once. In URL mode the client's ``accept`` only means the user
-agreed to open the page: the lifecycle answers it ``Consented`` and waits for the
-application's ``complete_elicitation`` (``Complete``), after which it has
-``notifications/elicitation/complete`` sent to the initiating client. A completion or a
-hosted page's answer that comes while a client's answer is being validated is refused
-(``AnswerRefused``: the caller's ``AnswerInFlight``).
+retains the record exactly once.
 
 Every change of a record is handed to the store (``Store.changed``), which publishes its
 status row for the other replicas (the in-memory store has none, and does nothing).
 
-Once a record has ended and its child task is done with it, the registry keeps only its
-``Ended`` row (the status row and the tenant, as plain values) until the retention evicts it:
-every lookup (:meth:`ElicitationActor._find`, the list) reads a live ``Record`` and an
-``Ended`` row alike, and a call that would change an ended one is refused with
-``AlreadyTerminal`` either way. The waiter's handle keeps the outcome object.
-
-If the actor dies (crash, restart of a sibling under rest_for_one, shutdown), its nursery
-takes every child task with it; ``terminate`` tells each client to drop its open request and
-then feeds ``RuntimeRestart`` to every live record: each waiter gets
-``Failed("runtime_restarted")``, never a hang.
-
-Application code never crashes this actor. What the runtime calls of it here -- the request's
-validator (through the validator actor), its ``url_values`` and the resolver, the peer's
-``send_request``, ``send_notification`` and ``forget_request`` -- is called under a guard:
-a failing validator ends its own elicitation ``Failed("validator_error")`` (``ValidatorFailed``),
-a failing send ``Failed("transport")``, a failing notice or forget is logged and skipped. What
-an application passes to the runtime API is checked when its message is made, in its own task
-(``actors/record.py``). What is logged of a failure is its type, never its message.
+What the registry keeps of an ended elicitation, URL mode's consent, what a restart of this
+actor costs a waiter, and how application code is kept from crashing it are in
+docs/architecture.md ("The supervision tree", "Vocabulary", "Invariants").
 """
 
 from __future__ import annotations
@@ -76,21 +56,19 @@ from typing import Any
 import structlog
 import trio
 
-from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.metrics import Metrics
-from erlmcp_py.actors.peer import PeerGone
-from erlmcp_py.actors.ratelimiter import Acquire, Release, ReleaseMany, ResetPending
-from erlmcp_py.actors.record import (
-    AnswerIt,
-    CancelIt,
-    CompleteIt,
-    Create,
+from erlmcp_py.actors._metrics import Metrics
+from erlmcp_py.actors._ratelimiter import Acquire, Release, ReleaseMany, ResetPending
+from erlmcp_py.actors._record import (
+    AnswerElicitation,
+    CancelElicitation,
+    CompleteElicitation,
+    CreateElicitation,
     Ended,
-    ExtendIt,
-    GetStatus,
-    ListAll,
+    ExtendTimeout,
+    GetElicitationStatus,
+    ListElicitations,
     Record,
-    Republish,
+    RepublishRecords,
     ResponseRoute,
     ended,
     info_of,
@@ -98,8 +76,10 @@ from erlmcp_py.actors.record import (
     shared_record,
     tenant_of,
 )
+from erlmcp_py.actors._validator import Validate, ValidatorRaised
+from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
+from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.urlcheck import Resolver, check_url
-from erlmcp_py.actors.validator import Validate, ValidatorRaised
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
     AnswerInFlight,
@@ -201,7 +181,7 @@ class ElicitationActor(Actor):
     # -- API ---------------------------------------------------------------------------------
 
     async def handle_cast(self, msg: Any) -> None:
-        if type(msg) is Republish:
+        if type(msg) is RepublishRecords:
             for elicitation_id, entry in self.records.items():
                 self.changed(elicitation_id, entry)
         else:
@@ -210,31 +190,31 @@ class ElicitationActor(Actor):
     async def handle_call(self, msg: Any, reply_to: ReplyTo) -> Any:
         self._evict(self.now())
         kind = type(msg)
-        if kind is Create:
+        if kind is CreateElicitation:
             return await self._create(msg)
-        if kind is ListAll:
+        if kind is ListElicitations:
             return [info_of(e) for e in self.records.values() if tenant_of(e) == msg.tenant]
         entry = self._find(msg.elicitation_id, msg.tenant)
         if entry is None:
             return ErrorReply(ElicitationNotFound(msg.elicitation_id))
-        if kind is GetStatus:
+        if kind is GetElicitationStatus:
             return info_of(entry)
         if not isinstance(entry, Record) or entry.outcome is not None:
             return ErrorReply(AlreadyTerminal(info_of(entry).status))
         record = entry
-        if kind is CancelIt:
+        if kind is CancelElicitation:
             record.feed(Cancel(by="server"))
             return record.info()
-        if kind is ExtendIt:
+        if kind is ExtendTimeout:
             (reply,) = record.feed(Extend(self.now(), msg.seconds))
             if isinstance(reply, ExtensionGranted):
                 self.event("extended", record, deadline=reply.deadline)
                 return record.info()
             assert isinstance(reply, ExtensionRefused)
             return ErrorReply(ExtensionDenied(reply.reason, reply.max_extensions))
-        if kind is CompleteIt:
+        if kind is CompleteElicitation:
             return await self._complete(record, msg)
-        if kind is AnswerIt:
+        if kind is AnswerElicitation:
             if record.feed(Dismiss(msg.action)):  # AnswerRefused: an accept is validated
                 return ErrorReply(AnswerInFlight(record.id))
             return record.info()
@@ -262,7 +242,7 @@ class ElicitationActor(Actor):
         except (Busy, ActorGone, StoreUnavailable) as exc:
             return ErrorReply(exc)
 
-    async def _create(self, msg: Create) -> Any:
+    async def _create(self, msg: CreateElicitation) -> Any:
         decision = await self._ask(self.ratelimiter, Acquire(msg.client, msg.charge))
         if isinstance(decision, ErrorReply):
             if isinstance(decision.error, StoreUnavailable):
@@ -294,7 +274,7 @@ class ElicitationActor(Actor):
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
-    async def _complete(self, record: Record, message: CompleteIt) -> Any:
+    async def _complete(self, record: Record, message: CompleteElicitation) -> Any:
         """The application completes ``record`` with ``content``: validate, then end it."""
         content = message.content
         limit = self.policy.sizes.answer_bytes
