@@ -172,6 +172,8 @@ TASK_NOT_RESUMABLE: Final = "task_not_resumable"
 _RETRY_WRITE_S: Final = 1.0
 #: Longest wait of a ``tasks/cancel`` for its record to be written (its answer comes anyway).
 _WRITTEN_WAIT_S: Final = 2.0
+#: Longest wait of a closing registry for the writes of its last changes.
+_FLUSH_S: Final = 2.0
 #: Reads of a task's record a forwarded call makes as the task moves between replicas.
 _FORWARD_TRIES: Final = 3
 
@@ -1245,32 +1247,41 @@ class TaskRegistry:
     async def run_writer(self) -> None:
         """Write changed records and delete forgotten ones, in the background, until
         cancelled; a failed write is tried again a moment later."""
-        store = self.runtime.store
         while True:
             await self._write_due.wait()
             self._write_due = trio.Event()
-            deleted, self._deleted = self._deleted, {}
-            dirty, self._dirty = self._dirty, {}
             try:
-                for task_id in deleted:
-                    await store.delete_task(task_id)
-                for task in dirty.values():
-                    if task.forgotten:
-                        continue
-                    left = task.state.expires_at() - self.now()
-                    if left > 0:
-                        await self._put(task, left)
+                await self._write_due_records()
             except StoreUnavailable:
                 self.counters["store_errors"] += 1
-                for task_id in deleted:
-                    self._deleted.setdefault(task_id, None)
-                for task_id, task in dirty.items():
-                    self._dirty.setdefault(task_id, task)
                 await trio.sleep(_RETRY_WRITE_S)
                 self._write_due.set()
             finally:
                 self._wrote.set()
                 self._wrote = trio.Event()
+
+    async def _write_due_records(self) -> None:
+        """Delete and write what is due, one by one; what is not done (the store failed, or
+        this registry closes) stays due."""
+        store = self.runtime.store
+        deleted, self._deleted = self._deleted, {}
+        dirty, self._dirty = self._dirty, {}
+        try:
+            while deleted:
+                task_id = next(iter(deleted))
+                await store.delete_task(task_id)
+                del deleted[task_id]
+            while dirty:
+                task_id, task = next(iter(dirty.items()))
+                left = task.state.expires_at() - self.now()
+                if not task.forgotten and left > 0:
+                    await self._put(task, left)
+                del dirty[task_id]
+        finally:
+            for task_id in deleted:
+                self._deleted.setdefault(task_id, None)
+            for task_id, task in dirty.items():
+                self._dirty.setdefault(task_id, task)
 
     async def _put(self, task: _Task, ttl_s: float) -> None:
         """Write one task's record; a write that fails for any reason but the store's
@@ -1327,6 +1338,14 @@ class TaskRegistry:
         as they are, for another replica to take them over."""
         self._closing = True
         self._nursery.cancel_scope.cancel()
+
+    async def flush(self) -> None:
+        """Write what changed before :meth:`close` (a task that ended just before is
+        recorded ended, not replayed elsewhere), as far as the store takes it now."""
+        try:
+            await self._write_due_records()
+        except StoreUnavailable:
+            log.warning("tasks_not_flushed", tasks=len(self._dirty), deleted=len(self._deleted))
 
 
 def _question(state: TaskState, key: str) -> str:
@@ -1386,3 +1405,5 @@ async def open_tasks(runtime: Runtime, **options: Any) -> AsyncIterator[TaskRegi
             if registry.durable:
                 runtime.store.serve_tasks(None)
             registry.close()
+            with trio.CancelScope(shield=True), trio.move_on_after(_FLUSH_S):
+                await registry.flush()

@@ -194,6 +194,30 @@ async def test_a_replica_killed_while_its_task_waits_is_replaced_by_another(
             await dying.wait()
 
 
+async def test_a_task_that_ended_just_before_its_replica_stops_is_recorded_ended_not_replayed(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    prefix = parse_store_url(url).prefix
+    async with replica(url) as b, stopping(url) as (a, stop_a):
+        task_id = await a.call("approve", {"item": "INV-7"})
+        await task_on(a, task_id, asking("who"))
+        await update(a, task_id, WHO)
+        await task_on(a, task_id, asking("elicitation"))
+        await update(a, task_id, SURE)
+        with trio.fail_after(LIMIT):  # the tool's end, seen in the step it happens
+            while a.tasks.snapshot()["running"]:
+                await trio.lowlevel.checkpoint()
+        await stop_a.aclose()  # before its record is written: the stop writes it
+        done = await task_on(b, task_id, status("completed"))
+        assert done["result"]["content"][0]["text"] == "INV-7: Ada Accepted"
+        # a few heartbeats of B: nothing was left for it to take over
+        await trio.sleep(0.5)
+        assert not redis_server.keys(f"{prefix}:orphans")
+        assert b.tasks.counters["taken_over"] == 0
+        assert b.probe.runs == []
+
+
 async def test_a_task_that_asked_in_url_mode_ends_failed_when_its_replica_is_gone(
     redis_server: RedisServer,
 ) -> None:
