@@ -18,6 +18,7 @@ import pytest
 
 import erlmcp_py
 import erlmcp_py.client
+import erlmcp_py.gateway
 import supervisors
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -58,7 +59,12 @@ CLIENT_API = {
     "open_stdio_wire", "with_request_meta",
 }  # fmt: skip
 
-PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client)
+GATEWAY_API = {
+    "TIMEOUT_META", "Gateway", "GatewaySession", "Upstream", "UpstreamPolicy", "parse_header",
+    "upstream_capabilities",
+}  # fmt: skip
+
+PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client, erlmcp_py.gateway)
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,8 +74,13 @@ PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client)
 
 @pytest.mark.parametrize(
     ("package", "pinned"),
-    [(erlmcp_py, ERLMCP_PY_API), (supervisors, SUPERVISORS_API), (erlmcp_py.client, CLIENT_API)],
-    ids=["erlmcp_py", "supervisors", "erlmcp_py.client"],
+    [
+        (erlmcp_py, ERLMCP_PY_API),
+        (supervisors, SUPERVISORS_API),
+        (erlmcp_py.client, CLIENT_API),
+        (erlmcp_py.gateway, GATEWAY_API),
+    ],
+    ids=["erlmcp_py", "supervisors", "erlmcp_py.client", "erlmcp_py.gateway"],
 )
 def test_all_is_the_pinned_public_api(package: types.ModuleType, pinned: set[str]) -> None:
     assert set(package.__all__) == pinned
@@ -172,6 +183,10 @@ APPLICATION = (
     "erlmcp_py.testing",
 )
 
+# The gateway: the server machinery wired to an upstream client session. It may import every
+# layer of the library (mcp, transports, client…); only the application modules import it.
+GATEWAY = "erlmcp_py.gateway"
+
 # The modules at the root of erlmcp_py: the library's public face (the package, its logging
 # defaults) and the test helpers; the command and its examples live in erlmcp_py.app.
 ROOT_MODULES = {"__init__.py", "logging.py", "testing.py"}
@@ -207,7 +222,7 @@ def test_core_is_pure() -> None:
         "trio", "asyncio", "socket", "select", "selectors", "subprocess", "os", "time",
         "random", "secrets",
         "supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
-        "erlmcp_py.client", "erlmcp_py.logging", *APPLICATION,
+        "erlmcp_py.client", "erlmcp_py.logging", GATEWAY, *APPLICATION,
     )  # fmt: skip
     assert not _violations("erlmcp_py.core", forbidden)
 
@@ -229,24 +244,24 @@ def test_core_reads_no_clock() -> None:
 def test_the_store_imports_only_the_core() -> None:
     """The store client is I/O for the actors: it knows the core, never the layers above."""
     forbidden = ("supervisors", "erlmcp_py.actors", "erlmcp_py.mcp", "erlmcp_py.transports",
-                 "erlmcp_py.client", *APPLICATION)  # fmt: skip
+                 "erlmcp_py.client", GATEWAY, *APPLICATION)  # fmt: skip
     assert not _violations("erlmcp_py.store", forbidden)
 
 
 def test_actors_never_import_mcp_or_transports() -> None:
-    forbidden = ("erlmcp_py.mcp", "erlmcp_py.transports", "erlmcp_py.client", *APPLICATION)
-    assert not _violations("erlmcp_py.actors", forbidden)
+    forbidden = ("erlmcp_py.mcp", "erlmcp_py.transports", "erlmcp_py.client", GATEWAY)
+    assert not _violations("erlmcp_py.actors", (*forbidden, *APPLICATION))
 
 
 def test_mcp_never_imports_transports() -> None:
-    forbidden = ("erlmcp_py.transports", "erlmcp_py.client", *APPLICATION)
+    forbidden = ("erlmcp_py.transports", "erlmcp_py.client", GATEWAY, *APPLICATION)
     assert not _violations("erlmcp_py.mcp", forbidden)
 
 
 def test_transports_never_import_the_application() -> None:
     """The command wires the example server into a transport, never the transport itself; a
     transport serves clients and needs none of its own."""
-    assert not _violations("erlmcp_py.transports", ("erlmcp_py.client", *APPLICATION))
+    assert not _violations("erlmcp_py.transports", ("erlmcp_py.client", GATEWAY, *APPLICATION))
 
 
 def test_the_client_imports_the_protocol_never_the_server_side() -> None:
@@ -254,8 +269,21 @@ def test_the_client_imports_the_protocol_never_the_server_side() -> None:
     constants, and a server session for the in-memory wire); it needs neither the actors nor
     the store nor the server's transports."""
     forbidden = ("supervisors", "erlmcp_py.actors", "erlmcp_py.store", "erlmcp_py.transports",
-                 *APPLICATION)  # fmt: skip
+                 GATEWAY, *APPLICATION)  # fmt: skip
     assert not _violations("erlmcp_py.client", forbidden)
+
+
+def test_the_gateway_is_imported_by_the_application_only() -> None:
+    """The gateway wires the server machinery (``mcp``, ``transports``) to an upstream client
+    session (``client``): it may use every layer of the library, and never the application
+    modules, which are the only ones to import it."""
+    assert not _violations(GATEWAY, APPLICATION)
+    importers = {
+        imp.importer
+        for imp in ALL_IMPORTS
+        if any(_within(t, GATEWAY) for t in _targets(imp)) and not _within(imp.importer, GATEWAY)
+    }
+    assert all(any(_within(m, app) for app in APPLICATION) for m in importers), importers
 
 
 def test_no_product_code_uses_trio_testing() -> None:

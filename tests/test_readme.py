@@ -114,6 +114,12 @@ CONNECT_BEARER = (
     'erlmcp-py connect --header "Authorization: Bearer $TOKEN" https://example.com/mcp',
 )
 CONNECT_CALL = ("sh", "erlmcp-py connect --call demo_confirm -- CMD ARGS")
+GATEWAY_SERVER = (
+    "python",
+    "# server.py: an MCP server on the official SDK, with nothing of erlmcp-py in it",
+)
+GATEWAY_STDIO = ("sh", "erlmcp-py gateway -- python server.py")
+GATEWAY_DESKTOP = ("json", "{")
 SESSION_EN = ("text", "Connected to erlmcp-py-example 0.1.0 (protocol 2025-11-25, stdio).")
 SESSION_PT = ("text", "mcp> call demo_titled_multi_choice")
 
@@ -144,6 +150,16 @@ RUN_BY: dict[tuple[str, str], tuple[str, ...]] = {
     CONNECT_HTTP: (HERE + "test_connect_reaches_a_streamable_http_endpoint",),
     CONNECT_BEARER: (HERE + "test_connect_sends_the_bearer_header_the_server_checks",),
     CONNECT_CALL: (HERE + "test_connect_call_makes_one_call_and_exits_by_its_outcome",),
+    GATEWAY_SERVER: (
+        HERE + "test_the_gateway_command_serves_the_sdk_server_and_validates_its_answers",
+        HERE + "test_the_desktop_configuration_runs_the_gateway_for_the_official_client",
+    ),
+    GATEWAY_STDIO: (
+        HERE + "test_the_gateway_command_serves_the_sdk_server_and_validates_its_answers",
+    ),
+    GATEWAY_DESKTOP: (
+        HERE + "test_the_desktop_configuration_runs_the_gateway_for_the_official_client",
+    ),
     SESSION_EN: (HERE + "test_the_transcripts_replay_line_for_line_in_a_terminal",),
     SESSION_PT: (HERE + "test_the_transcripts_replay_line_for_line_in_a_terminal",),
 }
@@ -557,6 +573,56 @@ TAKEN_FROM_THE_TEXT: dict[tuple[str, str], frozenset[str]] = {
 SNIPPETS = [
     block for path in DOCUMENTS for block in fenced_blocks(path) if block.language == "python"
 ]
+
+
+async def test_the_gateway_command_serves_the_sdk_server_and_validates_its_answers(
+    tmp_path: Path,
+) -> None:
+    """The README's SDK server, saved as server.py, behind ``erlmcp-py gateway`` as the
+    README runs it: an answer out of the server's bounds is asked again by the gateway, and
+    only the valid one reaches the server's tool."""
+    from erlmcp_py.client import connect_stdio
+
+    (tmp_path / "server.py").write_text(readme(*GATEWAY_SERVER))
+    asked: list[ServerRequest] = []
+    answers = [{"name": "Ada", "age": 200}, {"name": "Ada", "age": 36}]
+
+    def user(request: ServerRequest) -> dict[str, Any]:
+        asked.append(request)
+        return {"action": "accept", "content": answers.pop(0)}
+
+    command = ["sh", "-c", readme(*GATEWAY_STDIO)]
+    with trio.fail_after(LIMIT):
+        async with connect_stdio(command, cwd=tmp_path, env=environment(), handler=user) as s:
+            assert s.server_info["name"] == "people"
+            result = await s.call_tool("register")
+    assert result["content"][0]["text"] == "registered Ada, 36"
+    assert len(asked) == 2
+    assert "age" in asked[1].params["message"]  # the re-prompt says what was wrong
+
+
+async def test_the_desktop_configuration_runs_the_gateway_for_the_official_client(
+    tmp_path: Path,
+) -> None:
+    """The README's desktop configuration, started as a desktop client starts it (its
+    command and args, in the folder of server.py), with the official client."""
+    (tmp_path / "server.py").write_text(readme(*GATEWAY_SERVER))
+    (entry,) = json.loads(readme(*GATEWAY_DESKTOP))["mcpServers"].values()
+    env = environment()
+    command = shutil.which(entry["command"], path=env["PATH"])
+    assert command is not None
+
+    async def user(_ctx: Any, params: Any) -> types.ElicitResult:
+        assert params.message == "Who are you?"
+        return types.ElicitResult(action="accept", content={"name": "Ada", "age": 36})
+
+    server = StdioServerParameters(command=command, args=entry["args"], cwd=tmp_path, env=env)
+    with trio.fail_after(LIMIT):
+        async with Client(server, mode="legacy", elicitation_callback=user) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("register", {})
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    assert block.text == "registered Ada, 36"
 
 
 def pyflakes(block: Block) -> list[dict[str, Any]]:

@@ -14,15 +14,18 @@ __all__ = ["main"]
 
 
 def _check_config(path: str) -> int:
-    """``erlmcp-py check-config FILE``: what ``serve --config FILE`` would check before it
-    starts (the file, and then the options as ``serve`` checks them, in this environment;
-    a missing key file is not created). 0 and the options when ``serve`` would start, else 2
-    and one line per problem, as ``serve`` words them."""
+    """``erlmcp-py check-config FILE``: what ``serve --config FILE`` (``gateway``, when the
+    file names an upstream) would check before it starts (the file, and then the options as
+    ``serve`` checks them, in this environment; a missing key file is not created). 0 and
+    the options when ``serve`` would start, else 2 and one line per problem, as ``serve``
+    words them."""
     from erlmcp_py.core.shared import parse_store_url
 
     try:
         options = load_serve_config(path, os.environ).options()
-        check_serve(build_parser(options).parse_args(["serve"]), os.environ, create_keyring=False)
+        command = "gateway" if {"upstream", "upstream_command"} & set(options) else "serve"
+        parsed = build_parser(options).parse_args([command])
+        check_serve(parsed, os.environ, create_keyring=False)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"erlmcp-py: {problem}", file=sys.stderr)
@@ -33,6 +36,8 @@ def _check_config(path: str) -> int:
     for key, value in sorted(options.items()):
         if key == "store":  # without its password
             value = str(parse_store_url(value))
+        elif key == "upstream_header":  # their values may be credentials
+            value = [f"{text.partition(':')[0]}: (hidden)" for text in value]
         print(f"{key} = {value!r}")
     return 0
 
@@ -59,7 +64,7 @@ def _dispatch(argv: list[str] | None) -> int:
         return 2
     if args.command == "check-config":
         return _check_config(args.file)
-    if args.command == "serve":
+    if args.command in ("serve", "gateway"):
         return serve(args)
     if args.command == "connect":
         from erlmcp_py.connect import run

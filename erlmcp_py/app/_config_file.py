@@ -97,6 +97,10 @@ class ServeConfig(BaseModel):
     auth_tool_scope: list[str] | None = None
     auth_introspection_url: str | None = Field(None, min_length=1)
     insecure_no_auth: bool | None = None
+    upstream: str | None = Field(None, min_length=1)
+    upstream_header: list[str] | None = None
+    upstream_command: list[str] | None = Field(None, min_length=1)
+    max_upstreams: int | None = Field(None, gt=0)
 
     @field_validator(
         "elicitation_timeout",
@@ -135,6 +139,15 @@ class ServeConfig(BaseModel):
     def _forwarded_allow_ips(cls, value: str | None) -> str | None:
         if value is not None:
             TrustedProxies.parse(value)  # a ValueError names the bad entry
+        return value
+
+    @field_validator("upstream_header")
+    @classmethod
+    def _upstream_headers(cls, value: list[str] | None) -> list[str] | None:
+        from erlmcp_py.gateway import parse_header
+
+        for text in value or ():
+            parse_header(text)  # a ValueError names what is wrong
         return value
 
     @field_validator("store")

@@ -58,6 +58,7 @@ SUBCOMMANDS = {
     "demo": "run the example server and drive it with a scripted client",
     "check-config": "check a serve configuration file as serve would, and exit",
     "connect": "try any MCP server by hand, in the terminal",
+    "gateway": "serve another MCP server (a command or a URL) with supervised elicitation",
 }
 
 
@@ -82,9 +83,8 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.ArgumentParser:
-    """The command line; ``defaults`` replace ``serve``'s own (from a configuration file)."""
-    from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
-
+    """The command line; ``defaults`` replace ``serve``'s and ``gateway``'s own (from a
+    configuration file)."""
     parser = argparse.ArgumentParser(
         prog="erlmcp-py",
         description="MCP servers that ask their users for input, supervised the OTP way.",
@@ -100,6 +100,36 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         )
 
     serve = command("serve", usage="%(prog)s [OPTIONS]")
+    _add_serve_options(serve, gateway=False)
+    gateway = command(
+        "gateway", usage="%(prog)s [OPTIONS] (-- UPSTREAM_CMD [ARGS...] | --upstream URL)"
+    )
+    _add_serve_options(gateway, gateway=True)
+
+    demo = command("demo")
+    demo.add_argument(
+        "--elicitation-timeout",
+        type=_positive,
+        default=2.0,
+        metavar="SECONDS",
+        help="the demo server's deadline (the timeout scene waits this long)",
+    )
+    check = command("check-config")
+    check.add_argument("file", metavar="FILE", help="the TOML file serve --config would read")
+    from erlmcp_py.connect import add_arguments
+
+    add_arguments(command("connect"))
+    if defaults:
+        serve.set_defaults(**defaults)
+        gateway.set_defaults(**defaults)
+    return parser
+
+
+def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None:
+    """``serve``'s options on ``serve``, or on ``gateway`` (with the upstream's instead of
+    ``--server``)."""
+    from erlmcp_py.transports.http import HttpConfig, PrincipalLimits
+
     serve.add_argument(
         "--config",
         default=None,
@@ -107,13 +137,16 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         help="options from a TOML file, keys as the options (shutdown_timeout = 10), under "
         "ERLMCP_SERVE_<KEY> variables and the options given here (default: none)",
     )
-    serve.add_argument(
-        "--server",
-        default=None,
-        metavar="MODULE:NAME",
-        help="your server: a Server, or a function taking the runtime policy and returning "
-        "one (default: the bundled example)",
-    )
+    if gateway:
+        _add_upstream_options(serve)
+    else:
+        serve.add_argument(
+            "--server",
+            default=None,
+            metavar="MODULE:NAME",
+            help="your server: a Server, or a function taking the runtime policy and "
+            "returning one (default: the bundled example)",
+        )
     serve.add_argument(
         "--transport", choices=("stdio", "http"), default="stdio", help="how clients connect"
     )
@@ -131,7 +164,7 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         "--log-level",
         default="info",
         metavar="LEVEL",
-        help="least level logged: debug, info, warning, error",
+        help="log from: debug, info, warning, error",
     )
 
     policy = serve.add_argument_group("elicitation policy")
@@ -298,22 +331,38 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         help="serve a --host other than loopback without authentication",
     )
 
-    demo = command("demo")
-    demo.add_argument(
-        "--elicitation-timeout",
-        type=_positive,
-        default=2.0,
-        metavar="SECONDS",
-        help="the demo server's deadline (the timeout scene waits this long)",
-    )
-    check = command("check-config")
-    check.add_argument("file", metavar="FILE", help="the TOML file serve --config would read")
-    from erlmcp_py.connect import add_arguments
 
-    add_arguments(command("connect"))
-    if defaults:
-        serve.set_defaults(**defaults)
-    return parser
+def _add_upstream_options(gateway: argparse.ArgumentParser) -> None:
+    """The gateway's upstream: a command after ``--``, or ``--upstream URL``."""
+    from erlmcp_py.gateway import UpstreamPolicy
+
+    upstream = gateway.add_argument_group("upstream")
+    upstream.add_argument(
+        "upstream_command",
+        nargs="*",
+        metavar="UPSTREAM_CMD",
+        help="after --: the upstream's command, run for each client",
+    )
+    upstream.add_argument(
+        "--upstream",
+        default=None,
+        metavar="URL",
+        help="or a Streamable HTTP upstream (default: none)",
+    )
+    upstream.add_argument(
+        "--upstream-header",
+        action="append",
+        default=None,
+        metavar="H",
+        help="'Name: value' for --upstream (repeat; default: none)",
+    )
+    upstream.add_argument(
+        "--max-upstreams",
+        type=_positive_int,
+        default=UpstreamPolicy().max_upstreams,
+        metavar="N",
+        help="upstreams open at once",
+    )
 
 
 def parse_args(argv: list[str] | None, environ: Mapping[str, str]) -> argparse.Namespace:
@@ -327,7 +376,7 @@ def parse_args(argv: list[str] | None, environ: Mapping[str, str]) -> argparse.N
     from erlmcp_py.app._config_file import load_serve_config
 
     args = build_parser().parse_args(argv)
-    if args.command == "serve" and args.config is not None:
+    if args.command in ("serve", "gateway") and args.config is not None:
         options = load_serve_config(args.config, environ).options()
         args = build_parser(options).parse_args(argv)
     return args

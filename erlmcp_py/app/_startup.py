@@ -1,8 +1,10 @@
-"""What ``erlmcp-py serve`` checks before it starts, and ``check-config`` checks the same way.
+"""What ``erlmcp-py serve`` (and ``gateway``) checks before it starts, and ``check-config``
+checks the same way.
 
 Every refusal is one line (a :class:`StartupError`) naming the option at fault: the store URL,
-``--server`` (imported, and its factory called), and over HTTP the key ring, the
-authentication options, and a ``--host`` reachable from the network without authentication.
+``--server`` (imported, and its factory called), the gateway's upstream (a command or a URL,
+its headers), and over HTTP the key ring, the authentication options, and a ``--host``
+reachable from the network without authentication.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.app._keyring_file import STATE_KEYS_ENV, state_keyring
 from erlmcp_py.app._load_server import load_server
 from erlmcp_py.app._options import auth_config, http_config, is_loopback, runtime_config, store_url
@@ -69,7 +72,11 @@ def check_serve(
         task_timeout=args.task_timeout,
         task_ttl=args.task_ttl,
     )
-    if args.server is not None:
+    if args.command == "gateway":
+        server = _gateway(args, config)
+    elif getattr(args, "upstream", None) or getattr(args, "upstream_command", None):
+        raise StartupError("upstream: the upstream is an option of erlmcp-py gateway")
+    elif args.server is not None:
         try:
             server = load_server(args.server, config)
         except ValueError as exc:
@@ -112,3 +119,37 @@ def _check_task_ttl(task_timeout: float | None, task_ttl: float | None) -> None:
             f"{where}: a task's life ({life:g} s) must be at least the deadline of its "
             f"questions ({longest:g} s)"
         )
+
+
+def _gateway(args: argparse.Namespace, config: RuntimeConfig) -> Server:
+    """The gateway ``erlmcp-py gateway``'s options describe.
+
+    Raises:
+        StartupError: no upstream, or both a command and ``--upstream``, a bad URL or header,
+            or ``--server`` (a gateway serves its upstream, not a server of this process).
+    """
+    from erlmcp_py.core.urlpolicy import UrlPolicy
+    from erlmcp_py.gateway import Gateway, Upstream, UpstreamPolicy, parse_header
+
+    if getattr(args, "server", None) is not None:
+        raise StartupError("server: the gateway serves its upstream, not --server")
+    command = tuple(args.upstream_command or ())
+    if command and args.upstream is not None:
+        raise StartupError("the upstream is a command after -- or --upstream URL, not both")
+    if not command and args.upstream is None:
+        raise StartupError(
+            "no upstream: give its command after -- (erlmcp-py gateway -- python server.py) "
+            "or --upstream URL"
+        )
+    try:
+        headers = tuple(parse_header(text) for text in args.upstream_header or ())
+        upstream = Upstream(command=command, url=args.upstream, headers=headers)
+    except ValueError as exc:
+        where = "--upstream-header" if args.upstream_header else "--upstream"
+        raise StartupError(f"{where}: {exc}") from None
+    return Gateway(
+        upstream,
+        policy=UpstreamPolicy(max_upstreams=args.max_upstreams),
+        runtime_config=config,
+        url_policy=UrlPolicy(allow_http_loopback_dev=config.url_dev),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.runtime import Runtime, open_runtime
@@ -14,6 +14,7 @@ from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.mcp.asked_forms import check_asked_forms
 from erlmcp_py.mcp.completion import Completer, CompletionRegistry
 from erlmcp_py.mcp.context import Context
+from erlmcp_py.mcp.mrtr import ContinuationRegistry
 from erlmcp_py.mcp.prompts import PromptFunction, PromptSpec, make_prompt
 from erlmcp_py.mcp.resources import (
     ResourceFunction,
@@ -24,6 +25,7 @@ from erlmcp_py.mcp.resources import (
     make_resource_template,
 )
 from erlmcp_py.mcp.session import ServerSession
+from erlmcp_py.mcp.stateless import StatelessEndpoint
 from erlmcp_py.mcp.tools import TaskStart, ToolFunction, ToolSpec, make_tool
 
 __all__ = ["Server"]
@@ -75,6 +77,10 @@ class Server:
         pydantic.ValidationError: ``runtime_config`` is a mapping that is not a valid
             :class:`RuntimeConfig` (the error names the field).
     """
+
+    #: The class of this server's session-era connections (:func:`open_session` makes one
+    #: per connection): a server that answers requests otherwise (the gateway) names its own.
+    session_class: ClassVar[type[ServerSession]] = ServerSession
 
     def __init__(
         self,
@@ -425,6 +431,15 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
         return result
+
+    def stateless_endpoint(
+        self, runtime: Runtime, registry: ContinuationRegistry, **options: Any
+    ) -> StatelessEndpoint:
+        """What answers this server's 2026-07-28 requests, for one continuation registry (the
+        transports make one: Streamable HTTP per transport, stdio per connection): its tools,
+        resources and prompts. A server that answers them otherwise (the gateway) returns its
+        own. ``options`` are :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint`'s."""
+        return StatelessEndpoint(self, runtime, registry, **options)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Runtime]:

@@ -511,9 +511,7 @@ class ServerSession:
         if req.id in self._calls:
             raise jsonrpc.invalid_request("a request with this id is already in progress")
         if handler is None:  # resources/*, prompts/*, completion/complete
-            call = _Call()
-            self._calls[req.id] = call
-            self._nursery.start_soon(self._run_call, req.id, call, self._feature_answer(req))
+            self.start_call(req.id, self._feature_answer(req))
             return
         await handler(self, req)
 
@@ -554,6 +552,17 @@ class ServerSession:
     async def _resources_unsubscribe(self, req: Request) -> None:
         self.subscriptions.discard(features.subscribable(self._server, req))
         await self._respond(req.id, {})
+
+    def start_call(self, id: RequestId, answer: Coroutine[Any, Any, bytes]) -> None:
+        """Run the client's request ``id`` as a call: ``answer`` (the coroutine giving its
+        response frame) in a task of its own, in progress until that frame is written. A call
+        is what ``notifications/cancelled`` cancels (no answer is written then), what
+        :meth:`stop_calls` answers with the shutdown error and what :meth:`calls_ended` and
+        :attr:`working` count. The tools, prompts and resources of this session run as calls;
+        a subclass that answers other requests (a gateway relaying them) starts them here."""
+        call = _Call()
+        self._calls[id] = call
+        self._nursery.start_soon(self._run_call, id, call, answer)
 
     async def _run_call(
         self, id: RequestId, call: _Call, answer: Coroutine[Any, Any, bytes]
@@ -609,9 +618,7 @@ class ServerSession:
             raise jsonrpc.invalid_params(
                 f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, id
             )
-        call = _Call()
-        self._calls[id] = call
-        self._nursery.start_soon(self._run_call, id, call, self._tool_answer(id, spec, params))
+        self.start_call(id, self._tool_answer(id, spec, params))
 
     def _on_notification(self, note: Notification) -> None:
         method = note.method
@@ -805,7 +812,7 @@ async def open_session(
             session, when there is one (see :attr:`ServerSession.locale`).
     """
     async with trio.open_nursery() as nursery:
-        session = ServerSession(
+        session = server.session_class(
             server,
             runtime,
             send,

@@ -749,8 +749,7 @@ async def open_for_session(
     async def host(*, task_status: trio.TaskStatus[SessionStateless]) -> None:
         async with trio.open_nursery() as inner, open_tasks(runtime) as tasks:
             registry = ContinuationRegistry(inner, **registry_options)
-            endpoint = StatelessEndpoint(
-                server,
+            endpoint = server.stateless_endpoint(
                 runtime,
                 registry,
                 principal=tenant.user,

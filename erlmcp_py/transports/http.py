@@ -836,7 +836,7 @@ class HttpTransport:
             open_continuations(**options) as registry,
             open_tasks(self.runtime, durable=durable, replay=replay) as tasks,
         ):
-            task_status.started(StatelessEndpoint(self.server, self.runtime, registry, tasks=tasks))
+            task_status.started(self.server.stateless_endpoint(self.runtime, registry, tasks=tasks))
             await trio.sleep_forever()
 
     def close_all(self) -> None:

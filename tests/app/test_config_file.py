@@ -27,25 +27,52 @@ def test_the_keys_present_become_options(tmp_path: Path) -> None:
     }
 
 
-def serve_options() -> list[argparse.Action]:
+def command_options(command: str) -> list[argparse.Action]:
     from erlmcp_py.app import build_parser
 
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    serve = sub.choices["serve"]
-    return [a for a in serve._actions if a.option_strings and a.dest not in ("help", "config")]
+    parser = sub.choices[command]
+    return [a for a in parser._actions if a.option_strings and a.dest not in ("help", "config")]
 
 
-def test_every_serve_option_is_a_key_of_its_own_name() -> None:
+def test_every_serve_and_gateway_option_is_a_key_of_its_own_name() -> None:
     """``--shutdown-timeout`` is ``shutdown_timeout`` in the file and
-    ``ERLMCP_SERVE_SHUTDOWN_TIMEOUT`` in the environment, for every option."""
-    keys = set()
-    for action in serve_options():
-        name = next(o for o in action.option_strings if o.startswith("--"))[2:]
-        key = name.replace("-", "_")
-        assert action.dest == key, name
-        assert key in ServeConfig.model_fields, name
-        keys.add(key)
+    ``ERLMCP_SERVE_SHUTDOWN_TIMEOUT`` in the environment, for every option of ``serve`` and
+    ``gateway``; the gateway's upstream command (after ``--``) is ``upstream_command``."""
+    keys = {"upstream_command"}
+    for command in ("serve", "gateway"):
+        for action in command_options(command):
+            name = next(o for o in action.option_strings if o.startswith("--"))[2:]
+            key = name.replace("-", "_")
+            assert action.dest == key, name
+            assert key in ServeConfig.model_fields, name
+            keys.add(key)
     assert keys == set(ServeConfig.model_fields)
+
+
+def test_a_gateway_file_names_its_upstream(tmp_path: Path) -> None:
+    from erlmcp_py.app import parse_args
+
+    path = write(
+        tmp_path,
+        'upstream = "https://mcp.example.com/mcp"\n'
+        'upstream_header = ["Authorization: Bearer t0k3n"]\nmax_upstreams = 8\n',
+    )
+    args = parse_args(["gateway", "--config", path], {})
+    assert args.upstream == "https://mcp.example.com/mcp"
+    assert args.upstream_header == ["Authorization: Bearer t0k3n"]
+    assert args.max_upstreams == 8
+    command = write(tmp_path, 'upstream_command = ["python", "server.py"]\n')
+    assert parse_args(["gateway", "--config", command], {}).upstream_command == [
+        "python",
+        "server.py",
+    ]
+    bad = write(tmp_path, 'upstream_header = ["no colon here"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_serve_config(bad, {})
+    (problem,) = info.value.problems
+    assert problem.startswith(f"{bad}: upstream_header: ")
+    assert "not a header 'Name: value'" in problem
 
 
 @pytest.mark.parametrize("key", ["keyring", "state_keys"])

@@ -11,7 +11,7 @@ import pytest
 from erlmcp_py.app import SUBCOMMANDS, build_parser
 
 # Commands whose options are the command's own (connect's come from erlmcp_py.connect).
-OWN = ("serve", "demo", "check-config")
+OWN = ("serve", "gateway", "demo", "check-config")
 WIDTH = "80"
 
 

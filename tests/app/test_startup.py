@@ -174,3 +174,74 @@ def test_check_config_passes_what_serve_starts_with_and_creates_no_key_file(
     assert checked.returncode == 0, checked.stderr
     assert "server = 'expenses:server'" in checked.stdout
     assert not (app_folder / "keyring").exists()  # serve creates it; a check does not
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["gateway"],
+            "no upstream: give its command after -- (erlmcp-py gateway -- python server.py) "
+            "or --upstream URL",
+        ),
+        (
+            ["gateway", "--upstream", "https://mcp.example.com/mcp", "--", "python", "s.py"],
+            "the upstream is a command after -- or --upstream URL, not both",
+        ),
+        (
+            ["gateway", "--upstream", "ftp://mcp.example.com/mcp"],
+            "--upstream: the upstream URL is not an http(s) URL: ftp://mcp.example.com/mcp",
+        ),
+        (
+            ["gateway", "--upstream", "https://x.example/mcp", "--upstream-header", "Bearer t"],
+            "--upstream-header: not a header 'Name: value': 'Bearer t'",
+        ),
+        (
+            ["gateway", "--upstream-header", "A: b", "--", "python", "s.py"],
+            "--upstream-header: upstream headers go with an upstream URL, not a command",
+        ),
+    ],
+)
+def test_gateway_refuses_a_missing_or_bad_upstream_in_one_line(
+    argv: list[str], line: str, tmp_path: Path
+) -> None:
+    done = command(*argv, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"erlmcp-py: {line}\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "command_name", "line"),
+    [
+        ('upstream = "https://x.example/mcp"\n', "serve", "upstream: the upstream is an option "
+         "of erlmcp-py gateway"),
+        ('upstream = "https://x.example/mcp"\nserver = "expenses:server"\n', "gateway",
+         "server: the gateway serves its upstream, not --server"),
+    ],
+)  # fmt: skip
+def test_serve_and_gateway_refuse_each_others_keys(
+    config: str, command_name: str, line: str, app_folder: Path
+) -> None:
+    path = app_folder / "both.toml"
+    path.write_text(config)
+    done = command(command_name, "--config", str(path), cwd=app_folder)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"erlmcp-py: {line}\n"
+
+
+def test_check_config_checks_a_gateway_file_as_the_gateway_starts(app_folder: Path) -> None:
+    path = app_folder / "gateway.toml"
+    path.write_text(
+        'upstream = "https://x.example/mcp"\nupstream_header = ["Authorization: Bearer s3"]\n'
+    )
+    checked = command("check-config", str(path), cwd=app_folder)
+    assert checked.returncode == 0, checked.stderr
+    assert "upstream = 'https://x.example/mcp'" in checked.stdout
+    assert "upstream_header = ['Authorization: (hidden)']" in checked.stdout
+    assert "s3" not in checked.stdout  # a header's value may be a credential
+    path.write_text('upstream = "ftp://x.example/mcp"\n')
+    refused = command("check-config", str(path), cwd=app_folder)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "erlmcp-py: --upstream: the upstream URL is not an http(s) URL: ftp://x.example/mcp\n"
+    )

@@ -1,0 +1,77 @@
+"""``Gateway``: a server whose sessions are answered by an upstream MCP server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from erlmcp_py.actors.api import RuntimeConfig
+from erlmcp_py.actors.runtime import Runtime
+from erlmcp_py.actors.urlcheck import Resolver
+from erlmcp_py.core.outcomes import Tenant
+from erlmcp_py.core.urlpolicy import UrlPolicy
+from erlmcp_py.gateway._endpoint import GatewayEndpoint
+from erlmcp_py.gateway._link import UpstreamSlots
+from erlmcp_py.gateway._session import GatewaySession
+from erlmcp_py.gateway._upstream import Upstream, UpstreamPolicy
+from erlmcp_py.mcp.mrtr import ContinuationRegistry
+from erlmcp_py.mcp.server import Server
+from erlmcp_py.mcp.session import ServerSession
+from erlmcp_py.mcp.stateless import StatelessEndpoint
+
+__all__ = ["Gateway"]
+
+
+class Gateway(Server):
+    """An MCP server that stands in front of another one, the *upstream*: every request of
+    a client is relayed to it and its answer relayed back, while every question the upstream
+    asks the user (``elicitation/create``) is asked through this server's elicitation runtime
+    (deadlines, validation and re-prompts, URL and secret policy, limits per client). Serve it
+    as any :class:`~erlmcp_py.mcp.server.Server` (``serve_stdio``, ``serve_http``,
+    ``erlmcp-py gateway``). See ``docs/gateway.md``.
+
+    Example:
+        >>> gateway = Gateway(Upstream(command=("python", "server.py")))
+
+    Args:
+        upstream: Where the upstream server is.
+        policy: How upstream connections are run (limits, restarts, timeouts).
+        runtime_config: The elicitation runtime's policy (as for ``Server``).
+        url_policy: The URL policy of URL-mode questions (as for ``Server``).
+        url_resolver: The resolver of the URL checks (tests inject one).
+        tenant: Maps a session to its tenant scope (as for ``Server``).
+        name: The server's name in logs and on the hosted page before any upstream has
+            answered; clients see the upstream's ``serverInfo``.
+    """
+
+    session_class: ClassVar[type[ServerSession]] = GatewaySession
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        *,
+        policy: UpstreamPolicy | None = None,
+        runtime_config: RuntimeConfig | Mapping[str, Any] | None = None,
+        url_policy: UrlPolicy | None = None,
+        url_resolver: Resolver | None = None,
+        tenant: Callable[[ServerSession], Tenant] | None = None,
+        name: str = "erlmcp-py gateway",
+    ) -> None:
+        super().__init__(
+            name,
+            "0.1.0",
+            runtime_config=runtime_config,
+            url_policy=url_policy,
+            url_resolver=url_resolver,
+            tenant=tenant,
+        )
+        self.upstream = upstream
+        self.upstream_policy = policy or UpstreamPolicy()
+        self.upstream_slots = UpstreamSlots(self.upstream_policy.max_upstreams)
+
+    def stateless_endpoint(
+        self, runtime: Runtime, registry: ContinuationRegistry, **options: Any
+    ) -> StatelessEndpoint:
+        """The gateway's 2026-07-28 requests are refused, naming the session versions
+        (:class:`~erlmcp_py.gateway._endpoint.GatewayEndpoint`)."""
+        return GatewayEndpoint(self, runtime, registry, **options)
