@@ -322,6 +322,14 @@ _REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
 }
 
 
+#: What the startup log says of the tasks' records, by whether the store is shared.
+_TASKS_KEPT: Final = {
+    False: "in this process (the embedded store), for the life of the process at most: "
+    "a restart loses every task; --store redis://... keeps them across restarts and replicas",
+    True: "in the shared store: another replica takes a task over when this one is gone",
+}
+
+
 class _HttpError(Exception):
     """A refusal answered with an HTTP status and a JSON-RPC error body."""
 
@@ -836,6 +844,8 @@ class HttpTransport:
             open_continuations(**options) as registry,
             open_tasks(self.runtime, durable=durable, replay=replay) as tasks,
         ):
+            # Where tasks live decides what a restart loses: the operator is told once.
+            log.info("tasks_store", durable=durable, kept=_TASKS_KEPT[durable])
             task_status.started(self.server.stateless_endpoint(self.runtime, registry, tasks=tasks))
             await trio.sleep_forever()
 

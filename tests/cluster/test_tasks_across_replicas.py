@@ -131,6 +131,7 @@ async def test_a_task_whose_replica_is_killed_between_updates_completes_on_anoth
         if name != holder and replica.events(tag=tag, event="tool_run")
     ]
     survivor = cluster.replicas[taker]
+    assert survivor.events(event="tasks_store", durable=True)  # what its startup said
     assert survivor.events(event="task_resumed", task=task_id[:8], answers=1)
     # the killed replica ran the tool once and took the first answer; the taker ran it once
     # more (a replay runs the code before each question again) and took both answers there
