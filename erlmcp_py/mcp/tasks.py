@@ -857,7 +857,8 @@ class TaskRegistry:
         request is added to the task's journal, then goes to the runtime (validated there,
         re-prompted when invalid); keys that are not outstanding are ignored; nothing is
         delivered when one of the answers is no answer at all (its shape). A task another
-        replica holds gets the update there (forwarded through the store).
+        replica holds gets the update there (forwarded through the store). A durable task's
+        answer waits (a little) for its record to show the answered keys gone.
 
         Raises:
             JsonRpcError: ``-32602`` unknown id, or ``inputResponses`` not an object or an
@@ -919,6 +920,8 @@ class TaskRegistry:
         )
         if taken:
             self.changed(task)
+            if self.durable:  # a tasks/get on any replica after the ack never shows them
+                await self._until_written(task)
         await trio.lowlevel.checkpoint()
 
     async def cancel(self, task_id: str, principal: str) -> None:

@@ -108,6 +108,21 @@ async def test_a_task_is_answered_and_cancelled_through_a_replica_that_does_not_
         assert b.probe.runs == []
 
 
+async def test_a_key_answered_is_gone_from_the_task_on_every_replica_once_acknowledged(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    async with replica(url) as a, replica(url) as b:
+        for item in ("INV-1", "INV-2", "INV-3"):
+            task_id = await a.call("approve", {"item": item})
+            await task_on(b, task_id, asking("who"))
+            await update(a, task_id, WHO)  # on the holder
+            # at once, on a replica that reads the record: the answered key is not asked
+            assert "who" not in (await b.request("tasks/get", {"taskId": task_id})).get(
+                "inputRequests", {}
+            )
+
+
 async def test_a_replica_that_stops_leaves_its_waiting_task_to_another_which_completes_it(
     redis_server: RedisServer,
 ) -> None:
