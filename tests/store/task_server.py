@@ -1,7 +1,8 @@
 """The server of the tasks-across-replicas tests, and a replica of it in a process of its own:
-``python -m tests.store.task_server STORE_URL TOOL [ARGUMENTS_JSON]`` opens a runtime on the
-store, a durable task registry and the endpoint, calls ``TOOL`` as a task for ``alice``,
-prints the task's id and waits to be killed."""
+``python -m tests.store.task_server STORE_URL TOOL [ARGUMENTS_JSON [COUNT [CONFIG_JSON]]]``
+opens a runtime on the store (``CONFIG_JSON``: runtime config besides), a durable task
+registry and the endpoint, calls ``TOOL`` as a task for ``alice`` ``COUNT`` times (1),
+prints each task's id, one a line, and waits to be killed."""
 
 from __future__ import annotations
 
@@ -63,6 +64,22 @@ def build(probe: Probe) -> Server:
         return f"{item}: {name} {type(sure).__name__}"
 
     @server.tool(task=True)
+    async def pair(ctx: Context, item: str) -> str:
+        """Two people asked at once (``left`` and ``right``), each a name."""
+        probe.runs.append(item)
+        got: dict[str, str] = {}
+
+        async def ask(key: str) -> None:
+            outcome = await ctx.elicit(f"{key}: who signs {item}?", WHO, key=key)
+            got[key] = outcome.content["name"] if isinstance(outcome, Accepted) else "-"
+            probe.answers.append((item, f"{key}={got[key]}"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "left")
+            nursery.start_soon(ask, "right")
+        return f"{item}: {got['left']}/{got['right']}"
+
+    @server.tool(task=True)
     async def sign_in(ctx: Context) -> str:
         """A question in URL mode, which only the process that asked can receive."""
         probe.runs.append("sign_in")
@@ -117,11 +134,15 @@ async def replica(url: str, *, replay: bool = True, **config: Any) -> AsyncItera
             yield Replica(endpoint, tasks, runtime, probe)
 
 
-async def main(url: str, tool: str, arguments: Mapping[str, Any]) -> None:
-    async with replica(url) as one:
-        print(await one.call(tool, arguments), flush=True)
+async def main(
+    url: str, tool: str, arguments: Mapping[str, Any], count: int, config: Mapping[str, Any]
+) -> None:
+    async with replica(url, **config) as one:
+        for _ in range(count):
+            print(await one.call(tool, arguments), flush=True)
         await trio.sleep_forever()
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1], sys.argv[2], json.loads(sys.argv[3] if len(sys.argv) > 3 else "{}"))
+    args = sys.argv[1:] + ["{}", "1", "{}"][len(sys.argv) - 3 :]
+    trio.run(main, args[0], args[1], json.loads(args[2]), int(args[3]), json.loads(args[4]))
