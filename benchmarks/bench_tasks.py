@@ -266,7 +266,9 @@ class Redis:
 
 async def store_cost(n: int, redis: Redis) -> dict[str, float]:
     """Redis bytes per waiting task (``used_memory`` delta), and one record's bytes."""
-    url = f"redis://127.0.0.1:{redis.port}/0?prefix=bt"
+    # a long call timeout: a full collection of the process's heap, which holds the ``n``
+    # waiting tasks, may outlast the default 0.5 s, and this measures bytes, not time
+    url = f"redis://127.0.0.1:{redis.port}/0?prefix=bt&timeout=5"
     async with task_endpoint(n, url) as (runtime, tasks, create):
         for i in range(WARM):
             await create(i)
