@@ -5,10 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # The runtime alone (make demo); the test stamp implies it.
 RUNTIME_STAMP := $(VENV)/.installed-runtime
+# The runtime and the official MCP SDK (make demo-gateway); the test stamp implies it.
+GATEWAY_DEMO_STAMP := $(VENV)/.installed-gateway-demo
 # The directories ruff checks (examples/ when present).
 LINTED := supervisors erlmcp_py tests benchmarks $(wildcard examples)
 
-.PHONY: demo test lint typecheck pytest bench-quick screenshots clean
+.PHONY: demo demo-gateway test lint typecheck pytest bench-quick screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +24,22 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q -e '.[test]'
-	touch $(STAMP) $(RUNTIME_STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP) $(GATEWAY_DEMO_STAMP)
+
+$(GATEWAY_DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -U pip
+	$(BIN)/python -m pip install -q -e '.[gateway-demo]'
+	touch $(GATEWAY_DEMO_STAMP) $(RUNTIME_STAMP)
 
 # Runs the example server over stdio and drives it with a scripted client (a readable transcript).
 # Installs the runtime alone: the demo needs none of the test tools.
 demo: $(RUNTIME_STAMP)
 	$(BIN)/erlmcp-py demo
+
+# erlmcp-py gateway in front of a server on the official MCP SDK, nothing to configure: its
+# questions asked through the runtime, driven by a scripted client.
+demo-gateway: $(GATEWAY_DEMO_STAMP)
+	$(BIN)/erlmcp-py demo --gateway
 
 test: lint typecheck pytest
 

@@ -1,6 +1,8 @@
-"""Components some tests drive for real: OS packages (redis-server, HAProxy, Chromium), and
+"""Components some tests drive for real: OS packages (redis-server, HAProxy, Chromium),
 axe-core, the accessibility rules engine the page's browser tests inject (from npm, into a
-cache folder outside the repository, by ``.ci/axe-core.sh``).
+cache folder outside the repository, by ``.ci/axe-core.sh``), and the MCP servers nobody here
+wrote that the gateway's tests put behind it (fastmcp in a virtualenv of its own, the
+TypeScript SDK on Node 22, into a cache folder by ``.ci/upstreams.sh``).
 
 `.ci/run` installs them, and under CI (``CI`` set in the environment) a missing one fails the
 test that needs it. On a developer's machine without them, those tests skip with what to
@@ -70,4 +72,25 @@ def require_axe_core(script: Path = AXE_CORE) -> str:
     if found.returncode == 0 and os.path.isfile(path):
         return path
     _missing(f"axe-core is not installed (run {script.name} in .ci/, as .ci/run does)")
+    raise AssertionError("unreachable")  # pytest.skip and pytest.fail raise
+
+
+#: The script that installs the foreign upstreams and says where they are.
+UPSTREAMS = Path(__file__).resolve().parents[1] / ".ci" / "upstreams.sh"
+
+
+def require_upstreams(script: Path = UPSTREAMS) -> dict[str, str]:
+    """Where the foreign upstreams are: ``python`` (fastmcp's virtualenv), ``node`` (Node 22)
+    and ``sdk`` (the TypeScript SDK's ``node_modules``); skip the test without them, or fail it
+    under CI."""
+    found = subprocess.run(
+        ["bash", str(script), "--check"], capture_output=True, text=True, timeout=60, check=False
+    )
+    paths = dict(line.split("=", 1) for line in found.stdout.splitlines() if "=" in line)
+    if found.returncode == 0 and {"python", "node", "sdk"} <= set(paths):
+        return paths
+    _missing(
+        "fastmcp and the TypeScript SDK are not installed "
+        f"(run {script.name} in .ci/, as .ci/run does)"
+    )
     raise AssertionError("unreachable")  # pytest.skip and pytest.fail raise

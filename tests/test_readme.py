@@ -131,6 +131,10 @@ RUN_BY: dict[tuple[str, str], tuple[str, ...]] = {
         "tests/app/test_command.py::test_demo_prints_every_scene_and_each_outcome",
     ),
     ("sh", "make test"): (HERE + "test_make_demo_and_make_test_plan_what_the_quick_start_says",),
+    ("sh", "make demo-gateway"): (
+        HERE + "test_make_demo_gateway_installs_the_sdk_and_runs_the_gateway_demo",
+        "tests/app/test_command.py::test_demo_gateway_shows_the_sdk_servers_questions_asked_through_the_gateway",
+    ),
     ("python", "import trio"): (
         "tests/client/test_example.py::test_the_example_runs_as_written",
         "tests/client/test_example.py::test_the_readme_and_the_docstring_show_the_same_example",
@@ -298,6 +302,18 @@ def test_make_demo_and_make_test_plan_what_the_quick_start_says(tmp_path: Path) 
         ".venv/bin/mypy supervisors erlmcp_py",
         ".venv/bin/python -m pytest -p no:cacheprovider",  # no selection: the whole suite
     ]
+
+
+def test_make_demo_gateway_installs_the_sdk_and_runs_the_gateway_demo(tmp_path: Path) -> None:
+    """``make demo-gateway`` installs the runtime and the official SDK (not the test tools) and
+    runs ``erlmcp-py demo --gateway`` (which tests/app/test_command.py runs)."""
+    assert shlex.split(readme("sh", "make demo-gateway")) == ["make", "demo-gateway"]
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path)
+    plan = make_plan(tmp_path, "demo-gateway")
+    assert plan[0] == "python3 -m venv .venv"
+    assert ".venv/bin/python -m pip install -q -e '.[gateway-demo]'" in plan
+    assert plan[-1] == ".venv/bin/erlmcp-py demo --gateway"
 
 
 # -- writing a server -------------------------------------------------------------------------

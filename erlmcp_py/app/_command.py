@@ -72,4 +72,4 @@ def _dispatch(argv: list[str] | None) -> int:
         return run(args)
     from erlmcp_py.app._demo import run_demo
 
-    return run_demo(elicitation_timeout=args.elicitation_timeout)
+    return run_demo(elicitation_timeout=args.elicitation_timeout, gateway=args.gateway)

@@ -101,6 +101,7 @@ class ServeConfig(BaseModel):
     upstream_header: list[str] | None = None
     upstream_command: list[str] | None = Field(None, min_length=1)
     max_upstreams: int | None = Field(None, gt=0)
+    ask_missing_arguments: bool | None = None
 
     @field_validator(
         "elicitation_timeout",

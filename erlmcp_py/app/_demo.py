@@ -1,4 +1,5 @@
-"""``erlmcp-py demo``: run the example server over stdio and drive it with a scripted client.
+"""``erlmcp-py demo``: run the example server over stdio and drive it with a scripted client
+(``demo --gateway``: ``erlmcp-py gateway`` in front of a server on the official MCP SDK).
 
 Prints a readable transcript: each elicitation kind, what the "user" answered, and the
 outcome the tool saw — including an invalid answer that is re-prompted, a decline, a cancel, a
@@ -220,7 +221,71 @@ def _show_notifications(client: StdioClient, methods: tuple[str, ...], *, since:
             _out(f"  <- {method} {json.dumps(dict(params))}")
 
 
-def run_demo(elicitation_timeout: float = 2.0) -> int:
-    """Run the demo; returns the process exit code."""
+async def _gateway_main(elicitation_timeout: float) -> None:
+    """The gateway in front of the official SDK's server: its questions asked through the
+    runtime, with nothing configured."""
+    upstream = [sys.executable, "-m", "erlmcp_py.app.examples.sdk_server"]
+    command = [
+        sys.executable,
+        "-m",
+        "erlmcp_py.app",
+        "gateway",
+        "--ask-missing-arguments",
+        "--elicitation-timeout",
+        str(elicitation_timeout),
+        "--log-level",
+        "error",
+        "--",
+        *upstream,
+    ]
+    script: _Script
+    async with open_stdio_client(command, handler=lambda r: script.handler(r)) as client:
+        script = _Script(client)
+        init = await client.initialize({"elicitation": {"form": {}}})
+        info = init["serverInfo"]
+        _out(f"$ erlmcp-py gateway --ask-missing-arguments -- python -m {upstream[-1]}")
+        _out(f"connected through the gateway to {info['name']} (the official MCP SDK's MCPServer)")
+        _out(f"protocol {init['protocolVersion']}; client declared elicitation form")
+        tools = (await client.request("tools/list"))["tools"]
+        _out(f"{len(tools)} tools: {', '.join(t['name'] for t in tools)}")
+
+        await script.scene(
+            "The SDK's form (its model's title dropped); an invalid answer is asked again",
+            "register",
+            _accept({"name": "Ada", "age": 200}),
+            _accept({"name": "Ada", "age": 36}),
+        )
+        await script.scene(
+            "The user declines: the SDK tool receives decline", "register", _action("decline")
+        )
+        await script.scene(
+            "A call without a required argument: the gateway asks for it",
+            "book",
+            _accept({"nights": 3}),
+            city="Lisbon",
+        )
+        await script.scene(
+            f"Nobody answers: at the {elicitation_timeout:g} s deadline the SDK tool receives "
+            "cancel",
+            "register",
+        )
+        _out("\nclosing stdin: the gateway ends the session and stops the SDK server")
+
+
+def run_demo(elicitation_timeout: float = 2.0, *, gateway: bool = False) -> int:
+    """Run the demo (``gateway``: the gateway in front of the official SDK's server); returns
+    the process exit code."""
+    if gateway:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            print(
+                "erlmcp-py: demo --gateway runs a server on the official MCP SDK: "
+                "pip install 'erlmcp-py[gateway-demo]' (make demo-gateway does)",
+                file=sys.stderr,
+            )
+            return 2
+        trio.run(_gateway_main, elicitation_timeout)
+        return 0
     trio.run(_main, elicitation_timeout)
     return 0

@@ -114,6 +114,11 @@ def build_parser(defaults: Mapping[str, object] | None = None) -> argparse.Argum
         metavar="SECONDS",
         help="the demo server's deadline (the timeout scene waits this long)",
     )
+    demo.add_argument(
+        "--gateway",
+        action="store_true",
+        help="show erlmcp-py gateway in front of a server on the official MCP SDK",
+    )
     check = command("check-config")
     check.add_argument("file", metavar="FILE", help="the TOML file serve --config would read")
     from erlmcp_py.connect import add_arguments
@@ -198,20 +203,21 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
         help=f"state shared between replicas: redis://HOST:PORT/DB, or memory (default: "
         f"${STORE_ENV}, else memory)",
     )
-    policy.add_argument(
-        "--task-timeout",
-        type=_positive,
-        default=None,
-        metavar="SECS",
-        help="a task's question deadline (default: 14400, URL 28800)",
-    )
-    policy.add_argument(
-        "--task-ttl",
-        type=_positive,
-        default=None,
-        metavar="SECONDS",
-        help="a task's life, at least that (default: 86400)",
-    )
+    if not gateway:  # a gateway's upstream tools never run as this process's tasks
+        policy.add_argument(
+            "--task-timeout",
+            type=_positive,
+            default=None,
+            metavar="SECS",
+            help="a task's question deadline (default: 14400, URL 28800)",
+        )
+        policy.add_argument(
+            "--task-ttl",
+            type=_positive,
+            default=None,
+            metavar="SECONDS",
+            help="a task's life, at least that (default: 86400)",
+        )
     policy.add_argument(
         "--mrtr",
         choices=("auto", "suspend", "replay"),
@@ -266,7 +272,7 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
     for name, default, what in (
         ("sessions", shares.sessions, "open sessions; at it, a new one ends an idle one"),
         ("requests", shares.requests, "requests in flight; past it, 429"),
-        ("suspended", shares.suspended, "suspended 2026-07-28 calls; past it, 429"),
+        ("suspended", shares.suspended, "suspended 2026-07-28 calls, then 429"),
     ):
         http.add_argument(
             f"--{name}-per-client",
@@ -283,7 +289,7 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
         "--auth-issuer",
         default=None,
         metavar="URL",
-        help="the issuer, the tokens' iss (default: none, no authentication)",
+        help="the tokens' issuer (default: none: no authentication)",
     )
     auth.add_argument(
         "--auth-resource",
@@ -302,21 +308,21 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
         type=_positive,
         default=None,
         metavar="SECONDS",
-        help="how long fetched signing keys are trusted (default: 300)",
+        help="how long fetched keys are trusted (default: 300)",
     )
     auth.add_argument(
         "--auth-scope",
         action="append",
         default=None,
         metavar="SCOPE",
-        help="a scope every token needs (repeat for several; default: none)",
+        help="a scope every token needs (repeat; default: none)",
     )
     auth.add_argument(
         "--auth-tool-scope",
         action="append",
         default=None,
         metavar="TOOL=SCOPE",
-        help="a scope a token needs to call TOOL (repeat for several; default: none)",
+        help="a scope needed to call TOOL (repeat; default: none)",
     )
     auth.add_argument(
         "--auth-introspection-url",
@@ -328,7 +334,7 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
     auth.add_argument(
         "--insecure-no-auth",
         action="store_true",
-        help="serve a --host other than loopback without authentication",
+        help="serve a non-loopback --host without authentication",
     )
 
 
@@ -362,6 +368,11 @@ def _add_upstream_options(gateway: argparse.ArgumentParser) -> None:
         default=UpstreamPolicy().max_upstreams,
         metavar="N",
         help="upstreams open at once",
+    )
+    upstream.add_argument(
+        "--ask-missing-arguments",
+        action="store_true",
+        help="ask the user for the required arguments a tool call lacks (default: off)",
     )
 
 

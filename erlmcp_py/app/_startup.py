@@ -62,20 +62,24 @@ def check_serve(
         store = store_url(args.store, environ)
     except ValueError as exc:
         raise StartupError(f"--store: {exc}") from None
-    _check_task_ttl(args.task_timeout, args.task_ttl)
+    task_timeout = getattr(args, "task_timeout", None)  # serve's options, not gateway's
+    task_ttl = getattr(args, "task_ttl", None)
+    _check_task_ttl(task_timeout, task_ttl)
     config = runtime_config(
         args.elicitation_timeout,
         args.dev,
         args.rate,
         locale=args.locale,
         store=store,
-        task_timeout=args.task_timeout,
-        task_ttl=args.task_ttl,
+        task_timeout=task_timeout,
+        task_ttl=task_ttl,
     )
     if args.command == "gateway":
         server = _gateway(args, config)
     elif getattr(args, "upstream", None) or getattr(args, "upstream_command", None):
         raise StartupError("upstream: the upstream is an option of erlmcp-py gateway")
+    elif getattr(args, "ask_missing_arguments", None):
+        raise StartupError("ask_missing_arguments: an option of erlmcp-py gateway")
     elif args.server is not None:
         try:
             server = load_server(args.server, config)
@@ -152,4 +156,5 @@ def _gateway(args: argparse.Namespace, config: RuntimeConfig) -> Server:
         policy=UpstreamPolicy(max_upstreams=args.max_upstreams),
         runtime_config=config,
         url_policy=UrlPolicy(allow_http_loopback_dev=config.url_dev),
+        ask_missing_arguments=args.ask_missing_arguments,
     )

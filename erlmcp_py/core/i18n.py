@@ -224,6 +224,27 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "This request expires in {count} seconds.",
         _PT: "Este pedido expira em {count} segundos.",
     },
+    # -- a tool call's missing arguments, asked by the gateway (erlmcp_py.gateway) -----------
+    "gateway.arguments.ask": {
+        _EN: "The tool {tool} needs more to run: {names}.",
+        _PT: "A ferramenta {tool} precisa de mais dados para rodar: {names}.",
+    },
+    "gateway.arguments.declined": {
+        _EN: "The tool {tool} was not run: the user declined to give {names}.",
+        _PT: "A ferramenta {tool} não foi executada: o usuário se recusou a informar {names}.",
+    },
+    "gateway.arguments.cancelled": {
+        _EN: "The tool {tool} was not run: the user cancelled the question for {names}.",
+        _PT: "A ferramenta {tool} não foi executada: o usuário cancelou a pergunta sobre {names}.",
+    },
+    "gateway.arguments.timed_out": {
+        _EN: "The tool {tool} was not run: nobody gave {names} in time.",
+        _PT: "A ferramenta {tool} não foi executada: ninguém informou {names} a tempo.",
+    },
+    "gateway.arguments.failed": {
+        _EN: "The tool {tool} was not run: the question for {names} ended ({reason}).",
+        _PT: "A ferramenta {tool} não foi executada: a pergunta sobre {names} terminou ({reason}).",
+    },
     # == the hosted elicitation page ===========================================================
     "mcp.elicitation.action.accept": {_EN: "Submit", _PT: "Enviar"},
     "mcp.elicitation.action.reject": {_EN: "Reject", _PT: "Recusar"},

@@ -16,6 +16,7 @@ Each job lives in its own private module:
   clients, which have no session);
 * ``_session`` -- :class:`GatewaySession`: the downstream server session, relayed upstream;
 * ``_asking`` -- an upstream's ``elicitation/create`` through the runtime;
+* ``_arguments`` -- a ``tools/call``'s missing required arguments, asked from its schema;
 * ``_peer`` -- the downstream client as an upstream question sees it;
 * ``_endpoint`` -- 2026-07-28 requests (refused: the client speaks the session era);
 * ``_server`` -- :class:`Gateway`.

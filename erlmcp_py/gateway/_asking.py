@@ -290,6 +290,27 @@ class Asker:
         _audit(who, question, outcome, dropped=dropped)
         return answer_for(outcome)
 
+    async def ask_form(
+        self,
+        message: str,
+        form: Mapping[str, Any],
+        *,
+        peer: CallPeer,
+        request_id: RequestId,
+        tool: str,
+        tenant: Any,
+        locale: str | None,
+    ) -> Outcome:
+        """Ask the gateway's own question (a form in the MCP subset) as a tool's
+        ``ctx.elicit`` does; its outcome.
+
+        Raises:
+            ErlmcpError: the runtime refused to ask (as ``Context.elicit`` raises).
+            ActorError: the runtime cannot ask now.
+        """
+        ctx = self._context(peer, request_id, tool, tenant=tenant, locale=locale)
+        return await ctx.elicit(message, dict(form))
+
     async def _ask_form(
         self, question: Question, peer: CallPeer, ctx: Context
     ) -> tuple[Outcome, tuple[str, ...]]:

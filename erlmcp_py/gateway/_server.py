@@ -42,6 +42,9 @@ class Gateway(Server):
         tenant: Maps a session to its tenant scope (as for ``Server``).
         name: The server's name in logs and on the hosted page before any upstream has
             answered; clients see the upstream's ``serverInfo``.
+        ask_missing_arguments: Ask the user for the required arguments a ``tools/call``
+            lacks, with a form built from the tool's ``inputSchema``, instead of relaying a
+            call the upstream would refuse (:mod:`~erlmcp_py.gateway._arguments`).
     """
 
     session_class: ClassVar[type[ServerSession]] = GatewaySession
@@ -56,6 +59,7 @@ class Gateway(Server):
         url_resolver: Resolver | None = None,
         tenant: Callable[[ServerSession], Tenant] | None = None,
         name: str = "erlmcp-py gateway",
+        ask_missing_arguments: bool = False,
     ) -> None:
         super().__init__(
             name,
@@ -68,6 +72,7 @@ class Gateway(Server):
         self.upstream = upstream
         self.upstream_policy = policy or UpstreamPolicy()
         self.upstream_slots = UpstreamSlots(self.upstream_policy.max_upstreams)
+        self.ask_missing_arguments = ask_missing_arguments
 
     def stateless_endpoint(
         self, runtime: Runtime, registry: ContinuationRegistry, **options: Any

@@ -60,6 +60,7 @@ from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.client import CLIENT_INFO, ConnectionLost, ServerRequest
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
+from erlmcp_py.gateway._arguments import ArgumentAsker, NotRun
 from erlmcp_py.gateway._asking import Asker, UrlQuestions
 from erlmcp_py.gateway._link import (
     Connection,
@@ -169,6 +170,7 @@ class GatewaySession(ServerSession):
         self._urls: dict[int, UrlQuestions] = {}
         self._level_set: str | None = None  # the client's logging/setLevel, put back on restart
         self._asker = Asker(runtime, server)
+        self._arguments = ArgumentAsker(self._asker) if server.ask_missing_arguments else None
         self._notes_in, notes_out = trio.open_memory_channel[
             tuple[Connection, str, Mapping[str, Any], RequestId | None]
         ](server.upstream_policy.notification_queue)
@@ -312,7 +314,22 @@ class GatewaySession(ServerSession):
         try:
             assert self.link is not None
             connection = await self.link.connection()
-            params = req.params if isinstance(req.params, Mapping) else None
+            params: Mapping[str, Any] | None = (
+                req.params if isinstance(req.params, Mapping) else None
+            )
+            if req.method == "tools/call" and self._arguments is not None and params:
+                completed = await self._arguments.complete(
+                    params,
+                    connection.session,
+                    peer=QuestionPeer(self, req.id, relayed.progress_token),
+                    request_id=req.id,
+                    tenant=self.tenant,
+                    locale=self.locale,
+                    who=self._who(),
+                )
+                if isinstance(completed, NotRun):
+                    return jsonrpc.encode_response(req.id, completed.result)
+                params = completed
             answer = await connection.session.request_raw(req.method, params)
         except UpstreamGone as exc:
             return jsonrpc.encode_error(
@@ -365,6 +382,8 @@ class GatewaySession(ServerSession):
         """A connection is up: a restarted one is given the client's log level and
         subscriptions again."""
         self._urls = {connection.number: UrlQuestions()}
+        if self._arguments is not None:
+            self._arguments.schemas.stale()  # another process: its tools are read again
         if connection.number == 1:
             return
         session = connection.session
@@ -423,19 +442,23 @@ class GatewaySession(ServerSession):
             {"reason": "request_ended"},
         )
 
-    def _who(self, upstream_id: RequestId) -> dict[str, Any]:
-        return {
+    def _who(self, upstream_id: RequestId | None = None) -> dict[str, Any]:
+        who: dict[str, Any] = {
             "principal": self.client_key,
             "user": self.tenant.user,
             "session": self.peer_id,
-            "upstream_request": str(upstream_id)[:80],
         }
+        if upstream_id is not None:
+            who["upstream_request"] = str(upstream_id)[:80]
+        return who
 
     def upstream_notification(
         self, connection: Connection, method: str, params: Mapping[str, Any]
     ) -> None:
         """Queue a notification of the upstream for the client, in order."""
         related: RequestId | None = None
+        if method == "notifications/tools/list_changed" and self._arguments is not None:
+            self._arguments.schemas.stale()
         if method == "notifications/progress":
             related = self._tokens.get(_token_key(params.get("progressToken")))
         if related is None:

@@ -183,6 +183,50 @@ def test_demo_prints_every_scene_and_each_outcome() -> None:
     assert '"reason": "elicitation timed out"' in last
 
 
+def test_demo_gateway_shows_the_sdk_servers_questions_asked_through_the_gateway() -> None:
+    """``erlmcp-py demo --gateway`` (``make demo-gateway``): the gateway in front of the
+    official SDK's server, over real stdio subprocesses."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "erlmcp_py.app", "demo", "--gateway"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "(the official MCP SDK's MCPServer)" in out
+    scenes = out.split("\n== ")[1:]
+    assert len(scenes) == 4, out
+    asked_again, declined, missing, unanswered = scenes
+    assert "- age: must be at most 150." in asked_again
+    assert "<- result: registered Ada, 36" in asked_again
+    assert "<- result: not registered: the SDK tool received 'decline'" in declined
+    assert "'The tool book needs more to run: nights.'  fields: nights*" in missing
+    assert "<- result: booked Lisbon for 3 nights" in missing
+    shown = [line.split()[1] for line in unanswered.splitlines() if line.startswith("  <- ")]
+    assert shown == ["notifications/message", "notifications/cancelled", "result:"]
+    assert "the SDK tool received 'cancel'" in unanswered
+
+
+def test_demo_gateway_without_the_sdk_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    from erlmcp_py.app._demo import run_demo
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    assert run_demo(gateway=True) == 2
+    assert "pip install 'erlmcp-py[gateway-demo]'" in capsys.readouterr().err
+
+
 def test_serve_mrtr_option_defaults_to_auto_and_refuses_other_modes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

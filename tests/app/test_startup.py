@@ -217,6 +217,8 @@ def test_gateway_refuses_a_missing_or_bad_upstream_in_one_line(
          "of erlmcp-py gateway"),
         ('upstream = "https://x.example/mcp"\nserver = "expenses:server"\n', "gateway",
          "server: the gateway serves its upstream, not --server"),
+        ("ask_missing_arguments = true\n", "serve", "ask_missing_arguments: an option of "
+         "erlmcp-py gateway"),
     ],
 )  # fmt: skip
 def test_serve_and_gateway_refuse_each_others_keys(
@@ -233,10 +235,12 @@ def test_check_config_checks_a_gateway_file_as_the_gateway_starts(app_folder: Pa
     path = app_folder / "gateway.toml"
     path.write_text(
         'upstream = "https://x.example/mcp"\nupstream_header = ["Authorization: Bearer s3"]\n'
+        "ask_missing_arguments = true\n"
     )
     checked = command("check-config", str(path), cwd=app_folder)
     assert checked.returncode == 0, checked.stderr
     assert "upstream = 'https://x.example/mcp'" in checked.stdout
+    assert "ask_missing_arguments = True" in checked.stdout
     assert "upstream_header = ['Authorization: (hidden)']" in checked.stdout
     assert "s3" not in checked.stdout  # a header's value may be a credential
     path.write_text('upstream = "ftp://x.example/mcp"\n')
@@ -245,3 +249,7 @@ def test_check_config_checks_a_gateway_file_as_the_gateway_starts(app_folder: Pa
     assert refused.stderr == (
         "erlmcp-py: --upstream: the upstream URL is not an http(s) URL: ftp://x.example/mcp\n"
     )
+    path.write_text('upstream = "https://x.example/mcp"\nask_missing_arguments = "yes"\n')
+    not_a_flag = command("check-config", str(path), cwd=app_folder)
+    assert not_a_flag.returncode == 2
+    assert "ask_missing_arguments" in not_a_flag.stderr

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from mcp import types
@@ -186,6 +186,38 @@ async def ask_with_timeout(ctx: Context, seconds: float) -> str:
     )
     result = await ctx.session.send_request(types.ElicitRequest(params=params), types.ElicitResult)
     return result.action
+
+
+@server.tool()
+def book(city: str, nights: Annotated[int, Field(ge=1, le=30)], breakfast: bool = False) -> str:
+    """Book a stay (required arguments of primitive types)."""
+    mark("booked.jsonl", {"city": city, "nights": nights, "breakfast": breakfast})
+    return f"booked {city} for {nights} nights"
+
+
+class Point(BaseModel):
+    x: float
+    y: float
+
+
+@server.tool()
+def locate(where: Point, label: str) -> str:
+    """Place a label (an object argument: no form can ask for it)."""
+    mark("located.jsonl", {"label": label})
+    return f"{label} at {where.x},{where.y}"
+
+
+def grown(colour: Literal["red", "green"]) -> str:
+    """A tool added while the server runs."""
+    return f"grown {colour}"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool ``grown`` and announce the change."""
+    server.add_tool(grown)
+    await ctx.session.send_tool_list_changed()
+    return "grew"
 
 
 @server.tool()

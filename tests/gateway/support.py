@@ -121,6 +121,7 @@ async def through_gateway(
     policy: UpstreamPolicy | None = None,
     capabilities: Mapping[str, Any] = EVERYTHING,
     runtime: Mapping[str, Any] | None = None,
+    ask_missing_arguments: bool = False,
     **options: Any,
 ) -> AsyncIterator[tuple[Gateway, ClientSession]]:
     """A gateway in this process in front of the SDK upstream (a subprocess over stdio unless
@@ -130,6 +131,7 @@ async def through_gateway(
         policy=policy,
         runtime_config=runtime,
         url_resolver=resolve_public,
+        ask_missing_arguments=ask_missing_arguments,
     )
     with trio.fail_after(LIMIT):
         async with (
