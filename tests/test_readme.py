@@ -23,7 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +37,8 @@ import trio.testing
 from mcp import Client, StdioServerParameters, types
 
 import erlmcp_py
-from erlmcp_py.client import ServerRequest
+from erlmcp_py.client import ServerRequest, connect_http
+from erlmcp_py.connect import MODERN, session_options
 from erlmcp_py.testing import open_memory_client
 from tests.deploy.support import events_named, free_port, poll
 from tests.transports.test_auth import issuer
@@ -114,6 +115,7 @@ CONNECT_BEARER = (
     'erlmcp-py connect --header "Authorization: Bearer $TOKEN" https://example.com/mcp',
 )
 CONNECT_CALL = ("sh", "erlmcp-py connect --call demo_confirm -- CMD ARGS")
+CONNECT_TASK = ("sh", "erlmcp-py connect --task TASK_ID http://127.0.0.1:8000/mcp")
 GATEWAY_SERVER = (
     "python",
     "# server.py: an MCP server on the official SDK, with nothing of erlmcp-py in it",
@@ -154,6 +156,7 @@ RUN_BY: dict[tuple[str, str], tuple[str, ...]] = {
     CONNECT_HTTP: (HERE + "test_connect_reaches_a_streamable_http_endpoint",),
     CONNECT_BEARER: (HERE + "test_connect_sends_the_bearer_header_the_server_checks",),
     CONNECT_CALL: (HERE + "test_connect_call_makes_one_call_and_exits_by_its_outcome",),
+    CONNECT_TASK: (HERE + "test_connect_task_follows_a_task_another_client_started",),
     GATEWAY_SERVER: (
         HERE + "test_the_gateway_command_serves_the_sdk_server_and_validates_its_answers",
         HERE + "test_the_desktop_configuration_runs_the_gateway_for_the_official_client",
@@ -509,6 +512,30 @@ async def test_connect_call_makes_one_call_and_exits_by_its_outcome() -> None:
     failing = await sh(command.replace("demo_confirm", "test_error_handling"))
     assert failing.returncode == 1
     assert "Tool error:" in failing.stdout.decode()
+
+
+async def test_connect_task_follows_a_task_another_client_started(tmp_path: Path) -> None:
+    """Another client (this test, through the library) starts ``confirm_delete`` as a task and
+    goes away; the README's command, given its id, asks its question and shows its result."""
+
+    async def nobody(method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        raise AssertionError(f"a task's question came as a request: {method}")
+
+    port = free_port()
+    async with serving_http(tmp_path / "serve.log", port) as url:
+        async with connect_http(url, **session_options(MODERN, nobody)) as client:
+            created = await client.call_tool("confirm_delete", {"filename": "old.log"})
+        assert created["resultType"] == "task", created
+        command = readme(*CONNECT_TASK).replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+        done = await sh(command.replace("TASK_ID", created["taskId"]), stdin="y\n1\n")
+        unknown = await sh(command.replace("TASK_ID", "no-such-task"))
+    out = done.stdout.decode()
+    assert done.returncode == 0, out + done.stderr.decode()
+    assert f"Following task {created['taskId']}" in out
+    assert "Delete old.log?" in out
+    assert out.endswith("Task completed.\nResult:\n  Deleted old.log\n"), out
+    assert unknown.returncode == 1
+    assert "Task not found" in unknown.stdout.decode()
 
 
 # -- the terminal transcripts -----------------------------------------------------------------

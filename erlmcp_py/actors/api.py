@@ -77,6 +77,8 @@ class ElicitationRequest:
         locale: the language of what the runtime itself says to the user about this question
             (re-prompt summaries, the deadline warning), one of ``"en-US"``, ``"pt-BR"``;
             ``None``: the runtime's default (:attr:`RuntimeConfig.locale`).
+        meta: the request's own ``_meta`` members (vendor keys such as
+            ``io.erlmcp/pageUrl``), sent with every attempt of it; ``None``: no ``_meta``.
 
     Every way of asking (``ctx.elicit*``, :meth:`Runtime.ask`, a request built by hand) has
     its question's deadline checked here; ``timeout_name`` (not kept) is what the error names
@@ -90,6 +92,7 @@ class ElicitationRequest:
     validator: AnswerValidator | None = None
     timeout: float | None = None
     locale: str | None = None
+    meta: Mapping[str, Any] | None = None
     timeout_name: InitVar[str] = "ElicitationRequest.timeout"
 
     def __post_init__(self, timeout_name: str) -> None:
@@ -107,6 +110,10 @@ class ElicitationRequest:
                 f"ElicitationRequest.locale must be one of {', '.join(LOCALES)} or None, "
                 f"got {self.locale!r}"
             )
+        if self.meta is not None and not (
+            isinstance(self.meta, Mapping) and all(isinstance(k, str) for k in self.meta)
+        ):
+            raise TypeError("ElicitationRequest.meta must be a mapping with str keys, or None")
         if self.mode == "form":
             if self.requested_schema is None or self.url is not None:
                 raise ValueError("a form elicitation needs requested_schema and no url")
@@ -286,6 +293,11 @@ class RuntimeConfig(BaseModel):
         _TASKS.max_per_client, gt=0, description="tasks one principal holds at most"
     )
     max_tasks: int = Field(_TASKS.max_total, gt=0, description="tasks held in all at most")
+    task_page_links: bool = Field(
+        True,
+        description="each form question of a task gets a link to the hosted page that answers "
+        "it (io.erlmcp/pageUrl in its _meta; docs/tasks.md); only where the page is served",
+    )
 
     @field_validator("locale")
     @classmethod

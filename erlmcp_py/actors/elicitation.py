@@ -656,9 +656,13 @@ def _request_params(record: Record, effect: SendRequest, t: Texts) -> dict[str, 
             attempt=effect.attempt,
             problems=problem_lines(effect.errors),
         )
+    params: dict[str, Any]
     if record.mode == "url":
-        return {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}
-    params: dict[str, Any] = {"message": message, "requestedSchema": record.schema}
+        params = {"mode": "url", "message": message, "url": request.url, "elicitationId": record.id}
+    else:
+        params = {"message": message, "requestedSchema": record.schema}
+    if request.meta:
+        params["_meta"] = dict(request.meta)
     return params
 
 

@@ -11,6 +11,11 @@ ticket's URL, binds the elicitation's id to the ticket (:meth:`PageRegistry.bind
 the ticket when the elicitation ends, whatever its outcome (:meth:`PageRegistry.close`): the
 token expires with its elicitation.
 
+A task's form question gets a ticket the same way (docs/tasks.md): its URL is the question's
+*link* (:data:`PAGE_URL_META` in the input request's ``_meta``), which the client, or the
+application, may send to whoever should answer. The page serves it as any other: the token is
+the capability to answer that one question, once, while it is open, and shows nothing else.
+
 Tickets live in the runtime's store (:class:`~erlmcp_py.store.Store`): in this process with
 the embedded store, and for every replica with a shared one, so the page answers on any
 replica behind a load balancer. The store keeps the question, the CSRF value, the tenant and
@@ -43,12 +48,15 @@ from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.shared import SharedTicket, TicketState
 from erlmcp_py.store import Store
 
-__all__ = ["PAGE_PATH", "PageQuestion", "PageRegistry", "PageTicket"]
+__all__ = ["PAGE_PATH", "PAGE_URL_META", "PageQuestion", "PageRegistry", "PageTicket"]
 
 log = structlog.get_logger("erlmcp.page")
 
 #: Where the HTTP transport serves the page: ``{base}/elicit/{token}``.
 PAGE_PATH: Final = "/elicit/"
+#: The ``_meta`` key of a task's input request that carries the page answering it: a link
+#: anyone holding it may answer the question with (docs/tasks.md).
+PAGE_URL_META: Final = "io.erlmcp/pageUrl"
 
 _TOKEN: Final = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 _CLOSE_S: Final = 5.0  # the longest a closing ticket waits for the store, even when cancelled

@@ -116,9 +116,12 @@ class Runtime:
         self.sensitive_names = DEFAULT_SENSITIVE_NAMES.with_changes(
             config.sensitive_names, config.not_sensitive_names
         )
+        # A ticket lives as long as the longest question it may be opened for: a secret's
+        # (URL mode), or a task's form question (its link).
         self.pages = PageRegistry(
             ttl_s=max(
-                lifecycle.url_deadline_s + lifecycle.max_extensions * lifecycle.extension_s
+                max(lifecycle.url_deadline_s, lifecycle.form_deadline_s)
+                + lifecycle.max_extensions * lifecycle.extension_s
                 for lifecycle in (self.policy.lifecycle, self.policy.task_lifecycle)
             )
         )

@@ -75,6 +75,7 @@ class ServeConfig(BaseModel):
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     task_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     task_ttl: float | None = Field(None, gt=0, allow_inf_nan=False)
+    no_task_links: bool | None = None
     dev: bool | None = None
     rate: int | None = Field(None, gt=0)
     locale: Literal["en-US", "pt-BR"] | None = None

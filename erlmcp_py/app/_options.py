@@ -38,6 +38,7 @@ def runtime_config(
     *,
     task_timeout: float | None = None,
     task_ttl: float | None = None,
+    task_links: bool = True,
 ) -> RuntimeConfig:
     """The runtime policy for ``serve``'s options.
 
@@ -54,12 +55,14 @@ def runtime_config(
             the defaults (4 h / 8 h); its warning comes at most a quarter of it early (15 min
             at most).
         task_ttl: A task's life from its creation, or ``None`` for the default (24 h).
+        task_links: Give each question of a task a link to the hosted page that answers it
+            (``task_page_links``).
 
     Raises:
         pydantic.ValidationError: a value the policy refuses (a task TTL shorter than a
             task's question deadline names both).
     """
-    fields: dict[str, object] = {"url_dev": dev}
+    fields: dict[str, object] = {"url_dev": dev, "task_page_links": task_links}
     if task_timeout is not None:
         fields.update(
             task_form_deadline_s=task_timeout,

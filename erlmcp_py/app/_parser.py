@@ -178,7 +178,7 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
         type=_positive,
         default=None,
         metavar="SECONDS",
-        help="deadline of every elicitation (default: 300 form, 600 URL)",
+        help="deadline of each question (default: 300 form, 600 URL)",
     )
     policy.add_argument(
         "--rate",
@@ -217,6 +217,11 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
             default=None,
             metavar="SECONDS",
             help="a task's life, at least that (default: 86400)",
+        )
+        policy.add_argument(
+            "--no-task-links",
+            action="store_true",
+            help="no hosted-page link for a task's questions (HTTP)",
         )
     policy.add_argument(
         "--mrtr",

@@ -73,6 +73,7 @@ def check_serve(
         store=store,
         task_timeout=task_timeout,
         task_ttl=task_ttl,
+        task_links=not getattr(args, "no_task_links", False),
     )
     if args.command == "gateway":
         server = _gateway(args, config)

@@ -23,7 +23,8 @@ Every message goes out as a POST of its own, on a connection of its own (HTTP/1.
 
 The session era's ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` are sent once known; a
 2026-07-28 request carries the ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name``
-headers its body implies. Every request carries the caller's headers (``Authorization``…)
+headers its body implies (``Mcp-Name``: the tool's or prompt's name, the resource's URI, the
+task id of a ``tasks/*`` request). Every request carries the caller's headers (``Authorization``…)
 and the user's ``Accept-Language`` when one is given. ``notifications/cancelled`` for a
 request whose stream is open closes that POST, which is how Streamable HTTP withdraws a
 request; in a session the notification is POSTed too. :meth:`HttpWire.aclose` ends the session
@@ -78,7 +79,14 @@ __all__ = [
 
 #: The path of ``erlmcp-py serve``'s MCP endpoint.
 ENDPOINT_PATH: Final = "/mcp"
-_NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _READ: Final = 65536
 _INBOX: Final = 64  # messages read ahead of the session
 

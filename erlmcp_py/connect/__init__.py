@@ -3,7 +3,8 @@
 It reaches a server over stdio (``erlmcp-py connect -- CMD ARGS``) or Streamable HTTP
 (``erlmcp-py connect URL``) through the library's client (:mod:`erlmcp_py.client`: the wires and
 the session), in either protocol era (2025-11-25 sessions, 2026-07-28 stateless
-calls), lists and calls tools, lists and reads resources, lists and gets prompts, and renders
+calls), lists and calls tools (following those that run as tasks on 2026-07-28), lists and
+reads resources, lists and gets prompts, and renders
 each elicitation (of a tool or of a prompt) inline: a typed prompt per field, validated with
 the runtime's own rules before it is sent, then Submit, Reject or Cancel; URL-mode pages are
 shown and opened in the browser on request. Lines are edited with readline, with a command
@@ -17,6 +18,7 @@ Each job lives in its own private module:
 * ``_render`` -- the prompts of a form, per field kind, and of a URL-mode page;
 * ``_arguments`` -- ``key=value`` arguments and their check against the tool or prompt;
 * ``_app`` -- elicitations, notifications and Ctrl-C on screen;
+* ``_tasks`` -- following a task (the tasks extension): polling, its questions, Ctrl-C;
 * ``_commands`` -- the REPL, its commands and what they show;
 * ``_cli`` -- the command-line options, the session it opens, and the two threads.
 """
@@ -38,6 +40,7 @@ from erlmcp_py.connect._cli import (
     MODERN,
     PROTOCOLS,
     SESSION,
+    TASK_CAPABILITIES,
     add_arguments,
     run,
     session_options,
@@ -58,6 +61,7 @@ from erlmcp_py.connect._render import (
     form_field,
     parse_field,
 )
+from erlmcp_py.connect._tasks import follow_task, poll_interval
 from erlmcp_py.core.i18n import CATALOG, LOCALES, Texts, choose_locale, placeholders
 
 __all__ = [
@@ -71,6 +75,7 @@ __all__ = [
     "MODERN",
     "PROTOCOLS",
     "SESSION",
+    "TASK_CAPABILITIES",
     "Answer",
     "ArgumentError",
     "ConnectApp",
@@ -89,12 +94,14 @@ __all__ = [
     "check_prompt_arguments",
     "choose_locale",
     "error_text",
+    "follow_task",
     "form_field",
     "history_file",
     "parse_arguments",
     "parse_field",
     "parse_value",
     "placeholders",
+    "poll_interval",
     "prompt_schema",
     "run",
     "session_options",

@@ -10,6 +10,8 @@ page, a slow tool, a prompt, a read), it stops the request (the wire tells the s
 ``notifications/cancelled`` on stdio, the POST closed on HTTP) and the REPL prompt comes back;
 at the REPL prompt it leaves the client with status 130. A request's answer is shown once the
 elicitation on screen has ended (a server closes its question before it answers the call).
+While a task is followed (:mod:`~._tasks`), Ctrl-C stops the following first, even with one of
+its questions on screen: the user then chooses what becomes of the task.
 
 A question the server withdraws (``notifications/cancelled`` for the request on screen: the
 wire cancels its task) ends its prompt, and the user is told the server closed it.
@@ -25,7 +27,8 @@ from __future__ import annotations
 import json
 import math
 import webbrowser
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
@@ -58,6 +61,7 @@ class ConnectApp:
     _lock: trio.Lock = field(default_factory=trio.Lock)
     _current: trio.CancelScope | None = None
     _call: trio.CancelScope | None = None
+    _task: trio.CancelScope | None = None
     _pages: set[str] = field(default_factory=set)
     _withdrawn_by_server: bool = False
 
@@ -117,13 +121,25 @@ class ConnectApp:
             return answer
 
     def interrupt(self) -> bool:
-        """Ctrl-C: cancel the elicitation on screen, else stop the running request; ``False``
-        when there is neither (the client leaves)."""
-        scope = self._current if self._current is not None else self._call
-        if scope is None:
-            return False
-        scope.cancel()
-        return True
+        """Ctrl-C: stop following a task (a question of it on screen too), else cancel the
+        elicitation on screen, else stop the running request; ``False`` when there is none of
+        them (the client leaves)."""
+        for scope in (self._task, self._current, self._call):
+            if scope is not None:
+                scope.cancel()
+                return True
+        return False
+
+    @contextmanager
+    def task_scope(self) -> Iterator[trio.CancelScope]:
+        """A scope Ctrl-C cancels before any other: following a task, or the choice of what
+        to do with it (:mod:`~._tasks`)."""
+        with trio.CancelScope() as scope:
+            self._task = scope
+            try:
+                yield scope
+            finally:
+                self._task = None
 
     async def stoppable(
         self, stopped: str, request: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs

@@ -5,16 +5,19 @@ Theory of operation
 :func:`run` hands the process's terminal to a :class:`~._console.Console` in the main thread
 (line editing needs it there: see :mod:`~._console`) and runs the client on trio in a second
 thread: the connection (a wire and a :class:`~erlmcp_py.client.ClientSession` configured by
-:func:`session_options`), then the REPL or the one ``--call`` (:mod:`~._commands`). Ctrl-C
-comes from the console as a call into trio and goes to :meth:`~._app.ConnectApp.interrupt`;
-when there is nothing to stop, the client withdraws its prompt, says goodbye and leaves with
-status 130.
+:func:`session_options`), then the REPL, the one ``--call`` or the one ``--task``
+(:mod:`~._commands`). Ctrl-C comes from the console as a call into trio and goes to
+:meth:`~._app.ConnectApp.interrupt`; when there is nothing to stop, the client withdraws its
+prompt, says goodbye and leaves with status 130.
 
-The session declares form and URL elicitation. The user's locale (``--lang``, else the POSIX
-locale variables) is the client's and is declared to the server: in ``_meta`` (on
-``initialize`` in a session, on every request on 2026-07-28, with the log level ``info``, the
-level a session starts at) and, over HTTP, as ``Accept-Language``. On 2026-07-28 a call's
-rounds are not bounded: a person answers each one.
+The session declares form and URL elicitation and, on 2026-07-28, the tasks extension (unless
+``--no-tasks``): a call answered with a task is followed to its end (:mod:`~._tasks`), and
+``--task TASK_ID`` (which speaks 2026-07-28 unless told otherwise) follows one started
+earlier, then exits. The user's locale (``--lang``, else the POSIX locale variables) is the
+client's and is declared to the server: in ``_meta`` (on ``initialize`` in a session, on every
+request on 2026-07-28, with the log level ``info``, the level a session starts at) and, over
+HTTP, as ``Accept-Language``. On 2026-07-28 a call's rounds are not bounded: a person answers
+each one.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ from erlmcp_py.client import (
     open_stdio_wire,
 )
 from erlmcp_py.connect._app import ConnectApp
-from erlmcp_py.connect._commands import call_once, repl
+from erlmcp_py.connect._commands import call_once, repl, task_once
 from erlmcp_py.connect._console import Console, Terminal, history_file
 from erlmcp_py.core.i18n import LOCALES, Texts, choose_locale
+from erlmcp_py.core.tasks import TASKS_EXTENSION
 
 __all__ = [
     "CAPABILITIES",
@@ -55,6 +59,7 @@ __all__ = [
     "MODERN",
     "PROTOCOLS",
     "SESSION",
+    "TASK_CAPABILITIES",
     "add_arguments",
     "run",
     "session_options",
@@ -66,6 +71,11 @@ MODERN: Final = "2026-07-28"
 PROTOCOLS: Final = (SESSION, MODERN)
 #: What the client can show: forms and URL pages.
 CAPABILITIES: Final[Mapping[str, Any]] = {"elicitation": {"form": {}, "url": {}}}
+#: What it declares on 2026-07-28 besides: it follows tasks (:mod:`~._tasks`).
+TASK_CAPABILITIES: Final[Mapping[str, Any]] = {
+    **CAPABILITIES,
+    "extensions": {TASKS_EXTENSION: {}},
+}
 CLIENT_INFO: Final[Mapping[str, Any]] = {"name": "erlmcp-py-connect", "version": "0.1.0"}
 #: The server log messages a 2026-07-28 request asks for (those of a session by default).
 LOG_LEVEL: Final = "info"
@@ -81,6 +91,7 @@ def session_options(
     on_notification: OnNotification | None = None,
     *,
     locale: str | None = None,
+    tasks: bool = True,
 ) -> SessionOptions:
     """The terminal client's session (see the module docstring).
 
@@ -90,6 +101,7 @@ def session_options(
             (:meth:`~._app.ConnectApp.on_request`).
         on_notification: Sees each notification.
         locale: The user's locale, declared to the server.
+        tasks: On 2026-07-28, declare the tasks extension (:data:`TASK_CAPABILITIES`).
     """
 
     async def handler(request: ServerRequest) -> Mapping[str, Any]:
@@ -97,7 +109,7 @@ def session_options(
 
     return SessionOptions(
         protocol_version=protocol,
-        capabilities=CAPABILITIES,
+        capabilities=TASK_CAPABILITIES if tasks and protocol == MODERN else CAPABILITIES,
         client_info=CLIENT_INFO,
         locale=locale,
         log_level=LOG_LEVEL,
@@ -119,16 +131,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol",
         choices=PROTOCOLS,
-        default=SESSION,
+        default=None,
         help=f"protocol era: {PROTOCOLS[0]} (session, initialize) or {PROTOCOLS[1]} "
-        f"(stateless, retried calls); default {SESSION}",
+        f"(stateless, retried calls, tasks); default {SESSION}, with --task {MODERN}",
     )
-    parser.add_argument(
+    once = parser.add_mutually_exclusive_group()
+    once.add_argument(
         "--call",
         nargs="+",
         metavar=("TOOL", "KEY=VALUE"),
         default=None,
         help="call one tool and exit (status 1 on a tool error) instead of the prompt",
+    )
+    once.add_argument(
+        "--task",
+        default=None,
+        metavar="TASK_ID",
+        help=f"follow a task started earlier ({MODERN}) to its end and exit (status 1 "
+        "unless it completes without a tool error)",
+    )
+    parser.add_argument(
+        "--no-tasks",
+        action="store_true",
+        help=f"on {MODERN}, do not declare the tasks extension: a tool that may run as a "
+        "task runs as a call",
     )
     parser.add_argument(
         "--lang",
@@ -215,7 +241,11 @@ async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
     connected = False
     try:
         options = session_options(
-            args.protocol, app.on_request, app.on_notification, locale=t.locale
+            args.protocol,
+            app.on_request,
+            app.on_notification,
+            locale=t.locale,
+            tasks=not args.no_tasks,
         )
         async with (
             _open_wire(args, app) as wire,
@@ -228,6 +258,8 @@ async def _session(args: argparse.Namespace, app: ConnectApp) -> int:
             server = f"{info.get('name', '?')} {info.get('version', '')}".strip()
             protocol = client.protocol_version
             io.say(t("connected", server=server, protocol=protocol, transport=transport))
+            if args.task is not None:
+                return await task_once(client, app, args.task)
             if args.call is None:
                 return await repl(client, app)
             return await call_once(client, app, args.call)
@@ -277,6 +309,15 @@ def run(args: argparse.Namespace) -> int:
         args.target = [args.call.pop()]  # ``--call TOOL k=v URL``: the URL ends the call
     if not args.target or (args.call is not None and not args.call):
         print("erlmcp-py connect: name a server: URL, or -- CMD ARGS", file=sys.stderr)
+        return 2
+    if args.protocol is None:
+        args.protocol = MODERN if args.task is not None else SESSION
+    if args.task is not None and (args.protocol != MODERN or args.no_tasks):
+        print(
+            f"erlmcp-py connect: --task needs --protocol {MODERN} and the tasks extension "
+            "(no --no-tasks)",
+            file=sys.stderr,
+        )
         return 2
     t = Texts(choose_locale(args.lang, os.environ))
     console = Console(t, history_file(os.environ))

@@ -11,6 +11,9 @@ splits it like a shell (:func:`shlex.split`) and runs it:
   resource's contents (text as it is; binary as a one-line summary: mime type and size);
 * ``prompts`` and ``prompt NAME key=value …``: list the prompts with their arguments; get one,
   its arguments (strings) checked against the ones it declares, and show its messages;
+* ``task TASK_ID``: follow a task started earlier (2026-07-28, the tasks extension) to its
+  end, as a ``call`` answered with a task is followed (:mod:`~._tasks`); ``cancel TASK_ID``:
+  cancel one (``tasks/cancel``), then follow it to its end;
 * ``help``, ``quit``.
 
 ``call``, ``prompt`` and ``read`` run under :meth:`~._app.ConnectApp.stoppable` (Ctrl-C stops
@@ -46,9 +49,11 @@ from erlmcp_py.connect._arguments import (
 )
 from erlmcp_py.connect._console import Terminal
 from erlmcp_py.connect._render import COMMANDS
+from erlmcp_py.connect._tasks import follow_task
 from erlmcp_py.core.i18n import Texts
+from erlmcp_py.core.tasks import TASKS_EXTENSION
 
-__all__ = ["call_once", "repl"]
+__all__ = ["call_once", "repl", "task_once"]
 
 #: JSON-RPC error of a call that needs URL-mode elicitations completed first.
 URL_ELICITATION_REQUIRED: Final = -32042
@@ -98,6 +103,11 @@ async def call_once(client: ClientSession, app: ConnectApp, words: Sequence[str]
     return 0 if await _call(client, app, tools, words) else 1
 
 
+async def task_once(client: ClientSession, app: ConnectApp, task_id: str) -> int:
+    """``--task TASK_ID``: 0 when the task completed without a tool error, else 1."""
+    return 0 if await _task(client, app, [task_id]) else 1
+
+
 async def _run(
     client: ClientSession, app: ConnectApp, lists: _Lists, command: str, rest: Sequence[str]
 ) -> bool:
@@ -125,6 +135,8 @@ async def _run(
             lists.prompts = await _prompt_list(client, app)
         if lists.prompts is not None:
             await _prompt(client, app, lists.prompts, rest)
+    elif command in ("task", "cancel"):
+        await _task(client, app, rest, cancel=command == "cancel")
     else:
         return False
     return True
@@ -208,7 +220,60 @@ async def _call(
     except ClientRequestError as exc:
         await _failed(app, exc)
         return False
+    if result is not None and result.get("resultType") == "task":
+        return await _follow(client, app, result)
     return result is not None and not _show_result(io, t, result)
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks
+# --------------------------------------------------------------------------------------------
+
+
+async def _task(
+    client: ClientSession, app: ConnectApp, words: Sequence[str], *, cancel: bool = False
+) -> bool:
+    """``task TASK_ID`` (``cancel TASK_ID`` with ``cancel``); whether the task completed
+    without a tool error."""
+    io, t = app.io, app.t
+    if len(words) != 1:
+        io.say(t("cancel_usage" if cancel else "task_usage"))
+        return False
+    extensions = client.capabilities.get("extensions")
+    if (
+        not client.modern
+        or not isinstance(extensions, Mapping)
+        or TASKS_EXTENSION not in extensions
+    ):
+        io.say(t("tasks_unavailable"))
+        return False
+    try:
+        if cancel:
+            io.say(t("task_cancelling"))
+            await client.request("tasks/cancel", {"taskId": words[0]})
+        task = await client.request("tasks/get", {"taskId": words[0]})
+    except ClientRequestError as exc:
+        io.say(t("rpc_error", code=exc.code, message=exc.message))
+        return False
+    return await _follow(client, app, task)
+
+
+async def _follow(client: ClientSession, app: ConnectApp, task: Mapping[str, Any]) -> bool:
+    """Follow a task to its end and show it; whether it completed without a tool error."""
+    io, t = app.io, app.t
+    try:
+        ended = await follow_task(client, app, task)
+    except ClientRequestError as exc:
+        io.say(t("rpc_error", code=exc.code, message=exc.message))
+        return False
+    if ended is None:  # left running
+        return False
+    result, error = ended.get("result"), ended.get("error")
+    if ended.get("status") == "completed" and isinstance(result, Mapping):
+        return not _show_result(io, t, result)
+    if ended.get("status") == "failed" and isinstance(error, Mapping):
+        io.say(t("task_error", code=error.get("code"), message=error.get("message")))
+    return False
 
 
 async def _failed(app: ConnectApp, exc: ClientRequestError) -> None:

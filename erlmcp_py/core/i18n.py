@@ -406,11 +406,15 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
             "  prompts                     list the server's prompts\n"
             "  prompt NAME key=value ...   get a prompt and show its messages (values are "
             "text)\n"
+            "  task TASK_ID                follow a task started earlier: its questions, then "
+            "its result\n"
+            "  cancel TASK_ID              cancel a task, then follow it to its end\n"
             "  help                        this help\n"
             "  quit                        leave\n"
             "Up and Down recall earlier commands (and earlier answers, in a form). Enter takes "
             "a field's default. Ctrl-C cancels the open form, else stops the running call; at "
-            "the prompt it leaves."
+            "the prompt it leaves. While a task is followed, Ctrl-C offers to cancel it or "
+            "leave it running."
         ),
         _PT: (
             "Comandos:\n"
@@ -422,11 +426,15 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
             "  prompts                     lista os prompts do servidor\n"
             "  prompt NOME chave=valor ... obtém um prompt e mostra suas mensagens (valores "
             "em texto)\n"
+            "  task ID_DA_TAREFA           acompanha uma tarefa iniciada antes: suas "
+            "perguntas, depois seu resultado\n"
+            "  cancel ID_DA_TAREFA         cancela uma tarefa, depois a acompanha até o fim\n"
             "  help                        esta ajuda\n"
             "  quit                        sair\n"
             "Setas para cima e para baixo trazem comandos anteriores (e respostas anteriores, "
             "num formulário). Enter usa o padrão do campo. Ctrl-C cancela o formulário aberto, "
-            "senão interrompe a chamada em curso; no prompt, sai."
+            "senão interrompe a chamada em curso; no prompt, sai. Enquanto uma tarefa é "
+            "acompanhada, Ctrl-C oferece cancelá-la ou deixá-la rodando."
         ),
     },
     "prompt": {_EN: "mcp> ", _PT: "mcp> "},
@@ -644,6 +652,51 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
     "url_required": {
         _EN: "The tool needs a web page completed first:",
         _PT: "A ferramenta precisa que uma página web seja concluída antes:",
+    },
+    # -- tasks (the io.modelcontextprotocol/tasks extension) -----------------------------------
+    "task_following": {
+        _EN: "Following task {id} (Ctrl-C: cancel it or leave it running).",
+        _PT: "Acompanhando a tarefa {id} (Ctrl-C: cancelá-la ou deixá-la rodando).",
+    },
+    "task_working": {_EN: "Task working.", _PT: "Tarefa em andamento."},
+    "task_input_required": {
+        _EN: "Task waiting for an answer.",
+        _PT: "Tarefa aguardando uma resposta.",
+    },
+    "task_completed": {_EN: "Task completed.", _PT: "Tarefa concluída."},
+    "task_failed": {_EN: "Task failed.", _PT: "Tarefa falhou."},
+    "task_cancelled": {_EN: "Task cancelled.", _PT: "Tarefa cancelada."},
+    "task_message": {_EN: "⚠ {message}", _PT: "⚠ {message}"},
+    "task_link": {
+        _EN: "Anyone with this link can answer it instead: {url}",
+        _PT: "Qualquer pessoa com este link pode respondê-la em seu lugar: {url}",
+    },
+    "task_question_closed": {
+        _EN: "This question was answered or closed elsewhere.",
+        _PT: "Esta pergunta foi respondida ou encerrada em outro lugar.",
+    },
+    "task_menu": {
+        _EN: "[1] cancel the task  [2] leave it running  [3] keep following ",
+        _PT: "[1] cancelar a tarefa  [2] deixá-la rodando  [3] continuar acompanhando ",
+    },
+    "err_task_menu": {_EN: "Answer 1, 2 or 3.", _PT: "Responda 1, 2 ou 3."},
+    "task_cancelling": {
+        _EN: "Asking the server to cancel the task.",
+        _PT: "Pedindo ao servidor que cancele a tarefa.",
+    },
+    "task_left": {
+        _EN: "Task {id} goes on running; follow it again with: task {id}",
+        _PT: "A tarefa {id} continua rodando; acompanhe-a de novo com: task {id}",
+    },
+    "task_error": {
+        _EN: "The task failed with error {code}: {message}",
+        _PT: "A tarefa falhou com o erro {code}: {message}",
+    },
+    "task_usage": {_EN: "Usage: task TASK_ID", _PT: "Uso: task ID_DA_TAREFA"},
+    "cancel_usage": {_EN: "Usage: cancel TASK_ID", _PT: "Uso: cancel ID_DA_TAREFA"},
+    "tasks_unavailable": {
+        _EN: "Tasks need --protocol 2026-07-28 (and no --no-tasks).",
+        _PT: "Tarefas precisam de --protocol 2026-07-28 (e sem --no-tasks).",
     },
     # -- notifications -------------------------------------------------------------------------
     "closed_by_server": {

@@ -29,6 +29,14 @@ is refused (``SchemaNotAllowed`` naming the field and why).
 On 2026-07-28 the page's answer reaches the suspended call that asked, in this process: a
 server that keeps no call between rounds (``mrtr="replay"``) refuses such a question the same
 way, and a call replayed elsewhere asks it again on that process's page (docs/mrtr.md).
+
+A task's question (docs/tasks.md) also gets a *link* where the page is served and the policy
+gives links (``task_page_links``): a form question opens a ticket of its own before it is
+asked, and the ticket's URL travels in the request's ``_meta`` (``io.erlmcp/pageUrl``; a
+secret's page URL too), so that whoever it is sent to may answer on the page. The ticket is
+bound to the elicitation, answers through the runtime like the secret's page (the same
+validation; an answer there completes the question as a ``tasks/update`` would), and is closed
+when the question ends, however it ends.
 """
 
 from __future__ import annotations
@@ -36,13 +44,14 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
+import structlog
 import trio
 
 from erlmcp_py.actors.api import AnswerValidator, ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.pages import PageQuestion
+from erlmcp_py.actors.pages import PAGE_URL_META, PageQuestion, PageTicket
 from erlmcp_py.actors.peer import (
     AnswerTooLarge,
     Peer,
@@ -52,7 +61,7 @@ from erlmcp_py.actors.peer import (
     Recorded,
 )
 from erlmcp_py.actors.runtime import Runtime
-from erlmcp_py.core.errors import SchemaNotAllowed
+from erlmcp_py.core.errors import SchemaNotAllowed, StoreUnavailable
 from erlmcp_py.core.forms import (
     CompiledForm,
     FileField,
@@ -98,6 +107,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Context"]
 
+log = structlog.get_logger("erlmcp.context")
+
 FormLike = type | FormType[Any] | FormDefinition | CompiledForm | Mapping[str, Any]
 """What ``ctx.elicit`` accepts as a form (see :meth:`Context.elicit`)."""
 
@@ -122,7 +133,7 @@ class _FormValidator:
 class _Prepared:
     """What elicit() sends and checks with. ``schema`` is ``None`` when the form may not go
     out in form mode (``needs_page`` says why): it is asked on the hosted page, which renders
-    ``page_schema`` with ``widgets``."""
+    ``page_schema`` with ``widgets`` (as it renders a task's question from its link)."""
 
     schema: RequestedSchema | None
     validator: AnswerValidator
@@ -516,7 +527,7 @@ class Context:
             found = form_type_sensitive_fields(form, names)
             if found:
                 return _on_page(form.schema, form, found)
-            return _Prepared(form.requested_schema(version), form)
+            return _Prepared(form.requested_schema(version), form, page_schema=form.schema)
         if isinstance(form, FormDefinition | CompiledForm):
             compiled = (
                 form
@@ -540,6 +551,8 @@ class Context:
             return _Prepared(
                 compiled.requested_schema,
                 _FormValidator(compiled),
+                page_schema=compiled.validation_schema,
+                widgets=_form_widgets(compiled),
                 timeout=compiled.timeout_s,
             )
         if isinstance(form, Mapping):
@@ -557,7 +570,7 @@ class Context:
             if found:
                 return _on_page(checked, compile_validator(checked), found)
             wire = checked.for_version(version)
-            return _Prepared(wire, compile_validator(wire))
+            return _Prepared(wire, compile_validator(wire), page_schema=checked)
         return self._prepare(schema_for(form))
 
     async def elicit(
@@ -622,14 +635,71 @@ class Context:
         # The tool clock pauses while the human is asked. Created and awaited here, in the
         # tool's own frame: a pending question keeps no frame of a helper.
         with peer.asking, self.clock.pause():
-            handle = await self.runtime.create_elicitation(
-                request,
-                peer=peer,
-                tenant=self.tenant,
-                charge=peer.count_question(),
-                for_task=peer.task_id is not None,
+            link = await self._open_task_link(message, prepared, peer)
+            try:
+                if link is not None:
+                    request = replace(request, meta={PAGE_URL_META: link.url})
+                handle = await self.runtime.create_elicitation(
+                    request,
+                    peer=peer,
+                    tenant=self.tenant,
+                    charge=peer.count_question(),
+                    for_task=peer.task_id is not None,
+                )
+                if link is not None and handle.unsupported is None:
+                    await self._bind_task_link(link, handle.id)
+                return await handle.outcome()
+            finally:
+                if link is not None:
+                    await self.runtime.pages.close(link)
+
+    def _page_question(self, message: str, prepared: _Prepared) -> PageQuestion:
+        """What the hosted page shows of this question, naming the server and the tool."""
+        server = self._server
+        spec = server.tools.get(self.tool_name)
+        return PageQuestion(
+            message,
+            prepared.page_schema,
+            prepared.widgets,
+            server=server.title or server.name,
+            tool=(spec.title if spec is not None else None) or self.tool_name,
+        )
+
+    def _task_links(self, peer: CallPeer) -> bool:
+        """Whether this question gets a link of the hosted page that answers it: it is a
+        task's, the server gives links (``task_page_links``) and serves the page."""
+        return (
+            peer.task_id is not None
+            and self.runtime.config.task_page_links
+            and self.runtime.pages.available
+        )
+
+    async def _open_task_link(
+        self, message: str, prepared: _Prepared, peer: CallPeer
+    ) -> PageTicket | None:
+        """The ticket of a task's form question: anyone holding its link may answer the
+        question on the hosted page (single use, bound to this question and its tenant,
+        closed when the question ends). ``None`` for any other question, and when the store
+        cannot keep a ticket now: the question goes out without a link."""
+        if not self._task_links(peer):
+            return None
+        try:
+            return await self.runtime.pages.open(
+                self._page_question(message, prepared), self.tenant
             )
-            return await handle.outcome()
+        except StoreUnavailable:
+            log.warning("task_link_not_opened", task=str(peer.task_id)[:8], why="store unavailable")
+            return None
+
+    async def _bind_task_link(self, link: PageTicket, elicitation_id: str) -> None:
+        """Bind a task question's ticket to its elicitation; a store that cannot bind it now
+        leaves the link unusable (its page says expired), never the question unasked."""
+        try:
+            await self.runtime.pages.bind(link, elicitation_id)
+        except StoreUnavailable:
+            log.warning(
+                "task_link_not_bound", elicitation_id=elicitation_id, why="store unavailable"
+            )
 
     async def _ask_on_page(
         self, message: str, prepared: _Prepared, peer: CallPeer, timeout: float | None
@@ -654,15 +724,7 @@ class Context:
                 "rounds: this server keeps none (--mrtr replay); serve with --mrtr auto or "
                 "suspend",
             )
-        server = self._server
-        spec = server.tools.get(self.tool_name)
-        question = PageQuestion(
-            message,
-            prepared.page_schema,
-            prepared.widgets,
-            server=server.title or server.name,
-            tool=(spec.title if spec is not None else None) or self.tool_name,
-        )
+        question = self._page_question(message, prepared)
         with peer.asking, self.clock.pause():
             ticket = await pages.open(question, self.tenant)
             try:
@@ -673,6 +735,7 @@ class Context:
                     validator=prepared.validator,
                     timeout=timeout,
                     locale=self.locale,
+                    meta={PAGE_URL_META: ticket.url} if self._task_links(peer) else None,
                     timeout_name=_TIMEOUT,
                 )
                 handle = await self.runtime.create_elicitation(

@@ -26,7 +26,12 @@ re-prompted by the runtime, which shows up as a new input request (under a new k
 never reused in a task) whose message lists the errors. A subset of the outstanding keys may
 be answered at once; keys that are not outstanding are ignored. The runtime's deadline
 warning of a question becomes the task's ``statusMessage``; progress and log messages of the
-tool have no channel in a task and are dropped (counted).
+tool have no channel in a task and are dropped (counted). Where the hosted page is served, a
+question may also carry a link to it in its ``_meta`` (the ``Context`` opens it:
+:mod:`~erlmcp_py.mcp.context`); an answer given there completes the elicitation through the
+runtime, and the question leaves ``inputRequests`` (a later answer to its key is ignored).
+:meth:`TaskRegistry.page_links`
+reads a task's links for the application.
 
 *When it becomes a task.* ``task_start="call"`` (the default): before the tool runs.
 ``task_start="tool"``: the tool runs as an ordinary call (its first questions go out in the
@@ -112,6 +117,7 @@ import pydantic_core
 import structlog
 import trio
 
+from erlmcp_py.actors.pages import PAGE_URL_META
 from erlmcp_py.actors.peer import PeerGone, PeerResponse, Recorded
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.errors import StoreUnavailable
@@ -845,6 +851,25 @@ class TaskRegistry:
         if shared is None:
             raise _not_found()
         return dict(shared.detailed)
+
+    async def page_links(self, task_id: str, principal: str) -> dict[str, str]:
+        """The link of each open question of a task that the hosted page answers, by key
+        (:data:`~erlmcp_py.actors.pages.PAGE_URL_META` of its input request): for an
+        application to send to whoever should answer (by mail, say). Anyone holding a link
+        may answer that one question, once, until it ends; it shows nothing else. Read from
+        the task this process runs, else from the store (any replica's task).
+
+        Raises:
+            JsonRpcError: as :meth:`get`.
+        """
+        detailed = await self.get(task_id, principal)
+        links: dict[str, str] = {}
+        for key, request in (detailed.get("inputRequests") or {}).items():
+            meta = request.get("params", {}).get("_meta")
+            url = meta.get(PAGE_URL_META) if isinstance(meta, Mapping) else None
+            if isinstance(url, str):
+                links[key] = url
+        return links
 
     async def update(
         self,

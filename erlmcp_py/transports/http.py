@@ -157,7 +157,13 @@ from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_contin
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import INPUT_METHODS, StatelessEndpoint, state_ttl_for
-from erlmcp_py.mcp.tasks import TASK_MOVING, TASKS_BUSY, TASKS_PRINCIPAL_BUSY, open_tasks
+from erlmcp_py.mcp.tasks import (
+    TASK_MOVING,
+    TASKS_BUSY,
+    TASKS_PRINCIPAL_BUSY,
+    TaskRegistry,
+    open_tasks,
+)
 from erlmcp_py.transports import _server
 from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
 from erlmcp_py.transports._limits import (
@@ -786,6 +792,13 @@ class HttpTransport:
         if endpoint is None or endpoint.tasks is None:
             return {}
         return endpoint.tasks.snapshot()
+
+    @property
+    def task_registry(self) -> TaskRegistry | None:
+        """The tasks of this server while :meth:`run` runs (e.g. for
+        :meth:`~erlmcp_py.mcp.tasks.TaskRegistry.page_links`); ``None`` before and after."""
+        endpoint = self._stateless
+        return endpoint.tasks if endpoint is not None else None
 
     @property
     def calls_in_progress(self) -> int:

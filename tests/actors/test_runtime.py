@@ -130,6 +130,35 @@ async def test_invalid_answer_is_reprompted_with_errors_then_fails(
     assert [r.id for r in peer.requests] == [f"{handle.id}.{n}" for n in (1, 2, 3, 4)]
 
 
+async def test_a_requests_meta_goes_out_with_every_attempt_of_it(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    answers = iter([{"name": ""}, {"name": "Ada"}])
+    peer = MemoryPeer(auto=lambda r: {"action": "accept", "content": next(answers)})
+    meta = {"io.erlmcp/pageUrl": "https://example.com/elicit/t"}
+    request = ElicitationRequest("Who?", requested_schema=SCHEMA, meta=meta)
+    handle = await rt.create_elicitation(request, peer=peer, tenant=ALICE)
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+    assert [r.params["_meta"] for r in peer.requests] == [meta, meta]  # the re-prompt too
+    plain = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    await plain.outcome()
+    assert "_meta" not in peer.requests[-1].params
+
+
+@pytest.mark.parametrize("meta", [["io.erlmcp/pageUrl"], {1: "x"}, "x"])
+def test_a_requests_meta_is_a_mapping_with_str_keys(meta: Any) -> None:
+    with pytest.raises(TypeError, match="meta must be a mapping with str keys"):
+        ElicitationRequest("Who?", requested_schema=SCHEMA, meta=meta)
+
+
+def test_a_page_ticket_lives_as_long_as_the_longest_question_it_may_serve() -> None:
+    """A task's form question has a link to the page: its ticket must outlive it, even when
+    form questions wait longer than URL-mode ones."""
+    config = RuntimeConfig(task_form_deadline_s=50_000.0, task_url_deadline_s=20_000.0)
+    longest = 50_000.0 + config.max_extensions * config.extension_s
+    assert Runtime(config).pages.ttl_s == longest
+
+
 async def test_a_pt_br_request_gets_its_reprompt_and_warning_in_portuguese(
     rt: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:

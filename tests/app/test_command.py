@@ -63,6 +63,18 @@ def test_serve_task_options_set_the_task_policy() -> None:
     assert runtime_config(None, False, task_timeout=60).task_warn_before_s == 15
 
 
+def test_serve_gives_task_questions_links_unless_told_not_to(tmp_path: Path) -> None:
+    from erlmcp_py.app._startup import check_serve
+
+    for argv, links in ((["serve"], True), (["serve", "--no-task-links"], False)):
+        server = check_serve(build_parser().parse_args(argv), {}).server
+        assert server.runtime_config.task_page_links is links
+    path = tmp_path / "serve.toml"
+    path.write_text("no_task_links = true\n")
+    args = parse_args(["serve", "--config", str(path)], {})
+    assert check_serve(args, {}).server.runtime_config.task_page_links is False
+
+
 def test_serve_refuses_a_task_life_shorter_than_a_tasks_question_deadline() -> None:
     command = serve_command("--task-timeout", "600", "--task-ttl", "300")
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)

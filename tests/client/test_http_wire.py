@@ -167,6 +167,17 @@ async def test_a_stateless_request_names_its_method_and_tool_in_headers() -> Non
     assert plain["mcp-protocol-version"] == "2026-07-28"
 
 
+async def test_a_tasks_request_names_its_task_in_headers() -> None:
+    async with trio.open_nursery() as nursery:
+        recorder, url = await serve(nursery, json_answer({"resultType": "complete"}))
+        async with session(url, modern=True) as client:
+            for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+                await client.request_raw(method, {"taskId": "t-1"})
+        nursery.cancel_scope.cancel()
+    sent = [(headers["mcp-method"], headers.get("mcp-name")) for headers, _ in recorder.requests]
+    assert sent == [("tasks/get", "t-1"), ("tasks/update", "t-1"), ("tasks/cancel", "t-1")]
+
+
 @pytest.mark.parametrize("modern", [False, True])
 async def test_every_request_carries_the_users_language(modern: bool) -> None:
     answer = json_answer({"ok": 1}, ("Mcp-Session-Id", "s-1"))

@@ -1,6 +1,6 @@
 """The hosted page behind a load balancer: two HTTP servers in this process share one real
 ``redis-server`` as two replicas would, and the browser's requests go to the replica that
-did not open the page.
+did not open the page (a secret's page, and the link of a task's question).
 
 Real time here (the server's clock and TTLs run on it): every wait is bounded.
 """
@@ -31,6 +31,7 @@ from tests.transports.test_page import (
     submit,
     tool_text,
 )
+from tests.transports.test_task_links import approve_on, clients, link_of, serving
 
 QUESTION = PageQuestion("Your key?", {"type": "object", "properties": {}}, {})
 
@@ -227,3 +228,33 @@ async def until_ok(send: Callable[[], Awaitable[httpx2.Response]]) -> httpx2.Res
             return response
         await trio.sleep(0.05)
     raise AssertionError(f"still {response.status_code}: {response.text}")
+
+
+async def test_a_task_questions_link_is_answered_on_another_replica(
+    redis_server: RedisServer,
+) -> None:
+    """The task runs on replica A; its question's link, opened through replica B (a load
+    balancer's choice), renders, refuses, and answers there: the task moves on on A."""
+    store = redis_server.url()
+    async with (
+        serving(store=store) as a,
+        serving(store=store) as b,
+        clients(a) as (alice, browser),
+    ):
+        with trio.fail_after(TIMEOUT):
+            created = await alice.result(
+                "tools/call", {"name": "approve", "arguments": {"invoice": "INV-R"}}
+            )
+            task_id = created["taskId"]
+            url = on(b, link_of(await alice.asking(task_id, {"approval"}), "approval"))
+            refused = await approve_on(browser, url, approved="true", approver="admin")
+            assert refused.status_code == 422, refused.text
+            assert "The name admin is reserved." in refused.text
+            done = await approve_on(browser, url, approved="true", approver="Ada")
+            assert done.status_code == 200, done.text
+            await alice.asking(task_id, {"note"})
+            for replica in (a, b):  # used, on every replica
+                assert (await browser.get(on(replica, url))).status_code == 410
+            await alice.update(task_id, {"note": {"action": "accept", "content": {"text": "r"}}})
+            ended = await alice.until(task_id, "completed")
+            assert ended["result"]["content"][0]["text"] == "INV-R: approved by Ada; note: r"

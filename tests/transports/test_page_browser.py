@@ -38,6 +38,7 @@ from tests.transports.test_page import (
     page_server,
     tool_text,
 )
+from tests.transports.test_task_links import clients, link_of, serving, started
 
 R = TypeVar("R")
 LOCALES = ["en-US", "pt-BR"]
@@ -591,3 +592,48 @@ async def test_every_field_type_renders_without_csp_violations(
     assert problems == []  # no CSP violation, no script error
     assert widgets >= 11
     assert shot.stat().st_size > 10_000
+
+
+# -- a task's question, from its link ---------------------------------------------------------
+
+
+async def test_a_tasks_question_is_answered_from_its_link_in_a_browser(chromium: Chromium) -> None:
+    # The approver is not the MCP client: Chromium opens the link it was sent, the server
+    # refuses a reserved name at its field, the corrected answer moves the task on, and the
+    # link is dead afterwards.
+    words = WORDS["en-US"]
+
+    def approve(browser: Any) -> dict[str, Any]:
+        page = opened(browser, url, "en-US")
+        out: dict[str, Any] = {"question": page.locator("#message").inner_text()}
+        page.locator("#f-0").check()  # Approved
+        page.locator("#f-1").fill("admin")  # Approver: only the server's validator refuses it
+        page.get_by_role("button", name=words["submit"]).click()
+        page.wait_for_selector("[aria-invalid=true]")
+        out["invalid"] = page.locator("[aria-invalid=true]").get_attribute("id")
+        out["error"] = page.locator("#f-1-err").inner_text()
+        out["kept"] = page.locator("#f-1").input_value()
+        out["approved"] = page.locator("#f-0").is_checked()
+        page.locator("#f-1").fill("Ada")
+        page.get_by_role("button", name=words["submit"]).click()
+        out["notice"] = page.locator("#notice").inner_text()
+        again = opened(browser, url, "en-US")
+        out["again"] = again.locator("body").inner_text()
+        page.context.close()
+        again.context.close()
+        return out
+
+    async with serving() as listening, clients(listening) as (alice, _browser):
+        task_id = await started(alice, "approve", invoice="INV-42")
+        url = link_of(await alice.asking(task_id, {"approval"}), "approval")
+        seen = await chromium.run(approve)
+        await alice.asking(task_id, {"note"})  # the task moved on to its next question
+        await alice.update(task_id, {"note": {"action": "accept", "content": {"text": "ok"}}})
+        ended = await alice.until(task_id, "completed")
+    assert seen["question"] == "Approve invoice INV-42?"
+    assert seen["invalid"] == "f-1"  # the approver field, alone
+    assert seen["error"] == "The name admin is reserved."
+    assert (seen["kept"], seen["approved"]) == ("admin", True)  # the form as it was sent
+    assert words["sent"] in seen["notice"]
+    assert words["closed"] in seen["again"]
+    assert ended["result"]["content"][0]["text"] == "INV-42: approved by Ada; note: ok"
