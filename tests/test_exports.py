@@ -342,7 +342,7 @@ PUBLIC_MODULES: dict[str, set[str]] = {
     "erlmcp_py.core": {
         "error_texts", "errors", "foreign_schema", "forms", "i18n", "lifecycle", "outcomes",
         "policy", "ratelimit", "retention", "schema", "sensitive", "shares", "state_token",
-        "store_wire", "tasks", "typeschema", "urlpolicy", "validation", "versions", "wording",
+        "store_wire", "tasks", "tool_arguments", "typeschema", "urlpolicy", "validation", "versions", "wording",
     },
     "erlmcp_py.core.forms": set(),
     "erlmcp_py.core.schema": set(),
@@ -359,7 +359,7 @@ PUBLIC_MODULES: dict[str, set[str]] = {
     "erlmcp_py.client": set(),
     "erlmcp_py.gateway": set(),
     "erlmcp_py.app": {"examples"},
-    "erlmcp_py.app.examples": {"conformance", "everything", "server"},
+    "erlmcp_py.app.examples": {"conformance", "everything", "sdk_server", "server"},
     "erlmcp_py.connect": set(),
 }  # fmt: skip
 

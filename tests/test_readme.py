@@ -38,7 +38,8 @@ from mcp import Client, StdioServerParameters, types
 
 import erlmcp_py
 from erlmcp_py.client import ServerRequest, connect_http
-from erlmcp_py.connect import MODERN, session_options
+from erlmcp_py.connect import session_options
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.testing import open_memory_client
 from tests.deploy.support import events_named, free_port, poll
 from tests.transports.test_auth import issuer
@@ -523,7 +524,7 @@ async def test_connect_task_follows_a_task_another_client_started(tmp_path: Path
 
     port = free_port()
     async with serving_http(tmp_path / "serve.log", port) as url:
-        async with connect_http(url, **session_options(MODERN, nobody)) as client:
+        async with connect_http(url, **session_options(V_2026_07_28, nobody)) as client:
             created = await client.call_tool("confirm_delete", {"filename": "old.log"})
         assert created["resultType"] == "task", created
         command = readme(*CONNECT_TASK).replace("127.0.0.1:8000", f"127.0.0.1:{port}")

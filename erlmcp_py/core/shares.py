@@ -201,8 +201,10 @@ class Shares(Generic[K, V]):
                 return Shed(key, held.value, held.principal, "total")
         return Refuse("total")
 
-    def add(self, principal: str, key: K, value: V) -> None:
-        """Hold ``value`` under ``key`` for ``principal``, used now.
+    def add(self, principal: str, key: K, value: V, *, within_share: bool = True) -> None:
+        """Hold ``value`` under ``key`` for ``principal``, used now. ``within_share=False``
+        holds it past the principal's own cap (a unit that is no new work: only the total
+        cap bounds it).
 
         Raises:
             ValueError: ``key`` is held already, or a cap would be exceeded (ask
@@ -211,7 +213,7 @@ class Shares(Generic[K, V]):
         if key in self._entries:
             raise ValueError("this key is held already")
         count = self.held(principal)
-        if self._at_share(principal) or len(self._entries) >= self.total:
+        if (within_share and self._at_share(principal)) or len(self._entries) >= self.total:
             raise ValueError("no room: admit() first, and remove the unit it sheds")
         held = _Held(principal, value, next(self._uses))
         self._entries[key] = held

@@ -36,8 +36,17 @@ A task's record (:class:`SharedTask`, the ``io.modelcontextprotocol/tasks`` exte
 what ``tasks/get`` answers, as the replica running the task last wrote it: the
 ``DetailedTask`` (:meth:`~erlmcp_py.core.tasks.TaskState.detailed`), the principal it is
 bound to (another principal's task reads exactly as an unknown one, :func:`task_visible_to`)
-and the replica that runs it. It is written before the ``CreateTaskResult`` is sent, after
-every change, and kept until the task's TTL runs out.
+and the replica that runs it (its *holder*). It is written before the ``CreateTaskResult``
+is sent, after every change, and kept until the task's TTL runs out. A record of a durable
+task also carries what another replica needs to run the task again when its holder is gone
+(:class:`TaskReplay`): the call, the facts of the state the ``DetailedTask`` does not show,
+how many questions were charged, and why it cannot be replayed, if it cannot. Beside the
+record the store keeps the task's *journal*: every answer the task accepted, in order, each
+under the question it answered (:data:`TaskAnswer`), as a replayable ``requestState`` seals
+them for a 2026-07-28 replay.
+
+Calls forwarded to a task's holder (:data:`TaskOp`: ``update``, ``cancel``) travel as JSON
+too (:func:`encode_task_call`); their replies are the holder's own JSON.
 """
 
 from __future__ import annotations
@@ -73,15 +82,22 @@ __all__ = [
     "SharedTask",
     "SharedTicket",
     "StoreUrl",
+    "TaskAnswer",
+    "TaskOp",
+    "TaskReplay",
     "TicketState",
     "closed_ticket",
     "decode_call",
     "decode_record",
     "decode_task",
+    "decode_task_answer",
+    "decode_task_call",
     "decode_ticket",
     "encode_call",
     "encode_record",
     "encode_task",
+    "encode_task_answer",
+    "encode_task_call",
     "encode_ticket",
     "error_from_wire",
     "error_to_wire",
@@ -230,8 +246,30 @@ class Keys:
         return f"{self.prefix}:page:{token}"
 
     def task(self, task_id: str) -> str:
-        """A task's record (a string: :func:`encode_task`'s JSON), expiring with the task."""
+        """A task's record (a hash: ``j`` :func:`encode_task`'s JSON, ``h`` its holder),
+        expiring with the task."""
         return f"{self.prefix}:task:{task_id}"
+
+    def task_journal(self, task_id: str) -> str:
+        """A task's journal (a list of :func:`encode_task_answer`'s JSON, oldest first),
+        expiring with the task."""
+        return f"{self.prefix}:taskj:{task_id}"
+
+    @property
+    def task_prefix(self) -> str:
+        """Per task, its record (see :meth:`task`)."""
+        return f"{self.prefix}:task:"
+
+    @property
+    def task_set_prefix(self) -> str:
+        """Per replica, the ids of the durable tasks it runs (a set)."""
+        return f"{self.prefix}:taskset:"
+
+    @property
+    def orphans(self) -> str:
+        """The ids of durable tasks whose holder is gone, waiting for a replica to take them
+        over (a set)."""
+        return f"{self.prefix}:orphans"
 
     def channel(self, replica: str) -> str:
         """The pub/sub channel a replica listens on (forwarded calls and their replies)."""
@@ -460,6 +498,39 @@ def decode_ticket(
 
 
 @dataclass(frozen=True, slots=True)
+class TaskReplay:
+    """What another replica needs to run a durable task again, its holder being gone.
+
+    Attributes:
+        tool: The tool's name (for logs).
+        call: What runs the tool again: the endpoint's own JSON (the tool's name, arguments,
+            tenant, locale…), opaque to the store.
+        client_id: The rate-limit key of its questions.
+        protocol_version: The protocol version of the request that created it.
+        capabilities: What the client declared on the latest request about it.
+        required: The tool runs only as a task.
+        issued: Every key the task ever used for an input request.
+        cancel_requested: Whether its client asked to cancel it.
+        message_key: The input request its ``statusMessage`` is about, if any.
+        charged: How many of its questions its client was charged a rate token for.
+        blocked: Why it cannot be run again (``url_elicitation``: it asked a question in URL
+            mode, which only its holder could receive), or ``None``.
+    """
+
+    tool: str
+    call: Mapping[str, Any]
+    client_id: str
+    protocol_version: str
+    capabilities: Mapping[str, Any]
+    required: bool = False
+    issued: tuple[str, ...] = ()
+    cancel_requested: bool = False
+    message_key: str | None = None
+    charged: int = 0
+    blocked: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SharedTask:
     """A task's record as the store holds it.
 
@@ -467,35 +538,56 @@ class SharedTask:
         task_id: The task's id.
         detailed: Its ``DetailedTask`` (what ``tasks/get`` answers, without ``resultType``).
         principal: The principal it is bound to.
-        replica: The replica that runs (or ran) it.
+        replica: The replica that runs (or ran) it: its holder.
+        replay: What running it again takes (a durable task), or ``None``.
     """
 
     task_id: str
     detailed: Mapping[str, Any]
     principal: str
     replica: str
+    replay: TaskReplay | None = None
 
     @property
     def terminal(self) -> bool:
         """Whether the task had ended when this was written."""
         return self.detailed.get("status") in ("completed", "failed", "cancelled")
 
+    @property
+    def durable(self) -> bool:
+        """Whether another replica takes the task over when its holder is gone."""
+        return self.replay is not None
+
 
 def encode_task(task: SharedTask) -> str:
     """The JSON of a task's record."""
-    return json.dumps(
-        {
-            "id": task.task_id,
-            "task": dict(task.detailed),
-            "principal": task.principal,
-            "replica": task.replica,
-        },
-        separators=(",", ":"),
-    )
+    data: dict[str, Any] = {
+        "id": task.task_id,
+        "task": dict(task.detailed),
+        "principal": task.principal,
+        "replica": task.replica,
+    }
+    replay = task.replay
+    if replay is not None:
+        data["replay"] = {
+            "tool": replay.tool,
+            "call": dict(replay.call),
+            "client": replay.client_id,
+            "version": replay.protocol_version,
+            "caps": dict(replay.capabilities),
+            "required": replay.required,
+            "issued": list(replay.issued),
+            "cancel": replay.cancel_requested,
+            "messageKey": replay.message_key,
+            "charged": replay.charged,
+            "blocked": replay.blocked,
+        }
+    return json.dumps(data, separators=(",", ":"))
 
 
-def decode_task(text: str) -> SharedTask:
-    """A task's record from :func:`encode_task`'s JSON.
+def decode_task(text: str, holder: str | None = None) -> SharedTask:
+    """A task's record from :func:`encode_task`'s JSON; ``holder``, when the store keeps it
+    beside the record, names the replica that holds it now (it may have taken it over).
 
     Raises:
         ValueError, TypeError, KeyError: not a task's record.
@@ -506,7 +598,31 @@ def decode_task(text: str) -> SharedTask:
     for name in ("id", "principal", "replica"):
         if not isinstance(data.get(name), str):
             raise TypeError(f"a task's record needs a string {name}")
-    return SharedTask(data["id"], data["task"], data["principal"], data["replica"])
+    replay = None
+    raw = data.get("replay")
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise TypeError("a task's replay facts are an object")
+        charged = raw["charged"]
+        if type(charged) is not int:
+            raise TypeError("charged must be an integer")
+        message_key, blocked = raw.get("messageKey"), raw.get("blocked")
+        replay = TaskReplay(
+            tool=str(raw["tool"]),
+            call=dict(raw["call"]),
+            client_id=str(raw["client"]),
+            protocol_version=str(raw["version"]),
+            capabilities=dict(raw["caps"]),
+            required=bool(raw["required"]),
+            issued=tuple(str(key) for key in raw["issued"]),
+            cancel_requested=bool(raw["cancel"]),
+            message_key=None if message_key is None else str(message_key),
+            charged=charged,
+            blocked=None if blocked is None else str(blocked),
+        )
+    return SharedTask(
+        data["id"], data["task"], data["principal"], holder or data["replica"], replay
+    )
 
 
 def task_visible_to(task: SharedTask | None, principal: str) -> SharedTask | None:
@@ -514,6 +630,61 @@ def task_visible_to(task: SharedTask | None, principal: str) -> SharedTask | Non
     if task is None or task.principal != principal:
         return None
     return task
+
+
+TaskAnswer = tuple[str | None, str, Mapping[str, Any]]
+"""One answer of a task's journal: the key of the input request it answered (``None`` for an
+answer of a call's own rounds before it became the task), the question it answered (what a
+replay recognizes a request by: a digest of its method and params) and the response."""
+
+
+def encode_task_answer(answer: TaskAnswer) -> str:
+    """The JSON of one answer of a task's journal."""
+    key, question, response = answer
+    return json.dumps([key, question, dict(response)], separators=(",", ":"))
+
+
+def decode_task_answer(text: str) -> TaskAnswer:
+    """One answer of a task's journal from :func:`encode_task_answer`'s JSON.
+
+    Raises:
+        ValueError, TypeError: not an answer.
+    """
+    data = json.loads(text)
+    if not (isinstance(data, list) and len(data) == 3):
+        raise TypeError("an answer is [key, question, response]")
+    key, question, response = data
+    if not (key is None or isinstance(key, str)) or not isinstance(question, str):
+        raise TypeError("an answer's key is a string or null, its question a string")
+    if not isinstance(response, dict):
+        raise TypeError("an answer's response is an object")
+    return key, question, response
+
+
+TaskOp = Literal["update", "cancel"]
+
+
+def encode_task_call(
+    op: TaskOp, task_id: str, principal: str, argument: Any = None
+) -> dict[str, Any]:
+    """A ``tasks/update`` (``argument``: its ``inputResponses`` and the request's declared
+    capabilities) or ``tasks/cancel`` to forward to the task's holder."""
+    return {"op": op, "id": task_id, "principal": principal, "arg": argument}
+
+
+def decode_task_call(data: Mapping[str, Any]) -> tuple[TaskOp, str, str, Any]:
+    """The parts of a forwarded task call.
+
+    Raises:
+        ValueError, TypeError: not a task call.
+    """
+    op = data.get("op")
+    task_id, principal = data.get("id"), data.get("principal")
+    if op not in ("update", "cancel") or not isinstance(task_id, str):
+        raise ValueError("not a forwarded task call")
+    if not isinstance(principal, str):
+        raise TypeError("a forwarded task call names its principal")
+    return op, task_id, principal, data.get("arg")
 
 
 # -- forwarded calls ---------------------------------------------------------------------------

@@ -26,6 +26,10 @@ wall-clock seconds), no I/O. The shell (``erlmcp_py.mcp.tasks``) runs the tool a
 * **Wire form**: :meth:`TaskState.detailed` is the ``DetailedTask`` of ``tasks/get`` (and of
   the store), :meth:`TaskState.created` the ``Task`` fields of a ``CreateTaskResult``; times
   are ISO 8601 UTC with milliseconds, ``ttlMs`` and ``pollIntervalMs`` integer milliseconds.
+* **Restored**: :meth:`TaskState.restore` is the state a ``DetailedTask`` and the few facts it
+  does not show (:attr:`TaskState.issued_keys`, :attr:`TaskState.cancel_requested`,
+  :attr:`TaskState.message_key`) describe: what another replica resumes a task from when the
+  replica running it is gone. Times come back at the wire's millisecond precision.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "TaskState",
     "TaskStatus",
     "iso_time",
+    "parse_iso_time",
 ]
 
 #: The extension's identifier: in ``capabilities.extensions`` of ``server/discover`` and of a
@@ -72,6 +77,18 @@ def iso_time(seconds: float) -> str:
     """Wall-clock seconds as ISO 8601 UTC with milliseconds (``2026-07-28T10:30:00.000Z``)."""
     moment = datetime.fromtimestamp(seconds, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso_time(text: str) -> float:
+    """The wall-clock seconds of an :func:`iso_time` string.
+
+    Raises:
+        ValueError: not an ISO 8601 time with a zone.
+    """
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"a task's time names its zone, got {text!r}")
+    return moment.timestamp()
 
 
 def _millis(seconds: float) -> int:
@@ -147,6 +164,64 @@ class TaskState:
                 raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
         return cls(task_id, now, now, ttl_s, poll_interval_s)
 
+    @classmethod
+    def restore(
+        cls,
+        detailed: Mapping[str, Any],
+        *,
+        issued: Iterable[str] = (),
+        cancel_requested: bool = False,
+        message_key: str | None = None,
+    ) -> TaskState:
+        """The state that :meth:`detailed` gave ``detailed``, with the facts it does not
+        show: the keys ever issued, whether a cancel was asked, and which request the
+        ``statusMessage`` is about. Its outstanding input requests are those of
+        ``inputRequests``; it ends as it ended.
+
+        Raises:
+            ValueError, TypeError, KeyError: ``detailed`` is no ``DetailedTask``.
+        """
+        ttl_ms = detailed["ttlMs"]
+        if ttl_ms is not None and type(ttl_ms) is not int:
+            raise TypeError("ttlMs must be an integer or null")
+        poll_ms = detailed["pollIntervalMs"]
+        if type(poll_ms) is not int:
+            raise TypeError("pollIntervalMs must be an integer")
+        created_at = parse_iso_time(str(detailed["createdAt"]))
+        state = cls.new(
+            str(detailed["taskId"]),
+            created_at,
+            ttl_s=None if ttl_ms is None else ttl_ms / 1000,
+            poll_interval_s=poll_ms / 1000,
+        )
+        state.updated_at = max(created_at, parse_iso_time(str(detailed["lastUpdatedAt"])))
+        requests = detailed.get("inputRequests") or {}
+        if not isinstance(requests, Mapping):
+            raise TypeError("inputRequests must be an object")
+        for key, request in requests.items():
+            method, params = request["method"], request["params"]
+            if not (isinstance(method, str) and isinstance(params, Mapping)):
+                raise TypeError("an input request has a method and params")
+            state.requests[str(key)] = InputRequest(str(key), method, dict(params))
+        state._issued = {*issued, *state.requests}
+        state.cancel_requested = bool(cancel_requested)
+        status = detailed["status"]
+        if status == TaskStatus.COMPLETED:
+            state.result = dict(detailed["result"])
+        elif status == TaskStatus.FAILED:
+            state.error = dict(detailed["error"])
+        elif status == TaskStatus.CANCELLED:
+            state.cancelled = True
+        elif status not in (TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED):
+            raise ValueError(f"not a task status: {status!r}")
+        if state.terminal:
+            state.requests.clear()
+        message = detailed.get("statusMessage")
+        if isinstance(message, str):
+            state._message = message
+            state._message_key = message_key if message_key in state.requests else None
+        return state
+
     # -- what it is ------------------------------------------------------------------------------
 
     @property
@@ -177,6 +252,16 @@ class TaskState:
     def issued(self, key: str) -> bool:
         """Whether ``key`` was ever used for an input request of this task."""
         return key in self._issued
+
+    @property
+    def issued_keys(self) -> tuple[str, ...]:
+        """Every key ever used for an input request of this task (in no order)."""
+        return tuple(self._issued)
+
+    @property
+    def message_key(self) -> str | None:
+        """The input request the ``statusMessage`` is about (its deadline warning), if any."""
+        return self._message_key
 
     # -- changes ----------------------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ round trip).
 
 Replay (docs/mrtr.md, "Replay: restarts and replicas"): a replayable state also carries the
 call's *journal*, each response under its *question* (a digest of the request's method and
-params, :func:`_question_of`); :meth:`MrtrPeer.send_request` answers a request whose question
+params, :func:`question_of`); :meth:`MrtrPeer.send_request` answers a request whose question
 has a queued response at once, through its ``on_response``, and :meth:`MrtrPeer.count_question`
 says which elicitations were charged already.
 
@@ -115,6 +115,7 @@ __all__ = [
     "RunCall",
     "Waiter",
     "open_continuations",
+    "question_of",
     "response_problem",
 ]
 
@@ -241,7 +242,7 @@ class _InputRequest:
     method: str
     params: dict[str, Any]
     on_response: Callable[[PeerResponse], None]
-    question: str  # what a replay recognizes it by: see _question_of
+    question: str  # what a replay recognizes it by: see question_of
 
 
 class _Continuation:
@@ -277,6 +278,7 @@ class _Continuation:
         "round",
         "sending",
         "sink",
+        "url_asked",
         "version",
         "waiter",
     )
@@ -305,7 +307,7 @@ class _Continuation:
         self.progress_token: str | int | None = None
         self.sending = 0  # sink calls under way
         self.drained: trio.Event | None = None  # set when ``sending`` drops to 0
-        # Replay: the answers a retry's state brought, per question (see _question_of),
+        # Replay: the answers a retry's state brought, per question (see question_of),
         # delivered in order as the tool asks again; every answer the tool received, in order
         # (the next state carries it); how many elicitations the client was charged for
         # already, and how many the tool made so far.
@@ -313,6 +315,7 @@ class _Continuation:
         self.journal: list[tuple[str, Mapping[str, Any]]] = []
         self.asked = 0
         self.questions = 0
+        self.url_asked = False  # a question went out in URL mode: no replay can answer it
         self.asking = 0  # questions of the tool between their start and their answer
         self.asking_scope = _Asking(self)  # what counts them (MrtrPeer.asking)
         self.ended = 0  # questions of the tool that ended, in all
@@ -474,7 +477,7 @@ class MrtrPeer:
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
-        question = _question_of(method, body)
+        question = question_of(method, body)
         replayed = cont.replay.get(question)
         response = replayed.popleft() if replayed else None
         if response is None and key is not None and key in cont.offered:
@@ -486,7 +489,16 @@ class MrtrPeer:
             return
         key = _free_key(cont, key, method)
         cont.outstanding[key] = _InputRequest(key, request_id, method, body, on_response, question)
+        cont.url_asked = cont.url_asked or body.get("mode") == "url"
         cont.touch()
+
+    def handover(self) -> tuple[list[tuple[str, Mapping[str, Any]]], int, bool]:
+        """What a task this call becomes (``ctx.start_task()``) needs to be replayed later:
+        every answer the call received so far, ``(question, response)`` in order, as its
+        state carries them; how many of its elicitations the client was charged for; and
+        whether it asked a question in URL mode (which no replay can answer)."""
+        cont = self._cont
+        return list(cont.journal), max(cont.questions, cont.asked), cont.url_asked
 
     def forget_request(self, request_id: str) -> None:
         """Drop an input request the runtime no longer waits for (deadline, re-prompt)."""
@@ -1251,7 +1263,7 @@ def _wall_offset() -> float:
         return offset
 
 
-def _question_of(method: str, params: Mapping[str, Any]) -> str:
+def question_of(method: str, params: Mapping[str, Any]) -> str:
     """What a replay recognizes a request by: a digest of its method and params (for an
     elicitation: its message, mode and schema, the schema by its own canonical digest, which
     a schema the runtime built carries already). A tool run again asks the same questions, in

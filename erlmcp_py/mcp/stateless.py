@@ -97,7 +97,14 @@ from erlmcp_py.mcp.params import (
 )
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
-from erlmcp_py.mcp.tasks import TASK_METHODS, TaskCall, TaskRegistry, open_tasks, tasks_required
+from erlmcp_py.mcp.tasks import (
+    TASK_METHODS,
+    RunTool,
+    TaskCall,
+    TaskRegistry,
+    open_tasks,
+    tasks_required,
+)
 from erlmcp_py.mcp.tools import ToolSpec, text_result
 
 if TYPE_CHECKING:
@@ -155,6 +162,8 @@ class StatelessEndpoint:
         self.tenant = tenant or Tenant(user=principal)
         self.client_id = client_id
         self.tasks = tasks
+        if tasks is not None:
+            tasks.resume_with(self._tool_of_task)
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -431,18 +440,16 @@ class StatelessEndpoint:
                 f"Unknown tool: {params.name[:200]}", {"name": params.name[:200]}, request.id
             )
         as_task = self._runs_as_task(spec, caller.meta, request.id)
-
-        async def run_tool_with(peer: CallPeer, starter: TaskStarter | None) -> Mapping[str, Any]:
-            def context(clock: ToolClock) -> Context:
-                return self._context(
-                    peer, request.id, spec.name, clock, caller.tenant, locale, starter
-                )
-
-            try:
-                return await run_tool(spec, params.arguments, context, log)
-            except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
-                urls = ", ".join(e["url"] for e in exc.elicitations)
-                return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
+        run_tool_with = self._tool_with(spec, params.arguments, request.id, caller.tenant, locale)
+        # What runs it again on another replica, should it run as a task and that replica
+        # take the task over (JSON: it is kept in the task's record).
+        resume = {
+            "tool": spec.name,
+            "arguments": params.arguments,
+            "id": request.id,
+            "tenant": [caller.tenant.user, caller.tenant.workspace, caller.tenant.conversation],
+            "locale": locale,
+        }
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any] | Handoff:
             if not as_task or self.tasks is None:
@@ -455,12 +462,60 @@ class StatelessEndpoint:
                 capabilities=caller.meta.capabilities,
                 required=spec.task == "required",
                 run=run_tool_with,
+                resume=resume,
             )
             if spec.task_start == "call":
                 return await self.tasks.run_call(call)
             return await self.tasks.run_call(call, peer)
 
         return run
+
+    def _tool_with(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any] | None,
+        request_id: RequestId,
+        tenant: Tenant,
+        locale: str | None,
+    ) -> RunTool:
+        """What runs ``spec`` with ``arguments`` through a given peer (and task starter)."""
+
+        async def run_tool_with(peer: CallPeer, starter: TaskStarter | None) -> Mapping[str, Any]:
+            def context(clock: ToolClock) -> Context:
+                return self._context(peer, request_id, spec.name, clock, tenant, locale, starter)
+
+            try:
+                return await run_tool(spec, arguments, context, log)
+            except UrlElicitationRequired as exc:  # -32042 does not exist in 2026-07-28
+                urls = ", ".join(e["url"] for e in exc.elicitations)
+                return text_result(f"{exc.message} Complete it first: {urls}", is_error=True)
+
+        return run_tool_with
+
+    def _tool_of_task(self, resume: Mapping[str, Any]) -> RunTool:
+        """What runs a task's tool again, from the JSON its call left in the task's record
+        (a task taken over from a replica that is gone).
+
+        Raises:
+            JsonRpcError: this server has no such tool (``-32602``).
+            KeyError, TypeError, ValueError: not what :meth:`_tool_runner` wrote.
+        """
+        name = str(resume["tool"])
+        spec = self.server.tools.get(name)
+        if spec is None:
+            raise jsonrpc.invalid_params(f"Unknown tool: {name[:200]}", {"name": name[:200]})
+        arguments = resume["arguments"]
+        if arguments is not None and not isinstance(arguments, dict):
+            raise TypeError("a task's arguments are an object")
+        user, workspace, conversation = resume["tenant"]
+        locale = resume["locale"]
+        return self._tool_with(
+            spec,
+            arguments,
+            resume["id"],
+            Tenant(user, workspace, conversation),
+            None if locale is None else str(locale),
+        )
 
     def _runs_as_task(self, spec: ToolSpec, meta: RequestMeta, request_id: RequestId) -> bool:
         """Whether a call of ``spec`` runs as a task (or may become one, ``task_start="tool"``).

@@ -65,22 +65,51 @@ the new one, and with none ended the new one is refused (``-32603``, ``data.reas
 *The store.* A task's record (:class:`~erlmcp_py.core.store_wire.SharedTask`) is written to the
 runtime's store before its ``CreateTaskResult`` is answered (a ``tasks/get`` right after it
 resolves on any replica sharing the store), then after each change (written in the
-background, in order, the latest state winning), and deleted when the task is forgotten.
-``tasks/get`` answers from the task this process runs when it runs it, else from the store.
-The embedded store (``memory``) keeps records in this process, so tasks do not outlive it; a
-shared store (``redis://``) lets any replica read them. A ``tasks/update`` or ``tasks/cancel``
-for a task another replica runs is refused (``data.reason`` ``task_elsewhere``): route
-``tasks/*`` requests by their ``Mcp-Name`` header (the task id) to the replica that created the
-task.
+background, in order, the latest state winning: one writer), and deleted when the task is
+forgotten. ``tasks/get`` answers from the task this process runs when it runs it, else from
+the store. The embedded store (``memory``) keeps records in this process, so tasks do not
+outlive it; a shared store (``redis://``) lets any replica serve them.
+
+*Any replica.* A ``tasks/update`` or ``tasks/cancel`` for a task another replica holds is
+forwarded to it through the store (:meth:`~erlmcp_py.store.Store.forward_task`), which runs
+it as its own and sends back its answer; while the holder cannot be reached, the request is
+refused as retryable (``data.reason`` :data:`TASK_MOVING`). Every write of a record is
+*fenced*: it is taken only while this replica holds the task, so a replica that was cut off
+and whose tasks were taken over learns it at its next write and stops its copy
+(:meth:`TaskRegistry._lost`).
+
+*Durable by replay.* Every answer ``tasks/update`` takes is added to the task's *journal* in
+the store before it is handed to the runtime (an answer acknowledged is an answer recorded;
+a store that cannot record it refuses the update, nothing delivered), under the *question*
+it answers (:func:`~erlmcp_py.mcp.mrtr.question_of`: what a 2026-07-28 replay recognizes a
+request by), as a replayable ``requestState`` seals them. The record of a *durable* task
+(a registry opened with ``durable=True``: the HTTP transport's) also carries what running it
+again takes (:class:`~erlmcp_py.core.store_wire.TaskReplay`). When a replica dies, the store's
+heartbeat finds it gone and makes its running durable tasks *orphans*; the next heartbeat of
+a live replica with room takes some over (one atomic step in the store: exactly one replica
+becomes the holder) and hands them to this registry (:meth:`TaskRegistry.tasks_claimed`),
+which runs each tool again from the start (:meth:`TaskRegistry._resume`): each request it
+makes whose question has an answer in the journal is answered at once from it, in order,
+through the runtime (validated again; re-prompted answers replay as re-prompts); a request
+that was outstanding when the holder died is asked again under the same key, so the answer
+its client sends (even before the tool gets there) completes it. The questions charged
+before are not charged again. A task that cannot be run again ends ``failed`` with
+``data.reason`` :data:`TASK_NOT_RESUMABLE` and the cause: ``url_elicitation`` (it asked a
+question in URL mode, which only the dead replica could receive) or ``replay_disabled``
+(``mrtr="suspend"``); one whose client asked to cancel it ends ``cancelled``. A registry
+that closes (a graceful stop) leaves its tasks as they are in the store for another replica
+to take over.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import secrets
 import time
-from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections import Counter, defaultdict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -89,15 +118,16 @@ import structlog
 import trio
 
 from erlmcp_py.actors.pages import PAGE_URL_META
-from erlmcp_py.actors.peer import PeerGone, PeerResponse
+from erlmcp_py.actors.peer import PeerGone, PeerResponse, Recorded
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.policy import TaskPolicy
 from erlmcp_py.core.shares import Refuse, Shares, Shed
-from erlmcp_py.core.store_wire import SharedTask
+from erlmcp_py.core.store_wire import SharedTask, TaskAnswer, TaskOp, TaskReplay
 from erlmcp_py.core.tasks import TASKS_EXTENSION, TaskState
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.jsonrpc import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     EncodeError,
     JsonRpcError,
@@ -106,16 +136,20 @@ from erlmcp_py.mcp.jsonrpc import (
     internal_error,
 )
 from erlmcp_py.mcp.meta import missing_capability
-from erlmcp_py.mcp.mrtr import Handoff, MrtrPeer, response_problem
+from erlmcp_py.mcp.mrtr import Handoff, MrtrPeer, question_of, response_problem
 from erlmcp_py.mcp.versions import ClientCapabilities
 
 __all__ = [
     "TASKS_BUSY",
     "TASKS_PRINCIPAL_BUSY",
     "TASK_METHODS",
+    "TASK_MOVING",
+    "TASK_NOT_RESUMABLE",
+    "RunTool",
     "TaskCall",
     "TaskPeer",
     "TaskRegistry",
+    "ToolOfTask",
     "open_tasks",
     "tasks_required",
 ]
@@ -132,8 +166,40 @@ TASKS_PRINCIPAL_BUSY: Final = "tasks_principal_busy"
 #: running (HTTP 503).
 TASKS_BUSY: Final = "tasks_busy"
 
+#: ``data.reason`` of a ``tasks/update`` or ``tasks/cancel`` whose task's holder cannot be
+#: reached now: it may have stopped, and another replica takes the task over within seconds
+#: (HTTP 503, ``Retry-After``).
+TASK_MOVING: Final = "task_moving"
+#: ``data.reason`` of a task that failed because the replica running it is gone and the task
+#: cannot be run again (``data.cause`` says why).
+TASK_NOT_RESUMABLE: Final = "task_not_resumable"
+
 #: Seconds between tries of a store write that failed (the store is down).
 _RETRY_WRITE_S: Final = 1.0
+#: Longest wait of a ``tasks/cancel`` for its record to be written (its answer comes anyway).
+_WRITTEN_WAIT_S: Final = 2.0
+#: Longest wait of a closing registry for the writes of its last changes.
+_FLUSH_S: Final = 2.0
+#: Reads of a task's record a forwarded call makes as the task moves between replicas.
+_FORWARD_TRIES: Final = 3
+
+_CAUSES: Final[Mapping[str, str]] = {
+    "url_elicitation": "it asked a question in URL mode, which only that instance could receive",
+    "replay_disabled": "this server does not run calls again (--mrtr suspend)",
+}
+
+RunTool = Callable[[CallPeer, TaskStarter | None], Awaitable[Mapping[str, Any]]]
+"""Runs a task's tool with the peer its ``Context`` asks through and, when the tool starts
+its task itself, the :class:`~erlmcp_py.mcp.call_peer.TaskStarter`; returns its
+``CallToolResult`` or raises its :class:`JsonRpcError`."""
+
+ToolOfTask = Callable[[Mapping[str, Any]], RunTool]
+"""What runs a task's tool again from the JSON its call left in the record
+(:attr:`TaskCall.resume`): the endpoint's (:meth:`TaskRegistry.resume_with`).
+
+Raises:
+    JsonRpcError: the tool cannot be run here (an unknown tool).
+"""
 
 
 def tasks_required(id: RequestId | None = None) -> JsonRpcError:
@@ -147,12 +213,22 @@ def _not_found() -> JsonRpcError:
     return JsonRpcError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
 
 
-def _elsewhere() -> JsonRpcError:
+def _moving() -> JsonRpcError:
     return internal_error(
-        "This task runs on another server instance: send its tasks/update and tasks/cancel "
-        "with the Mcp-Name header (the task id) so that they reach it",
-        {"reason": "task_elsewhere"},
+        "The server instance running this task is not answering (if it stopped, another "
+        "takes the task over within seconds); retry shortly",
+        {"reason": TASK_MOVING},
     )
+
+
+def _not_resumable(cause: str) -> dict[str, Any]:
+    """The ``error`` of a task whose holder is gone and which cannot be run again."""
+    return {
+        "code": INTERNAL_ERROR,
+        "message": "The server instance running this task stopped, and the task cannot be "
+        f"resumed elsewhere: {_CAUSES.get(cause, cause)}",
+        "data": {"reason": TASK_NOT_RESUMABLE, "cause": cause},
+    }
 
 
 def _bad_responses(detail: str) -> JsonRpcError:
@@ -182,9 +258,9 @@ class TaskCall:
         protocol_version: The request's protocol version.
         capabilities: What the request's client declared.
         required: The tool runs only as a task.
-        run: Runs the tool with the peer its ``Context`` asks through and, when the tool
-            starts its task itself, the :class:`~erlmcp_py.mcp.call_peer.TaskStarter`;
-            returns its ``CallToolResult`` or raises its :class:`JsonRpcError`.
+        run: Runs the tool (see :data:`RunTool`).
+        resume: What runs the tool again on another replica (JSON, given back to the
+            registry's :data:`ToolOfTask`), or ``None``: the task is never run again.
     """
 
     tool: str
@@ -193,7 +269,8 @@ class TaskCall:
     protocol_version: str
     capabilities: ClientCapabilities
     required: bool
-    run: Callable[[CallPeer, TaskStarter | None], Awaitable[Mapping[str, Any]]]
+    run: RunTool
+    resume: Mapping[str, Any] | None = None
 
 
 class _Asking:
@@ -224,16 +301,25 @@ class _Task:
     """One task this process runs (or ran and keeps): its state and its shell."""
 
     __slots__ = (
+        "answering",
         "asking",
+        "blocked",
         "capabilities",
+        "charged",
         "client_id",
         "deliveries",
         "forgotten",
         "principal",
         "protocol_version",
+        "questions",
+        "replay",
+        "required",
+        "resume",
         "run",
         "state",
         "tool",
+        "version",
+        "written",
     )
 
     def __init__(
@@ -244,11 +330,48 @@ class _Task:
         self.principal = call.principal
         self.client_id = call.client_id
         self.protocol_version = call.protocol_version
+        self.required = call.required
+        self.resume = call.resume
         self.capabilities = capabilities  # as declared on the latest request about it
         self.run = run
         self.deliveries: dict[str, _Delivery] = {}  # by input request key
         self.asking = _Asking()
-        self.forgotten = False  # past its TTL, or shed for a newer one: nothing more is written
+        self.forgotten = False  # past its TTL, shed, or held elsewhere: nothing more is written
+        self.replay: _Replay | None = None  # a task taken over, until its tool caught up
+        self.answering: frozenset[str] = frozenset()  # keys whose answers are being journaled
+        self.questions = 0  # elicitations of the tool so far (a replay's too)
+        self.charged = 0  # elicitations charged before (a replay's first are free)
+        self.blocked: str | None = None  # why it cannot be replayed (url_elicitation)
+        self.version = 0  # its changes so far
+        self.written = 0  # the change its latest record written shows
+
+
+class _Replay:
+    """What a task taken over gives its tool again: the journal's answers not given again
+    yet, per question, in order; and the requests that were outstanding when its holder
+    died, by key, with their questions (asked again, they keep their key)."""
+
+    __slots__ = ("answers", "restored")
+
+    def __init__(self) -> None:
+        self.answers: defaultdict[str, deque[Mapping[str, Any]]] = defaultdict(deque)
+        self.restored: dict[str, str] = {}
+
+    def asked(self, question: str, method: str, state: TaskState) -> Mapping[str, Any] | str | None:
+        """The tool asks ``question``: the journal's next answer to it (taken), else the key
+        of the request restored for it (taken), else ``None`` (a question to ask)."""
+        queued = self.answers.get(question)
+        if queued:
+            response = queued.popleft()
+            if not queued:
+                del self.answers[question]
+            return response
+        for key, asked in self.restored.items():
+            request = state.requests.get(key)
+            if asked == question and request is not None and request.method == method:
+                del self.restored[key]
+                return key
+        return None
 
 
 class _Run:
@@ -312,8 +435,11 @@ class TaskPeer:
         return self._task.capabilities.supports(mode)
 
     def count_question(self) -> bool:
-        """Every question of a task is asked once: always charged."""
-        return True
+        """Count one new elicitation of the tool; whether its client is charged a rate token
+        for it: a task run again asks its earlier questions again, charged already."""
+        task = self._task
+        task.questions += 1
+        return task.questions > task.charged
 
     def with_key(self, key: str) -> TaskPeer:
         """This peer, recording its requests under ``key`` in ``inputRequests`` (a key
@@ -331,6 +457,10 @@ class TaskPeer:
         """Record the request as an input request of the task (default key: ``<method
         prefix>`` then ``<prefix>-<n>``, e.g. ``elicitation``, ``elicitation-1``).
 
+        In a task run again (its holder gone), a request whose question has an answer in
+        the journal is answered with it at once, and one that was outstanding when the
+        holder died is outstanding again under its key.
+
         Raises:
             PeerGone: the task has ended or its client asked to cancel it: nobody will answer.
         """
@@ -342,6 +472,19 @@ class TaskPeer:
         body = dict(params)
         if method == "elicitation/create" and "requestedSchema" in body:
             body.setdefault("mode", "form")
+        replay = task.replay
+        if replay is not None:
+            answered = replay.asked(question_of(method, body), method, state)
+            if not (replay.answers or replay.restored):
+                task.replay = None  # its tool caught up
+            if isinstance(answered, str):  # outstanding again, under the key it had
+                task.deliveries[answered] = _Delivery(request_id, on_response)
+                return
+            if answered is not None:  # answered before its holder died: that answer, at once
+                on_response(Recorded(answered))
+                return
+        if body.get("mode") == "url" and task.blocked is None:
+            task.blocked = "url_elicitation"  # its answer reaches only this process
         hint = self._key or method.rpartition("/")[0] or "input"
         key = state.ask(hint, method, body, self._registry.now())
         task.deliveries[key] = _Delivery(request_id, on_response)
@@ -415,7 +558,18 @@ class _Starter:
                 raise tasks_required()
             await trio.lowlevel.checkpoint()
             return None
-        task = await self._registry.open(self._call, capabilities, self._run)
+        answers: list[tuple[str, Mapping[str, Any]]] = []
+        charged, url_asked = 0, False
+        if isinstance(peer, MrtrPeer):  # what its rounds answered: a replay answers it again
+            answers, charged, url_asked = peer.handover()
+        task = await self._registry.open(
+            self._call,
+            capabilities,
+            self._run,
+            journal=answers,
+            charged=charged,
+            blocked="url_elicitation" if url_asked else None,
+        )
         self._run.decided.set()
         return TaskPeer(task, self._registry)
 
@@ -431,23 +585,47 @@ class TaskRegistry:
         runtime: The runtime whose store records the tasks and whose policy
             (:attr:`~erlmcp_py.core.policy.Policy.tasks`) bounds them.
         policy: Overrides the runtime's task policy (tests).
+        durable: Its tasks outlive this replica: their records carry what running them again
+            takes, another replica takes them over when this one is gone, and this one serves
+            the task calls other replicas forward and takes over theirs (:func:`open_tasks`
+            makes it the store's :class:`~erlmcp_py.store.TaskHost`). A stdio connection's
+            tasks are not: they end with it.
+        replay: Whether a task taken over is run again (``False``, as ``mrtr="suspend"``:
+            it ends ``failed``, :data:`TASK_NOT_RESUMABLE`).
     """
 
     def __init__(
-        self, nursery: trio.Nursery, runtime: Runtime, *, policy: TaskPolicy | None = None
+        self,
+        nursery: trio.Nursery,
+        runtime: Runtime,
+        *,
+        policy: TaskPolicy | None = None,
+        durable: bool = False,
+        replay: bool = True,
     ) -> None:
         self._nursery = nursery
         self.runtime = runtime
         self.policy = policy or runtime.policy.tasks
+        self.durable = durable
+        self.replay = replay
+        self._tool_of: ToolOfTask | None = None
         self._tasks: Shares[str, _Task] = Shares(
             self.policy.max_per_client, self.policy.max_total, shed_own=True
         )
-        # When each task held falls due, in creation order (= expiry order: one TTL for all);
-        # a task forgotten earlier leaves it, so this never outgrows what is held.
-        self._expiry: OrderedDict[str, tuple[float, _Task]] = OrderedDict()
+        # When each task held falls due: task id -> (due, serial, task), and the same as a heap
+        # of (due, serial, task id) the timer reads from its top. A task forgotten leaves the
+        # dict at once and the heap at its due (or when the heap is rebuilt: it never holds
+        # more than twice what is held), so neither outgrows what is held.
+        self._expiry: dict[str, tuple[float, int, _Task]] = {}
+        self._due: list[tuple[float, int, str]] = []
+        self._serials = itertools.count()
+        self._timer_kick = trio.Event()
         self._dirty: dict[str, _Task] = {}  # tasks whose record is to be written
         self._deleted: dict[str, None] = {}  # records to delete
         self._write_due = trio.Event()
+        self._wrote = trio.Event()  # set after each batch of writes
+        self._arriving: dict[str, trio.Event] = {}  # tasks being taken over: set when done
+        self._closing = False
         self._wall_offset = time.time() - trio.current_time()
         self.counters: Counter[str] = Counter()
 
@@ -461,8 +639,8 @@ class TaskRegistry:
 
     def snapshot(self) -> dict[str, Any]:
         """Gauges (``held``, ``running``, ``questions``) and counters (``created``,
-        ``completed``, ``failed``, ``cancelled``, ``expired``, ``shed``,
-        ``refused.<reason>``, ``notifications_dropped``…)."""
+        ``completed``, ``failed``, ``cancelled``, ``expired``, ``shed``, ``taken_over``,
+        ``lost``, ``forwarded``, ``refused.<reason>``, ``notifications_dropped``…)."""
         running = [t for t in self._tasks.values() if not t.state.terminal]
         return {
             "held": len(self._tasks),
@@ -470,6 +648,11 @@ class TaskRegistry:
             "questions": sum(len(t.state.requests) for t in running),
             **self.counters,
         }
+
+    def resume_with(self, tool_of: ToolOfTask) -> None:
+        """Run the tools of tasks taken over with what ``tool_of`` makes of the JSON their
+        calls left (:attr:`TaskCall.resume`): the endpoint's, set once it exists."""
+        self._tool_of = tool_of
 
     # -- creating ---------------------------------------------------------------------------------
 
@@ -508,8 +691,21 @@ class TaskRegistry:
             raise internal_error("The tool call was cancelled", {"reason": "cancelled"})
         return run.result
 
-    async def open(self, call: TaskCall, capabilities: ClientCapabilities, run: _Run) -> _Task:
+    async def open(
+        self,
+        call: TaskCall,
+        capabilities: ClientCapabilities,
+        run: _Run,
+        *,
+        journal: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        charged: int = 0,
+        blocked: str | None = None,
+    ) -> _Task:
         """Admit a new task of ``call`` and record it in the store (before anyone hears of it).
+
+        A call that becomes a task after rounds of its own brings what a replay needs of
+        them: their answers (``journal``, ``(question, response)`` in order), how many of
+        its questions were charged, and why it cannot be replayed (``blocked``), if so.
 
         Raises:
             JsonRpcError: refused at a cap (:data:`TASKS_PRINCIPAL_BUSY`, :data:`TASKS_BUSY`),
@@ -535,22 +731,30 @@ class TaskRegistry:
             poll_interval_s=self.policy.poll_interval_s,
         )
         task = _Task(state, call, capabilities, run)
+        task.charged = task.questions = charged
+        task.blocked = blocked
         self._tasks.add(call.principal, state.task_id, task)
+        answers: list[TaskAnswer] = [(None, question, response) for question, response in journal]
         try:
-            await self.runtime.store.put_task(self._shared(task), self.policy.ttl_s)
+            # False: an id another replica holds, which 128 random bits make never happen
+            written = await self.runtime.store.put_task(
+                self._shared(task), self.policy.ttl_s, create=True, journal=answers
+            )
         except StoreUnavailable:
+            written = False
+        except BaseException:
+            self._tasks.remove(state.task_id)
+            raise
+        if not written:
             self._tasks.remove(state.task_id)
             self.counters["refused.store_unavailable"] += 1
             log.warning("task_not_recorded", tool=call.tool[:80], why="store unavailable")
             raise internal_error(
                 "The task could not be recorded (the shared store is unavailable); retry later",
                 {"reason": "store_unavailable"},
-            ) from None
-        except BaseException:
-            self._tasks.remove(state.task_id)
-            raise
+            )
         run.task = task
-        self._expiry[state.task_id] = (trio.current_time() + self.policy.ttl_s, task)
+        self._due_at(task)
         self.counters["created"] += 1
         log.info(
             "task_created",
@@ -564,8 +768,24 @@ class TaskRegistry:
         return {"resultType": "task", **task.state.created()}
 
     def _shared(self, task: _Task) -> SharedTask:
+        state = task.state
+        replay = None
+        if self.durable and task.resume is not None:
+            replay = TaskReplay(
+                tool=task.tool,
+                call=task.resume,
+                client_id=task.client_id,
+                protocol_version=task.protocol_version,
+                capabilities=dict(task.capabilities.raw),
+                required=task.required,
+                issued=state.issued_keys,
+                cancel_requested=state.cancel_requested,
+                message_key=state.message_key,
+                charged=max(task.charged, task.questions),
+                blocked=task.blocked,
+            )
         return SharedTask(
-            task.state.task_id, task.state.detailed(), task.principal, self.runtime.store.replica
+            state.task_id, state.detailed(), task.principal, self.runtime.store.replica, replay
         )
 
     async def _run_tool(
@@ -593,7 +813,10 @@ class TaskRegistry:
     def _ended(
         self, task: _Task, result: Mapping[str, Any] | None, error: JsonRpcError | None
     ) -> None:
-        """The task's tool is done: its end, recorded once."""
+        """The task's tool is done: its end, recorded once. A tool cancelled because this
+        registry closes has not ended its task: its record stays for another replica."""
+        if self._closing:
+            return
         state = task.state
         now = self.now()
         task.deliveries.clear()  # its questions ended with their asker
@@ -606,9 +829,13 @@ class TaskRegistry:
             ended = state.cancel(now)
         if not ended or task.forgotten:
             return
-        self.counters[str(state.status)] += 1
-        log.info("task_ended", task=state.task_id[:8], status=str(state.status))
+        self._count_end(task)
         self.changed(task)
+
+    def _count_end(self, task: _Task) -> None:
+        status = str(task.state.status)
+        self.counters[status] += 1
+        log.info("task_ended", task=task.state.task_id[:8], status=status)
 
     # -- the requests of the extension ------------------------------------------------------------
 
@@ -654,63 +881,100 @@ class TaskRegistry:
         capabilities: ClientCapabilities,
     ) -> None:
         """Deliver ``tasks/update``'s ``inputResponses``: each answer to an outstanding input
-        request goes to the runtime (validated there, re-prompted when invalid); keys that
-        are not outstanding are ignored; nothing is delivered when one of the answers is no
-        answer at all (its shape).
+        request is added to the task's journal, then goes to the runtime (validated there,
+        re-prompted when invalid); keys that are not outstanding are ignored; nothing is
+        delivered when one of the answers is no answer at all (its shape). A task another
+        replica holds gets the update there (forwarded through the store). A durable task's
+        answer waits (a little) for its record to show the answered keys gone.
 
         Raises:
             JsonRpcError: ``-32602`` unknown id, or ``inputResponses`` not an object or an
-                entry of the wrong shape (``bad_input_responses``); ``task_elsewhere``.
+                entry of the wrong shape (``bad_input_responses``); ``-32603`` the store
+                cannot record the answers (``store_unavailable``), or the task's holder
+                cannot be reached (:data:`TASK_MOVING`).
         """
         task = self._visible(task_id, principal)
         if task is None:
-            await self._not_held(task_id, principal)
+            argument = {"responses": responses, "capabilities": dict(capabilities.raw)}
+            await self._not_held("update", task_id, principal, argument)
             return
+        await self._update_held(task, responses, capabilities)
+
+    async def _update_held(
+        self, task: _Task, responses: object, capabilities: ClientCapabilities
+    ) -> None:
         if not isinstance(responses, Mapping):
             raise _bad_responses("inputResponses must be an object")
         state = task.state
-        for key in state.outstanding(str(k) for k in responses):
+        keys = [k for k in state.outstanding(str(k) for k in responses) if k not in task.answering]
+        for key in keys:
             problem = response_problem(state.requests[key].method, responses[key])
             if problem is not None:
                 self.counters["refused.bad_input_responses"] += 1
                 raise _bad_responses(f"inputResponses.{key[:64]}{problem}")
         task.capabilities = capabilities
-        taken = state.take_answers(
-            {key: responses[key] for key in state.outstanding(str(k) for k in responses)},
-            self.now(),
-        )
+        questions = {key: _question(state, key) for key in keys}
+        if keys:  # journaled before applied: an answer acknowledged survives this process
+            task.answering = task.answering.union(keys)  # no other update answers them now
+            try:
+                answers = [(key, questions[key], responses[key]) for key in keys]
+                kept = await self.runtime.store.append_task_answers(state.task_id, answers)
+            except StoreUnavailable:
+                self.counters["refused.store_unavailable"] += 1
+                raise internal_error(
+                    "The answers could not be recorded (the shared store is unavailable); "
+                    "retry later",
+                    {"reason": "store_unavailable"},
+                ) from None
+            finally:
+                task.answering = task.answering.difference(keys)
+            if not kept:
+                self._lost(task)
+                raise _moving()
+        taken = state.take_answers({key: responses[key] for key in keys}, self.now())
         for key, response in taken.items():
             delivery = task.deliveries.pop(key, None)
             if delivery is not None:
                 delivery.on_response(response)
+            elif task.replay is not None and task.replay.restored.pop(key, None) is not None:
+                task.replay.answers[questions[key]].append(response)  # not asked again yet
         self.counters["answers"] += len(taken)
         log.info(
             "task_updated",
-            task=task_id[:8],
+            task=state.task_id[:8],
             answered=len(taken),
             ignored=len(responses) - len(taken),
         )
         if taken:
             self.changed(task)
+            if self.durable:  # a tasks/get on any replica after the ack never shows them
+                await self._until_written(task)
         await trio.lowlevel.checkpoint()
 
     async def cancel(self, task_id: str, principal: str) -> None:
         """``tasks/cancel``: its open questions are answered ``cancel`` (they end
         ``Cancelled``) and its tool is cancelled; the task ends ``cancelled``, unless it
-        finished first. A task that has ended is left as it is (the ack is the same).
+        finished first. A task that has ended is left as it is (the ack is the same). The
+        answer waits (a little) for the cancel to be in the task's record. A task another
+        replica holds is cancelled there (forwarded through the store).
 
         Raises:
-            JsonRpcError: ``-32602`` unknown id; ``task_elsewhere``.
+            JsonRpcError: ``-32602`` unknown id; :data:`TASK_MOVING`.
         """
         task = self._visible(task_id, principal)
         if task is None:
-            await self._not_held(task_id, principal)
+            await self._not_held("cancel", task_id, principal, None)
             return
-        if task.state.request_cancel(self.now()):
-            log.info("task_cancel_requested", task=task_id[:8])
-            self._stop(task)
-            self.changed(task)
-        await trio.lowlevel.checkpoint()
+        await self._cancel_held(task)
+
+    async def _cancel_held(self, task: _Task) -> None:
+        if not task.state.request_cancel(self.now()):
+            await trio.lowlevel.checkpoint()
+            return
+        log.info("task_cancel_requested", task=task.state.task_id[:8])
+        self._stop(task)
+        self.changed(task)
+        await self._until_written(task)
 
     def _stop(self, task: _Task) -> None:
         """Cancel the task's tool and answer its open elicitations ``cancel`` (as the user's
@@ -744,19 +1008,225 @@ class TaskRegistry:
                 {"reason": "store_unavailable"},
             ) from None
 
-    async def _not_held(self, task_id: str, principal: str) -> None:
-        """A ``tasks/update`` or ``tasks/cancel`` for a task this process does not run: an
-        ended one (in the store) takes it as a no-op; a running one runs elsewhere.
+    async def _not_held(self, op: TaskOp, task_id: str, principal: str, argument: Any) -> None:
+        """A ``tasks/update`` or ``tasks/cancel`` for a task this process does not hold: an
+        ended one (in the store) takes it as a no-op; a running one gets it on its holder,
+        forwarded through the store (read again when it moved meanwhile); one being taken
+        over here gets it once it has arrived.
 
         Raises:
-            JsonRpcError: unknown (``-32602``), or running elsewhere (``task_elsewhere``).
+            JsonRpcError: unknown (``-32602``), the holder's answer, or :data:`TASK_MOVING`.
         """
-        shared = await self._stored(task_id, principal)
-        if shared is None:
-            raise _not_found()
-        if not shared.terminal:
-            self.counters["refused.task_elsewhere"] += 1
-            raise _elsewhere()
+        store = self.runtime.store
+        for _ in range(_FORWARD_TRIES):
+            shared = await self._stored(task_id, principal)
+            if shared is None:
+                raise _not_found()
+            if shared.terminal:
+                return
+            if shared.replica == store.replica:  # ours in the store: arriving here?
+                task = await self._arrived(task_id, principal)
+                if task is None:
+                    break
+                await self._run_here(task, op, argument)
+                return
+            try:
+                reply = await store.forward_task(shared.replica, op, task_id, principal, argument)
+            except StoreUnavailable:
+                break  # its holder does not answer: it may be gone
+            if reply.get("held") is False:
+                continue  # it moved (or was forgotten) meanwhile: read it again
+            self.counters["forwarded"] += 1
+            error = reply.get("error")
+            if isinstance(error, Mapping):
+                raise JsonRpcError(int(error["code"]), str(error["message"]), error.get("data"))
+            return
+        self.counters[f"refused.{TASK_MOVING}"] += 1
+        raise _moving()
+
+    async def _run_here(self, task: _Task, op: TaskOp, argument: Any) -> None:
+        """A task call for a task held here (forwarded, or arrived meanwhile)."""
+        if op == "cancel":
+            await self._cancel_held(task)
+            return
+        given = argument if isinstance(argument, Mapping) else {}
+        declared = given.get("capabilities")
+        capabilities = ClientCapabilities.parse(
+            declared if isinstance(declared, Mapping) else None, task.protocol_version
+        )
+        await self._update_held(task, given.get("responses"), capabilities)
+
+    async def _arrived(self, task_id: str, principal: str) -> _Task | None:
+        """The task held here once its takeover (if one is under way) is done."""
+        arriving = self._arriving.get(task_id)
+        if arriving is not None:
+            with trio.move_on_after(_WRITTEN_WAIT_S):
+                await arriving.wait()
+        return self._visible(task_id, principal)
+
+    # -- the store's task host: forwarded calls, tasks taken over ---------------------------------
+
+    async def task_forwarded(
+        self, op: TaskOp, task_id: str, principal: str, argument: Any
+    ) -> Mapping[str, Any]:
+        """Run a ``tasks/update`` or ``tasks/cancel`` another replica forwarded here: its
+        reply, ``{"held": False}`` when this process does not hold the task, else
+        ``{"held": True}`` with the JSON-RPC ``error`` it answers, if any."""
+        task = await self._arrived(task_id, principal)
+        if task is None:
+            return {"held": False}
+        try:
+            await self._run_here(task, op, argument)
+        except JsonRpcError as exc:
+            return {"held": True, "error": _error_object(exc)}
+        return {"held": True}
+
+    def claim_room(self) -> int:
+        """How many dead replicas' tasks this registry may take over now."""
+        if not self.durable or self._closing or self._tool_of is None:
+            return 0
+        return max(0, self.policy.max_total - len(self._tasks) - len(self._arriving))
+
+    def tasks_claimed(self, task_ids: Sequence[str]) -> None:
+        """The store made this replica the holder of tasks whose holder is gone: each is
+        loaded and run again (or ended, when it cannot be), in the background."""
+        for task_id in task_ids:
+            if task_id in self._tasks or task_id in self._arriving:
+                continue  # held here already (this replica's own, claimed back)
+            self._arriving[task_id] = trio.Event()
+            self._nursery.start_soon(self._take_over, task_id)
+
+    def tasks_rejoined(self) -> None:
+        """The store lost this replica's registration: every durable task it runs is
+        written again, fenced, so that one another replica took over meanwhile is dropped
+        here (and the others count among this replica's again)."""
+        for task in self._tasks.values():
+            if not task.state.terminal:
+                self.changed(task)
+
+    async def _take_over(self, task_id: str) -> None:
+        arrived = self._arriving[task_id]
+        try:
+            while True:
+                try:
+                    loaded = await self.runtime.store.load_task(task_id)
+                    break
+                except StoreUnavailable:
+                    await trio.sleep(_RETRY_WRITE_S)
+            if loaded is None:
+                return
+            shared, journal = loaded
+            if shared.replica != self.runtime.store.replica or shared.terminal:
+                return
+            if shared.replay is None:  # never durable: not in any replica's set
+                return
+            await self._resume(shared, shared.replay, journal)
+        except Exception as exc:  # a bug: this task only, never the registry
+            log.exception("task_takeover_failed", task=task_id[:8], error=type(exc).__name__)
+        finally:
+            del self._arriving[task_id]
+            arrived.set()
+
+    async def _resume(
+        self, shared: SharedTask, facts: TaskReplay, journal: Sequence[TaskAnswer]
+    ) -> None:
+        """Hold a task taken over: run its tool again with the journal's answers, or end it
+        (cancelled when its client asked; failed when it cannot be run again)."""
+        task_id = shared.task_id
+        try:
+            state = TaskState.restore(
+                shared.detailed,
+                issued=facts.issued,
+                cancel_requested=facts.cancel_requested,
+                message_key=facts.message_key,
+            )
+        except (ValueError, TypeError, KeyError):
+            log.warning("task_record_unreadable", task=task_id[:8])
+            return
+        # A task taken over is no new work: its principal's share does not bound it, only
+        # the total (claim_room keeps room for it, but new tasks may have taken it since).
+        admission = self._tasks.admit(shared.principal, _ended)
+        if isinstance(admission, Shed):
+            self._shed(admission)
+        elif len(self._tasks) >= self.policy.max_total:  # no room: another replica takes it
+            self.counters["takeover_refused"] += 1
+            log.warning("task_takeover_refused", task=task_id[:8], why="max_tasks")
+            with suppress(StoreUnavailable):
+                await self.runtime.store.release_task(task_id)
+            return
+        capabilities = ClientCapabilities.parse(facts.capabilities, facts.protocol_version)
+        cause = facts.blocked or (None if self.replay else "replay_disabled")
+        error: dict[str, Any] | None = None if cause is None else _not_resumable(cause)
+        run_tool: RunTool | None = None
+        if error is None and not state.cancel_requested:
+            try:
+                run_tool = self._tool_of_task(facts)
+            except JsonRpcError as exc:
+                error = _error_object(exc)
+        run = _Run()
+        call = TaskCall(
+            tool=facts.tool,
+            principal=shared.principal,
+            client_id=facts.client_id,
+            protocol_version=facts.protocol_version,
+            capabilities=capabilities,
+            required=facts.required,
+            run=run_tool or _not_run,
+            resume=facts.call,
+        )
+        task = _Task(state, call, capabilities, run)
+        task.charged, task.blocked = facts.charged, facts.blocked
+        run.task = task
+        self._tasks.add(shared.principal, task_id, task, within_share=False)
+        self._due_at(task)
+        self.counters["taken_over"] += 1
+        now = self.now()
+        if state.cancel_requested:
+            state.cancel(now)
+        elif error is not None:
+            state.fail(error, now)
+        if state.terminal:
+            self._count_end(task)
+            self.changed(task)
+            return
+        replay = task.replay = _Replay()
+        answered = {key for key, _, _ in journal if key is not None}
+        for _, question, response in journal:
+            replay.answers[question].append(response)
+        for key in list(state.requests):
+            if key in answered:  # its answer is in the journal: the record lagged behind
+                state.withdraw(key, now)
+            else:
+                replay.restored[key] = _question(state, key)
+        log.info("task_resumed", task=task_id[:8], tool=facts.tool[:80], answers=len(journal))
+        self.changed(task)
+        self._nursery.start_soon(self._run_tool, run, call, TaskPeer(task, self), None)
+
+    def _tool_of_task(self, facts: TaskReplay) -> RunTool:
+        if self._tool_of is None:
+            raise internal_error("No endpoint runs this registry's tools")
+        try:
+            return self._tool_of(facts.call)
+        except JsonRpcError:
+            raise
+        except Exception as exc:  # a record this release cannot read
+            log.warning("task_call_unreadable", tool=facts.tool[:80], error=type(exc).__name__)
+            raise internal_error("The task's call could not be read again") from None
+
+    def _lost(self, task: _Task) -> None:
+        """Another replica holds the task now (it took the task over while this one was cut
+        off from the store): this copy stops, and nothing of it is written or deleted."""
+        if task.forgotten:
+            return
+        task.forgotten = True
+        task.run.scope.cancel()
+        task_id = task.state.task_id
+        self._not_due(task_id)
+        if self._tasks.get(task_id) is task:
+            self._tasks.remove(task_id)
+        self._dirty.pop(task_id, None)
+        self.counters["lost"] += 1
+        log.warning("task_held_elsewhere", task=task_id[:8])
 
     # -- forgetting -------------------------------------------------------------------------------
 
@@ -769,7 +1239,7 @@ class TaskRegistry:
     def _forget(self, task: _Task) -> None:
         task.forgotten = True
         task_id = task.state.task_id
-        self._expiry.pop(task_id, None)
+        self._not_due(task_id)
         if self._tasks.get(task_id) is task:
             self._tasks.remove(task_id)
         self._dirty.pop(task_id, None)
@@ -790,43 +1260,66 @@ class TaskRegistry:
 
     def changed(self, task: _Task) -> None:
         """The task changed: its record is written soon (the latest state wins)."""
-        if task.forgotten:
+        if task.forgotten or self._closing:
             return
+        task.version += 1
         self._dirty[task.state.task_id] = task
         self._write_due.set()
+
+    async def _until_written(self, task: _Task) -> None:
+        """Wait, at most :data:`_WRITTEN_WAIT_S`, until the task's latest change is in its
+        record."""
+        version = task.version
+        with trio.move_on_after(_WRITTEN_WAIT_S):
+            while task.written < version and not task.forgotten:
+                await self._wrote.wait()
 
     async def run_writer(self) -> None:
         """Write changed records and delete forgotten ones, in the background, until
         cancelled; a failed write is tried again a moment later."""
-        store = self.runtime.store
         while True:
             await self._write_due.wait()
             self._write_due = trio.Event()
-            deleted, self._deleted = self._deleted, {}
-            dirty, self._dirty = self._dirty, {}
             try:
-                for task_id in deleted:
-                    await store.delete_task(task_id)
-                for task in dirty.values():
-                    if task.forgotten:
-                        continue
-                    left = task.state.expires_at() - self.now()
-                    if left > 0:
-                        await self._put(task, left)
+                await self._write_due_records()
             except StoreUnavailable:
                 self.counters["store_errors"] += 1
-                for task_id in deleted:
-                    self._deleted.setdefault(task_id, None)
-                for task_id, task in dirty.items():
-                    self._dirty.setdefault(task_id, task)
                 await trio.sleep(_RETRY_WRITE_S)
                 self._write_due.set()
+            finally:
+                self._wrote.set()
+                self._wrote = trio.Event()
+
+    async def _write_due_records(self) -> None:
+        """Delete and write what is due, one by one; what is not done (the store failed, or
+        this registry closes) stays due."""
+        store = self.runtime.store
+        deleted, self._deleted = self._deleted, {}
+        dirty, self._dirty = self._dirty, {}
+        try:
+            while deleted:
+                task_id = next(iter(deleted))
+                await store.delete_task(task_id)
+                del deleted[task_id]
+            while dirty:
+                task_id, task = next(iter(dirty.items()))
+                left = task.state.expires_at() - self.now()
+                if not task.forgotten and left > 0:
+                    await self._put(task, left)
+                del dirty[task_id]
+        finally:
+            for task_id in deleted:
+                self._deleted.setdefault(task_id, None)
+            for task_id, task in dirty.items():
+                self._dirty.setdefault(task_id, task)
 
     async def _put(self, task: _Task, ttl_s: float) -> None:
         """Write one task's record; a write that fails for any reason but the store's
-        availability is a bug, logged, and costs that write only (the writer goes on)."""
+        availability is a bug, logged, and costs that write only (the writer goes on). A
+        write refused because another replica holds the task drops this copy."""
+        version = task.version
         try:
-            await self.runtime.store.put_task(self._shared(task), ttl_s)
+            written = await self.runtime.store.put_task(self._shared(task), ttl_s)
         except StoreUnavailable:
             raise
         except Exception as exc:
@@ -834,25 +1327,66 @@ class TaskRegistry:
             log.exception(
                 "task_write_failed", task=task.state.task_id[:8], error=type(exc).__name__
             )
+            return
+        if written:
+            task.written = max(task.written, version)
+        else:
+            self._lost(task)
+
+    def _due_at(self, task: _Task) -> None:
+        """Make the TTL timer forget ``task`` when its life ends."""
+        task_id = task.state.task_id
+        due = task.state.expires_at() - self._wall_offset  # on the trio clock
+        serial = next(self._serials)
+        self._expiry[task_id] = (due, serial, task)
+        heapq.heappush(self._due, (due, serial, task_id))
+        if self._due[0][2] == task_id:
+            self._timer_kick.set()  # sooner than the timer sleeps (a task taken over)
+
+    def _not_due(self, task_id: str) -> None:
+        self._expiry.pop(task_id, None)
+        if len(self._due) > 2 * len(self._expiry) + 64:  # mostly forgotten: rebuild it
+            self._due = [(due, serial, key) for key, (due, serial, _) in self._expiry.items()]
+            heapq.heapify(self._due)
 
     async def run_timer(self) -> None:
-        """Forget tasks past their TTL, until cancelled (:func:`open_tasks` runs it). The TTL
-        is the same for every task, so they fall due in the order they were created."""
-        expiry = self._expiry
+        """Forget tasks past their TTL, until cancelled (:func:`open_tasks` runs it)."""
         while True:
             now = trio.current_time()
-            while expiry:
-                due, task = next(iter(expiry.values()))
-                if due > now:
-                    break
-                self._expire(task)  # forgets it: it leaves ``expiry``
-            await trio.sleep_until(
-                next(iter(expiry.values()))[0] if expiry else now + self.policy.ttl_s
-            )
+            while self._due and self._due[0][0] <= now:
+                _, serial, task_id = heapq.heappop(self._due)
+                entry = self._expiry.get(task_id)
+                if entry is not None and entry[1] == serial:
+                    self._expire(entry[2])  # forgets it: it leaves ``_expiry``
+            wake = self._due[0][0] if self._due else now + self.policy.ttl_s
+            self._timer_kick = trio.Event()
+            with trio.move_on_at(wake):
+                await self._timer_kick.wait()
 
     def close(self) -> None:
-        """End every task (their tools are cancelled)."""
+        """End every task this process runs (their tools are cancelled); their records stay
+        as they are, for another replica to take them over."""
+        self._closing = True
         self._nursery.cancel_scope.cancel()
+
+    async def flush(self) -> None:
+        """Write what changed before :meth:`close` (a task that ended just before is
+        recorded ended, not replayed elsewhere), as far as the store takes it now."""
+        try:
+            await self._write_due_records()
+        except StoreUnavailable:
+            log.warning("tasks_not_flushed", tasks=len(self._dirty), deleted=len(self._deleted))
+
+
+def _question(state: TaskState, key: str) -> str:
+    """The question of an outstanding input request (what a replay recognizes it by)."""
+    request = state.requests[key]
+    return question_of(request.method, request.params)
+
+
+async def _not_run(peer: CallPeer, starter: TaskStarter | None) -> Mapping[str, Any]:
+    """The tool of a task that ended as it was taken over: never called."""
+    raise RuntimeError("a task that ended when it was taken over has no tool to run")
 
 
 def _encodable(
@@ -893,7 +1427,13 @@ async def open_tasks(runtime: Runtime, **options: Any) -> AsyncIterator[TaskRegi
         registry = TaskRegistry(nursery, runtime, **options)
         nursery.start_soon(registry.run_writer)
         nursery.start_soon(registry.run_timer)
+        if registry.durable:
+            runtime.store.serve_tasks(registry)
         try:
             yield registry
         finally:
+            if registry.durable:
+                runtime.store.serve_tasks(None)
             registry.close()
+            with trio.CancelScope(shield=True), trio.move_on_after(_FLUSH_S):
+                await registry.flush()

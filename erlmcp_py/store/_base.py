@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.ratelimit import Decision, RateLimiterStats
-from erlmcp_py.core.store_wire import CallOp, SharedRecord, SharedTask, SharedTicket
+from erlmcp_py.core.store_wire import (
+    CallOp,
+    SharedRecord,
+    SharedTask,
+    SharedTicket,
+    TaskAnswer,
+    TaskOp,
+)
 
-__all__ = ["Store", "StoreHost"]
+__all__ = ["Store", "StoreHost", "TaskHost"]
 
 
 class StoreHost(Protocol):
@@ -30,6 +37,31 @@ class StoreHost(Protocol):
         restarted empty): publish every record again."""
 
 
+class TaskHost(Protocol):
+    """What a store calls back into for tasks: the task registry of this replica."""
+
+    async def task_forwarded(
+        self, op: TaskOp, task_id: str, principal: str, argument: Any
+    ) -> Mapping[str, Any]:
+        """Run a ``tasks/update`` or ``tasks/cancel`` another replica forwarded here; the
+        reply (JSON) to carry back. Never raises for the call's own sake."""
+        ...
+
+    def claim_room(self) -> int:
+        """How many durable tasks of dead replicas this replica may take over now."""
+        ...
+
+    def tasks_claimed(self, task_ids: Sequence[str]) -> None:
+        """The store made this replica the holder of these tasks (their holder is gone):
+        run them again. Never blocks."""
+        ...
+
+    def tasks_rejoined(self) -> None:
+        """The store lost this replica's registration (it was found dead, or the server
+        restarted empty): another replica may hold some of its tasks now."""
+        ...
+
+
 class Store(Protocol):
     """Shared state: admission (rate buckets, pending caps), the records of every replica,
     calls forwarded to the replica holding an elicitation, the hosted page's tickets, and
@@ -43,6 +75,9 @@ class Store(Protocol):
 
     replica: str
     """This replica's id (random per process)."""
+
+    shared: bool
+    """Whether other replicas share this store (what survives this process lives there)."""
 
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         """Admit one new elicitation of ``client`` or say which limit refuses, as
@@ -115,19 +150,65 @@ class Store(Protocol):
         used")."""
         ...
 
-    async def put_task(self, task: SharedTask, ttl_s: float) -> None:
+    async def put_task(
+        self,
+        task: SharedTask,
+        ttl_s: float,
+        *,
+        create: bool = False,
+        journal: Sequence[TaskAnswer] = (),
+    ) -> bool:
         """Write a task's record (its creation, or a change), kept ``ttl_s`` seconds from now
         (the rest of the task's life); it reads back at once (:meth:`get_task`) on every
-        replica."""
+        replica. ``task.replica`` must be this replica: a write is *fenced*, taken only while
+        this replica holds the task. A creation (``create``) may start its journal with
+        ``journal``. A durable record (``task.durable``) of a running task counts among the
+        tasks this replica runs, which another replica takes over if this one dies.
+
+        Returns:
+            Whether it was written: ``False`` when another replica holds the task now (it
+            took it over), or, for a change, when the record is gone (past its life).
+        """
+        ...
+
+    async def append_task_answers(self, task_id: str, answers: Sequence[TaskAnswer]) -> bool:
+        """Add answers to a task's journal, in order, before they are applied: whether they
+        were added (``False``: this replica does not hold the task, or it is gone)."""
         ...
 
     async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
         """A task's record, if ``principal`` may see it (another principal's task, an unknown
-        or an expired one: ``None`` alike)."""
+        or an expired one: ``None`` alike); ``replica`` names its holder now."""
+        ...
+
+    async def load_task(self, task_id: str) -> tuple[SharedTask, list[TaskAnswer]] | None:
+        """A task's record (of whichever principal) and its journal, oldest answer first;
+        ``None`` when unknown or expired."""
         ...
 
     async def delete_task(self, task_id: str) -> None:
-        """Forget a task's record (its life ended, or it made room for another)."""
+        """Forget a task's record and journal (its life ended, or it made room for another),
+        unless another replica holds it now."""
+        ...
+
+    async def release_task(self, task_id: str) -> None:
+        """Give back a task this replica took over and cannot run (no room): another replica
+        takes it over instead."""
+        ...
+
+    async def forward_task(
+        self, replica: str, op: TaskOp, task_id: str, principal: str, argument: Any
+    ) -> Mapping[str, Any]:
+        """Run a task call on the replica that holds the task; its :class:`TaskHost`'s reply.
+
+        Raises:
+            StoreUnavailable: the holder cannot be reached (it may be gone), or the store.
+        """
+        ...
+
+    def serve_tasks(self, host: TaskHost | None) -> None:
+        """Run the task calls other replicas forward here, and take over the durable tasks
+        of dead replicas, through ``host`` (``None``: no longer)."""
         ...
 
     def stats(self) -> dict[str, Any]:

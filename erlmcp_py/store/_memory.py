@@ -2,21 +2,22 @@
 
 Admission is the pure ``core.ratelimit.RateLimiter`` fed the caller's clock. There are no
 other replicas: their records are none, and no call is ever forwarded. The hosted page's
-tickets are kept in a dict, with a bounded memory of the closed ones. Tasks' records are kept
-in a dict until their TTL (or their deletion): for the life of the process at most, since
-nothing of this store outlives it.
+tickets are kept in a dict, with a bounded memory of the closed ones. Tasks' records and
+journals are kept in a dict until their TTL (or their deletion): for the life of the process
+at most, since nothing of this store outlives it. With no other replica, no task is ever
+taken over.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import trio
 
-from erlmcp_py.core.errors import ElicitationNotFound
+from erlmcp_py.core.errors import ElicitationNotFound, StoreUnavailable
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import Decision, RateLimiter, RateLimiterStats
@@ -25,15 +26,20 @@ from erlmcp_py.core.store_wire import (
     SharedRecord,
     SharedTask,
     SharedTicket,
+    TaskAnswer,
+    TaskOp,
     closed_ticket,
     task_visible_to,
 )
+from erlmcp_py.store._base import TaskHost
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
     """The in-memory :class:`~erlmcp_py.store.Store` (``--store memory``, the default)."""
+
+    shared = False
 
     def __init__(self, policy: RatePolicy, replica: str, *, remembered: int = 10_000) -> None:
         self.replica = replica
@@ -42,7 +48,8 @@ class MemoryStore:
         self._tickets: dict[str, SharedTicket] = {}
         self._closed: deque[str] = deque()
         self._remembered = remembered  # closed tickets kept to say "expired or used"
-        self._tasks: dict[str, tuple[SharedTask, float]] = {}  # record, expiry (trio clock)
+        # per task: its record, its expiry (trio clock) and its journal
+        self._tasks: dict[str, tuple[SharedTask, float, list[TaskAnswer]]] = {}
 
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         return self._limiter.try_acquire(client, now, charge=charge)
@@ -115,23 +122,62 @@ class MemoryStore:
         self._tickets[token] = dataclasses.replace(ticket, **changes)
         return True
 
-    async def put_task(self, task: SharedTask, ttl_s: float) -> None:
-        self._tasks[task.task_id] = (task, trio.current_time() + ttl_s)
+    async def put_task(
+        self,
+        task: SharedTask,
+        ttl_s: float,
+        *,
+        create: bool = False,
+        journal: Sequence[TaskAnswer] = (),
+    ) -> bool:
         await trio.lowlevel.checkpoint()
+        found = self._live_task(task.task_id)
+        if found is None and not create:
+            return False  # past its life
+        answers = [] if found is None else found[2]
+        answers.extend(journal)
+        self._tasks[task.task_id] = (task, trio.current_time() + ttl_s, answers)
+        return True
+
+    async def append_task_answers(self, task_id: str, answers: Sequence[TaskAnswer]) -> bool:
+        await trio.lowlevel.checkpoint()
+        found = self._live_task(task_id)
+        if found is None:
+            return False
+        found[2].extend(answers)
+        return True
 
     async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
         await trio.lowlevel.checkpoint()
+        found = self._live_task(task_id)
+        return None if found is None else task_visible_to(found[0], principal)
+
+    async def load_task(self, task_id: str) -> tuple[SharedTask, list[TaskAnswer]] | None:
+        await trio.lowlevel.checkpoint()
+        found = self._live_task(task_id)
+        return None if found is None else (found[0], list(found[2]))
+
+    def _live_task(self, task_id: str) -> tuple[SharedTask, float, list[TaskAnswer]] | None:
         found = self._tasks.get(task_id)
-        if found is None:
-            return None
-        if found[1] <= trio.current_time():
+        if found is not None and found[1] <= trio.current_time():
             del self._tasks[task_id]
             return None
-        return task_visible_to(found[0], principal)
+        return found
 
     async def delete_task(self, task_id: str) -> None:
         self._tasks.pop(task_id, None)
         await trio.lowlevel.checkpoint()
+
+    async def release_task(self, task_id: str) -> None:
+        await trio.lowlevel.checkpoint()  # nothing is ever taken over here
+
+    async def forward_task(
+        self, replica: str, op: TaskOp, task_id: str, principal: str, argument: Any
+    ) -> Mapping[str, Any]:
+        raise StoreUnavailable("forward_task: no other replica")
+
+    def serve_tasks(self, host: TaskHost | None) -> None:
+        pass  # no other replica forwards anything, and none dies
 
     def stats(self) -> dict[str, Any]:
         return {"kind": "memory", "available": True, "errors": {}}

@@ -30,9 +30,14 @@ have; every step of its life (open, bind, claim, release, close) is one script
 its elicitation's id, for the retention period. A replica remembers its open tickets and
 writes them again when the heartbeat finds the server lost its state.
 
-A task's record is one string key (``SET`` with the rest of the task's life as its expiry,
-``GET``, ``DEL``): the replica running the task writes it whole at every change, and any
-replica reads it.
+A task's record is a hash (its JSON and its holder) expiring with the task, and its journal a
+list beside it: the holder writes the record whole at every change and appends answers to
+the journal, each write a script that is taken only while the writer is the holder
+(``TASK_PUT``, ``TASK_ANSWER``: *fenced*); any replica reads them. A durable task that runs
+is in its holder's task set; the heartbeat script makes a dead replica's set orphans and
+hands at most a few orphans to each live replica that beats with room for them, making it
+their holder in the same step. A ``tasks/update`` or ``tasks/cancel`` for a task another
+replica holds goes to it on its channel, as elicitation calls do.
 """
 
 from __future__ import annotations
@@ -48,8 +53,6 @@ from typing import Any, TypeVar
 import structlog
 import trio
 from glide import (
-    ExpirySet,
-    ExpiryType,
     GlideClient,
     GlideClientConfiguration,
     GlideError,
@@ -72,13 +75,19 @@ from erlmcp_py.core.store_wire import (
     SharedTask,
     SharedTicket,
     StoreUrl,
+    TaskAnswer,
+    TaskOp,
     decode_call,
     decode_record,
     decode_task,
+    decode_task_answer,
+    decode_task_call,
     decode_ticket,
     encode_call,
     encode_record,
     encode_task,
+    encode_task_answer,
+    encode_task_call,
     encode_ticket,
     error_from_wire,
     error_to_wire,
@@ -87,8 +96,20 @@ from erlmcp_py.core.store_wire import (
     tenant_digest,
     visible_to,
 )
-from erlmcp_py.store._base import StoreHost
-from erlmcp_py.store._scripts import ADMIT, BEAT, LIST, PUBLISH, RELEASE, TICKET
+from erlmcp_py.store._base import StoreHost, TaskHost
+from erlmcp_py.store._scripts import (
+    ADMIT,
+    BEAT,
+    LIST,
+    PUBLISH,
+    RELEASE,
+    TASK_ANSWER,
+    TASK_DELETE,
+    TASK_LOAD,
+    TASK_PUT,
+    TASK_RELEASE,
+    TICKET,
+)
 
 __all__ = ["RedisStore", "open_redis_store"]
 
@@ -99,6 +120,7 @@ T = TypeVar("T")
 _CLOSE_S = 1.0  # longest wait for a client to close
 _PUBLISH_DELAY_S = 0.005  # a fast elicitation's changes (created, sent, ended): one write
 _PUBLISH_BATCH = 512  # records per write
+_CLAIM_PER_BEAT = 64  # dead replicas' tasks one heartbeat takes over, at most
 
 
 def _text(value: Any) -> str:
@@ -107,6 +129,8 @@ def _text(value: Any) -> str:
 
 class RedisStore:
     """The Redis/Valkey :class:`~erlmcp_py.store.Store`. Open it with :func:`open_redis_store`."""
+
+    shared = True
 
     def __init__(
         self,
@@ -132,7 +156,9 @@ class RedisStore:
         self._keep_n = policy.retention.max_records
         self._forward_timeout_s = url.timeout_s + call_timeout_s
         scripts = {"admit": ADMIT, "release": RELEASE, "publish": PUBLISH, "list": LIST,
-                   "beat": BEAT, "ticket": TICKET}  # fmt: skip
+                   "beat": BEAT, "ticket": TICKET, "task_put": TASK_PUT,
+                   "task_answer": TASK_ANSWER, "task_load": TASK_LOAD,
+                   "task_delete": TASK_DELETE, "task_release": TASK_RELEASE}  # fmt: skip
         self._scripts: dict[str, Script] = {
             name: Script(code)  # type: ignore[no-untyped-call]
             for name, code in scripts.items()
@@ -143,6 +169,10 @@ class RedisStore:
         self._recoveries = 0
         self._reaped = 0
         self._forwarded = 0
+        self._taken_over = 0
+        self._task_host: TaskHost | None = None
+        # a task set outlives the longest task it may hold: its members are running tasks
+        self._task_set_ttl_ms = round((policy.tasks.ttl_s + 3600) * 1000)
         self._owed: Counter[str] = Counter()  # releases not written yet
         self._reset_owed = False
         self._owed_due = trio.Event()
@@ -397,55 +427,112 @@ class RedisStore:
 
     # -- tasks --------------------------------------------------------------------------------
 
-    async def put_task(self, task: SharedTask, ttl_s: float) -> None:
-        key, text = self.keys.task(task.task_id), encode_task(task)
-        expiry = ExpirySet(ExpiryType.MILLSEC, max(1, round(ttl_s * 1000)))
-        await self._run("task_put", lambda c: c.set(key, text, expiry=expiry))
+    async def put_task(
+        self,
+        task: SharedTask,
+        ttl_s: float,
+        *,
+        create: bool = False,
+        journal: Sequence[TaskAnswer] = (),
+    ) -> bool:
+        task_id = task.task_id
+        keys = [self.keys.task(task_id), self.keys.task_journal(task_id),
+                self.keys.task_set_prefix + self.replica, self.keys.orphans]  # fmt: skip
+        running = task.durable and not task.terminal
+        args = [self.replica, task_id, encode_task(task), str(max(1, round(ttl_s * 1000))),
+                "1" if create else "0", "1" if running else "0", str(self._task_set_ttl_ms),
+                *(encode_task_answer(answer) for answer in journal)]  # fmt: skip
+        return int(await self._run("task_put", self._script("task_put", keys, args))) == 1
+
+    async def append_task_answers(self, task_id: str, answers: Sequence[TaskAnswer]) -> bool:
+        if not answers:
+            return True
+        keys = [self.keys.task(task_id), self.keys.task_journal(task_id)]
+        args = [self.replica, *(encode_task_answer(answer) for answer in answers)]
+        return int(await self._run("task_answer", self._script("task_answer", keys, args))) == 1
 
     async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
         key = self.keys.task(task_id)
-        text = await self._run("task_get", lambda c: c.get(key))
-        if text is None:
+        got = await self._run("task_get", lambda c: c.hmget(key, ["j", "h"]))
+        if got[0] is None:
             return None
         try:
-            task = decode_task(_text(text))
+            task = decode_task(_text(got[0]), None if got[1] is None else _text(got[1]))
         except (ValueError, TypeError, KeyError):
             log.warning("task_record_unreadable", task=task_id[:8])
             return None
         return task_visible_to(task, principal)
 
+    async def load_task(self, task_id: str) -> tuple[SharedTask, list[TaskAnswer]] | None:
+        keys = [self.keys.task(task_id), self.keys.task_journal(task_id)]
+        got = await self._run("task_load", self._script("task_load", keys, []))
+        if not got:
+            return None
+        try:
+            task = decode_task(_text(got[0]), _text(got[1]) or None)
+            return task, [decode_task_answer(_text(answer)) for answer in got[2:]]
+        except (ValueError, TypeError, KeyError):
+            log.warning("task_record_unreadable", task=task_id[:8])
+            return None
+
     async def delete_task(self, task_id: str) -> None:
-        key = self.keys.task(task_id)
-        await self._run("task_delete", lambda c: c.delete([key]))
+        keys = [self.keys.task(task_id), self.keys.task_journal(task_id),
+                self.keys.task_set_prefix + self.replica]  # fmt: skip
+        await self._run("task_delete", self._script("task_delete", keys, [self.replica, task_id]))
+
+    async def release_task(self, task_id: str) -> None:
+        keys = [self.keys.task(task_id), self.keys.task_set_prefix + self.replica,
+                self.keys.orphans]  # fmt: skip
+        args = [self.replica, task_id, str(self._task_set_ttl_ms)]
+        await self._run("task_release", self._script("task_release", keys, args))
+
+    def serve_tasks(self, host: TaskHost | None) -> None:
+        self._task_host = host
+
+    async def forward_task(
+        self, replica: str, op: TaskOp, task_id: str, principal: str, argument: Any
+    ) -> Mapping[str, Any]:
+        reply = await self._send(
+            replica, {"kind": "task", "call": encode_task_call(op, task_id, principal, argument)}
+        )
+        if "error" in reply:
+            raise error_from_wire(reply["error"])
+        row: Mapping[str, Any] = reply["row"]
+        return row
 
     # -- forwarded calls ----------------------------------------------------------------------
 
     async def forward(
         self, replica: str, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
     ) -> Mapping[str, Any]:
-        cid = secrets.token_hex(8)
-        message = json.dumps(
-            {
-                "kind": "call",
-                "cid": cid,
-                "from": self.replica,
-                "call": encode_call(op, elicitation_id, tenant, argument),
-            }
+        reply = await self._send(
+            replica, {"kind": "call", "call": encode_call(op, elicitation_id, tenant, argument)}
         )
+        if "error" in reply:
+            raise error_from_wire(reply["error"])
+        row: Mapping[str, Any] = reply["row"]
+        return row
+
+    async def _send(self, replica: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Send a call to ``replica``'s channel and wait for its reply.
+
+        Raises:
+            StoreUnavailable: nobody listens on its channel, no reply came in time, or the
+                store is down.
+        """
+        cid = secrets.token_hex(8)
+        text = json.dumps({**message, "cid": cid, "from": self.replica})
         send, receive = trio.open_memory_channel[Mapping[str, Any]](1)
         self._replies[cid] = send
         try:
             channel = self.keys.channel(replica)
-            receivers = await self._run("forward", lambda c: c.publish(message, channel))
+            receivers = await self._run("forward", lambda c: c.publish(text, channel))
             if not receivers:
                 raise StoreUnavailable("forward: the replica holding it is not reachable")
             with trio.move_on_after(self._forward_timeout_s):
                 reply = await receive.receive()
                 self._forwarded += 1
-                if "error" in reply:
-                    raise error_from_wire(reply["error"])
-                row: Mapping[str, Any] = reply["row"]
-                return row
+                return reply
             self._errors["forward"] += 1
             raise StoreUnavailable("forward: no answer from the replica holding it")
         finally:
@@ -463,14 +550,18 @@ class RedisStore:
             if send is not None:
                 with suppress(trio.WouldBlock):  # a duplicate reply
                     send.send_nowait(message)
-        elif kind == "call" and self._nursery is not None:
+        elif kind in ("call", "task") and self._nursery is not None:
             self._nursery.start_soon(self._serve_call, message)
 
     async def _serve_call(self, message: Mapping[str, Any]) -> None:
         reply: dict[str, Any] = {"kind": "reply", "cid": message.get("cid")}
         try:
-            op, elicitation_id, tenant, argument = decode_call(message["call"])
-            reply["row"] = dict(await self._host.forwarded(op, elicitation_id, tenant, argument))
+            if message["kind"] == "task":
+                reply["row"] = await self._serve_task_call(message["call"])
+            else:
+                op, elicitation_id, tenant, argument = decode_call(message["call"])
+                row = await self._host.forwarded(op, elicitation_id, tenant, argument)
+                reply["row"] = dict(row)
         except ErlmcpError as exc:
             reply["error"] = error_to_wire(exc)
         except Exception as exc:
@@ -481,11 +572,22 @@ class RedisStore:
         with suppress(StoreUnavailable):  # else the caller's deadline answers it
             await self._run("reply", lambda c: c.publish(text, channel))
 
+    async def _serve_task_call(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        """A task call forwarded here: run by the task host (none: this replica holds no
+        task, which the caller reads as "not held")."""
+        op, task_id, principal, argument = decode_task_call(call)
+        host = self._task_host
+        if host is None:
+            return {"held": False}
+        return dict(await host.task_forwarded(op, task_id, principal, argument))
+
     # -- background ---------------------------------------------------------------------------
 
-    async def _beat(self, ttl_ms: int) -> list[Any]:
+    async def _beat(self, ttl_ms: int, claim: int = 0) -> list[Any]:
         args = [self.replica, str(ttl_ms), self.keys.live_prefix, self.keys.record_prefix,
-                self.keys.pending_prefix, str(self._keep_ms)]  # fmt: skip
+                self.keys.pending_prefix, str(self._keep_ms), self.keys.task_set_prefix,
+                self.keys.orphans, self.keys.task_prefix, str(claim),
+                str(self._task_set_ttl_ms)]  # fmt: skip
         assert self._client is not None
         result: list[Any] = await self._attempt(
             "heartbeat", self._script("beat", [self.keys.replicas], args), self._client
@@ -496,8 +598,10 @@ class RedisStore:
         ttl_ms = round(self.url.heartbeat_ttl_s * 1000)
         first = True
         while True:
+            tasks = self._task_host
+            claim = min(_CLAIM_PER_BEAT, tasks.claim_room()) if tasks is not None else 0
             try:
-                result = await self._beat(ttl_ms)
+                result = await self._beat(ttl_ms, max(0, claim))
             except StoreUnavailable:
                 pass
             else:
@@ -505,13 +609,21 @@ class RedisStore:
                     self.available = True
                     self._recoveries += 1
                     log.info("store_up", store=str(self.url))
-                ended = [_text(r) for r in result[1:]]
+                ended = [_text(r) for r in result[1]]
                 if ended:
                     self._reaped += len(ended)
                     log.warning("replicas_ended", replicas=ended)
+                claimed = [_text(r) for r in result[2]]
+                if claimed:
+                    self._taken_over += len(claimed)
+                    log.warning("tasks_taken_over", count=len(claimed))
+                    if tasks is not None:
+                        tasks.tasks_claimed(claimed)
                 if int(result[0]) == 1 and not first:
                     log.warning("store_rejoined", replica=self.replica)
                     self._host.rejoined()
+                    if tasks is not None:
+                        tasks.tasks_rejoined()
                     with suppress(StoreUnavailable):  # else lost: their pages say 404
                         await self._rewrite_tickets()
                 first = False
@@ -548,6 +660,7 @@ class RedisStore:
             "recoveries": self._recoveries,
             "replicas_ended": self._reaped,
             "forwarded": self._forwarded,
+            "tasks_taken_over": self._taken_over,
         }
 
     @asynccontextmanager

@@ -8,7 +8,19 @@ replicas), not a Redis Cluster.
 
 from __future__ import annotations
 
-__all__ = ["ADMIT", "BEAT", "LIST", "PUBLISH", "RELEASE", "TICKET"]
+__all__ = [
+    "ADMIT",
+    "BEAT",
+    "LIST",
+    "PUBLISH",
+    "RELEASE",
+    "TASK_ANSWER",
+    "TASK_DELETE",
+    "TASK_LOAD",
+    "TASK_PUT",
+    "TASK_RELEASE",
+    "TICKET",
+]
 
 _NOW = """
 local t = redis.call('TIME')
@@ -132,17 +144,21 @@ return out
 
 #: Heartbeat, and the end of the replicas whose heartbeat expired (or of this replica, with
 #: ttl 0, when it leaves): their live records are marked dead and kept for the retention
-#: period, their pending counts dropped. KEYS: replicas. ARGV: replica, ttl ms (0: leave),
-#: live prefix, record prefix, pending prefix, retention ms. Returns {1 if this replica was
-#: not registered, the replicas ended…}.
+#: period, their pending counts dropped, and their durable tasks become orphans; then a live
+#: replica takes over at most ``claim`` orphans (it becomes their holder). KEYS: replicas.
+#: ARGV: replica, ttl ms (0: leave), live prefix, record prefix, pending prefix, retention
+#: ms, task set prefix, orphans, task prefix, claim, task set ttl ms. Returns {1 if this
+#: replica was not registered, {the replicas ended…}, {the tasks it took over…}}.
 BEAT = (
     _NOW
     + """
 local me, ttl = ARGV[1], tonumber(ARGV[2])
 local live, rec, pending, keep_ms = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
-local out = {0}
+local taskset, orphans, task = ARGV[7], ARGV[8], ARGV[9]
+local claim, set_ttl = tonumber(ARGV[10]), tonumber(ARGV[11])
+local registered, ended, claimed = 0, {}, {}
 if ttl > 0 then
-  out[1] = redis.call('ZADD', KEYS[1], now_ms + ttl, me)
+  registered = redis.call('ZADD', KEYS[1], now_ms + ttl, me)
 else
   redis.call('ZADD', KEYS[1], 0, me)
 end
@@ -156,9 +172,24 @@ for _, replica in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now
     end
   end
   redis.call('DEL', live .. replica, pending .. replica)
-  if replica ~= me then table.insert(out, replica) end
+  if redis.call('EXISTS', taskset .. replica) == 1 then
+    redis.call('SUNIONSTORE', orphans, orphans, taskset .. replica)
+    redis.call('DEL', taskset .. replica)
+    redis.call('PEXPIRE', orphans, set_ttl)
+  end
+  if replica ~= me then table.insert(ended, replica) end
 end
-return out
+if ttl > 0 and claim > 0 then
+  for _, id in ipairs(redis.call('SPOP', orphans, claim)) do
+    if redis.call('EXISTS', task .. id) == 1 then
+      redis.call('HSET', task .. id, 'h', me)
+      redis.call('SADD', taskset .. me, id)
+      table.insert(claimed, id)
+    end
+  end
+  if #claimed > 0 then redis.call('PEXPIRE', taskset .. me, set_ttl) end
+end
+return {registered, ended, claimed}
 """
 )
 
@@ -196,4 +227,71 @@ elseif step == 'close' then
   return 1
 end
 return redis.error_reply('unknown ticket step')
+"""
+
+#: Write a task's record, fenced: only while this replica holds it (or creating it). KEYS:
+#: the task's record, its journal, this replica's task set, the orphans. ARGV: replica, task
+#: id, JSON, ttl ms, create (1/0), durable and running (1/0), task set ttl ms, then the
+#: answers a creation starts its journal with. Returns 1 when written, 0 when another replica
+#: holds the task (or, for a change, the record is gone).
+TASK_PUT = """
+local me, id = ARGV[1], ARGV[2]
+local holder = redis.call('HGET', KEYS[1], 'h')
+if holder then
+  if holder ~= me then return 0 end
+elseif ARGV[5] ~= '1' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'j', ARGV[3], 'h', me)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+if #ARGV > 7 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 8)) end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4])) end
+if ARGV[6] == '1' then
+  redis.call('SADD', KEYS[3], id)
+  redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[7]))
+  redis.call('SREM', KEYS[4], id)
+else
+  redis.call('SREM', KEYS[3], id)
+end
+return 1
+"""
+
+#: Add answers to a task's journal, fenced; the journal lives as long as the record. KEYS:
+#: the task's record, its journal. ARGV: replica, then the answers. Returns 1 or 0.
+TASK_ANSWER = """
+if redis.call('HGET', KEYS[1], 'h') ~= ARGV[1] then return 0 end
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 2))
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+#: A task's record, its holder and its journal. KEYS: the task's record, its journal.
+#: Returns {JSON, holder, answers…}, or {} when there is no record.
+TASK_LOAD = """
+local got = redis.call('HMGET', KEYS[1], 'j', 'h')
+if not got[1] then return {} end
+local out = {got[1], got[2] or ''}
+for _, answer in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do table.insert(out, answer) end
+return out
+"""
+
+#: Forget a task, unless another replica holds it. KEYS: the task's record, its journal, this
+#: replica's task set. ARGV: replica, task id. Returns 1 when forgotten.
+TASK_DELETE = """
+local holder = redis.call('HGET', KEYS[1], 'h')
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[2])
+return 1
+"""
+
+#: Give back a task this replica took over and cannot run: an orphan again. KEYS: the task's
+#: record, this replica's task set, the orphans. ARGV: replica, task id, task set ttl ms.
+TASK_RELEASE = """
+if redis.call('HGET', KEYS[1], 'h') ~= ARGV[1] then return 0 end
+redis.call('SREM', KEYS[2], ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]))
+return 1
 """

@@ -60,7 +60,13 @@ from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_contin
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
 from erlmcp_py.mcp.stateless import INPUT_METHODS, StatelessEndpoint, state_ttl_for
-from erlmcp_py.mcp.tasks import TASKS_BUSY, TASKS_PRINCIPAL_BUSY, TaskRegistry, open_tasks
+from erlmcp_py.mcp.tasks import (
+    TASK_MOVING,
+    TASKS_BUSY,
+    TASKS_PRINCIPAL_BUSY,
+    TaskRegistry,
+    open_tasks,
+)
 from erlmcp_py.transports import _server
 from erlmcp_py.transports._frame_head import HEAD_BYTES, frame_head
 from erlmcp_py.transports._limits import (
@@ -214,12 +220,22 @@ class Listening:
 _PRINCIPAL: Final = "erlmcp.principal"
 _SUBJECT: Final = "erlmcp.subject"
 
-#: ``data.reason`` of a continuation registry refusal -> (HTTP status, refusal counted).
+#: ``data.reason`` of a refusal the client retries later (a full continuation registry or
+#: share of tasks, a task whose holder does not answer) -> (HTTP status, refusal counted).
 _REGISTRY_FULL: Final[Mapping[str, tuple[int, str]]] = {
     PRINCIPAL_BUSY: (429, "principal_suspended"),
     "busy": (503, "suspended"),
     TASKS_PRINCIPAL_BUSY: (429, "principal_tasks"),
     TASKS_BUSY: (503, "tasks"),
+    TASK_MOVING: (503, "task_moving"),  # its holder does not answer: retry (elsewhere)
+}
+
+
+#: What the startup log says of the tasks' records, by whether the store is shared.
+_TASKS_KEPT: Final = {
+    False: "in this process (the embedded store), for the life of the process at most: "
+    "a restart loses every task; --store redis://... keeps them across restarts and replicas",
+    True: "in the shared store: another replica takes a task over when this one is gone",
 }
 
 
@@ -736,7 +752,16 @@ class HttpTransport:
             options["state_ttl"] = state_ttl_for(config)
         options.setdefault("max_per_principal", self.config.limits.suspended)
         options["on_call_end"] = self._calls_may_have_ended
-        async with open_continuations(**options) as registry, open_tasks(self.runtime) as tasks:
+        # With a shared store, tasks outlive this replica: another takes them over by replay
+        # (unless calls are never replayed: then they end failed when it is gone).
+        durable = self.runtime.store.shared
+        replay = options.get("mrtr", "auto") != "suspend"
+        async with (
+            open_continuations(**options) as registry,
+            open_tasks(self.runtime, durable=durable, replay=replay) as tasks,
+        ):
+            # Where tasks live decides what a restart loses: the operator is told once.
+            log.info("tasks_store", durable=durable, kept=_TASKS_KEPT[durable])
             task_status.started(self.server.stateless_endpoint(self.runtime, registry, tasks=tasks))
             await trio.sleep_forever()
 

@@ -2,8 +2,9 @@
 tests.cluster.servers:build``): the bundled example server (its URL-mode sign-in,
 ``demo_url_sign_in``, and what completes it, ``demo_complete_sign_in``, among its tools), plus
 a tool that asks several questions in turn and logs each run and each answer with the call's
-``tag``, so that a replica's log shows which calls it served, and a tool that reads an
-elicitation's status the way an application would."""
+``tag``, so that a replica's log shows which calls it served, a tool that reads an
+elicitation's status the way an application would, and two tools that run as tasks: an
+approval (two form questions, then its side effect, logged) and a URL-mode sign-in."""
 
 from __future__ import annotations
 
@@ -56,5 +57,29 @@ def build(config: RuntimeConfig) -> Server:
         except ElicitationNotFound:
             return "unknown"
         return str(info.status)
+
+    @server.tool(task=True)
+    async def approve(ctx: Context, tag: str, item: str) -> str:
+        """Who approves ``item`` (a form), then that person's confirmation; the approval is
+        recorded (logged ``approval_recorded``) after the last answer, once per answer. Logs
+        every run and each answer the tool receives."""
+        log.info("tool_run", tool="approve", tag=tag)
+        who = await ctx.elicit(f"Who approves {item}?", WHO, key="who")
+        log.info("answer_received", tag=tag, question="who")
+        if not isinstance(who, Accepted):
+            return f"{item}: nobody"
+        name = who.content["name"]
+        sure = await ctx.elicit_confirm(f"{name}, do you approve {item}?")
+        log.info("answer_received", tag=tag, question="confirm")
+        approved = isinstance(sure, Accepted) and sure.content is True
+        log.info("approval_recorded", tag=tag, item=item, approved=approved)
+        return f"{item}: {name} approved={approved}"
+
+    @server.tool(task=True)
+    async def sign_in_task(ctx: Context, tag: str) -> str:
+        """One question in URL mode (only the replica that asked can receive its answer)."""
+        log.info("tool_run", tool="sign_in_task", tag=tag)
+        outcome = await ctx.elicit_url("Sign in to Example", "https://93.184.215.14/sign-in")
+        return type(outcome).__name__
 
     return server

@@ -14,7 +14,6 @@ import trio.testing
 
 from erlmcp_py.client import ClientSession, open_client_session
 from erlmcp_py.connect import (
-    MODERN,
     TASK_CAPABILITIES,
     ConnectApp,
     follow_task,
@@ -22,6 +21,7 @@ from erlmcp_py.connect import (
     session_options,
 )
 from erlmcp_py.core.tasks import TASKS_EXTENSION
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.mcp.jsonrpc import Message, Request
 from tests.client.wires import ScriptedWire
 from tests.connect.test_app import Screen, app
@@ -60,7 +60,7 @@ class TimedWire(ScriptedWire):
 @asynccontextmanager
 async def following(wire: ScriptedWire) -> AsyncIterator[tuple[ClientSession, ConnectApp, Screen]]:
     connect, screen = app()
-    options = session_options(MODERN, connect.on_request, connect.on_notification)
+    options = session_options(V_2026_07_28, connect.on_request, connect.on_notification)
     async with open_client_session(wire, **options) as client:
         yield client, connect, screen
 
@@ -70,9 +70,9 @@ def methods(wire: ScriptedWire) -> list[str]:
 
 
 def test_the_client_declares_the_tasks_extension_on_2026_07_28_only() -> None:
-    assert session_options(MODERN, None)["capabilities"] == TASK_CAPABILITIES  # type: ignore[arg-type]
+    assert session_options(V_2026_07_28, None)["capabilities"] == TASK_CAPABILITIES  # type: ignore[arg-type]
     assert TASKS_EXTENSION in TASK_CAPABILITIES["extensions"]
-    without = session_options(MODERN, None, tasks=False)  # type: ignore[arg-type]
+    without = session_options(V_2026_07_28, None, tasks=False)  # type: ignore[arg-type]
     assert "extensions" not in without["capabilities"]
     assert "extensions" not in session_options("2025-11-25", None)["capabilities"]  # type: ignore[arg-type]
 

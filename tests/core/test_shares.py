@@ -208,3 +208,18 @@ class SharesMachine(RuleBasedStateMachine):
 
 SharesMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=40)
 test_shares_state_machine = SharesMachine.TestCase
+
+
+def test_a_unit_held_past_its_principals_share_is_bounded_by_the_total_only() -> None:
+    shares: Shares[str, str] = Shares(1, 3)
+    shares.add("a", "a1", "x")
+    with pytest.raises(ValueError, match="no room"):
+        shares.add("a", "a2", "x")
+    shares.add("a", "a2", "x", within_share=False)
+    assert shares.held("a") == 2
+    assert isinstance(shares.admit("a", lambda _: False), Refuse)  # still at its share
+    shares.add("b", "b1", "x")
+    with pytest.raises(ValueError, match="no room"):
+        shares.add("a", "a3", "x", within_share=False)  # the total is full
+    assert shares.remove("a2") == "x"
+    assert shares.held("a") == 1

@@ -1,5 +1,5 @@
 """The store's wire format: store URLs, key names, the bucket's integers, records and forwarded
-calls as they travel."""
+calls as they travel, tasks' records with what replaying them takes, their journals' answers."""
 
 from __future__ import annotations
 
@@ -23,13 +23,21 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.store_wire import (
     BucketParams,
     Keys,
+    SharedTask,
     SharedTicket,
     StoreUrl,
+    TaskReplay,
     decode_call,
     decode_record,
+    decode_task,
+    decode_task_answer,
+    decode_task_call,
     decode_ticket,
     encode_call,
     encode_record,
+    encode_task,
+    encode_task_answer,
+    encode_task_call,
     encode_ticket,
     error_from_wire,
     error_to_wire,
@@ -100,7 +108,8 @@ def test_a_store_password_is_taken_and_never_shown() -> None:
 def test_every_key_starts_with_the_prefix() -> None:
     keys = Keys("p")
     names = [keys.bucket("c"), keys.replicas, keys.pending_prefix, keys.live_prefix,
-             keys.record_prefix, keys.index_prefix, keys.channel("r")]  # fmt: skip
+             keys.record_prefix, keys.index_prefix, keys.channel("r"), keys.task("t"),
+             keys.task_journal("t"), keys.task_set_prefix, keys.orphans]  # fmt: skip
     assert all(name.startswith("p:") for name in names)
     assert len(set(names)) == len(names)
 
@@ -177,3 +186,51 @@ def test_a_ticket_reads_back_with_who_asks_on_every_replica() -> None:
     del written["server"], written["tool"]  # as a replica of an earlier release writes it
     read = decode_ticket(ticket.token, json.dumps(written), "e-1", "used")
     assert (read.server, read.tool, read.elicitation_id, read.state) == ("", "", "e-1", "used")
+
+
+def test_a_durable_tasks_record_carries_what_replaying_it_takes_and_names_its_holder() -> None:
+    replay = TaskReplay(
+        tool="approve",
+        call={"tool": "approve", "arguments": {"item": "INV-7"}, "id": 3},
+        client_id="alice",
+        protocol_version="2026-07-28",
+        capabilities={"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+        required=True,
+        issued=("who", "elicitation"),
+        cancel_requested=False,
+        message_key="who",
+        charged=2,
+        blocked="url_elicitation",
+    )
+    record = SharedTask("t1", {"taskId": "t1", "status": "working"}, "alice", "r1", replay)
+    assert record.durable
+    assert not SharedTask("t1", {}, "alice", "r1").durable
+    assert decode_task(encode_task(record)) == record
+    assert decode_task(encode_task(record), "r2").replica == "r2"  # taken over since
+    text = json.loads(encode_task(record))
+    text["replay"]["charged"] = "2"
+    with pytest.raises(TypeError):
+        decode_task(json.dumps(text))
+    with pytest.raises(TypeError):
+        decode_task(json.dumps({**text, "replay": []}))
+
+
+def test_a_journals_answer_and_a_forwarded_task_call_cross_the_wire() -> None:
+    answer = ("who", "q" * 24, {"action": "accept", "content": {"name": "Ada"}})
+    assert decode_task_answer(encode_task_answer(answer)) == answer
+    assert decode_task_answer(encode_task_answer((None, "q", {"action": "decline"})))[0] is None
+    for bad in ("{}", "[1, 2]", '[1, "q", {}]', '["k", 2, {}]', '["k", "q", []]'):
+        with pytest.raises((TypeError, ValueError)):
+            decode_task_answer(bad)
+    call = encode_task_call("update", "t1", "alice", {"responses": {"who": {}}})
+    assert decode_task_call(json.loads(json.dumps(call))) == (
+        "update",
+        "t1",
+        "alice",
+        {"responses": {"who": {}}},
+    )
+    assert decode_task_call(encode_task_call("cancel", "t1", "alice"))[0] == "cancel"
+    with pytest.raises(ValueError):
+        decode_task_call({**call, "op": "get"})
+    with pytest.raises(TypeError):
+        decode_task_call({**call, "principal": None})

@@ -1,5 +1,6 @@
 """A task's pure state: status from the facts, unique keys, partial answers, one end, its
-wire form; and a hypothesis state machine against a plain model."""
+wire form, its restoration from its record; and a hypothesis state machine against a plain
+model."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from erlmcp_py.core.store_wire import SharedTask, decode_task, encode_task, task_visible_to
-from erlmcp_py.core.tasks import TERMINAL_STATUSES, TaskState, TaskStatus, iso_time
+from erlmcp_py.core.tasks import (
+    TERMINAL_STATUSES,
+    TaskState,
+    TaskStatus,
+    iso_time,
+    parse_iso_time,
+)
 
 T0 = 1_785_000_000.0  # 2026-07-25T17:20:00Z
 FORM = {"message": "Sure?", "requestedSchema": {"type": "object", "properties": {}}}
@@ -158,6 +165,64 @@ def test_a_task_record_round_trips_through_the_store_format_and_binds_its_princi
         decode_task("[]")
 
 
+def restored(state: TaskState) -> TaskState:
+    """``state`` as another replica restores it from its record."""
+    return TaskState.restore(
+        state.detailed(),
+        issued=state.issued_keys,
+        cancel_requested=state.cancel_requested,
+        message_key=state.message_key,
+    )
+
+
+def test_a_task_restored_from_its_record_asks_on_and_never_reuses_a_key() -> None:
+    state = new()
+    state.ask("approval", "elicitation/create", FORM, T0 + 1.2345)
+    state.ask("approval", "elicitation/create", FORM, T0 + 2)
+    state.take_answers({"approval": {"action": "accept"}}, T0 + 3)
+    state.warn("approval-1", "This request expires in 900 seconds.", T0 + 4)
+    back = restored(state)
+    assert back.detailed() == state.detailed()
+    assert back.status is TaskStatus.INPUT_REQUIRED
+    assert back.requests == state.requests
+    assert back.status_message == "This request expires in 900 seconds."
+    back.take_answers({"approval-1": {"action": "decline"}}, T0 + 5)
+    assert back.status_message is None  # the warning was about the request that left
+    assert back.ask("approval", "elicitation/create", FORM, T0 + 6) not in state.issued_keys
+    assert back.expires_at() == state.expires_at()
+
+
+def test_an_ended_task_restores_as_it_ended() -> None:
+    for end in ("complete", "fail", "cancel"):
+        state = new()
+        state.request_cancel(T0)
+        if end == "complete":
+            state.complete({"content": [{"type": "text", "text": "ok"}]}, T0 + 1)
+        elif end == "fail":
+            state.fail({"code": -32603, "message": "boom", "data": {"why": 1}}, T0 + 1)
+        else:
+            state.cancel(T0 + 1)
+        back = restored(state)
+        assert back.status is state.status
+        assert back.detailed() == state.detailed()
+        assert back.cancel_requested
+        assert not back.complete({"content": []}, T0 + 2)  # ended: it never changes
+
+
+def test_a_record_that_is_no_detailed_task_is_refused() -> None:
+    good = new().detailed()
+    for bad in (
+        {**good, "status": "sleeping"},
+        {**good, "ttlMs": "60000"},
+        {**good, "createdAt": "2026-07-25T17:20:00"},  # no zone
+        {**good, "inputRequests": {"k": {"method": 1, "params": {}}}},
+        {key: value for key, value in good.items() if key != "taskId"},
+    ):
+        with pytest.raises((ValueError, TypeError, KeyError)):
+            TaskState.restore(bad)
+    assert parse_iso_time(iso_time(T0 + 0.25)) == T0 + 0.25
+
+
 # -- the state machine ---------------------------------------------------------------------------
 
 METHODS = st.sampled_from(["elicitation/create", "sampling/createMessage", "roots/list"])
@@ -272,6 +337,16 @@ class TaskMachine(RuleBasedStateMachine):
         assert ("result" in wire) == (self.state.status is TaskStatus.COMPLETED)
         assert ("error" in wire) == (self.state.status is TaskStatus.FAILED)
         assert wire["createdAt"] <= wire["lastUpdatedAt"]
+
+    @invariant()
+    def its_record_restores_the_same_task(self) -> None:
+        back = restored(self.state)
+        assert back.detailed() == self.state.detailed()
+        assert back.status is self.state.status
+        assert back.cancel_requested == self.state.cancel_requested
+        assert set(back.issued_keys) == set(self.issued)
+        if not back.terminal:  # asking on never reuses a key issued before it was restored
+            assert back.ask("q", "roots/list", {}, self.now) not in self.issued
 
     @invariant()
     def the_clock_of_changes_never_goes_back(self) -> None:

@@ -4,6 +4,7 @@ temporary directory, no persistence."""
 from __future__ import annotations
 
 import secrets
+import shutil
 import socket
 import subprocess
 import time
@@ -47,6 +48,24 @@ class RedisServer:
             except OSError:
                 time.sleep(0.02)
         raise RuntimeError("redis-server did not start")
+
+    def cli(self, *args: str) -> list[str]:
+        """One command through ``redis-cli`` (installed with ``redis-server``): the lines of
+        its raw answer."""
+        executable = shutil.which("redis-cli")
+        assert executable is not None, "redis-cli comes with redis-server (redis-tools)"
+        done = subprocess.run(
+            [executable, "-p", str(self.port), "--raw", *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return [line for line in done.stdout.splitlines() if line]
+
+    def keys(self, pattern: str) -> list[str]:
+        """The keys matching ``pattern`` (a full scan: tests only)."""
+        return sorted(self.cli("--scan", "--pattern", pattern))
 
     def stop(self) -> None:
         if self.process is not None:

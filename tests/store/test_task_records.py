@@ -1,13 +1,14 @@
 """Tasks' records in both stores (the embedded one and a real ``redis-server``): written,
-read back bound to their principal, expired with the task, deleted; and, with Redis, a task
-created on one replica read on another, a task the store cannot record refused before its
-tool runs.
+read back bound to their principal, expired with the task, deleted, never revived by a late
+change; and, with Redis, a task created on one replica read and answered on another, a task
+the store cannot record refused before its tool runs.
 
 Real time here (the Redis server's TTLs run on it): every wait is bounded.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -43,16 +44,20 @@ async def test_the_embedded_store_keeps_a_task_for_its_ttl_and_only_for_its_prin
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     store = MemoryStore(RatePolicy(), "r1")
-    await store.put_task(RECORD, 60.0)
+    assert await store.put_task(RECORD, 60.0, create=True)
     assert await store.get_task("t-1", "alice") == RECORD
     assert await store.get_task("t-1", "bob") is None  # another principal: as unknown
     assert await store.get_task("t-9", "alice") is None
-    await store.put_task(ENDED, 60.0)  # a change replaces the record
+    assert not await store.put_task(ENDED, 60.0)  # a change of no record: nothing written
+    assert await store.get_task("t-2", "alice") is None
+    assert await store.put_task(ENDED, 60.0, create=True)
+    assert await store.put_task(ENDED, 60.0)  # a change replaces the record
     assert await store.get_task("t-2", "alice") == ENDED
     await store.delete_task("t-2")
     assert await store.get_task("t-2", "alice") is None
     await trio.sleep(61)
     assert await store.get_task("t-1", "alice") is None  # past its life
+    assert not await store.put_task(RECORD, 60.0)  # and a late change does not revive it
 
 
 async def test_redis_keeps_a_task_for_its_ttl_and_only_for_its_principal(
@@ -60,14 +65,18 @@ async def test_redis_keeps_a_task_for_its_ttl_and_only_for_its_principal(
 ) -> None:
     async with open_runtime({"store": redis_server.url()}) as runtime:
         store = runtime.store
-        await store.put_task(RECORD, 0.3)
-        assert await store.get_task("t-1", "alice") == RECORD
+        mine = dataclasses.replace(RECORD, replica=store.replica)
+        ended = dataclasses.replace(ENDED, replica=store.replica)
+        assert await store.put_task(mine, 0.3, create=True)
+        assert await store.get_task("t-1", "alice") == mine
         assert await store.get_task("t-1", "bob") is None
-        await store.put_task(ENDED, 30.0)
-        assert (await store.get_task("t-2", "alice")) == ENDED
+        assert not await store.put_task(ended, 30.0)  # a change of no record: nothing written
+        assert await store.put_task(ended, 30.0, create=True)
+        assert (await store.get_task("t-2", "alice")) == ended
         await store.delete_task("t-2")
         assert await store.get_task("t-2", "alice") is None
         await eventually(lambda: store.get_task("t-1", "alice"), lambda found: found is None)
+        assert not await store.put_task(mine, 30.0)  # and a late change does not revive it
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], ok: Callable[[T], bool]) -> T:
@@ -114,7 +123,7 @@ async def replica(url: str) -> AsyncIterator[tuple[Replica, Runtime]]:
     server = build()
     async with open_runtime({"store": url, "rate": 1000}) as runtime:
         server.runtime = runtime
-        async with open_continuations() as registry, open_tasks(runtime) as tasks:
+        async with open_continuations() as registry, open_tasks(runtime, durable=True) as tasks:
             yield Replica(StatelessEndpoint(server, runtime, registry, tasks=tasks)), runtime
 
 
@@ -132,15 +141,12 @@ async def test_a_task_created_on_one_replica_is_read_on_another(
             lambda task: task["status"] == "input_required",
         )
         (key,) = seen["inputRequests"]
-        with pytest.raises(JsonRpcError) as caught:  # answering runs where the task runs
-            await b.request("tasks/update", {"taskId": task_id, "inputResponses": {}})
-        assert caught.value.data == {"reason": "task_elsewhere"}
         for method in ("tasks/get", "tasks/cancel"):
             with pytest.raises(JsonRpcError) as caught:
                 await b.request(method, {"taskId": task_id}, who="mallory")
             assert caught.value.code == -32602
         update = {"taskId": task_id, "inputResponses": {key: {"action": "decline"}}}
-        await a.request("tasks/update", update)
+        await b.request("tasks/update", update)  # forwarded to the replica running it
         done = await eventually(
             lambda: b.request("tasks/get", {"taskId": task_id}),
             lambda task: task["status"] == "completed",

@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 import httpx2
+import structlog
 import trio
 
 from erlmcp_py.actors.api import RuntimeConfig
@@ -294,3 +295,15 @@ async def test_over_http_a_task_past_its_ttl_is_forgotten() -> None:
                     break
                 await trio.sleep(0.05)
         assert error(response, 400, -32602)["message"] == "Failed to retrieve task: Task not found"
+
+
+async def test_the_embedded_store_keeps_tasks_for_the_life_of_the_process_and_says_so() -> None:
+    with structlog.testing.capture_logs() as logs:
+        async with serving() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
+            client = Client(http, listening.url)
+            created = await client.result("tools/call", {"name": "hello", "arguments": {}})
+            assert created["resultType"] == "task"
+    [said] = [event for event in logs if event["event"] == "tasks_store"]
+    assert said["durable"] is False
+    assert said["kept"].startswith("in this process (the embedded store), for the life of")
+    assert "a restart loses every task" in said["kept"]
