@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from erlmcp_py.core.errors import ElicitationNotFound
+from erlmcp_py.core.errors import ElicitationNotFound, StoreUnavailable
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import Decision, RateLimiter, RateLimiterStats
@@ -73,6 +73,12 @@ class MemoryStore:
         self, replica: str, op: CallOp, elicitation_id: str, tenant: Tenant, argument: Any
     ) -> Mapping[str, Any]:
         raise ElicitationNotFound(elicitation_id)  # no other replica holds anything
+
+    async def forward_request(
+        self, replica: str, request: Mapping[str, Any], timeout_s: float
+    ) -> Mapping[str, Any]:
+        await trio.lowlevel.checkpoint()
+        raise StoreUnavailable("forward: no other replica shares the embedded store")
 
     async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
         self._tickets[ticket.token] = ticket  # ends when its elicitation ends (close_ticket)
