@@ -137,14 +137,36 @@ class BridgedCall:
             JsonRpcError: the upstream's error, or why it could not answer.
         """
         capabilities = upstream_capabilities(self.peer.capabilities, LATEST_SESSION_VERSION)
+        failed: JsonRpcError | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pass_notifications)
+            try:
+                answer = await self._ask_upstream(capabilities, params)
+            except JsonRpcError as exc:  # raised out of the nursery, not in a group
+                failed = exc
+            finally:
+                self._end()
+                nursery.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if isinstance(answer, ErrorResponse):
+            raise JsonRpcError(answer.code, answer.message, answer.data)
+        return answer.result
+
+    async def _ask_upstream(
+        self, capabilities: Mapping[str, Any], params: Mapping[str, Any]
+    ) -> Response | ErrorResponse:
+        """The upstream's answer on a leased session.
+
+        Raises:
+            JsonRpcError: no session could be had, or it was lost.
+        """
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._pass_notifications)
-                try:
-                    answer = await self._ask_upstream(capabilities, params)
-                finally:
-                    self._end()
-                    nursery.cancel_scope.cancel()
+            async with self.pool.lease(capabilities, self) as link:
+                connection = await link.connection()
+                if self._on_info is not None:
+                    self._on_info(link.initialize_result)
+                return await connection.session.request_raw(self.method, params)
         except UpstreamGone as exc:
             raise JsonRpcError(
                 INTERNAL_ERROR,
@@ -157,18 +179,6 @@ class BridgedCall:
                 f"the upstream server was lost: {exc}",
                 {"reason": "upstream_lost"},
             ) from None
-        if isinstance(answer, ErrorResponse):
-            raise JsonRpcError(answer.code, answer.message, answer.data)
-        return answer.result
-
-    async def _ask_upstream(
-        self, capabilities: Mapping[str, Any], params: Mapping[str, Any]
-    ) -> Response | ErrorResponse:
-        async with self.pool.lease(capabilities, self) as link:
-            connection = await link.connection()
-            if self._on_info is not None:
-                self._on_info(link.initialize_result)
-            return await connection.session.request_raw(self.method, params)
 
     def _end(self) -> None:
         """The call ended: its questions still open end with it (the upstream gets cancel)."""
