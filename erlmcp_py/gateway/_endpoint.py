@@ -29,6 +29,7 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import structlog
 import trio
 
 from erlmcp_py.actors.runtime import Runtime
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     from erlmcp_py.mcp.mrtr import RunCall
 
 __all__ = ["GatewayEndpoint"]
+
+log = structlog.get_logger("erlmcp.gateway.forward")
 
 #: The requests relayed as they are (they never ask the client).
 _RELAYED: Final = frozenset(
@@ -272,6 +275,7 @@ class GatewayEndpoint(StatelessEndpoint):
             "accept_language": options.get("accept_language"),
         }
         timeout = self.registry.hold_s + _FORWARD_MARGIN_S
+        log.info("retry_forwarded", holder=replica, method=request.method)
 
         async def send() -> Mapping[str, Any]:
             return await self.runtime.forward_request(replica, FORWARD_KIND, body, timeout)
