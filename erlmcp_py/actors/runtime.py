@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -72,7 +72,11 @@ from erlmcp_py.core.versions import LATEST_VERSION
 from erlmcp_py.store import Store, open_store
 from supervisors import ActorGone, ActorRef, Busy, ChildSpec, Supervisor, actor_starter
 
-__all__ = ["Runtime", "open_runtime"]
+__all__ = ["RequestHandler", "Runtime", "open_runtime"]
+
+RequestHandler = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+"""Answers one request another replica forwarded (:meth:`Runtime.handle_requests`): a JSON
+object in, a JSON object out."""
 
 
 class Registry(dict[str, ActorRef]):
@@ -128,6 +132,7 @@ class Runtime:
         )
         self._metrics = Metrics()
         self._registry = Registry()
+        self._request_handlers: dict[str, RequestHandler] = {}
         self.store: Store  # set by open_runtime before the tree starts
         self.supervisor = Supervisor(
             [
@@ -504,6 +509,48 @@ class Runtime:
             message = CompleteElicitation(elicitation_id, tenant, argument)
         info: ElicitationInfo = await self._call(message)
         return info_row(info)
+
+    def handle_requests(self, kind: str, handler: RequestHandler | None) -> None:
+        """Answer the requests of ``kind`` other replicas forward here with ``handler``
+        (``None``: stop). What a layer above the runtime keeps in this process's memory (a
+        gateway's 2026-07-28 calls) is reached this way from the replica a request landed on
+        (:meth:`forward_request`)."""
+        if handler is None:
+            self._request_handlers.pop(kind, None)
+        else:
+            self._request_handlers[kind] = handler
+
+    async def forward_request(
+        self, replica: str, kind: str, request: Mapping[str, Any], timeout_s: float
+    ) -> Mapping[str, Any]:
+        """Send ``request`` to the handler of ``kind`` on ``replica`` (this one included) and
+        return its answer, waiting at most ``timeout_s``.
+
+        Raises:
+            StoreUnavailable: the replica is gone or unreachable, did not answer in time, or
+                has no handler of ``kind``; with the embedded store, any other replica.
+        """
+        if replica == self.store.replica:
+            handler = self._request_handlers.get(kind)
+            if handler is None:
+                raise StoreUnavailable(f"forward: no handler of {kind[:40]} here")
+            with trio.move_on_after(timeout_s):
+                return await handler(request)
+            raise StoreUnavailable("forward: no answer in time")
+        message = {"to": kind, "body": dict(request)}
+        return await self.store.forward_request(replica, message, timeout_s)
+
+    async def forwarded_request(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Answer a request another replica forwarded here (the store's host).
+
+        Raises:
+            LookupError: no handler takes its kind.
+        """
+        handler = self._request_handlers.get(str(request.get("to")))
+        body = request.get("body")
+        if handler is None or not isinstance(body, Mapping):
+            raise LookupError(f"no handler of {str(request.get('to'))[:40]}")
+        return await handler(body)
 
     def rejoined(self) -> None:
         """The store lost this replica's records: the elicitation actor publishes them all."""

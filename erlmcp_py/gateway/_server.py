@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar
+
+import trio
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.runtime import Runtime
@@ -11,7 +15,9 @@ from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.gateway._endpoint import GatewayEndpoint
+from erlmcp_py.gateway._forward import FORWARD_KIND, error_answer, holder_gone
 from erlmcp_py.gateway._link import UpstreamSlots
+from erlmcp_py.gateway._pool import UpstreamPool
 from erlmcp_py.gateway._session import GatewaySession
 from erlmcp_py.gateway._upstream import Upstream, UpstreamPolicy
 from erlmcp_py.mcp.mrtr import ContinuationRegistry
@@ -73,10 +79,52 @@ class Gateway(Server):
         self.upstream_policy = policy or UpstreamPolicy()
         self.upstream_slots = UpstreamSlots(self.upstream_policy.max_upstreams)
         self.ask_missing_arguments = ask_missing_arguments
+        pooled = self.upstream_policy
+        #: The upstream sessions 2026-07-28 calls run on (session-era upstreams).
+        self.pool = UpstreamPool(
+            upstream,
+            pooled,
+            self.upstream_slots,
+            size=pooled.pool_size,
+            idle_s=pooled.pool_idle_s,
+            wait_s=pooled.pool_wait_s,
+        )
+        #: What the upstream said of itself in its latest ``initialize`` answer.
+        self.upstream_info: dict[str, Any] = {}
+        #: This process's 2026-07-28 endpoints by key: where a forwarded retry goes.
+        self.endpoints: weakref.WeakValueDictionary[str, GatewayEndpoint] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def learn(self, initialize_result: Mapping[str, Any]) -> None:
+        """Keep what the upstream says of itself (its ``serverInfo``, capabilities,
+        instructions), for 2026-07-28 clients, who have no ``initialize`` of their own."""
+        if initialize_result:
+            self.upstream_info = dict(initialize_result)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Runtime]:
+        """The server's runtime (see :meth:`~erlmcp_py.mcp.server.Server.running`), with the
+        pool of upstream sessions running and this process taking the retries other
+        replicas forward to its endpoints."""
+        async with super().running() as runtime, trio.open_nursery() as nursery:
+            await nursery.start(self.pool.run)
+            runtime.handle_requests(FORWARD_KIND, self._take_forwarded)
+            try:
+                yield runtime
+            finally:
+                runtime.handle_requests(FORWARD_KIND, None)
+                nursery.cancel_scope.cancel()
+
+    async def _take_forwarded(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        endpoint = self.endpoints.get(str(body.get("endpoint")))
+        if endpoint is None:
+            return error_answer(holder_gone("its endpoint has closed"))
+        return await endpoint.take_forwarded(body)
 
     def stateless_endpoint(
         self, runtime: Runtime, registry: ContinuationRegistry, **options: Any
     ) -> StatelessEndpoint:
-        """The gateway's 2026-07-28 requests are refused, naming the session versions
+        """The gateway's 2026-07-28 requests, answered by the upstream through the era bridge
         (:class:`~erlmcp_py.gateway._endpoint.GatewayEndpoint`)."""
         return GatewayEndpoint(self, runtime, registry, **options)

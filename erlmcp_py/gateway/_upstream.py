@@ -107,6 +107,11 @@ class UpstreamPolicy:
             before it is killed.
         notification_queue: Upstream notifications queued for the client at most; past it
             they are dropped (and logged).
+        pool_size: Upstream sessions the 2026-07-28 calls run on at most (the pool's; each
+            holds one of ``max_upstreams``).
+        pool_idle_s: A pooled session nobody leased this long is closed.
+        pool_wait_s: Longest wait of a 2026-07-28 call for a pooled session when all are
+            lent; past it the call is refused (``upstream_unavailable``).
     """
 
     max_upstreams: int = 64
@@ -117,9 +122,12 @@ class UpstreamPolicy:
     max_backoff_s: float = 5.0
     close_timeout_s: float = 3.0
     notification_queue: int = 1024
+    pool_size: int = 8
+    pool_idle_s: float = 60.0
+    pool_wait_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("max_upstreams", "max_restarts", "notification_queue"):
+        for name in ("max_upstreams", "max_restarts", "notification_queue", "pool_size"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"UpstreamPolicy.{name} must be a whole number of at least 1")
@@ -129,6 +137,8 @@ class UpstreamPolicy:
             "backoff_s",
             "max_backoff_s",
             "close_timeout_s",
+            "pool_idle_s",
+            "pool_wait_s",
         ):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0 < value < float("inf"):

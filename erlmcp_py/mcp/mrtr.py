@@ -107,6 +107,8 @@ __all__ = [
     "MRTR_MODES",
     "PRINCIPAL_BUSY",
     "Attached",
+    "Attachment",
+    "ContinuationElsewhere",
     "ContinuationRegistry",
     "Handoff",
     "MrtrPeer",
@@ -233,6 +235,20 @@ class RequestStateRefused(JsonRpcError):
         message = _MESSAGES[reason] + (f": {detail}" if detail else "")
         super().__init__(INVALID_PARAMS, message, {"reason": reason})
         self.reason = reason
+
+
+class ContinuationElsewhere(RequestStateRefused):
+    """A retry whose valid state names another holder (:attr:`ContinuationRegistry.holder`):
+    the call is held there, and this registry neither holds nor replays it. Answered as it is,
+    it is ``unknown_continuation``; an endpoint that can reach the holder forwards the retry.
+
+    Attributes:
+        holder: The holder the state names.
+    """
+
+    def __init__(self, holder: str) -> None:
+        super().__init__("unknown_continuation", "held by another process")
+        self.holder = holder
 
 
 @dataclass(slots=True)
@@ -552,6 +568,25 @@ class MrtrPeer:
         )
 
 
+class Attachment(Protocol):
+    """What answers one ``tools/call`` or ``prompts/get`` once its call decides:
+    an :class:`Attached` request, or a retry an endpoint forwarded to the process holding its
+    call. ``await`` it (or :meth:`answer` it with a :class:`Waiter`) once for the answer;
+    :meth:`cancel` cancels the wait and, where it can, the call."""
+
+    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+        """The answer (see :class:`Attached`)."""
+        ...
+
+    async def answer(self, waiter: Waiter) -> dict[str, Any]:
+        """The answer, waiting in ``waiter``."""
+        ...
+
+    def cancel(self) -> None:
+        """Cancel the call."""
+        ...
+
+
 class Attached:
     """A request attached to its call (what :meth:`ContinuationRegistry.start` and
     :meth:`~ContinuationRegistry.resume` return): ``await`` it, once, for the request's answer.
@@ -625,6 +660,11 @@ class ContinuationRegistry:
             of the call, and a call whose answers outgrow it ends with ``state_too_large``.
         on_call_end: Called each time a call's tool has finished (with a result, an error,
             or cancelled): a transport that waits for its calls to end learns of it here.
+
+    Attributes:
+        holder: What names this registry's calls for other processes (``None``: nothing). Set,
+            every state it seals names it, and a retry whose valid state names another holder
+            raises :class:`ContinuationElsewhere` instead of being replayed or refused.
     """
 
     def __init__(
@@ -673,6 +713,7 @@ class ContinuationRegistry:
         self._closed = False
         self._on_call_end = on_call_end
         self.counters: Counter[str] = Counter()
+        self.holder: str | None = None
 
     def __len__(self) -> int:
         """Live continuations (suspended, running, or holding a result for a late retry)."""
@@ -795,6 +836,10 @@ class ContinuationRegistry:
             self._refuse(reason, exc.reason)
         cont = self._entries.get(payload.get("c"))  # type: ignore[arg-type]
         if cont is None or cont.principal != principal or cont.digest != digest:
+            holder = payload.get("h")
+            if isinstance(holder, str) and holder != self.holder:
+                self.counters["elsewhere"] += 1
+                raise ContinuationElsewhere(holder)
             if self.mrtr == "suspend" or prepare is None or "a" not in payload:
                 self._refuse("unknown_continuation", "unknown_continuation")
             assert protocol_version is not None
@@ -1064,6 +1109,8 @@ class ContinuationRegistry:
         cont.round += 1
         cont.expires_at = now + self.state_ttl
         payload: dict[str, Any] = {"c": cont.id, "r": cont.round}
+        if self.holder is not None:
+            payload["h"] = self.holder
         if self.mrtr != "suspend":  # what a replay needs (see _replay_plan)
             payload["a"] = [[question, dict(response)] for question, response in cont.journal]
             payload["q"] = [

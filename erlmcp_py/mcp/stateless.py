@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 import structlog
 import trio
@@ -80,7 +80,7 @@ from erlmcp_py.mcp.meta import (
     parse_request_meta,
 )
 from erlmcp_py.mcp.mrtr import (
-    Attached,
+    Attachment,
     ContinuationRegistry,
     Handoff,
     MrtrPeer,
@@ -112,6 +112,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INPUT_METHODS",
+    "Caller",
     "SessionStateless",
     "StatelessEndpoint",
     "open_for_session",
@@ -143,6 +144,12 @@ class StatelessEndpoint:
             ``None``: this endpoint offers no tasks (a tool registered with ``task=True``
             runs as a call, one with ``task="required"`` cannot run).
     """
+
+    #: Whether a retry whose call this process does not hold may be *replayed* (its
+    #: function run again from the start, its earlier answers taken from the state; see
+    #: docs/mrtr.md). An endpoint whose calls must never run twice says ``False``: such a
+    #: retry is refused (``unknown_continuation``) unless the endpoint forwards it.
+    replays: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -247,7 +254,7 @@ class StatelessEndpoint:
         client_id: str | None = None,
         notify: NotificationSink | None = None,
         accept_language: str | None = None,
-    ) -> Attached:
+    ) -> Attachment:
         """Take a ``tools/call`` or ``prompts/get`` (:data:`INPUT_METHODS`) on arrival: its
         ``_meta`` checked, and its call started, or the state of its retry opened and its
         answers delivered (the suspended function resumes at once) or its replay started.
@@ -278,7 +285,7 @@ class StatelessEndpoint:
         )
         return attached
 
-    async def answer(self, attached: Attached, waiter: Waiter | None = None) -> dict[str, Any]:
+    async def answer(self, attached: Attachment, waiter: Waiter | None = None) -> dict[str, Any]:
         """The result of the request :meth:`accept` took (with ``_meta.serverInfo``), once the
         call decided it; cancelling the wait cancels the call.
 
@@ -347,10 +354,15 @@ class StatelessEndpoint:
 
     # -- tools/call, prompts/get -----------------------------------------------------------------
 
-    def _with_server_info(self, result: dict[str, Any]) -> dict[str, Any]:
+    def server_info(self) -> dict[str, Any]:
+        """The ``serverInfo`` every result carries in its ``_meta``: the server's."""
         info: dict[str, Any] = {"name": self.server.name, "version": self.server.version}
         if self.server.title:
             info["title"] = self.server.title
+        return info
+
+    def _with_server_info(self, result: dict[str, Any]) -> dict[str, Any]:
+        info = self.server_info()
         existing = result.get("_meta")
         meta = dict(existing) if isinstance(existing, Mapping) else {}
         meta[SERVER_INFO] = info
@@ -366,7 +378,7 @@ class StatelessEndpoint:
         client_id: str,
         notify: NotificationSink | None,
         accept_language: str | None,
-    ) -> Attached:
+    ) -> Attachment:
         """A request that may ask the client (:data:`INPUT_METHODS`), through the registry:
         a first call starts it, a retry with ``requestState`` resumes or replays it."""
         params = cast(Mapping[str, Any], request.params)
@@ -375,10 +387,7 @@ class StatelessEndpoint:
             """Check the request; what runs its function (a first call, a replay)."""
             declared = params["_meta"].get(LOCALE_META_KEY)  # ``meta`` was read from it
             locale = client_locale(declared, accept_language)
-            if request.method == "tools/call":
-                caller = _Caller(principal, tenant, client_id, meta)
-                return self._tool_runner(request, caller, locale)
-            return self._prompt_runner(request, tenant, locale)
+            return self.call_runner(request, Caller(principal, tenant, client_id, meta, locale))
 
         if "requestState" in params:
             return self.registry.resume(
@@ -389,7 +398,7 @@ class StatelessEndpoint:
                 sink=notify,
                 progress_token=meta.progress_token,
                 log_level=meta.log_level,
-                prepare=prepare,
+                prepare=prepare if self.replays else None,
                 protocol_version=meta.protocol_version,
                 client_id=client_id,
             )
@@ -430,7 +439,18 @@ class StatelessEndpoint:
             task_starter=task_starter,
         )
 
-    def _tool_runner(self, request: Request, caller: _Caller, locale: str | None) -> RunCall:
+    def call_runner(self, request: Request, caller: Caller) -> RunCall:
+        """Check a ``tools/call`` or ``prompts/get``; what runs its function with a given
+        peer (the server's tool or prompt). A first call runs it; a replay runs it again.
+
+        Raises:
+            JsonRpcError: the request is refused (unknown tool, bad params…).
+        """
+        if request.method == "tools/call":
+            return self._tool_runner(request, caller, caller.locale)
+        return self._prompt_runner(request, caller.tenant, caller.locale)
+
+    def _tool_runner(self, request: Request, caller: Caller, locale: str | None) -> RunCall:
         """Check a ``tools/call``; what runs its tool with a given peer: as a call, or as a
         task (the tool registered to run as one, and the request declared the extension)."""
         params = parse_params(CallToolParams, request.params, request.id)
@@ -553,13 +573,23 @@ class StatelessEndpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class _Caller:
-    """Who made a ``tools/call``: what a task made of it is bound to and charged to."""
+class Caller:
+    """Who made a ``tools/call`` or ``prompts/get``: what its call (or a task made of it) is
+    bound to and charged to, and the language to ask in.
+
+    Attributes:
+        principal: The principal its ``requestState`` is bound to.
+        tenant: The tenant scope of its questions.
+        client_id: The runtime's rate-limit key.
+        meta: The request's checked ``_meta``.
+        locale: The user's language (the ``_meta`` locale, else ``Accept-Language``).
+    """
 
     principal: str
     tenant: Tenant
     client_id: str
     meta: RequestMeta
+    locale: str | None = None
 
 
 #: Results of 2026-07-28 that extend ``CacheableResult`` (besides ``tools/list`` and
@@ -607,7 +637,7 @@ class _InFlight:
 
     __slots__ = ("attached", "cancelled")
 
-    def __init__(self, attached: Attached) -> None:
+    def __init__(self, attached: Attachment) -> None:
         self.attached = attached
         self.cancelled = False  # by the client: the answer is not sent
 

@@ -32,6 +32,15 @@ class StoreHost(Protocol):
         """
         ...
 
+    async def forwarded_request(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Answer a request another replica forwarded to a handler of this one (see
+        :meth:`Store.forward_request`); its answer.
+
+        Raises:
+            LookupError: no handler of this replica takes it.
+        """
+        ...
+
     def rejoined(self) -> None:
         """The store lost this replica's published state (it was found dead, or the server
         restarted empty): publish every record again."""
@@ -119,6 +128,20 @@ class Store(Protocol):
 
         Raises:
             ErlmcpError: the holder's error; ``StoreUnavailable`` when it cannot be reached.
+        """
+        ...
+
+    async def forward_request(
+        self, replica: str, request: Mapping[str, Any], timeout_s: float
+    ) -> Mapping[str, Any]:
+        """Send a request (any JSON object) to ``replica``, whose host answers it
+        (:meth:`StoreHost.forwarded_request`), and wait at most ``timeout_s`` for its answer:
+        what reaches the process that holds something only in its memory (a 2026-07-28 call
+        held by a gateway replica).
+
+        Raises:
+            StoreUnavailable: no other replica (the embedded store), the replica is not
+                listening (gone), it did not answer in time, or it has no handler for it.
         """
         ...
 

@@ -81,6 +81,12 @@ class MemoryStore:
     ) -> Mapping[str, Any]:
         raise ElicitationNotFound(elicitation_id)  # no other replica holds anything
 
+    async def forward_request(
+        self, replica: str, request: Mapping[str, Any], timeout_s: float
+    ) -> Mapping[str, Any]:
+        await trio.lowlevel.checkpoint()
+        raise StoreUnavailable("forward: no other replica shares the embedded store")
+
     async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
         self._tickets[ticket.token] = ticket  # ends when its elicitation ends (close_ticket)
         await trio.lowlevel.checkpoint()

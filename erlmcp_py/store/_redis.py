@@ -538,6 +538,48 @@ class RedisStore:
         finally:
             del self._replies[cid]
 
+    async def forward_request(
+        self, replica: str, request: Mapping[str, Any], timeout_s: float
+    ) -> Mapping[str, Any]:
+        cid = secrets.token_hex(8)
+        message = json.dumps(
+            {"kind": "request", "cid": cid, "from": self.replica, "request": dict(request)}
+        )
+        send, receive = trio.open_memory_channel[Mapping[str, Any]](1)
+        self._replies[cid] = send
+        try:
+            channel = self.keys.channel(replica)
+            receivers = await self._run("forward", lambda c: c.publish(message, channel))
+            if not receivers:
+                raise StoreUnavailable("forward: the replica holding it is not reachable")
+            with trio.move_on_after(timeout_s):
+                reply = await receive.receive()
+                self._forwarded += 1
+                answer = reply.get("answer")
+                if not isinstance(answer, Mapping):
+                    raise StoreUnavailable("forward: the replica holding it has no such handler")
+                return answer
+            self._errors["forward"] += 1
+            raise StoreUnavailable("forward: no answer from the replica holding it")
+        finally:
+            del self._replies[cid]
+
+    async def _serve_request(self, message: Mapping[str, Any]) -> None:
+        reply: dict[str, Any] = {"kind": "reply", "cid": message.get("cid")}
+        request = message.get("request")
+        try:
+            reply["answer"] = dict(
+                await self._host.forwarded_request(request if isinstance(request, Mapping) else {})
+            )
+        except LookupError as exc:
+            log.info("store_forwarded_request_refused", why=str(exc)[:200])
+        except Exception as exc:
+            log.warning("store_forwarded_request_failed", error=type(exc).__name__)
+        channel = self.keys.channel(str(message.get("from")))
+        text = json.dumps(reply)
+        with suppress(StoreUnavailable):  # else the caller's deadline answers it
+            await self._run("reply", lambda c: c.publish(text, channel))
+
     def _on_message(self, data: bytes | str) -> None:
         try:
             message = json.loads(data)
@@ -552,6 +594,8 @@ class RedisStore:
                     send.send_nowait(message)
         elif kind in ("call", "task") and self._nursery is not None:
             self._nursery.start_soon(self._serve_call, message)
+        elif kind == "request" and self._nursery is not None:
+            self._nursery.start_soon(self._serve_request, message)
 
     async def _serve_call(self, message: Mapping[str, Any]) -> None:
         reply: dict[str, Any] = {"kind": "reply", "cid": message.get("cid")}

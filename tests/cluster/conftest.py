@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.harness import Cluster, open_cluster
+from tests.cluster.harness import SERVE, Cluster, open_cluster
 
 
 @pytest.fixture(scope="module")
@@ -15,9 +15,13 @@ def running_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     """Redis, three replicas and HAProxy for the module; the replicas get the module's
-    ``REPLICA_ARGS`` (a sequence of ``serve`` options) when it defines them."""
+    ``REPLICA_ARGS`` (a sequence of ``serve`` options) when it defines them, and run its
+    ``REPLICA_COMMAND`` (default: ``serve`` with the cluster's server) followed by its
+    ``REPLICA_TAIL`` (a gateway's ``-- UPSTREAM_CMD``)."""
     extra = getattr(request.module, "REPLICA_ARGS", ())
-    with open_cluster(tmp_path_factory.mktemp("cluster"), extra) as cluster:
+    command = getattr(request.module, "REPLICA_COMMAND", SERVE)
+    tail = getattr(request.module, "REPLICA_TAIL", ())
+    with open_cluster(tmp_path_factory.mktemp("cluster"), extra, command, tail) as cluster:
         yield cluster
 
 

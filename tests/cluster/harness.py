@@ -361,13 +361,25 @@ def _redis_pong(child: Child, port: int) -> bool:
         return False
 
 
-def _replica_command(port: int, frontend: int, keyring: Path, extra: Sequence[str]) -> list[str]:
-    """A replica on ``port`` whose public address is HAProxy's ``frontend``."""
+#: What a replica runs by default: ``erlmcp-py serve`` with the cluster tests' server.
+SERVE = ("serve", "--server", "tests.cluster.servers:build")
+
+
+def _replica_command(
+    port: int,
+    frontend: int,
+    keyring: Path,
+    extra: Sequence[str],
+    command: Sequence[str] = SERVE,
+    tail: Sequence[str] = (),
+) -> list[str]:
+    """A replica on ``port`` whose public address is HAProxy's ``frontend``: ``command``
+    (the subcommand and its own options), the cluster's options, ``extra``, then ``tail``."""
     return [
         sys.executable,
         "-m",
         "erlmcp_py.app",
-        "serve",
+        *command,
         "--transport",
         "http",
         "--host",
@@ -378,19 +390,23 @@ def _replica_command(port: int, frontend: int, keyring: Path, extra: Sequence[st
         f"http://127.0.0.1:{frontend}",
         "--keyring",
         str(keyring),
-        "--server",
-        "tests.cluster.servers:build",
         "--shutdown-timeout",
         "2",
         *extra,
+        *tail,
     ]
 
 
 @contextlib.contextmanager
-def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluster]:
-    """Start Redis, three replicas (with ``replica_args`` besides the shared key ring,
-    :func:`store_args` and :func:`trusted_balancer_args`) and HAProxy; stop them all at the
-    end.
+def open_cluster(
+    tmp: Path,
+    replica_args: Sequence[str] = (),
+    command: Sequence[str] = SERVE,
+    tail: Sequence[str] = (),
+) -> Iterator[Cluster]:
+    """Start Redis, three replicas (``command``, with ``replica_args`` besides the shared key
+    ring, :func:`store_args` and :func:`trusted_balancer_args`, then ``tail``) and HAProxy;
+    stop them all at the end.
 
     Raises:
         AssertionError: a process did not become ready; the message has every log.
@@ -434,8 +450,8 @@ def open_cluster(tmp: Path, replica_args: Sequence[str] = ()) -> Iterator[Cluste
     )
     extra = (*store_args(cluster.redis_url), *trusted_balancer_args(), *replica_args)
     for name, port in ports.items():
-        command = _replica_command(port, frontend, keyring, extra)
-        cluster.replicas[name] = Replica(name, command, tmp / f"{name}.log", port=port)
+        argv = _replica_command(port, frontend, keyring, extra, command, tail)
+        cluster.replicas[name] = Replica(name, argv, tmp / f"{name}.log", port=port)
     try:
         try:
             redis.start()

@@ -174,31 +174,6 @@ async def test_a_client_that_leaves_its_call_cancels_the_upstreams(
             assert text(await client.call_tool("echo", {"text": "again"})) == "again"
 
 
-async def test_a_2026_07_28_post_is_refused_400_naming_the_session_versions(
-    gateway_url: str,
-) -> None:
-    with trio.fail_after(LIMIT):
-        async with httpx2.AsyncClient(timeout=10) as http:
-            meta = {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-            }
-            answer = await http.post(
-                gateway_url,
-                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
-                headers={
-                    "Accept": "application/json, text/event-stream",
-                    "MCP-Protocol-Version": "2026-07-28",
-                    "Mcp-Method": "tools/list",
-                },
-            )
-    assert answer.status_code == 400
-    error = answer.json()["error"]
-    assert error["code"] == -32022
-    assert error["data"] == {"supported": ["2025-11-25", "2025-06-18"]}
-
-
 @pytest.fixture
 def idle_gateway_url(tmp_path: Path) -> Iterator[str]:
     """``erlmcp-py gateway --transport http --session-idle-timeout 1``."""

@@ -170,7 +170,6 @@ def text_of(result: types.CallToolResult) -> str:
 
 async def test_a_clients_error_answer_goes_back_to_the_upstream() -> None:
     def refuse(request: Any) -> Any:
-        from erlmcp_py.client import ClientRequestError
 
         raise ClientRequestError(-32600, "no model here")
 
@@ -227,21 +226,3 @@ async def test_the_version_the_upstream_negotiates_is_the_clients(version: str) 
         ) as via:
             assert via.protocol_version == version
             assert text(await via.call_tool("echo", {"text": version})) == version
-
-
-async def test_a_2026_07_28_request_is_refused_naming_the_session_versions() -> None:
-    with trio.fail_after(LIMIT):
-        async with connect_stdio(
-            gateway_command("--log-level", "warning"),
-            cwd=REPO,
-            protocol_version="2026-07-28",
-            handshake=False,
-        ) as modern:
-            for method in ("server/discover", "tools/list", "tools/call"):
-                params = (
-                    {"name": "echo", "arguments": {"text": "x"}} if method == "tools/call" else {}
-                )
-                with pytest.raises(ClientRequestError) as refused:
-                    await modern.request(method, params)
-                assert refused.value.code == -32022, method
-                assert refused.value.data == {"supported": ["2025-11-25", "2025-06-18"]}
