@@ -29,7 +29,11 @@ warning of a question becomes the task's ``statusMessage``; progress and log mes
 tool have no channel in a task and are dropped (counted). Where the hosted page is served, a
 question may also carry a link to it in its ``_meta`` (the ``Context`` opens it:
 :mod:`~erlmcp_py.mcp.context`); an answer given there completes the elicitation through the
-runtime, and the question leaves ``inputRequests`` (a later answer to its key is ignored).
+runtime (on the replica holding it, wherever the page is served), which hands it, once
+valid, to the :class:`TaskPeer` before the elicitation ends with it
+(:meth:`TaskPeer.record_answer`): it is journaled as a ``tasks/update`` answer is, and the
+question leaves ``inputRequests`` (a later answer to its key is ignored; the first answer to
+a key wins).
 :meth:`TaskRegistry.page_links`
 reads a task's links for the application.
 
@@ -78,9 +82,10 @@ refused as retryable (``data.reason`` :data:`TASK_MOVING`). Every write of a rec
 and whose tasks were taken over learns it at its next write and stops its copy
 (:meth:`TaskRegistry._lost`).
 
-*Durable by replay.* Every answer ``tasks/update`` takes is added to the task's *journal* in
-the store before it is handed to the runtime (an answer acknowledged is an answer recorded;
-a store that cannot record it refuses the update, nothing delivered), under the *question*
+*Durable by replay.* Every answer ``tasks/update`` takes, or a link gives, is added to the
+task's *journal* in the store before the tool gets it (an answer acknowledged is an answer
+recorded; a store that cannot record it refuses the update, or the page's answer, nothing
+delivered), under the *question*
 it answers (:func:`~erlmcp_py.mcp.mrtr.question_of`: what a 2026-07-28 replay recognizes a
 request by), as a replayable ``requestState`` seals them. The record of a *durable* task
 (a registry opened with ``durable=True``: the HTTP transport's) also carries what running it
@@ -92,7 +97,8 @@ which runs each tool again from the start (:meth:`TaskRegistry._resume`): each r
 makes whose question has an answer in the journal is answered at once from it, in order,
 through the runtime (validated again; re-prompted answers replay as re-prompts); a request
 that was outstanding when the holder died is asked again under the same key, so the answer
-its client sends (even before the tool gets there) completes it. The questions charged
+its client sends (even before the tool gets there) completes it; its link is the new
+holder's (the dead replica's links are closed: they answer "expired or used"). The questions charged
 before are not charged again. A task that cannot be run again ends ``failed`` with
 ``data.reason`` :data:`TASK_NOT_RESUMABLE` and the cause: ``url_elicitation`` (it asked a
 question in URL mode, which only the dead replica could receive) or ``replay_disabled``
