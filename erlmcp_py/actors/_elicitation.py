@@ -3,7 +3,10 @@
 Theory of operation. The actor owns the registry (id -> :class:`Record`) and answers the
 runtime API from its mailbox, one message at a time. A ``CreateElicitation`` asks the rate limiter
 through its mailbox (``Acquire``), registers the record, subscribes it to its owner's exit
-and spawns its child task; ``CompleteElicitation`` asks the validator through its mailbox.
+and spawns its child task; ``CompleteElicitation`` asks the validator through its mailbox
+and, when the record's peer records its answers (a task's journal:
+:class:`~erlmcp_py.actors.peer.RecordsAnswers`), hands it the valid answer before the
+elicitation ends with it (a dismissal from the application side too).
 
 Each record owns one pure ``core.lifecycle.Elicitation``, which decides everything: what an
 answer means, which timer is next, when a warning is due, whether the application may
@@ -78,7 +81,7 @@ from erlmcp_py.actors._record import (
 )
 from erlmcp_py.actors._validator import Validate, ValidatorRaised
 from erlmcp_py.actors.api import ElicitationHandle, ElicitationRequest
-from erlmcp_py.actors.peer import PeerGone
+from erlmcp_py.actors.peer import PeerGone, RecordsAnswers
 from erlmcp_py.actors.urlcheck import Resolver, check_url
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
@@ -101,6 +104,7 @@ from erlmcp_py.core.lifecycle import (
     Extend,
     ExtensionGranted,
     ExtensionRefused,
+    Phase,
     RuntimeRestart,
     SendCancelledNotice,
     SendCompleteNotice,
@@ -215,6 +219,9 @@ class ElicitationActor(Actor):
         if kind is CompleteElicitation:
             return await self._complete(record, msg)
         if kind is AnswerElicitation:
+            refusal = await self._record_answer(record, {"action": msg.action})
+            if refusal is not None:
+                return refusal
             if record.feed(Dismiss(msg.action)):  # AnswerRefused: an accept is validated
                 return ErrorReply(AnswerInFlight(record.id))
             return record.info()
@@ -291,6 +298,9 @@ class ElicitationActor(Actor):
         if raised:
             event = Complete(validator_failed=verdict.detail)
         elif verdict.ok:
+            refusal = await self._record_answer(record, {"action": "accept", "content": content})
+            if refusal is not None:
+                return refusal
             event = Complete(verdict.answer)
         else:
             return ErrorReply(InvalidAnswer(verdict.errors, summarize(verdict.errors)))
@@ -303,6 +313,30 @@ class ElicitationActor(Actor):
         if raised:
             return ErrorReply(ValidatorError(record.id, verdict.error_type or verdict.detail))
         return record.info()
+
+    async def _record_answer(
+        self, record: Record, response: Mapping[str, Any]
+    ) -> ErrorReply | None:
+        """Hand an answer given beside the peer (a valid completion, a dismissal) to a peer
+        that records its answers (:class:`~erlmcp_py.actors.peer.RecordsAnswers`: a task's
+        journal) before the elicitation ends with it; the refusal to reply with, else
+        ``None`` (recorded, or nothing records it). Never raises: the peer is application
+        code as far as this actor knows."""
+        peer = record.peer
+        if not isinstance(peer, RecordsAnswers) or record.core.is_terminal:
+            return None  # an ended one refuses the answer itself
+        if record.rid is None or record.core.phase is Phase.VALIDATING:
+            return ErrorReply(AnswerInFlight(record.id))  # not asked yet, or being answered
+        try:
+            await peer.record_answer(record.rid, response)
+        except (StoreUnavailable, AnswerInFlight) as exc:
+            return ErrorReply(exc)
+        except Exception as exc:
+            log.exception("peer_record_failed", elicitation_id=record.id)
+            return ErrorReply(exc)
+        if record.core.is_terminal:  # it ended (its deadline…) while the answer was recorded
+            return ErrorReply(AlreadyTerminal(record.core.status.value))
+        return None
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -233,13 +233,26 @@ class PageRegistry:
         """The elicitation ended: the token now only says "expired or used". Never raises:
         a ticket the store cannot close now expires there on its own, and its page already
         says "expired" from its elicitation's status."""
-        self._open.pop(ticket.token, None)
+        await self._close(ticket.token)
+
+    async def _close(self, token: str) -> None:
+        self._open.pop(token, None)
         with trio.move_on_after(_CLOSE_S) as scope:
             scope.shield = True
             try:
-                await self._store().close_ticket(ticket.token)
+                await self._store().close_ticket(token)
             except StoreUnavailable:
                 log.warning("page_ticket_not_closed", why="store unavailable")
+
+    async def close_link(self, url: str) -> None:
+        """Close the ticket whose link is ``url``, whichever replica opened it (a task taken
+        over closes the links of its questions' earlier asking, on a replica that is gone);
+        a URL that names no ticket is left alone. Never raises, as :meth:`close`."""
+        token = url.rsplit("/", 1)[-1]
+        if PAGE_PATH not in url or _TOKEN.fullmatch(token) is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._close(token)
 
     def __len__(self) -> int:
         """The tickets this runtime opened and has not closed."""

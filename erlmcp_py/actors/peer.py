@@ -31,6 +31,11 @@ The conversation, seen from a peer:
 3. Notifications the peer may receive: ``notifications/cancelled`` (``{"requestId",
    "reason"}``: stop showing that request), ``notifications/message`` (the expiry warning)
    and ``notifications/elicitation/complete`` (URL mode).
+
+A peer that keeps a record of the answers it hands on (a task's journal) also implements
+:class:`RecordsAnswers`: an answer given beside it -- ``complete_elicitation`` and
+``answer_elicitation``, the hosted page's -- is handed to it, once valid, before the
+elicitation ends with it, so that the record holds every answer, however it came.
 """
 
 from __future__ import annotations
@@ -39,7 +44,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["AnswerTooLarge", "Peer", "PeerError", "PeerGone", "PeerResponse", "Recorded"]
+__all__ = [
+    "AnswerTooLarge",
+    "Peer",
+    "PeerError",
+    "PeerGone",
+    "PeerResponse",
+    "Recorded",
+    "RecordsAnswers",
+]
 
 
 class PeerGone(Exception):
@@ -134,5 +147,24 @@ class Peer(Protocol):
 
         Raises:
             PeerGone: the client is gone.
+        """
+        ...
+
+
+@runtime_checkable
+class RecordsAnswers(Protocol):
+    """A :class:`Peer` that records the answers to its requests (a task's journal), those
+    given beside it too."""
+
+    async def record_answer(self, request_id: str, response: Mapping[str, Any]) -> None:
+        """Record ``response`` (``{"action": ..., "content": ...}``, valid) as the answer to
+        the request ``request_id``, given beside the peer (the application completed or
+        dismissed the elicitation): the elicitation ends with it once this returns, and the
+        request is answered (an answer the peer gets to it later is ignored).
+
+        Raises:
+            StoreUnavailable: it cannot be recorded now; the elicitation goes on unanswered.
+            AnswerInFlight: the request is being answered otherwise (or is not asked yet);
+                the elicitation goes on as that answer takes it.
         """
         ...

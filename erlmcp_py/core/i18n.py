@@ -292,6 +292,11 @@ CATALOG: Final[Mapping[str, Mapping[str, str]]] = {
         _EN: "This request cannot be reached right now; try again in a moment.",
         _PT: "Este pedido não pode ser acessado agora; tente de novo em instantes.",
     },
+    "mcp.elicitation.page.not_sent": {
+        _EN: "Your answer was not sent: it cannot be recorded right now. Try again in a moment.",
+        _PT: "Sua resposta não foi enviada: ela não pode ser registrada agora. "
+        "Tente de novo em instantes.",
+    },
     "mcp.elicitation.page.forbidden": {
         _EN: "This answer did not come from this page; reload the page and try again.",
         _PT: "Esta resposta não veio desta página; recarregue a página e tente de novo.",

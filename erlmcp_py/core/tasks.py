@@ -284,6 +284,17 @@ class TaskState:
         self._touch(now)
         return key
 
+    def reask(self, key: str, params: Mapping[str, Any], now: float) -> bool:
+        """An outstanding request asked again under its key (its task moved to another
+        process): its params as asked now (the same question; its ``_meta``, such as its
+        link, may differ); whether that changed it (a key not outstanding is left alone)."""
+        request = self.requests.get(key)
+        if request is None or request.params == params:
+            return False
+        self.requests[key] = InputRequest(key, request.method, dict(params))
+        self._touch(now)
+        return True
+
     def withdraw(self, key: str, now: float) -> bool:
         """Take an outstanding request out of the map without an answer (its deadline passed,
         the tool stopped waiting); whether it was outstanding."""

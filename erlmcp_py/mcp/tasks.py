@@ -29,7 +29,11 @@ warning of a question becomes the task's ``statusMessage``; progress and log mes
 tool have no channel in a task and are dropped (counted). Where the hosted page is served, a
 question may also carry a link to it in its ``_meta`` (the ``Context`` opens it:
 :mod:`~erlmcp_py.mcp.context`); an answer given there completes the elicitation through the
-runtime, and the question leaves ``inputRequests`` (a later answer to its key is ignored).
+runtime (on the replica holding it, wherever the page is served), which hands it, once
+valid, to the :class:`TaskPeer` before the elicitation ends with it
+(:meth:`TaskPeer.record_answer`): it is journaled as a ``tasks/update`` answer is, and the
+question leaves ``inputRequests`` (a later answer to its key is ignored; the first answer to
+a key wins).
 :meth:`TaskRegistry.page_links`
 reads a task's links for the application.
 
@@ -78,9 +82,10 @@ refused as retryable (``data.reason`` :data:`TASK_MOVING`). Every write of a rec
 and whose tasks were taken over learns it at its next write and stops its copy
 (:meth:`TaskRegistry._lost`).
 
-*Durable by replay.* Every answer ``tasks/update`` takes is added to the task's *journal* in
-the store before it is handed to the runtime (an answer acknowledged is an answer recorded;
-a store that cannot record it refuses the update, nothing delivered), under the *question*
+*Durable by replay.* Every answer ``tasks/update`` takes, or a link gives, is added to the
+task's *journal* in the store before the tool gets it (an answer acknowledged is an answer
+recorded; a store that cannot record it refuses the update, or the page's answer, nothing
+delivered), under the *question*
 it answers (:func:`~erlmcp_py.mcp.mrtr.question_of`: what a 2026-07-28 replay recognizes a
 request by), as a replayable ``requestState`` seals them. The record of a *durable* task
 (a registry opened with ``durable=True``: the HTTP transport's) also carries what running it
@@ -92,7 +97,8 @@ which runs each tool again from the start (:meth:`TaskRegistry._resume`): each r
 makes whose question has an answer in the journal is answered at once from it, in order,
 through the runtime (validated again; re-prompted answers replay as re-prompts); a request
 that was outstanding when the holder died is asked again under the same key, so the answer
-its client sends (even before the tool gets there) completes it. The questions charged
+its client sends (even before the tool gets there) completes it; its link is the new
+holder's (the dead replica's links are closed: they answer "expired or used"). The questions charged
 before are not charged again. A task that cannot be run again ends ``failed`` with
 ``data.reason`` :data:`TASK_NOT_RESUMABLE` and the cause: ``url_elicitation`` (it asked a
 question in URL mode, which only the dead replica could receive) or ``replay_disabled``
@@ -120,7 +126,7 @@ import trio
 from erlmcp_py.actors.pages import PAGE_URL_META
 from erlmcp_py.actors.peer import PeerGone, PeerResponse, Recorded
 from erlmcp_py.actors.runtime import Runtime
-from erlmcp_py.core.errors import StoreUnavailable
+from erlmcp_py.core.errors import AnswerInFlight, StoreUnavailable
 from erlmcp_py.core.policy import TaskPolicy
 from erlmcp_py.core.shares import Refuse, Shares, Shed
 from erlmcp_py.core.store_wire import SharedTask, TaskAnswer, TaskOp, TaskReplay
@@ -479,6 +485,8 @@ class TaskPeer:
                 task.replay = None  # its tool caught up
             if isinstance(answered, str):  # outstanding again, under the key it had
                 task.deliveries[answered] = _Delivery(request_id, on_response)
+                if state.reask(answered, body, self._registry.now()):  # its new link
+                    self._registry.changed(task)
                 return
             if answered is not None:  # answered before its holder died: that answer, at once
                 on_response(Recorded(answered))
@@ -489,6 +497,20 @@ class TaskPeer:
         key = state.ask(hint, method, body, self._registry.now())
         task.deliveries[key] = _Delivery(request_id, on_response)
         self._registry.changed(task)
+
+    async def record_answer(self, request_id: str, response: Mapping[str, Any]) -> None:
+        """An answer given on the question's link (the hosted page completed or dismissed
+        its elicitation): journaled as a ``tasks/update`` answer is, before the tool gets it;
+        the request is answered (its key leaves ``inputRequests``; a later answer to it is
+        ignored). See :class:`~erlmcp_py.actors.peer.RecordsAnswers`.
+
+        Raises:
+            StoreUnavailable: the journal cannot take it now (or another replica holds the
+                task): nothing is delivered.
+            AnswerInFlight: the request is being answered by a ``tasks/update`` (or is not
+                outstanding).
+        """
+        await self._registry.answered_on_page(self._task, request_id, response)
 
     def forget_request(self, request_id: str) -> None:
         """Take an input request the runtime no longer waits for out of the task."""
@@ -951,6 +973,49 @@ class TaskRegistry:
                 await self._until_written(task)
         await trio.lowlevel.checkpoint()
 
+    async def answered_on_page(
+        self, task: _Task, request_id: str, response: Mapping[str, Any]
+    ) -> None:
+        """Journal an answer given on an input request's link, then take its key, as
+        :meth:`update` does for one answer (the runtime ends the elicitation with it itself:
+        nothing goes through the request's ``on_response``). The first answer to a key wins:
+        one that a ``tasks/update`` is journaling or has delivered refuses this one, and a
+        ``tasks/update`` ignores a key this one is journaling. A question in URL mode (a
+        secret) is not journaled: its answer never goes to the store (and such a task is
+        never run again).
+
+        Raises:
+            StoreUnavailable, AnswerInFlight: as :meth:`TaskPeer.record_answer`.
+        """
+        state = task.state
+        key = next((k for k, d in task.deliveries.items() if d.rid == request_id), None)
+        if key is None or key in task.answering or task.forgotten or key not in state.requests:
+            raise AnswerInFlight(request_id.partition(".")[0])
+        if state.requests[key].params.get("mode") == "url":
+            await trio.lowlevel.checkpoint()
+            return
+        task.answering = task.answering.union((key,))  # tasks/update ignores it meanwhile
+        try:
+            kept = await self.runtime.store.append_task_answers(
+                state.task_id, [(key, _question(state, key), response)]
+            )
+        except StoreUnavailable:
+            self.counters["refused.store_unavailable"] += 1
+            log.warning("task_answer_not_recorded", task=state.task_id[:8], why="store unavailable")
+            raise
+        finally:
+            task.answering = task.answering.difference((key,))
+        if not kept:
+            self._lost(task)
+            raise StoreUnavailable("task_answer")  # its holder now answers the page
+        if not state.take_answers({key: response}, self.now()):
+            return  # it ended meanwhile (its deadline): the runtime refuses the answer
+        task.deliveries.pop(key, None)
+        self.counters["answers"] += 1
+        self.counters["page_answers"] += 1
+        log.info("task_answered_on_page", task=state.task_id[:8], action=response.get("action"))
+        self.changed(task)
+
     async def cancel(self, task_id: str, principal: str) -> None:
         """``tasks/cancel``: its open questions are answered ``cancel`` (they end
         ``Cancelled``) and its tool is cancelled; the task ends ``cancelled``, unless it
@@ -1181,6 +1246,12 @@ class TaskRegistry:
         self._due_at(task)
         self.counters["taken_over"] += 1
         now = self.now()
+        # The links of its open questions name elicitations of the replica that is gone:
+        # closed (they answer "expired or used"), and each question asked again gets one.
+        links = {key: _without_link(request.params) for key, request in state.requests.items()}
+        dead_links = [link for _, link in links.values() if link is not None]
+        if dead_links:
+            self._nursery.start_soon(self._close_links, dead_links)
         if state.cancel_requested:
             state.cancel(now)
         elif error is not None:
@@ -1193,14 +1264,19 @@ class TaskRegistry:
         answered = {key for key, _, _ in journal if key is not None}
         for _, question, response in journal:
             replay.answers[question].append(response)
-        for key in list(state.requests):
+        for key, (params, _) in links.items():
             if key in answered:  # its answer is in the journal: the record lagged behind
                 state.withdraw(key, now)
             else:
+                state.reask(key, params, now)  # without its dead link until asked again
                 replay.restored[key] = _question(state, key)
         log.info("task_resumed", task=task_id[:8], tool=facts.tool[:80], answers=len(journal))
         self.changed(task)
         self._nursery.start_soon(self._run_tool, run, call, TaskPeer(task, self), None)
+
+    async def _close_links(self, links: Sequence[str]) -> None:
+        for link in links:
+            await self.runtime.pages.close_link(link)
 
     def _tool_of_task(self, facts: TaskReplay) -> RunTool:
         if self._tool_of is None:
@@ -1382,6 +1458,19 @@ def _question(state: TaskState, key: str) -> str:
     """The question of an outstanding input request (what a replay recognizes it by)."""
     request = state.requests[key]
     return question_of(request.method, request.params)
+
+
+def _without_link(params: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """An input request's params without its link to the hosted page, and that link."""
+    meta = params.get("_meta")
+    link = meta.get(PAGE_URL_META) if isinstance(meta, Mapping) else None
+    if not isinstance(meta, Mapping) or not isinstance(link, str):
+        return dict(params), None
+    out = {name: value for name, value in params.items() if name != "_meta"}
+    rest = {name: value for name, value in meta.items() if name != PAGE_URL_META}
+    if rest:
+        out["_meta"] = rest
+    return out, link
 
 
 async def _not_run(peer: CallPeer, starter: TaskStarter | None) -> Mapping[str, Any]:

@@ -23,7 +23,13 @@ form again with an error per field, worded in the page's locale, and any error a
 answer as a whole above it (422); an answer the application's validator failed on
 (``ValidatorError``: the question has ended ``failed: validator_error``) says so (500);
 whatever the runtime refuses, however it words the refusal, the page never says the answer
-was sent. ``decline`` and ``cancel`` answer as the user would (``answer_elicitation``).
+was sent. ``decline`` and ``cancel`` answer as the user would (``answer_elicitation``). An
+answer that could not be delivered (the store or the replica holding the elicitation did not
+answer; a task's question whose journal cannot take the answer) releases the ticket and
+renders the form again, as sent, saying it was not sent (503, ``Retry-After``). A task's
+question answered here is journaled by the task before its tool gets the answer (the task
+is the elicitation's peer: :class:`~erlmcp_py.actors.peer.RecordsAnswers`), as a
+``tasks/update`` answer is.
 
 The form names who asks: the server (its ``serverInfo`` title, else its name) and the tool,
 as the ticket carries them.
@@ -255,24 +261,30 @@ class ElicitationPage:
                 await self.runtime.answer_elicitation(
                     ticket.elicitation_id, action, tenant=ticket.tenant, replica=ticket.replica
                 )
-        except StoreUnavailable:
-            with suppress(StoreUnavailable):  # else the user's next try finds it used
+        except (InvalidAnswer, ResultTooLarge, AnswerInFlight, StoreUnavailable) as exc:
+            # else the user's next try finds the ticket used
+            with suppress(StoreUnavailable):
                 await pages.release(ticket)
-            raise
-        except (InvalidAnswer, ResultTooLarge, AnswerInFlight) as exc:
-            await pages.release(ticket)
             t = Texts(respond.locale)
             errors: dict[str, str] = {}
             general: tuple[str, ...]
+            extra: list[tuple[bytes, bytes]] = []
             if isinstance(exc, InvalidAnswer):
                 errors, general = page_errors(fields, exc.errors, respond.locale)
+                status = 422
             elif isinstance(exc, ResultTooLarge):
                 general = (t("mcp.answer.too_large", size=exc.size, limit=exc.limit),)
-            else:
+                status = 409
+            elif isinstance(exc, AnswerInFlight):
                 general = (t("mcp.elicitation.page.busy"),)
+                status = 409
+            else:  # nothing was delivered (a task's answer not journaled, its holder silent)
+                log.warning("page_answer_not_sent", error=str(exc))
+                general = (t("mcp.elicitation.page.not_sent"),)
+                status, extra = 503, [(b"retry-after", b"5")]
             shown = ticket
             await respond.page(
-                422 if isinstance(exc, InvalidAnswer) else 409,
+                status,
                 lambda nonce: render_form(
                     locale=respond.locale,
                     nonce=nonce,
@@ -285,6 +297,7 @@ class ElicitationPage:
                     errors=errors,
                     form_errors=general,
                 ),
+                extra,
             )
             return
         except (ElicitationNotFound, AlreadyTerminal) as exc:

@@ -3,8 +3,11 @@ behind HAProxy (round-robin, no stickiness), driven with raw 2026-07-28 requests
 replica is SIGKILLed between two ``tasks/update`` rounds (the first answer in, the second
 question outstanding): another replica takes the task over, runs the tool again with the
 journal's answers and completes it; the question answered before is never asked again, and
-the side effect after the last answer runs once. A task that asked in URL mode cannot be run
-again: when its replica is killed it ends ``failed`` with a named reason.
+the side effect after the last answer runs once. The same holds when the first question is
+answered on its link (the hosted page, through HAProxy): after the kill the question asked
+again has a new link, which answers it, and the dead replica's link is closed (410). A task
+that asked in URL mode cannot be run again: when its replica is killed it ends ``failed``
+with a named reason.
 
 The replicas' heartbeats are the defaults (1 s, a replica is dead after 5 s of silence): a
 takeover takes some seconds of real time, every wait is bounded.
@@ -17,8 +20,10 @@ from typing import Any
 import httpx2
 import trio
 
+from erlmcp_py.actors.pages import PAGE_URL_META
 from tests.cluster.harness import Cluster, until
 from tests.transports.test_http_tasks import Client
+from tests.transports.test_page import CSRF
 
 LIMIT = 60.0  # seconds: bound of one test (a takeover included)
 #: Every request of this module comes from 127.0.0.1: the per-client rate is raised so that
@@ -142,6 +147,77 @@ async def test_a_task_whose_replica_is_killed_between_updates_completes_on_anoth
         "confirm",
     ]
     # the side effect after the last answer ran once, over the whole cluster
+    recorded = [e for r in cluster.replicas.values() for e in r.events(tag=tag)]
+    assert [e["approved"] for e in recorded if e["event"] == "approval_recorded"] == [True]
+
+
+def link_of(task: dict[str, Any], key: str) -> str:
+    url: str = task["inputRequests"][key]["params"]["_meta"][PAGE_URL_META]
+    return url
+
+
+def linked(key: str, other_than: str) -> Any:
+    """The task asks ``key`` alone, with a link other than ``other_than``."""
+
+    def ok(task: dict[str, Any]) -> bool:
+        requests = task.get("inputRequests", {})
+        meta = requests.get(key, {}).get("params", {}).get("_meta", {})
+        return set(requests) == {key} and meta.get(PAGE_URL_META, other_than) != other_than
+
+    return ok
+
+
+async def answer_on_page(http: httpx2.AsyncClient, url: str, **fields: str) -> httpx2.Response:
+    """Open a question's link (through HAProxy: any replica) and send its form."""
+    page = await http.get(url)
+    assert page.status_code == 200, page.text
+    (csrf,) = CSRF.findall(page.text)
+    return await http.post(url, data={"_csrf": csrf, "_action": "accept", **fields})
+
+
+async def test_a_question_answered_on_its_link_is_not_asked_again_after_its_replica_is_killed(
+    cluster: Cluster,
+) -> None:
+    tag = "link-then-killed"
+    with trio.fail_after(LIMIT):
+        async with httpx2.AsyncClient(timeout=10) as http:
+            client = Client(http, cluster.url)
+            task_id = await create(client, "approve", {"tag": tag, "item": "INV-8"})
+            polling = Polling(client, task_id)
+            asked = await polling.until(asking("who"))
+            holder = holder_of(cluster, tag)
+            # the approver answers on the link, served by whichever replica HAProxy picks
+            done = await answer_on_page(http, link_of(asked, "who"), name="Ada", age="36")
+            assert done.status_code == 200, done.text
+            before = await polling.until(asking("elicitation"))
+            old_link = link_of(before, "elicitation")
+            dying = cluster.replicas[holder]
+            await until(lambda: bool(dying.events(tag=tag, question="who")), "the link's answer")
+            cluster.kill(holder)
+            # taken over: the open question asked again, with a link of the new holder's
+            after = await polling.until(linked("elicitation", old_link))
+            new_link = link_of(after, "elicitation")
+            assert (await http.get(old_link)).status_code == 410  # the dead replica's: closed
+            done = await answer_on_page(http, new_link, confirm="true")
+            assert done.status_code == 200, done.text
+            ended = await polling.until(status("completed"))
+    assert ended["result"]["content"][0]["text"] == "INV-8: Ada approved=True"
+    # the question answered on its link was never asked again
+    assert polling.shown == [
+        ("who", "Who approves INV-8?"),
+        ("elicitation", "Ada, do you approve INV-8?"),
+    ]
+    [taker] = [
+        name
+        for name, replica in cluster.replicas.items()
+        if name != holder and replica.events(tag=tag, event="tool_run")
+    ]
+    survivor = cluster.replicas[taker]
+    assert survivor.events(event="task_resumed", task=task_id[:8], answers=1)
+    assert [e["question"] for e in survivor.events(tag=tag, event="answer_received")] == [
+        "who",
+        "confirm",
+    ]
     recorded = [e for r in cluster.replicas.values() for e in r.events(tag=tag)]
     assert [e["approved"] for e in recorded if e["event"] == "approval_recorded"] == [True]
 

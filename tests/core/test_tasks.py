@@ -94,6 +94,21 @@ def test_partial_answers_take_only_outstanding_keys_and_the_rest_stay() -> None:
     assert state.status is TaskStatus.WORKING
 
 
+def test_a_request_asked_again_keeps_its_key_and_shows_its_params_as_asked_now() -> None:
+    state = new()
+    key = state.ask("confirm", "elicitation/create", {**FORM, "_meta": {"link": "old"}}, T0)
+    assert state.reask(key, {**FORM, "_meta": {"link": "new"}}, T0 + 3)
+    assert state.detailed()["inputRequests"] == {
+        key: {"method": "elicitation/create", "params": {**FORM, "_meta": {"link": "new"}}}
+    }
+    assert state.updated_at == T0 + 3
+    assert not state.reask(key, {**FORM, "_meta": {"link": "new"}}, T0 + 4)  # no change
+    assert state.updated_at == T0 + 3
+    assert state.take_answers({key: {"action": "decline"}}, T0 + 5)
+    assert not state.reask(key, FORM, T0 + 6)  # answered: not asked any more
+    assert "inputRequests" not in state.detailed()
+
+
 def test_the_first_end_wins_and_an_ended_task_never_changes() -> None:
     state = new()
     state.ask("q", "elicitation/create", FORM, T0)

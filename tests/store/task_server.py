@@ -118,13 +118,47 @@ class Replica:
         return task_id
 
 
+#: Where the links of :func:`replica` point (the same for every replica: a balancer's).
+PAGE_ORIGIN = "https://mcp.example.com"
+
+
+async def answer_on_link(one: Replica, url: str, response: Mapping[str, Any]) -> None:
+    """Answer a task question on its link through ``one`` as the hosted page does: the
+    ticket from the store, claimed, the elicitation completed (or dismissed) through the
+    runtime on the replica the ticket names.
+
+    Raises:
+        AssertionError: the ticket is not open (the link is dead).
+    """
+    pages = one.runtime.pages
+    ticket = await pages.get(url.rsplit("/", 1)[-1])
+    assert ticket is not None, url
+    assert ticket.state == "open", ticket.state
+    assert ticket.elicitation_id is not None
+    assert await pages.claim(ticket)
+    if response["action"] == "accept":
+        await one.runtime.complete_elicitation(
+            ticket.elicitation_id, response["content"], tenant=ticket.tenant, replica=ticket.replica
+        )
+    else:
+        await one.runtime.answer_elicitation(
+            ticket.elicitation_id, response["action"], tenant=ticket.tenant, replica=ticket.replica
+        )
+
+
 @asynccontextmanager
-async def replica(url: str, *, replay: bool = True, **config: Any) -> AsyncIterator[Replica]:
+async def replica(
+    url: str, *, replay: bool = True, links: bool = False, **config: Any
+) -> AsyncIterator[Replica]:
     """A replica on the store ``url``: its runtime (``config`` besides), a durable task
-    registry and the endpoint; leaving the block stops it as a graceful stop does."""
+    registry and the endpoint; leaving the block stops it as a graceful stop does. With
+    ``links`` its task questions have links to a hosted page at :data:`PAGE_ORIGIN` (the
+    page itself is not served: :func:`answer_on_link` answers as it does)."""
     probe = Probe()
     server = build(probe)
     async with open_runtime({"store": url, "rate": 1000, **config}) as runtime:
+        if links:
+            runtime.pages.base_url = PAGE_ORIGIN
         server.runtime = runtime
         async with (
             open_continuations() as registry,

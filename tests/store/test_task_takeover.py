@@ -2,7 +2,9 @@
 through a replica that does not hold it (forwarded to its holder); a replica that stops
 (gracefully, or SIGKILLed in a process of its own) leaves its waiting task to another, which
 runs the tool again with the journal's answers (charged once) and asks the open question
-again under its key, even when its answer comes before the tool gets there; a task that
+again under its key, even when its answer comes before the tool gets there; an answer
+given on a question's link (through any replica) is journaled like a ``tasks/update`` one, and
+a question asked again gets a new link while the dead replica's is closed; a task that
 cannot be run again ends failed with its cause, one whose cancel was asked ends cancelled; a
 replica whose task was taken over while it was cut off stops its copy; nothing of a task is
 left in the store past its TTL.
@@ -25,11 +27,12 @@ from typing import Any, TypeVar
 import pytest
 import trio
 
+from erlmcp_py.actors.pages import PAGE_URL_META
 from erlmcp_py.core.store_wire import SharedTask, TaskReplay, parse_store_url
 from erlmcp_py.mcp.jsonrpc import JsonRpcError
 from tests.deploy.support import REPO
 from tests.store.server import RedisServer
-from tests.store.task_server import Replica, replica
+from tests.store.task_server import PAGE_ORIGIN, Replica, answer_on_link, replica
 
 T = TypeVar("T")
 LIMIT = 10.0  # seconds: bound of every wait
@@ -172,41 +175,124 @@ async def test_an_answer_sent_while_the_task_moves_answers_the_question_asked_ag
         assert done["result"]["content"][0]["text"] == "INV-7: Ada Accepted"
 
 
-async def test_a_replica_killed_while_its_task_waits_is_replaced_by_another(
-    redis_server: RedisServer,
-) -> None:
-    url = redis_server.url()
-    arguments = json.dumps({"item": "INV-7"})
-    dying = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "tests.store.task_server", url, "approve", arguments],
-        stdout=subprocess.PIPE,
-        cwd=REPO,
-    )
+@asynccontextmanager
+async def process_replica(
+    url: str, tool: str, arguments: Mapping[str, Any], **config: Any
+) -> AsyncIterator[tuple[trio.Process, str]]:
+    """A replica in a process of its own (``config`` besides) that calls ``tool`` as a task:
+    the process (to SIGKILL), and the task's id."""
+    command = [sys.executable, "-m", "tests.store.task_server", url, tool, json.dumps(arguments),
+               "1", json.dumps(config)]  # fmt: skip
+    dying = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, cwd=REPO)
     try:
         assert dying.stdout is not None
         line = b""
         with trio.fail_after(30):  # a process that imports everything, on a busy machine
             while not line.endswith(b"\n"):
                 line += await dying.stdout.receive_some()
-        task_id = line.decode().strip()
-        async with replica(url) as b:
-            await task_on(b, task_id, asking("who"))
-            await update(b, task_id, WHO)  # forwarded to the other process
-            before = await task_on(b, task_id, asking("elicitation"))
-            dying.send_signal(signal.SIGKILL)  # no goodbye to the store
-            await dying.wait()
-            await taken_over(b)
-            after = await task_on(b, task_id, asking("elicitation"))
-            assert after["inputRequests"] == before["inputRequests"]
-            assert b.probe.runs == ["INV-7"]
-            await update(b, task_id, SURE)
-            done = await task_on(b, task_id, status("completed"))
-            assert done["result"]["content"][0]["text"] == "INV-7: Ada Accepted"
-            assert b.runtime.store.rate_stats().admitted == 0
+        yield dying, line.decode().strip()
     finally:
         dying.kill()
         with trio.move_on_after(5):
             await dying.wait()
+
+
+async def kill(process: trio.Process) -> None:
+    process.send_signal(signal.SIGKILL)  # no goodbye to the store
+    await process.wait()
+
+
+async def test_a_replica_killed_while_its_task_waits_is_replaced_by_another(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    async with (
+        process_replica(url, "approve", {"item": "INV-7"}) as (dying, task_id),
+        replica(url) as b,
+    ):
+        await task_on(b, task_id, asking("who"))
+        await update(b, task_id, WHO)  # forwarded to the other process
+        before = await task_on(b, task_id, asking("elicitation"))
+        await kill(dying)
+        await taken_over(b)
+        after = await task_on(b, task_id, asking("elicitation"))
+        assert after["inputRequests"] == before["inputRequests"]
+        assert b.probe.runs == ["INV-7"]
+        await update(b, task_id, SURE)
+        done = await task_on(b, task_id, status("completed"))
+        assert done["result"]["content"][0]["text"] == "INV-7: Ada Accepted"
+        assert b.runtime.store.rate_stats().admitted == 0
+
+
+async def test_a_question_asked_again_after_a_takeover_has_a_new_link_and_the_old_one_is_closed(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    async with replica(url, links=True) as b, stopping(url, links=True) as (a, stop_a):
+        task_id = await a.call("approve", {"item": "INV-7"})
+        old_link = link_of(await task_on(b, task_id, asking("who")), "who")
+        await stop_a.aclose()
+        await taken_over(b)
+        after = await task_on(b, task_id, linked("who", old_link))
+        old = await b.runtime.pages.get(old_link.rsplit("/", 1)[-1])
+        assert old is not None
+        assert old.state == "closed"
+        with pytest.raises(AssertionError, match="closed"):
+            await answer_on_link(b, old_link, WHO["who"])
+        await answer_on_link(b, link_of(after, "who"), WHO["who"])
+        await task_on(b, task_id, asking("elicitation"))
+        assert b.probe.answers == [("INV-7", "Ada")]
+
+
+def link_of(task: Mapping[str, Any], key: str) -> str:
+    url: str = task["inputRequests"][key]["params"]["_meta"][PAGE_URL_META]
+    assert url.startswith(f"{PAGE_ORIGIN}/elicit/"), url
+    return url
+
+
+def linked(key: str, other_than: str) -> Callable[[dict[str, Any]], bool]:
+    """The task asks ``key`` alone, with a link other than ``other_than``."""
+
+    def ok(task: dict[str, Any]) -> bool:
+        requests = task.get("inputRequests", {})
+        meta = requests.get(key, {}).get("params", {}).get("_meta", {})
+        return set(requests) == {key} and meta.get(PAGE_URL_META, other_than) != other_than
+
+    return ok
+
+
+async def test_a_question_answered_on_its_link_is_not_asked_again_when_its_replica_is_killed(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    async with (
+        process_replica(url, "approve", {"item": "INV-7"}, links=True) as (dying, task_id),
+        replica(url, links=True) as b,
+    ):
+        asked = await task_on(b, task_id, asking("who"))
+        # answered on its link, through B: the page's answer goes to the process holding it
+        await answer_on_link(b, link_of(asked, "who"), WHO["who"])
+        before = await task_on(b, task_id, asking("elicitation"))
+        loaded = await b.runtime.store.load_task(task_id)
+        assert loaded is not None
+        assert [(key, response) for key, _, response in loaded[1]] == [("who", WHO["who"])]
+        old_link = link_of(before, "elicitation")
+        await kill(dying)
+        await taken_over(b)
+        after = await task_on(b, task_id, linked("elicitation", old_link))
+        assert after["inputRequests"]["elicitation"]["params"]["message"] == CONFIRM
+        # the answer from the link came from the journal: that question was not asked again
+        assert b.probe.answers == [("INV-7", "Ada")]
+        # the old link named the dead process's question: closed ("expired or used")
+        old = await b.runtime.pages.get(old_link.rsplit("/", 1)[-1])
+        assert old is not None
+        assert old.state == "closed"
+        # the question asked again has a link of its own, which answers it here
+        new_link = link_of(after, "elicitation")
+        assert await b.tasks.page_links(task_id, "alice") == {"elicitation": new_link}
+        await answer_on_link(b, new_link, SURE["elicitation"])
+        done = await task_on(b, task_id, status("completed"))
+        assert done["result"]["content"][0]["text"] == "INV-7: Ada Accepted"
 
 
 async def test_a_task_that_ended_just_before_its_replica_stops_is_recorded_ended_not_replayed(

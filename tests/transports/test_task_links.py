@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.actors.pages import PAGE_URL_META
+from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
@@ -336,3 +337,147 @@ async def test_a_question_of_an_ordinary_call_has_no_link() -> None:
         assert result["resultType"] == "input_required"
         assert "_meta" not in result["inputRequests"]["note"]["params"]
         assert len(listening.transport.runtime.pages) == 0
+
+
+APPROVED = {"approved": True, "approver": "Ada"}
+
+
+class HeldJournal:
+    """The store's journal writes, each held until :meth:`release` (or refused while
+    ``down``): what a task's answer waits for before its tool gets it."""
+
+    def __init__(self, listening: Listening, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.store = listening.transport.runtime.store
+        self.append = self.store.append_task_answers
+        self.written: list[list[tuple[str | None, str, Any]]] = []
+        self.down = False
+        self.gate: trio.Event | None = None
+        self.wrote = trio.Event()
+        monkeypatch.setattr(self.store, "append_task_answers", self.held)
+
+    def hold(self) -> None:
+        self.gate = trio.Event()
+
+    def release(self) -> None:
+        assert self.gate is not None
+        self.gate.set()
+        self.gate = None
+
+    async def held(self, task_id: str, answers: Any) -> bool:
+        if self.down:
+            raise StoreUnavailable("task_answer")
+        self.written.append(list(answers))
+        self.wrote.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        kept: bool = await self.append(task_id, answers)
+        return kept
+
+    async def until_written(self, count: int) -> None:
+        with trio.fail_after(TIMEOUT):
+            while len(self.written) < count:
+                self.wrote = trio.Event()
+                await self.wrote.wait()
+
+    async def journal(self, task_id: str) -> list[tuple[str | None, Any]]:
+        loaded = await self.store.load_task(task_id)
+        assert loaded is not None
+        return [(key, response) for key, _, response in loaded[1]]
+
+
+async def test_an_answer_on_the_link_is_journaled_before_the_tool_gets_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with serving() as listening, clients(listening) as (alice, browser):
+        journal = HeldJournal(listening, monkeypatch)
+        task_id = await started(alice, "approve", invoice="INV-5")
+        url = link_of(await alice.asking(task_id, {"approval"}), "approval")
+        page = await browser.get(url)
+        (csrf,) = CSRF.findall(page.text)
+        answer = {"_csrf": csrf, "_action": "accept", "approved": "true", "approver": "Ada"}
+        posted: list[httpx2.Response] = []
+
+        async def post() -> None:
+            posted.append(await browser.post(url, data=answer))
+
+        journal.hold()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(post)
+            await journal.until_written(1)
+            # journaling: the tool has not got it, the question is still asked, and a
+            # tasks/update for the same key meanwhile is ignored (the first answer wins)
+            await alice.update(
+                task_id,
+                {"approval": {"action": "accept", "content": {**APPROVED, "approver": "Eve"}}},
+            )
+            task = await alice.result("tasks/get", {"taskId": task_id})
+            assert set(task["inputRequests"]) == {"approval"}
+            assert posted == []
+            journal.release()
+        assert posted[0].status_code == 200, posted[0].text
+        url = link_of(await alice.asking(task_id, {"note"}), "note")
+        csrf = CSRF.findall((await browser.get(url)).text)[0]
+        declined = await browser.post(url, data={"_csrf": csrf, "_action": "decline"})
+        assert declined.status_code == 200
+        ended = await alice.until(task_id, "completed")
+        assert ended["result"]["content"][0]["text"] == "INV-5: approved by Ada; note: Declined"
+        assert await journal.journal(task_id) == [
+            ("approval", {"action": "accept", "content": APPROVED}),
+            ("note", {"action": "decline"}),
+        ]
+
+
+async def test_an_answer_on_the_link_the_journal_cannot_take_is_not_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with serving() as listening, clients(listening) as (alice, browser):
+        journal = HeldJournal(listening, monkeypatch)
+        task_id = await started(alice, "approve", invoice="INV-6")
+        url = link_of(await alice.asking(task_id, {"approval"}), "approval")
+        (csrf,) = CSRF.findall((await browser.get(url)).text)
+        answer = {"_csrf": csrf, "_action": "accept", "approved": "true", "approver": "Ada"}
+        journal.down = True
+        refused = await browser.post(url, data=answer)
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["retry-after"] == "5"
+        assert "Your answer was not sent: it cannot be recorded right now." in refused.text
+        assert 'value="Ada"' in refused.text  # the form comes back as it was sent
+        # nothing was delivered: the question is asked as it was, its link still works
+        task = await alice.result("tasks/get", {"taskId": task_id})
+        assert set(task["inputRequests"]) == {"approval"}
+        assert await journal.journal(task_id) == []
+        journal.down = False
+        done = await browser.post(url, data=answer)
+        assert done.status_code == 200, done.text
+        await alice.asking(task_id, {"note"})
+        assert await journal.journal(task_id) == [
+            ("approval", {"action": "accept", "content": APPROVED})
+        ]
+
+
+async def test_a_key_a_tasks_update_answers_first_refuses_its_link(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with serving() as listening, clients(listening) as (alice, browser):
+        journal = HeldJournal(listening, monkeypatch)
+        task_id = await started(alice, "approve", invoice="INV-7")
+        url = link_of(await alice.asking(task_id, {"approval"}), "approval")
+        (csrf,) = CSRF.findall((await browser.get(url)).text)
+        answer = {"_csrf": csrf, "_action": "accept", "approved": "true", "approver": "Ada"}
+        journal.hold()
+        async with trio.open_nursery() as nursery:
+            by_update = {
+                "approval": {"action": "accept", "content": {**APPROVED, "approver": "Eve"}}
+            }
+            nursery.start_soon(alice.update, task_id, by_update)
+            await journal.until_written(1)
+            busy = await browser.post(url, data=answer)  # the update is being journaled
+            assert busy.status_code == 409, busy.text
+            journal.release()
+        await alice.asking(task_id, {"note"})
+        late = await browser.post(url, data=answer)
+        assert late.status_code == 410, late.text
+        await alice.update(task_id, {"note": {"action": "accept", "content": {"text": "ok"}}})
+        ended = await alice.until(task_id, "completed")
+        assert ended["result"]["content"][0]["text"] == "INV-7: approved by Eve; note: ok"
+        assert [key for key, _ in await journal.journal(task_id)] == ["approval", "note"]
