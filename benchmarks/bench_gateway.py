@@ -331,7 +331,7 @@ def main() -> None:
             out = trio.run(measure, opened, folder, rounds, n1, n50)
             show(transport, out)
             result[transport] = out
-    result["modern"] = None
+    result["stateless"] = None
     print(json.dumps(result))
 
 

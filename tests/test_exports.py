@@ -342,7 +342,8 @@ PUBLIC_MODULES: dict[str, set[str]] = {
     "erlmcp_py.core": {
         "error_texts", "errors", "foreign_schema", "forms", "i18n", "lifecycle", "outcomes",
         "policy", "ratelimit", "retention", "schema", "sensitive", "shares", "state_token",
-        "store_wire", "tasks", "tool_arguments", "typeschema", "urlpolicy", "validation", "versions", "wording",
+        "store_wire", "tasks", "tool_arguments", "typeschema", "urlpolicy", "validation",
+        "versions", "wording",
     },
     "erlmcp_py.core.forms": set(),
     "erlmcp_py.core.schema": set(),

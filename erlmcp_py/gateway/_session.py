@@ -82,7 +82,7 @@ from erlmcp_py.mcp.jsonrpc import (
     Request,
     RequestId,
 )
-from erlmcp_py.mcp.meta import is_modern_request
+from erlmcp_py.mcp.meta import is_stateless_request as is_modern_request
 from erlmcp_py.mcp.params import LOG_LEVELS, InitializeParams, parse_params
 from erlmcp_py.mcp.session import RELATED_REQUEST, Send, ServerSession
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version

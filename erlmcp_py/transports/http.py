@@ -24,7 +24,7 @@ event), other requests as ``application/json``; several POST streams of one sess
 open at once, and a POST stream that closes while its call runs cancels the call as
 ``notifications/cancelled`` does.
 
-*A stateless POST* (2026-07-28: :func:`~erlmcp_py.mcp.meta.is_modern_request`, or a request
+*A stateless POST* (2026-07-28: :func:`~erlmcp_py.mcp.meta.is_stateless_request`, or a request
 without ``Mcp-Session-Id`` whose ``MCP-Protocol-Version`` names a stateless version) is
 answered by the :class:`~erlmcp_py.mcp.stateless.StatelessEndpoint`. A ``tools/call`` or
 ``prompts/get`` is given a notification sink: its first progress or log notification switches
@@ -55,7 +55,7 @@ from erlmcp_py.core.shares import Refuse, Shares, Shed
 from erlmcp_py.core.versions import STATELESS_VERSIONS
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Notification, Request, RequestId
-from erlmcp_py.mcp.meta import is_modern_request
+from erlmcp_py.mcp.meta import is_stateless_request
 from erlmcp_py.mcp.mrtr import PRINCIPAL_BUSY, ContinuationRegistry, open_continuations
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession, open_session
@@ -88,8 +88,8 @@ from erlmcp_py.transports.http_checks import (
     HEADER_MISMATCH,
     HostPolicy,
     accepts,
-    check_modern_headers,
     check_protocol_version_header,
+    check_stateless_headers,
     http_status_for,
     public_origin,
 )
@@ -949,7 +949,7 @@ class HttpTransport:
             log.info("request_refused", why=reason)
             raise _HttpError(403, f"Forbidden: {reason}")
         method = str(scope.get("method"))
-        if method in ("GET", "DELETE") and self._modern_without_session(scope):
+        if method in ("GET", "DELETE") and self._stateless_without_session(scope):
             # 2026-07-28 has neither the GET stream nor sessions to delete
             raise _HttpError(405, "Method Not Allowed", headers=[(b"allow", b"POST")])
         if method not in ("POST", "GET", "DELETE"):
@@ -1049,14 +1049,14 @@ class HttpTransport:
             raise self._refuse(
                 "draining", 503, "Service Unavailable: the server is stopping", id=message.id
             )
-        if isinstance(message, Request) and self._is_modern(scope, message):
+        if isinstance(message, Request) and self._is_stateless(scope, message):
             # first: a 2026-07-28 ``initialize`` is a removed method (-32601, HTTP 404)
-            await self._modern(scope, message, receive, send)
+            await self._serve_stateless(scope, message, receive, send)
             return
         if isinstance(message, Request) and message.method == "initialize":
             await self._initialize(scope, message, send)
             return
-        if not isinstance(message, Request) and self._modern_without_session(scope):
+        if not isinstance(message, Request) and self._stateless_without_session(scope):
             # 2026-07-28 defines no client notifications over HTTP (a closed stream is the
             # cancel); a stray one is accepted and ignored, never tied to a session.
             await self._send_simple(send, 202)
@@ -1084,20 +1084,22 @@ class HttpTransport:
             await self._answer_json(hs, message.id, stream, receive, send)
 
     @staticmethod
-    def _modern_without_session(scope: Scope) -> bool:
+    def _stateless_without_session(scope: Scope) -> bool:
         version = (_header(scope, b"mcp-protocol-version") or "").strip()
         return version in STATELESS_VERSIONS and _header(scope, b"mcp-session-id") is None
 
-    def _is_modern(self, scope: Scope, message: Request) -> bool:
-        return is_modern_request(message) or self._modern_without_session(scope)
+    def _is_stateless(self, scope: Scope, message: Request) -> bool:
+        return is_stateless_request(message) or self._stateless_without_session(scope)
 
-    async def _modern(self, scope: Scope, message: Request, receive: Receive, send: Send) -> None:
+    async def _serve_stateless(
+        self, scope: Scope, message: Request, receive: Receive, send: Send
+    ) -> None:
         """Answer one 2026-07-28 request statelessly (no session): ``application/json``, or an
         SSE stream once a ``tools/call`` sends a notification before its answer."""
         endpoint = self._stateless
         if endpoint is None:
             raise _HttpError(503, "Service Unavailable: the transport is not running")
-        reason = check_modern_headers(scope.get("headers", ()), message.method, message.params)
+        reason = check_stateless_headers(scope.get("headers", ()), message.method, message.params)
         if reason is not None:
             log.info("stateless_header_mismatch", why=reason, method=message.method[:80])
             raise _HttpError(400, f"Header mismatch: {reason}", code=HEADER_MISMATCH, id=message.id)

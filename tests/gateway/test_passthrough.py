@@ -236,12 +236,12 @@ async def test_a_2026_07_28_request_is_refused_naming_the_session_versions() -> 
             cwd=REPO,
             protocol_version="2026-07-28",
             handshake=False,
-        ) as modern:
+        ) as stateless:
             for method in ("server/discover", "tools/list", "tools/call"):
                 params = (
                     {"name": "echo", "arguments": {"text": "x"}} if method == "tools/call" else {}
                 )
                 with pytest.raises(ClientRequestError) as refused:
-                    await modern.request(method, params)
+                    await stateless.request(method, params)
                 assert refused.value.code == -32022, method
                 assert refused.value.data == {"supported": ["2025-11-25", "2025-06-18"]}
