@@ -13,7 +13,8 @@ the socket and the application:
   complete it waits for the client to go away and then returns ``http.disconnect``; bytes the
   client sends meanwhile (a pipelined request) are kept for after the response. The wait may be
   cancelled (the application cancels it to wake up, see
-  :class:`~erlmcp_py.transports.http._Stream`): a socket read that is cancelled loses nothing.
+  :class:`~erlmcp_py.transports._http_streams.Stream`): a socket read that is cancelled loses
+  nothing.
 * The scope's ``path`` is the target's path percent-decoded except ``%2F`` (kept encoded, so
   no decoding adds a path segment), ``raw_path`` and ``query_string`` as sent; for an
   absolute-form target the ``host`` header is the target's authority (RFC 9112 §3.2.2).
@@ -37,7 +38,7 @@ refusal's: ``write_timeout_s`` (:data:`WRITE_TIMEOUT_S`) plus a second per
 that stops reading, or reads slower, is given up on (``http_write_timed_out``) and its
 connection closed, its application told it is gone. A streamed response (SSE) gets it per
 message: its client may pause, and a stream whose client falls behind is also ended by the
-application once its queue is full (:class:`~erlmcp_py.transports.http._Stream`).
+application once its queue is full (:class:`~erlmcp_py.transports._http_streams.Stream`).
 
 The socket is read and written directly (:class:`_SocketWire`): a call waits only when the
 kernel has nothing to read or no room to write, a deadline is armed only for such a wait, and
