@@ -69,7 +69,8 @@ from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.tasks import TASKS_EXTENSION
 from erlmcp_py.core.versions import SUPPORTED_VERSIONS
-from erlmcp_py.mcp import features, jsonrpc
+from erlmcp_py.mcp import _features as features, jsonrpc
+from erlmcp_py.mcp._tools import ToolSpec, text_result
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
@@ -105,7 +106,6 @@ from erlmcp_py.mcp.tasks import (
     open_tasks,
     tasks_required,
 )
-from erlmcp_py.mcp.tools import ToolSpec, text_result
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server

@@ -66,10 +66,10 @@ from erlmcp_py.transports._limits import (
 from erlmcp_py.transports._ops import OPS_PATHS, answer_ops, metrics_registry
 from erlmcp_py.transports._page import ElicitationPage, is_page_path
 from erlmcp_py.transports._plain_errors import cannot_listen, plain_errors
+from erlmcp_py.transports._principal import principal_for_address
 from erlmcp_py.transports.auth import AuthConfig, AuthRefused, BearerVerifier, metadata_paths
 from erlmcp_py.transports.forwarded import TrustedProxies, resolve_client
 from erlmcp_py.transports.http_checks import HostPolicy, accepts, public_origin
-from erlmcp_py.transports.principal import principal_for_address
 
 #: The principal of a client address (an ``ipaddress`` parse), kept for the addresses seen last.
 _principal_for_address: Final = lru_cache(maxsize=4096)(principal_for_address)
@@ -334,7 +334,7 @@ class HttpTransport:
         With :attr:`HttpConfig.auth`, the verified token's ``sub:<sub>@<issuer>``. Else
         ``header:<value>`` from :attr:`HttpConfig.principal_header` when configured and present
         (at most 256 visible characters), else the client's address
-        (:func:`~erlmcp_py.transports.principal.principal_for_address`: IPv6 grouped by /64);
+        (:func:`~erlmcp_py.transports._principal.principal_for_address`: IPv6 grouped by /64);
         see docs/architecture.md ("Streamable HTTP") for the trust assumptions and limits.
         """
         verified = scope.get(_PRINCIPAL)

@@ -18,15 +18,15 @@ from erlmcp_py.app.examples.everything import PNG_1X1, STATIC_TEXT
 from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.outcomes import Accepted
 from erlmcp_py.core.versions import V_2026_07_28
+from erlmcp_py.mcp._prompts import make_prompt
+from erlmcp_py.mcp._uritemplate import UriTemplate, UriTemplateError
 from erlmcp_py.mcp.client_results import SampledMessage
 from erlmcp_py.mcp.completion import MAX_VALUES, CompletionRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
-from erlmcp_py.mcp.prompts import make_prompt
 from erlmcp_py.mcp.resources import Contents, ResourceNotFound
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import MAX_SUBSCRIPTIONS
-from erlmcp_py.mcp.uritemplate import UriTemplate, UriTemplateError
 from tests.mcp.harness import Wire, connect
 
 WATCHED = "test://watched-resource"
