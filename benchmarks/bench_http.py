@@ -80,10 +80,11 @@ from bench_vs_sdk import (
 )
 from mcp import Client
 
+from erlmcp_py.core.versions import V_2026_07_28
+
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = "2025-11-25"
-MODERN = "2026-07-28"
-ERAS = (LEGACY, MODERN)
+ERAS = (LEGACY, V_2026_07_28)
 CLIENTS = 50
 OP_TIMEOUT_S = 30.0  # one op; a slower one is a failure, not a figure
 START_TIMEOUT_S = 60.0
@@ -620,7 +621,7 @@ async def profile_ours(tmp: Path, out_dir: Path, seq_s: float, conc_s: float) ->
     CPU per op from /proc), then the same slice sampled, then the same slice under cProfile."""
     results: dict[str, Any] = {}
     for era in ERAS:
-        mode = "legacy" if era == LEGACY else MODERN
+        mode = "legacy" if era == LEGACY else V_2026_07_28
         for load_kind in ("seq", "c50"):
             prof_file = out_dir / f"ours_{era}_{load_kind}.prof"
             server = start_server("ours", tmp, profile_to=prof_file)
@@ -675,7 +676,7 @@ async def main(quick: bool, profile_dir: Path | None) -> dict[str, Any]:
                 await wait_listening(s)
             groups: dict[str, list[Target]] = {}
             for era in ERAS:
-                mode = "legacy" if era == LEGACY else MODERN
+                mode = "legacy" if era == LEGACY else V_2026_07_28
                 tag = "legacy" if era == LEGACY else "2026"
                 sdk_tool = "ask" if era == LEGACY else "ask_resolve"
                 targets = [
@@ -735,7 +736,7 @@ async def main(quick: bool, profile_dir: Path | None) -> dict[str, Any]:
         }
     )
     print()
-    for tag, era in (("legacy", LEGACY), ("2026", MODERN)):
+    for tag, era in (("legacy", LEGACY), ("2026", V_2026_07_28)):
         cr, crc = results[f"cpu_ratio_{tag}"], results[f"cpu_ratio_{tag}_c50"]
         p99 = results[f"p99_ratio_{tag}_c50"]
         met = cr is not None and crc is not None and min(cr, crc) >= CPU_GOAL

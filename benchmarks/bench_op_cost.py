@@ -42,12 +42,12 @@ import trio
 from pydantic import BaseModel, Field
 
 from erlmcp_py import Accepted, RuntimeConfig
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.testing import open_memory_client
 
 LEGACY = "2025-11-25"
-MODERN = "2026-07-28"
 WARMUP = 200
 
 
@@ -257,7 +257,7 @@ def _child(mode: str, n: int) -> None:
     if mode == "skeleton":
         trio.run(_skeleton, n, 0)
     else:
-        trio.run(_run_ops, LEGACY if mode == "legacy" else MODERN, n, 0)
+        trio.run(_run_ops, LEGACY if mode == "legacy" else V_2026_07_28, n, 0)
 
 
 def main(quick: bool, ops: int) -> dict[str, Any]:
@@ -269,7 +269,7 @@ def main(quick: bool, ops: int) -> dict[str, Any]:
             trio.run(_run_ops, LEGACY, 0, counted, shapes["legacy"]), counted, shapes["legacy"]
         ),
         "2026": _opcode_figures(
-            trio.run(_run_ops, MODERN, 0, counted, shapes["2026"]), counted, shapes["2026"]
+            trio.run(_run_ops, V_2026_07_28, 0, counted, shapes["2026"]), counted, shapes["2026"]
         ),
         "skeleton": _opcode_figures(
             trio.run(_skeleton, 0, counted, shapes["skeleton"]), counted, shapes["skeleton"]

@@ -39,7 +39,7 @@ with ``{"name": "Ada", "age": 36, "subscribe": true}``. Every result is checked.
   (``ours_stdio_2026_sdkclient``: ``stdio_ratio_2026_sdk_client``) and, extra, our client on
   both (``sdk_stdio_2026_ourclient``, our client driving the SDK's resolver:
   ``stdio_ratio_2026_our_client``); they are one group, so every ratio is paired per round.
-  Ours is measured only if a probe call succeeds; otherwise null and ``modern_note`` says why.
+  Ours is measured only if a probe call succeeds; otherwise null and ``stateless_note`` says why.
 
 Sequential (one call at a time) and 100-concurrent (100 tasks, each calling in a loop).
 Keys: ``inproc_ratio`` / ``stdio_ratio`` = ours / SDK ops/s, sequential, legacy;
@@ -99,6 +99,7 @@ from pydantic import BaseModel, Field
 
 from erlmcp_py import Accepted, RuntimeConfig
 from erlmcp_py.client import ServerRequest, open_stdio_client
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import open_session
@@ -111,8 +112,7 @@ MIN_BLOCK = 20  # ops: the smallest sequential block, however slow the target
 MESSAGE = "Who are you?"
 ANSWER: dict[str, Any] = {"name": "Ada", "age": 36, "subscribe": True}
 LEGACY = "2025-11-25"
-MODERN = "2026-07-28"
-MODERN_MODULES = ("mrtr.py", "stateless.py")
+STATELESS_MODULES = ("mrtr.py", "stateless.py")
 STDIO_GOAL = 4.0
 ALL_TARGETS = (
     "sdk_inproc_legacy",
@@ -554,9 +554,9 @@ def ratio(out: dict[str, Any], num: str, den: str) -> float | None:
 # -- groups ---------------------------------------------------------------------------------------
 
 
-def modern_available() -> str | None:
+def stateless_available() -> str | None:
     """``None`` when our server may speak 2026-07-28, else the reason it cannot."""
-    present = [m for m in MODERN_MODULES if (ROOT / "erlmcp_py" / "mcp" / m).exists()]
+    present = [m for m in STATELESS_MODULES if (ROOT / "erlmcp_py" / "mcp" / m).exists()]
     if not present:
         return (
             "our server has no 2026-07-28 support yet (neither erlmcp_py/mcp/mrtr.py "
@@ -614,41 +614,41 @@ async def inproc_group(
             )
         await measure(legacy, **cfg)
 
-    modern: list[Target] = []
+    stateless: list[Target] = []
     async with AsyncExitStack() as stack:
         sdk = await stack.enter_async_context(
-            Client(build_sdk_server(), mode=MODERN, elicitation_callback=sdk_answer)
+            Client(build_sdk_server(), mode=V_2026_07_28, elicitation_callback=sdk_answer)
         )
-        modern.append(
+        stateless.append(
             Target(
                 "sdk_inproc_2026",
                 "SDK  Client(MCPServer) direct dispatch, Resolve",
                 sdk_client_op(sdk, "ask_resolve"),
             )
         )
-        why = notes.get("modern")
+        why = notes.get("stateless")
         if why is None:
             try:
-                ours_modern = await stack.enter_async_context(
-                    our_memory_pair(build_our_server(), MODERN)
+                ours_stateless = await stack.enter_async_context(
+                    our_memory_pair(build_our_server(), V_2026_07_28)
                 )
-                op = our_client_op(ours_modern)
+                op = our_client_op(ours_stateless)
                 why = await probe(op)
             except Exception as exc:
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
             if why is None:
-                modern.append(
+                stateless.append(
                     Target("ours_inproc_2026", "ours open_memory_client, ctx.elicit (MRTR)", op)
                 )
                 if extras:
                     bridged = await stack.enter_async_context(
                         Client(
                             sdk_transport_to_our_session(build_our_server()),
-                            mode=MODERN,
+                            mode=V_2026_07_28,
                             elicitation_callback=sdk_answer,
                         )
                     )
-                    modern.append(
+                    stateless.append(
                         Target(
                             "ours_inproc_2026_sdkclient",
                             "ours server <- SDK Client + JSON bridge [extra]",
@@ -656,9 +656,9 @@ async def inproc_group(
                         )
                     )
             else:
-                notes["modern_inproc"] = f"our in-process 2026-07-28 probe failed: {why}"
-        await measure(modern, **cfg)
-    return legacy, modern
+                notes["stateless_inproc"] = f"our in-process 2026-07-28 probe failed: {why}"
+        await measure(stateless, **cfg)
+    return legacy, stateless
 
 
 def _sdk_stdio_transport(
@@ -746,19 +746,21 @@ async def stdio_group(
         "sdk_stdio_legacy": sdk_client(sdk("sdk_stdio_legacy")),
         "ours_stdio_legacy": our_client(ours("ours_stdio_legacy")),
         "ours_stdio_legacy_sdkclient": sdk_client(ours("ours_stdio_legacy_sdkclient")),
-        "sdk_stdio_2026": sdk_client(sdk("sdk_stdio_2026"), mode=MODERN),
+        "sdk_stdio_2026": sdk_client(sdk("sdk_stdio_2026"), mode=V_2026_07_28),
     }
-    if notes.get("modern") is None:
-        factories["ours_stdio_2026"] = our_client(ours("ours_stdio_2026"), MODERN)
+    if notes.get("stateless") is None:
+        factories["ours_stdio_2026"] = our_client(ours("ours_stdio_2026"), V_2026_07_28)
         factories["ours_stdio_2026_sdkclient"] = sdk_client(
-            ours("ours_stdio_2026_sdkclient"), mode=MODERN
+            ours("ours_stdio_2026_sdkclient"), mode=V_2026_07_28
         )
     if extras:
         factories["ours_stdio_legacy_infolog"] = our_client(
             ours("ours_stdio_legacy_infolog", "info")
         )
         factories["sdk_stdio_legacy_ourclient"] = our_client(sdk("sdk_stdio_legacy_ourclient"))
-        factories["sdk_stdio_2026_ourclient"] = our_client(sdk("sdk_stdio_2026_ourclient"), MODERN)
+        factories["sdk_stdio_2026_ourclient"] = our_client(
+            sdk("sdk_stdio_2026_ourclient"), V_2026_07_28
+        )
 
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -809,7 +811,7 @@ async def stdio_group(
                 )
             await measure(same, **cfg)
 
-            modern = [
+            stateless = [
                 Target(
                     "sdk_stdio_2026",
                     "SDK  server <- SDK stdio client, Resolve (MRTR)",
@@ -817,7 +819,7 @@ async def stdio_group(
                     pidfile("sdk_stdio_2026"),
                 )
             ]
-            ours_modern = (
+            ours_stateless = (
                 (
                     "ours_stdio_2026",
                     "ours `erlmcp-py serve` <- our stdio client, ctx.elicit",
@@ -834,19 +836,19 @@ async def stdio_group(
                     lambda client: our_client_op(client, "ask_resolve"),
                 ),
             )
-            for key, label, make_op in ours_modern:
+            for key, label, make_op in ours_stateless:
                 if key not in c:
                     continue
                 op = make_op(c[key])
                 why = await probe(op)
                 if why is None:
-                    modern.append(Target(key, label, op, pidfile(key)))
+                    stateless.append(Target(key, label, op, pidfile(key)))
                 else:
-                    notes["modern_stdio"] = f"{key}: our stdio 2026-07-28 probe failed: {why}"
-            await measure(modern, **cfg)
+                    notes["stateless_stdio"] = f"{key}: our stdio 2026-07-28 probe failed: {why}"
+            await measure(stateless, **cfg)
         finally:
             stop.set()
-    return legacy, same, modern
+    return legacy, same, stateless
 
 
 # -- profile --------------------------------------------------------------------------------------
@@ -941,26 +943,26 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         inproc_cfg = {"rounds": 20, "slice_s": 0.25, "warmup": 100}
         stdio_cfg = {"rounds": 16, "slice_s": 0.25, "warmup": 50}
     out: dict[str, Any] = {}
-    notes: dict[str, str | None] = {"modern": modern_available()}
+    notes: dict[str, str | None] = {"stateless": stateless_available()}
     load_start = os.getloadavg()
     began = time.perf_counter()
 
     print(
         "in-process (one tool call + one 3-field form elicitation, accepted at once):", flush=True
     )
-    legacy_in, modern_in = await inproc_group(inproc_cfg, notes, extras=not quick)
+    legacy_in, stateless_in = await inproc_group(inproc_cfg, notes, extras=not quick)
     inproc_s = time.perf_counter() - began
     for t in legacy_in:
         summarize(t, out)
         show(t, out)
-    print(f"in-process, {MODERN} (MRTR):", flush=True)
-    for t in modern_in:
+    print(f"in-process, {V_2026_07_28} (MRTR):", flush=True)
+    for t in stateless_in:
         summarize(t, out)
         show(t, out)
 
     if do_stdio:
         with tempfile.TemporaryDirectory(prefix="bench_vs_sdk-") as tmpdir:
-            legacy_io, same_io, modern_io = await stdio_group(
+            legacy_io, same_io, stateless_io = await stdio_group(
                 stdio_cfg, Path(tmpdir), notes, errlog, extras=not quick
             )
         print("stdio subprocess, legacy (each side's own client and server):", flush=True)
@@ -971,13 +973,13 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         for t in same_io:
             summarize(t, out)
             show(t, out)
-        print(f"stdio subprocess, {MODERN} (MRTR):")
-        for t in modern_io:
+        print(f"stdio subprocess, {V_2026_07_28} (MRTR):")
+        for t in stateless_io:
             summarize(t, out)
             show(t, out)
 
     c = f"c{CONCURRENCY}"
-    io: tuple[list[Target], list[Target]] = (legacy_io, modern_io) if do_stdio else ([], [])
+    io: tuple[list[Target], list[Target]] = (legacy_io, stateless_io) if do_stdio else ([], [])
     # Each ratio of one group's targets is the median of the per-round ratios (neighbouring
     # slices: robust when the box changes speed during the run); the ratio of the medians over
     # rounds, which such a change can skew, is kept for the two headline ratios (``*_of_medians``).
@@ -1005,10 +1007,10 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
             out, "ours_stdio_legacy_seq_ops_s", "sdk_stdio_legacy_ourclient_seq_ops_s"
         ),
         "stdio_infolog_cost": paired_ratio(io[0], "ours_stdio_legacy_infolog", "ours_stdio_legacy"),
-        "inproc_ratio_2026": paired_ratio(modern_in, "ours_inproc_2026", "sdk_inproc_2026"),
+        "inproc_ratio_2026": paired_ratio(stateless_in, "ours_inproc_2026", "sdk_inproc_2026"),
         "stdio_ratio_2026": paired_ratio(io[1], "ours_stdio_2026", "sdk_stdio_2026"),
         f"inproc_ratio_2026_{c}": paired_ratio(
-            modern_in, "ours_inproc_2026", "sdk_inproc_2026", conc=True
+            stateless_in, "ours_inproc_2026", "sdk_inproc_2026", conc=True
         ),
         f"stdio_ratio_2026_{c}": paired_ratio(
             io[1], "ours_stdio_2026", "sdk_stdio_2026", conc=True
@@ -1060,8 +1062,10 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
     results["stdio_goal"] = STDIO_GOAL
     ir, sr = results["inproc_ratio"], results["stdio_ratio"]
     results["stdio_goal_met"] = sr is not None and sr >= STDIO_GOAL if do_stdio else None
-    modern_note = notes.get("modern") or notes.get("modern_inproc") or notes.get("modern_stdio")
-    results["modern_note"] = modern_note
+    stateless_note = (
+        notes.get("stateless") or notes.get("stateless_inproc") or notes.get("stateless_stdio")
+    )
+    results["stateless_note"] = stateless_note
     results.update(out)
     results.update(
         {
@@ -1109,21 +1113,21 @@ async def main(quick: bool, do_profile: bool, do_stdio: bool, errlog: TextIO) ->
         f"{results['stdio_server_cpu_ratio']}"
     )
     print(
-        f"{MODERN} ratios (sequential): in-process {results['inproc_ratio_2026']}, "
+        f"{V_2026_07_28} ratios (sequential): in-process {results['inproc_ratio_2026']}, "
         f"stdio (each side's own client) {results['stdio_ratio_2026']}, "
         f"stdio (the SDK client on both) {results['stdio_ratio_2026_sdk_client']}, "
         f"stdio (our client on both) {results['stdio_ratio_2026_our_client']}"
     )
     print(
-        f"{MODERN} stdio CPU per op, SDK / ours: client + server "
+        f"{V_2026_07_28} stdio CPU per op, SDK / ours: client + server "
         f"{results['stdio_cpu_ratio_2026']}, server alone "
         f"{results['stdio_server_cpu_ratio_2026']}; client alone on our server (SDK client "
         f"{out.get('ours_stdio_2026_sdkclient_client_cpu_ms_per_op')} ms, ours "
         f"{out.get('ours_stdio_2026_client_cpu_ms_per_op')} ms) "
         f"{results['stdio_client_cpu_ratio_2026']}"
     )
-    if modern_note:
-        print(f"{MODERN}: ours = null ({modern_note})")
+    if stateless_note:
+        print(f"{V_2026_07_28}: ours = null ({stateless_note})")
     print(
         f"load average {results['load_avg_start']} -> {results['load_avg_end']} "
         f"on {results['cpus']} CPUs"

@@ -350,13 +350,11 @@ PUBLIC_MODULES: dict[str, set[str]] = {
     "erlmcp_py.actors": {"api", "pages", "peer", "runtime", "urlcheck"},
     "erlmcp_py.store": set(),
     "erlmcp_py.mcp": {
-        "asked_forms", "call_peer", "client_results", "completion", "context", "errors",
-        "features", "jsonrpc", "meta", "mrtr", "params", "prompts", "resources", "server",
-        "session", "stateless", "stopwatch", "tasks", "tools", "uritemplate", "versions",
+        "call_peer", "client_results", "completion", "context", "errors", "jsonrpc", "meta",
+        "mrtr", "params", "resources", "server", "session", "stateless", "stopwatch", "tasks",
+        "versions",
     },
-    "erlmcp_py.transports": {
-        "asgi", "auth", "forwarded", "http", "http_checks", "principal", "stdio",
-    },
+    "erlmcp_py.transports": {"asgi", "auth", "forwarded", "http", "http_checks", "stdio"},
     "erlmcp_py.client": set(),
     "erlmcp_py.gateway": set(),
     "erlmcp_py.app": {"examples"},

@@ -53,7 +53,7 @@ from erlmcp_py.core.lifecycle import (
 from erlmcp_py.core.outcomes import Outcome, Tenant
 from erlmcp_py.core.policy import check_timeout
 from erlmcp_py.core.schema import RequestedSchema
-from erlmcp_py.core.store_wire import SharedRecord
+from erlmcp_py.core.store_wire import StoreRecord
 from supervisors import MonitorRef
 
 if TYPE_CHECKING:
@@ -126,9 +126,9 @@ def tenant_of(entry: Record | Ended) -> Tenant:
     return Tenant(*entry[_N_INFO:])
 
 
-def shared_record(entry: Record | Ended, replica: str) -> SharedRecord:
+def shared_record(entry: Record | Ended, replica: str) -> StoreRecord:
     """A registry entry as the store publishes it (taken when the store writes)."""
-    return SharedRecord(info_row(info_of(entry)), tenant_of(entry), replica)
+    return StoreRecord(info_row(info_of(entry)), tenant_of(entry), replica)
 
 
 # -- the elicitation actor's call protocol -----------------------------------------------------

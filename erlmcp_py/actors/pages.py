@@ -45,7 +45,7 @@ import trio
 
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Tenant
-from erlmcp_py.core.store_wire import SharedTicket, TicketState
+from erlmcp_py.core.store_wire import StoreTicket, TicketState
 from erlmcp_py.store import Store
 
 __all__ = ["PAGE_PATH", "PAGE_URL_META", "PageQuestion", "PageRegistry", "PageTicket"]
@@ -115,7 +115,7 @@ class PageTicket:
     replica: str = ""
 
     @classmethod
-    def from_shared(cls, shared: SharedTicket) -> PageTicket:
+    def from_shared(cls, shared: StoreTicket) -> PageTicket:
         """The ticket the store gave back."""
         return cls(
             token=shared.token,
@@ -130,10 +130,10 @@ class PageTicket:
             replica=shared.replica,
         )
 
-    def to_shared(self) -> SharedTicket:
+    def to_shared(self) -> StoreTicket:
         """The ticket as the store keeps it."""
         question = self.question
-        return SharedTicket(self.token, self.url, self.csrf, self.tenant, question.message,
+        return StoreTicket(self.token, self.url, self.csrf, self.tenant, question.message,
                             question.schema, question.widgets, self.replica,
                             self.elicitation_id, self.state, question.server,
                             question.tool)  # fmt: skip

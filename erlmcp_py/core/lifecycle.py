@@ -1,31 +1,17 @@
 """The elicitation lifecycle: a pure state machine, written as data.
 
-Theory of operation
--------------------
+Every lifecycle decision lives here (docs/architecture.md, "The child task" and the invariant
+"The lifecycle decides what happens when"). One :class:`Elicitation` models one question put
+to a user. It owns no task, no channel and no clock: the shell (``actors/_record.py``,
+``actors/_elicitation.py``) feeds it *events* (with ``now`` when time matters), executes the
+*effects* it returns, in order, and sleeps until :meth:`Elicitation.next_wakeup`.
 
-One :class:`Elicitation` object models one question put to a user. It owns no task, no
-channel and no clock: the trio shell (``actors/_record.py``, ``actors/_elicitation.py``) feeds
-it *events* (what happened, with ``now`` when time matters), executes the *effects* it
-returns, in order, and sleeps until :meth:`Elicitation.next_wakeup`.
-
-Rule 1: every lifecycle decision lives in this file: what an answer means and whether it
-counts, how many re-prompts, which timer comes next (the warning or the deadline), whether a
-warning is due, whether the application may complete or dismiss the question now, and
-whether the client must be told to drop its request. The shell never inspects an answer,
-counts, compares times or decides an outcome; it only turns effects into I/O (send a
-request, validate, move a cancel scope to :meth:`~Elicitation.next_wakeup`, resolve a reply
-slot) and I/O into events.
-
-Rule 2: the machine is a table. :data:`TRANSITIONS` maps ``(Phase, event type)`` to a
-:class:`Transition`: the handler to run, the phases it may lead to and the terminal
-statuses it may end in. The table is total over the live phases, so every event has a
-defined meaning in every live state; :attr:`Phase.ENDED` is absorbing (every event is a
-no-op that returns ``[]`` and never raises). An event type the table does not know raises
-``TypeError``.
-
-Rule 3: exactly one :class:`Resolve` is emitted over the whole life of an elicitation, by
-the transition that enters a terminal status; its outcome agrees with that status
-(:data:`STATUS_OF_OUTCOME`).
+The table: :data:`TRANSITIONS` maps ``(Phase, event type)`` to a :class:`Transition`, the
+handler to run, the phases it may lead to and the terminal statuses it may end in. It is total
+over the live phases; :attr:`Phase.ENDED` absorbs every event (a no-op that returns ``[]`` and
+never raises); an event type the table does not know raises ``TypeError``. Exactly one
+:class:`Resolve` is emitted over a life, by the transition that enters a terminal status, its
+outcome agreeing with that status (:data:`STATUS_OF_OUTCOME`).
 
 The phase says where the exchange with the client stands; the public :class:`Status` adds
 whether the first request has reached the transport (``pending`` or ``active``) and, once
@@ -75,34 +61,23 @@ The life of an elicitation::
     Cancel(by) / OwnerDown() / RuntimeRestart() / TransportFailed(detail)
                                     -> cancelled / abandoned / failed / failed
 
-While VALIDATING, Complete and Dismiss are answered :class:`AnswerRefused` and change
-nothing (the application retries): the client's answer came first. A client Answer is
-considered only while ASKING: one that arrives while a validation is in flight, after a
-consent, or before anything was asked is ignored. A deadline, a cancel, the owner's exit or
-a restart ends the elicitation in any live phase; a verdict that comes after that is
-ignored like every event after the end.
+A deadline, a cancel, the owner's exit or a restart ends the elicitation in any live phase;
+a verdict that comes after that is ignored like every event after the end.
 
-Notices: when an elicitation ends for a reason the client cannot know about (deadline,
-server cancel, owner gone, runtime restart, the application's completion of a form) while
-ASKING, a :class:`SendCancelledNotice` tells the client to drop its request. No other phase
-has a request open at the client (its answer closed it), so none gets one. A URL the
-application completes is announced with :class:`SendCompleteNotice` instead, in any phase.
+Notices: :class:`SendCancelledNotice` only while ASKING (no other phase has a request open at
+the client: its answer closed it); a URL the application completes is announced with
+:class:`SendCompleteNotice` instead, in any phase.
 
-Time: the deadline runs from creation (a send blocked by back-pressure still times out):
-the policy's deadline for the mode, or the question's own (``timeout_s``) clamped to it. The
-warning comes the policy's ``warn_before_s`` before the policy's deadline, or the same
-proportion of a shorter one. The deadline only ever moves forward, and only by a granted
-extension: each adds at most ``policy.extension_s`` (a longer request is clamped, a peer
-never raises a limit), at most ``policy.max_extensions`` times, and re-arms the single
-warning. :meth:`Elicitation.next_wakeup` is the one timer the shell arms: the warning time
-while this deadline's warning is still to come, else the deadline; while the shell is busy
-performing an effect (``busy=True``) only the deadline, so a warning waits for the effect
-and a blocked send still times out. :class:`Wakeup` carries ``now`` and is checked against
-the current deadline and warning, so a timer armed for an older deadline that fires late is
-harmlessly ignored, and after a ``Wakeup(now)`` that leaves the elicitation live,
-``next_wakeup()`` is later than ``now``: the shell never spins.
+Time: the deadline runs from creation (a send blocked by back-pressure still times out) and
+moves only forward, by a granted extension (each re-arms the single warning; the bounds are
+the policy's). :meth:`Elicitation.next_wakeup` is the one timer the shell arms: this
+deadline's warning while it is still to come, else the deadline; while the shell performs an
+effect (``busy=True``) only the deadline. :class:`Wakeup` is checked against the current
+deadline and warning, so a timer armed for an older deadline that fires late is ignored, and
+after a ``Wakeup(now)`` that leaves the elicitation live, ``next_wakeup()`` is later than
+``now``: the shell never spins.
 
-Effects are listed in the order the shell should execute them. When an elicitation ends,
+Effects are listed in the order the shell executes them. When an elicitation ends,
 :class:`Resolve` comes first and the notices after it, so the waiter is never delayed by a
 slow transport.
 """

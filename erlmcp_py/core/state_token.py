@@ -1,20 +1,17 @@
 """Sealed MRTR ``requestState`` for protocol 2026-07-28 (pure: no I/O, no clock, no randomness).
 
-Theory of operation
--------------------
-On 2026-07-28 a tool call that needs input returns ``InputRequiredResult`` with an opaque
-``requestState``; the client retries the request with ``inputResponses`` and that exact string.
-The spec makes the state attacker-controlled, so it is sealed here:
+The state travels through the client, so it is attacker-controlled (what it binds and how it
+is refused: docs/mrtr.md, "requestState"). How it is sealed:
 
-* **Integrity and confidentiality**: the token is sealed with AES-256-GCM-SIV (RFC 8452,
-  through ``cryptography``), an authenticated cipher that stays safe when a nonce repeats. The
-  header (version, key id, issue time, expiry) is its associated data, so every byte that
-  decides anything is authenticated; the payload is encrypted, because the state may carry the
-  suspended tool's data (earlier answers, internal ids) and travels through the client, the LLM
-  host and their logs. The nonce is synthetic: HMAC-SHA256 of the header and plaintext under a
-  key of its own, cut to 12 bytes, so :func:`seal` draws nothing and stays pure (equal inputs
-  give equal tokens, which reveals nothing since the expiry differs; a repeated nonce is what
-  GCM-SIV is built to tolerate).
+* **Integrity and confidentiality**: AES-256-GCM-SIV (RFC 8452, through ``cryptography``), an
+  authenticated cipher that stays safe when a nonce repeats. The header (version, key id,
+  issue time, expiry) is its associated data, so every byte that decides anything is
+  authenticated; the payload is encrypted, because it may carry the suspended tool's data
+  (earlier answers, internal ids) through the client, the LLM host and their logs. The nonce
+  is synthetic: HMAC-SHA256 of the header and plaintext under a key of its own, cut to 12
+  bytes, so :func:`seal` draws nothing and stays pure (equal inputs give equal tokens, which
+  reveals nothing since the expiry differs; a repeated nonce is what GCM-SIV is built to
+  tolerate).
 * **Binding**: the principal (authenticated user) and a digest of the originating request
   (:func:`request_digest`: method + params minus ``_meta``/``inputResponses``/``requestState``)
   are sealed in, as keyed hashes at the head of the plaintext; presenting the token for
@@ -25,10 +22,9 @@ The spec makes the state attacker-controlled, so it is sealed here:
   after the verifier's ``now`` (a clock that stepped back, or another node's clock running
   ahead): otherwise such a token would live longer than its ttl. A non-finite ``now`` fails
   closed.
-* **Rotation**: each token names its key id; a :class:`KeyRing` seals with its current key and
-  opens with any key it still holds (:func:`parse_keyring` reads one from text, for a key file
-  or an environment variable). Per master key, independent cipher, nonce and binding keys are
-  derived with HMAC-SHA256 (HKDF-Expand, one block).
+* **Rotation**: a :class:`KeyRing` seals with its current key and opens with any key it still
+  holds (:func:`parse_keyring` reads one from text). Per master key, independent cipher, nonce
+  and binding keys are derived with HMAC-SHA256 (HKDF-Expand, one block).
 
 Single use is *not* enforced here (it needs server-side state); the caller does that if needed.
 
@@ -46,9 +42,7 @@ Token layout (then base64url, no padding; decoding is canonical — one text per
              || HMAC(bind_key, "request\0" || request_digest)[:16]
              || canonical JSON of the payload (sorted keys, UTF-8)
 
-Tokens of the earlier layouts (version 1; version 2, sealed with a stdlib HMAC and SHAKE-256
-construction) are refused as ``malformed``: a client holding one retries the call from the
-start.
+Tokens of the earlier layouts (versions 1 and 2) are refused as ``malformed``.
 
 Checks on open, in this order (each its own error, see :class:`StateTokenError`): size
 (``too_large``), shape and version (``malformed``), key id (``unknown_key``), authentication

@@ -27,12 +27,12 @@ decline or cancel, ``answer``, and its status with the seconds left, ``left``) a
 replies travel as JSON; :func:`error_to_wire` and
 :func:`error_from_wire` carry the runtime's errors over.
 
-A hosted page's ticket (:class:`SharedTicket`) is what any replica needs to render the page
+A hosted page's ticket (:class:`StoreTicket`) is what any replica needs to render the page
 and check its form: the token, the question, the CSRF value, the tenant and, once bound,
 the elicitation's id; never an answer. Its state (``open`` -> ``used`` -> ``closed``) is kept
 beside it, so that claiming it for one answer is one atomic step in the store.
 
-A task's record (:class:`SharedTask`, the ``io.modelcontextprotocol/tasks`` extension) is
+A task's record (:class:`StoreTask`, the ``io.modelcontextprotocol/tasks`` extension) is
 what ``tasks/get`` answers, as the replica running the task last wrote it: the
 ``DetailedTask`` (:meth:`~erlmcp_py.core.tasks.TaskState.detailed`), the principal it is
 bound to (another principal's task reads exactly as an unknown one, :func:`task_visible_to`)
@@ -78,9 +78,9 @@ from erlmcp_py.core.validation import AnswerError
 __all__ = [
     "BucketParams",
     "Keys",
-    "SharedRecord",
-    "SharedTask",
-    "SharedTicket",
+    "StoreRecord",
+    "StoreTask",
+    "StoreTicket",
     "StoreUrl",
     "TaskAnswer",
     "TaskOp",
@@ -329,7 +329,7 @@ def tenant_digest(tenant: Tenant) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class SharedRecord:
+class StoreRecord:
     """An elicitation's status row as the store holds it.
 
     Attributes:
@@ -360,7 +360,7 @@ def encode_record(row: Mapping[str, Any], tenant: Tenant, replica: str) -> str:
     )
 
 
-def decode_record(text: str, wall_ms: int, dead_ms: int | None) -> SharedRecord:
+def decode_record(text: str, wall_ms: int, dead_ms: int | None) -> StoreRecord:
     """A record from its JSON, its publication wall time and, when its replica was found
     dead at ``dead_ms`` (wall), as that death left it: a live one ends ``failed`` with
     outcome ``Failed``, ended at that time on the holder's clock.
@@ -370,7 +370,7 @@ def decode_record(text: str, wall_ms: int, dead_ms: int | None) -> SharedRecord:
     """
     data = json.loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("row"), dict):
-        raise TypeError("not a shared record")
+        raise TypeError("not a store record")
     user, workspace, conversation = data["tenant"]
     row = dict(data["row"])
     if dead_ms is not None and row.get("outcome") is None:
@@ -380,10 +380,10 @@ def decode_record(text: str, wall_ms: int, dead_ms: int | None) -> SharedRecord:
             outcome="Failed",
             ended_at=last + max(0, dead_ms - wall_ms) / 1000,
         )
-    return SharedRecord(row, Tenant(user, workspace, conversation), str(data["replica"]))
+    return StoreRecord(row, Tenant(user, workspace, conversation), str(data["replica"]))
 
 
-def visible_to(record: SharedRecord | None, tenant: Tenant) -> SharedRecord | None:
+def visible_to(record: StoreRecord | None, tenant: Tenant) -> StoreRecord | None:
     """``record`` if ``tenant`` may see it; another tenant's looks exactly like none."""
     if record is None or record.tenant != tenant:
         return None
@@ -396,7 +396,7 @@ TicketState = Literal["open", "used", "closed"]
 
 
 @dataclass(frozen=True, slots=True)
-class SharedTicket:
+class StoreTicket:
     """A hosted page's ticket as the store holds it.
 
     Attributes:
@@ -430,13 +430,13 @@ class SharedTicket:
     tool: str = ""
 
 
-def closed_ticket(token: str, elicitation_id: str | None) -> SharedTicket:
+def closed_ticket(token: str, elicitation_id: str | None) -> StoreTicket:
     """What is left of a ticket once its elicitation ended: its token, its elicitation's id
     and its state."""
-    return SharedTicket(token, "", "", Tenant(""), "", {}, {}, "", elicitation_id, "closed")
+    return StoreTicket(token, "", "", Tenant(""), "", {}, {}, "", elicitation_id, "closed")
 
 
-def encode_ticket(ticket: SharedTicket) -> str:
+def encode_ticket(ticket: StoreTicket) -> str:
     """The JSON of a ticket's fixed part (its elicitation id and state are kept beside it)."""
     return json.dumps(
         {
@@ -456,7 +456,7 @@ def encode_ticket(ticket: SharedTicket) -> str:
 
 def decode_ticket(
     token: str, text: str | None, elicitation_id: str | None, state: str
-) -> SharedTicket:
+) -> StoreTicket:
     """A ticket from :func:`encode_ticket`'s JSON, its elicitation id and its state; a closed
     one (``text`` ``None``) carries no question.
 
@@ -478,7 +478,7 @@ def decode_ticket(
         return closed_ticket(token, elicitation_id)
     data = json.loads(text)
     user, workspace, conversation = data["tenant"]
-    return SharedTicket(
+    return StoreTicket(
         token=token,
         url=str(data["url"]),
         csrf=str(data["csrf"]),
@@ -531,7 +531,7 @@ class TaskReplay:
 
 
 @dataclass(frozen=True, slots=True)
-class SharedTask:
+class StoreTask:
     """A task's record as the store holds it.
 
     Attributes:
@@ -559,7 +559,7 @@ class SharedTask:
         return self.replay is not None
 
 
-def encode_task(task: SharedTask) -> str:
+def encode_task(task: StoreTask) -> str:
     """The JSON of a task's record."""
     data: dict[str, Any] = {
         "id": task.task_id,
@@ -585,7 +585,7 @@ def encode_task(task: SharedTask) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def decode_task(text: str, holder: str | None = None) -> SharedTask:
+def decode_task(text: str, holder: str | None = None) -> StoreTask:
     """A task's record from :func:`encode_task`'s JSON; ``holder``, when the store keeps it
     beside the record, names the replica that holds it now (it may have taken it over).
 
@@ -620,12 +620,10 @@ def decode_task(text: str, holder: str | None = None) -> SharedTask:
             charged=charged,
             blocked=None if blocked is None else str(blocked),
         )
-    return SharedTask(
-        data["id"], data["task"], data["principal"], holder or data["replica"], replay
-    )
+    return StoreTask(data["id"], data["task"], data["principal"], holder or data["replica"], replay)
 
 
-def task_visible_to(task: SharedTask | None, principal: str) -> SharedTask | None:
+def task_visible_to(task: StoreTask | None, principal: str) -> StoreTask | None:
     """``task`` if ``principal`` may see it; another principal's looks exactly like none."""
     if task is None or task.principal != principal:
         return None

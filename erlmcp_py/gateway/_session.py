@@ -82,7 +82,7 @@ from erlmcp_py.mcp.jsonrpc import (
     Request,
     RequestId,
 )
-from erlmcp_py.mcp.meta import is_modern_request
+from erlmcp_py.mcp.meta import is_stateless_request
 from erlmcp_py.mcp.params import LOG_LEVELS, InitializeParams, parse_params
 from erlmcp_py.mcp.session import RELATED_REQUEST, Send, ServerSession
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
@@ -183,7 +183,7 @@ class GatewaySession(ServerSession):
     async def dispatch(self, message: Message) -> None:
         """Handle one message of the client: requests relayed (``initialize`` starts the
         upstream), notifications passed on, answers to the gateway's requests delivered."""
-        if isinstance(message, Request) and is_modern_request(message):
+        if isinstance(message, Request) and is_stateless_request(message):
             await super().dispatch(message)  # the server's stateless endpoint answers it
         elif isinstance(message, Request):
             try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
-    from erlmcp_py.mcp.prompts import PromptSpec
+    from erlmcp_py.mcp._prompts import PromptSpec
     from erlmcp_py.mcp.resources import ResourceRegistry
 
 __all__ = [

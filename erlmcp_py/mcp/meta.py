@@ -41,7 +41,7 @@ __all__ = [
     "SERVER_INFO",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "RequestMeta",
-    "is_modern_request",
+    "is_stateless_request",
     "missing_capability",
     "parse_request_meta",
     "request_meta",
@@ -89,7 +89,7 @@ def _meta_of(params: object) -> Mapping[str, Any] | None:
     return meta if isinstance(meta, Mapping) else None
 
 
-def is_modern_request(request: Request) -> bool:
+def is_stateless_request(request: Request) -> bool:
     """Whether ``request`` belongs to the stateless era (see the module docstring)."""
     meta = _meta_of(request.params)
     return request.method == _DISCOVER or (meta is not None and PROTOCOL_VERSION in meta)
@@ -123,7 +123,7 @@ def request_meta(request: Request) -> RequestMeta | None:
         request: Any client request.
 
     Returns:
-        ``None`` when the request belongs to the session era (:func:`is_modern_request` is
+        ``None`` when the request belongs to the session era (:func:`is_stateless_request` is
         false), else its checked metadata (as :func:`parse_request_meta` gives it).
 
     Raises:
@@ -132,7 +132,7 @@ def request_meta(request: Request) -> RequestMeta | None:
     """
     meta = _meta_of(request.params)
     if (meta is None or PROTOCOL_VERSION not in meta) and request.method != _DISCOVER:
-        return None  # the session era (as is_modern_request decides)
+        return None  # the session era (as is_stateless_request decides)
     return _read(request, meta)
 
 
@@ -140,7 +140,7 @@ def parse_request_meta(request: Request) -> RequestMeta:
     """Read and check the per-request metadata of a stateless request.
 
     Args:
-        request: A request served statelessly (:func:`is_modern_request`, or a transport that
+        request: A request served statelessly (:func:`is_stateless_request`, or a transport that
             knows the era otherwise).
 
     Returns:

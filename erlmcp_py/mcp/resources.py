@@ -33,8 +33,8 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from erlmcp_py.core.errors import ErlmcpError
+from erlmcp_py.mcp._uritemplate import UriTemplate
 from erlmcp_py.mcp.jsonrpc import JsonRpcError
-from erlmcp_py.mcp.uritemplate import UriTemplate
 
 __all__ = [
     "RESOURCE_NOT_FOUND",

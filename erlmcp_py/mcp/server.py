@@ -11,11 +11,12 @@ from erlmcp_py.actors.runtime import Runtime, open_runtime
 from erlmcp_py.actors.urlcheck import Resolver
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.urlpolicy import UrlPolicy
-from erlmcp_py.mcp.asked_forms import check_asked_forms
+from erlmcp_py.mcp._asked_forms import check_asked_forms
+from erlmcp_py.mcp._prompts import PromptFunction, PromptSpec, make_prompt
+from erlmcp_py.mcp._tools import TaskStart, ToolFunction, ToolSpec, make_tool
 from erlmcp_py.mcp.completion import Completer, CompletionRegistry
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.mrtr import ContinuationRegistry
-from erlmcp_py.mcp.prompts import PromptFunction, PromptSpec, make_prompt
 from erlmcp_py.mcp.resources import (
     ResourceFunction,
     ResourceRegistry,
@@ -26,7 +27,6 @@ from erlmcp_py.mcp.resources import (
 )
 from erlmcp_py.mcp.session import ServerSession
 from erlmcp_py.mcp.stateless import StatelessEndpoint
-from erlmcp_py.mcp.tools import TaskStart, ToolFunction, ToolSpec, make_tool
 
 __all__ = ["Server"]
 
@@ -182,7 +182,7 @@ class Server:
                 and a ``Context`` parameter).
             TypeError: the signature cannot be turned into an input schema, or a form the
                 tool's code asks for cannot be sent (see
-                :mod:`~erlmcp_py.mcp.asked_forms`).
+                :mod:`~erlmcp_py.mcp._asked_forms`).
         """
         spec = make_tool(
             fn,

@@ -19,7 +19,7 @@ session closes, every tool task is cancelled (so the runtime's owner watch ends 
 elicitations ``abandoned``) and every pending callback gets :class:`PeerGone`.
 
 ``resources/read``, ``prompts/get`` and ``completion/complete`` (and the lists) call
-application functions, so they run as tasks too (:mod:`~erlmcp_py.mcp.features` answers them);
+application functions, so they run as tasks too (:mod:`~erlmcp_py.mcp._features` answers them);
 a prompt function that takes a ``Context`` asks the client through this session, as a tool
 does, related to its ``prompts/get``;
 ``resources/subscribe`` and ``unsubscribe`` only touch this session's set of subscribed URIs,
@@ -46,7 +46,8 @@ import trio
 from erlmcp_py.actors.peer import AnswerTooLarge, PeerError, PeerGone, PeerResponse
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
-from erlmcp_py.mcp import features, jsonrpc
+from erlmcp_py.mcp import _features as features, jsonrpc
+from erlmcp_py.mcp._tools import ToolSpec
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import (
@@ -71,7 +72,6 @@ from erlmcp_py.mcp.params import (
 )
 from erlmcp_py.mcp.stateless import SessionStateless, open_for_session
 from erlmcp_py.mcp.stopwatch import ToolClock, run_tool
-from erlmcp_py.mcp.tools import ToolSpec
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 
 if TYPE_CHECKING:

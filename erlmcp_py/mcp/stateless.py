@@ -69,7 +69,8 @@ from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.tasks import TASKS_EXTENSION
 from erlmcp_py.core.versions import SUPPORTED_VERSIONS
-from erlmcp_py.mcp import features, jsonrpc
+from erlmcp_py.mcp import _features as features, jsonrpc
+from erlmcp_py.mcp._tools import ToolSpec, text_result
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import UrlElicitationRequired
@@ -105,7 +106,6 @@ from erlmcp_py.mcp.tasks import (
     open_tasks,
     tasks_required,
 )
-from erlmcp_py.mcp.tools import ToolSpec, text_result
 
 if TYPE_CHECKING:
     from erlmcp_py.mcp.server import Server
@@ -130,7 +130,7 @@ INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get"})
 
 
 class StatelessEndpoint:
-    """Answers modern requests for one server.
+    """Answers 2026-07-28 requests for one server.
 
     Args:
         server: The server whose tools are served.
@@ -185,7 +185,7 @@ class StatelessEndpoint:
         notify: NotificationSink | None = None,
         accept_language: str | None = None,
     ) -> dict[str, Any]:
-        """Answer one modern request.
+        """Answer one 2026-07-28 request.
 
         Args:
             request: The request.

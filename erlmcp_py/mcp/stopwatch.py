@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from erlmcp_py.mcp.tools import (
+from erlmcp_py.mcp._tools import (
     ToolArgumentsError,
     ToolSpec,
     budget_exceeded,

@@ -66,7 +66,7 @@ polled, answered; of the principal, or of the principal holding the most) is for
 the new one, and with none ended the new one is refused (``-32603``, ``data.reason``
 :data:`TASKS_PRINCIPAL_BUSY` or :data:`TASKS_BUSY`; HTTP answers 429 and 503).
 
-*The store.* A task's record (:class:`~erlmcp_py.core.store_wire.SharedTask`) is written to the
+*The store.* A task's record (:class:`~erlmcp_py.core.store_wire.StoreTask`) is written to the
 runtime's store before its ``CreateTaskResult`` is answered (a ``tasks/get`` right after it
 resolves on any replica sharing the store), then after each change (written in the
 background, in order, the latest state winning: one writer), and deleted when the task is
@@ -129,7 +129,7 @@ from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.errors import AnswerInFlight, StoreUnavailable
 from erlmcp_py.core.policy import TaskPolicy
 from erlmcp_py.core.shares import Refuse, Shares, Shed
-from erlmcp_py.core.store_wire import SharedTask, TaskAnswer, TaskOp, TaskReplay
+from erlmcp_py.core.store_wire import StoreTask, TaskAnswer, TaskOp, TaskReplay
 from erlmcp_py.core.tasks import TASKS_EXTENSION, TaskState
 from erlmcp_py.mcp.call_peer import CallPeer, TaskStarter
 from erlmcp_py.mcp.jsonrpc import (
@@ -789,7 +789,7 @@ class TaskRegistry:
     def _created(self, task: _Task) -> dict[str, Any]:
         return {"resultType": "task", **task.state.created()}
 
-    def _shared(self, task: _Task) -> SharedTask:
+    def _shared(self, task: _Task) -> StoreTask:
         state = task.state
         replay = None
         if self.durable and task.resume is not None:
@@ -806,7 +806,7 @@ class TaskRegistry:
                 charged=max(task.charged, task.questions),
                 blocked=task.blocked,
             )
-        return SharedTask(
+        return StoreTask(
             state.task_id, state.detailed(), task.principal, self.runtime.store.replica, replay
         )
 
@@ -1064,7 +1064,7 @@ class TaskRegistry:
         self._tasks.touch(task_id)
         return task
 
-    async def _stored(self, task_id: str, principal: str) -> SharedTask | None:
+    async def _stored(self, task_id: str, principal: str) -> StoreTask | None:
         try:
             return await self.runtime.store.get_task(task_id, principal)
         except StoreUnavailable:
@@ -1193,7 +1193,7 @@ class TaskRegistry:
             arrived.set()
 
     async def _resume(
-        self, shared: SharedTask, facts: TaskReplay, journal: Sequence[TaskAnswer]
+        self, shared: StoreTask, facts: TaskReplay, journal: Sequence[TaskAnswer]
     ) -> None:
         """Hold a task taken over: run its tool again with the journal's answers, or end it
         (cancelled when its client asked; failed when it cannot be run again)."""

@@ -9,9 +9,9 @@ from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.ratelimit import Decision, RateLimiterStats
 from erlmcp_py.core.store_wire import (
     CallOp,
-    SharedRecord,
-    SharedTask,
-    SharedTicket,
+    StoreRecord,
+    StoreTask,
+    StoreTicket,
     TaskAnswer,
     TaskOp,
 )
@@ -106,18 +106,18 @@ class Store(Protocol):
         """Admission counters of this replica."""
         ...
 
-    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+    def changed(self, elicitation_id: str, snapshot: Callable[[], StoreRecord]) -> None:
         """An elicitation of this replica changed: publish it for the other replicas
         (``snapshot`` is called when the store writes it; terminal ones are kept for the
         retention period). Never blocks, never raises."""
         ...
 
-    async def find(self, elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
+    async def find(self, elicitation_id: str, tenant: Tenant) -> StoreRecord | None:
         """Another replica's record, if ``tenant`` may see it (otherwise ``None``, exactly
         as for an unknown id)."""
         ...
 
-    async def list_for(self, tenant: Tenant) -> list[SharedRecord]:
+    async def list_for(self, tenant: Tenant) -> list[StoreRecord]:
         """Every record of ``tenant``, of every replica."""
         ...
 
@@ -145,7 +145,7 @@ class Store(Protocol):
         """
         ...
 
-    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+    async def put_ticket(self, ticket: StoreTicket, ttl_s: float) -> None:
         """Publish a new, open ticket for at most ``ttl_s`` seconds."""
         ...
 
@@ -153,7 +153,7 @@ class Store(Protocol):
         """Bind an open ticket to the elicitation asked with its URL."""
         ...
 
-    async def get_ticket(self, token: str) -> SharedTicket | None:
+    async def get_ticket(self, token: str) -> StoreTicket | None:
         """The ticket of ``token`` in any state (a closed one without its question), or
         ``None`` when unknown, expired or forgotten."""
         ...
@@ -175,7 +175,7 @@ class Store(Protocol):
 
     async def put_task(
         self,
-        task: SharedTask,
+        task: StoreTask,
         ttl_s: float,
         *,
         create: bool = False,
@@ -199,12 +199,12 @@ class Store(Protocol):
         were added (``False``: this replica does not hold the task, or it is gone)."""
         ...
 
-    async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
+    async def get_task(self, task_id: str, principal: str) -> StoreTask | None:
         """A task's record, if ``principal`` may see it (another principal's task, an unknown
         or an expired one: ``None`` alike); ``replica`` names its holder now."""
         ...
 
-    async def load_task(self, task_id: str) -> tuple[SharedTask, list[TaskAnswer]] | None:
+    async def load_task(self, task_id: str) -> tuple[StoreTask, list[TaskAnswer]] | None:
         """A task's record (of whichever principal) and its journal, oldest answer first;
         ``None`` when unknown or expired."""
         ...

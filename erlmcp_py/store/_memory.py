@@ -23,9 +23,9 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.ratelimit import Decision, RateLimiter, RateLimiterStats
 from erlmcp_py.core.store_wire import (
     CallOp,
-    SharedRecord,
-    SharedTask,
-    SharedTicket,
+    StoreRecord,
+    StoreTask,
+    StoreTicket,
     TaskAnswer,
     TaskOp,
     closed_ticket,
@@ -45,11 +45,11 @@ class MemoryStore:
         self.replica = replica
         self._policy = policy
         self._limiter = RateLimiter(policy)
-        self._tickets: dict[str, SharedTicket] = {}
+        self._tickets: dict[str, StoreTicket] = {}
         self._closed: deque[str] = deque()
         self._remembered = remembered  # closed tickets kept to say "expired or used"
         # per task: its record, its expiry (trio clock) and its journal
-        self._tasks: dict[str, tuple[SharedTask, float, list[TaskAnswer]]] = {}
+        self._tasks: dict[str, tuple[StoreTask, float, list[TaskAnswer]]] = {}
 
     async def admit(self, client: str, now: float, *, charge: bool) -> Decision:
         return self._limiter.try_acquire(client, now, charge=charge)
@@ -65,14 +65,14 @@ class MemoryStore:
     def rate_stats(self) -> RateLimiterStats:
         return self._limiter.stats()
 
-    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+    def changed(self, elicitation_id: str, snapshot: Callable[[], StoreRecord]) -> None:
         pass  # no other replica to tell
 
-    async def find(self, elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
+    async def find(self, elicitation_id: str, tenant: Tenant) -> StoreRecord | None:
         await trio.lowlevel.checkpoint()
         return None
 
-    async def list_for(self, tenant: Tenant) -> list[SharedRecord]:
+    async def list_for(self, tenant: Tenant) -> list[StoreRecord]:
         await trio.lowlevel.checkpoint()
         return []
 
@@ -87,7 +87,7 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         raise StoreUnavailable("forward: no other replica shares the embedded store")
 
-    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+    async def put_ticket(self, ticket: StoreTicket, ttl_s: float) -> None:
         self._tickets[ticket.token] = ticket  # ends when its elicitation ends (close_ticket)
         await trio.lowlevel.checkpoint()
 
@@ -95,7 +95,7 @@ class MemoryStore:
         self._move(token, "open", {"elicitation_id": elicitation_id})
         await trio.lowlevel.checkpoint()
 
-    async def get_ticket(self, token: str) -> SharedTicket | None:
+    async def get_ticket(self, token: str) -> StoreTicket | None:
         await trio.lowlevel.checkpoint()
         return self._tickets.get(token)
 
@@ -130,7 +130,7 @@ class MemoryStore:
 
     async def put_task(
         self,
-        task: SharedTask,
+        task: StoreTask,
         ttl_s: float,
         *,
         create: bool = False,
@@ -153,17 +153,17 @@ class MemoryStore:
         found[2].extend(answers)
         return True
 
-    async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
+    async def get_task(self, task_id: str, principal: str) -> StoreTask | None:
         await trio.lowlevel.checkpoint()
         found = self._live_task(task_id)
         return None if found is None else task_visible_to(found[0], principal)
 
-    async def load_task(self, task_id: str) -> tuple[SharedTask, list[TaskAnswer]] | None:
+    async def load_task(self, task_id: str) -> tuple[StoreTask, list[TaskAnswer]] | None:
         await trio.lowlevel.checkpoint()
         found = self._live_task(task_id)
         return None if found is None else (found[0], list(found[2]))
 
-    def _live_task(self, task_id: str) -> tuple[SharedTask, float, list[TaskAnswer]] | None:
+    def _live_task(self, task_id: str) -> tuple[StoreTask, float, list[TaskAnswer]] | None:
         found = self._tasks.get(task_id)
         if found is not None and found[1] <= trio.current_time():
             del self._tasks[task_id]

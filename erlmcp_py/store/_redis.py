@@ -71,9 +71,9 @@ from erlmcp_py.core.store_wire import (
     BucketParams,
     CallOp,
     Keys,
-    SharedRecord,
-    SharedTask,
-    SharedTicket,
+    StoreRecord,
+    StoreTask,
+    StoreTicket,
     StoreUrl,
     TaskAnswer,
     TaskOp,
@@ -176,13 +176,13 @@ class RedisStore:
         self._owed: Counter[str] = Counter()  # releases not written yet
         self._reset_owed = False
         self._owed_due = trio.Event()
-        self._outbox: dict[str, Callable[[], SharedRecord]] = {}  # records to publish
+        self._outbox: dict[str, Callable[[], StoreRecord]] = {}  # records to publish
         self._outbox_due = trio.Event()
         self._pending: Counter[str] = Counter()  # this replica's admitted, not released
         self._admitted = 0
         self._refused: Counter[str] = Counter()
         self._replies: dict[str, trio.MemorySendChannel[Mapping[str, Any]]] = {}
-        self._tickets: dict[str, tuple[SharedTicket, float]] = {}  # ours: ticket, expiry
+        self._tickets: dict[str, tuple[StoreTicket, float]] = {}  # ours: ticket, expiry
         self._nursery: trio.Nursery | None = None
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -309,7 +309,7 @@ class RedisStore:
 
     # -- records ------------------------------------------------------------------------------
 
-    def changed(self, elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+    def changed(self, elicitation_id: str, snapshot: Callable[[], StoreRecord]) -> None:
         self._outbox[elicitation_id] = snapshot
         self._outbox_due.set()
 
@@ -338,7 +338,7 @@ class RedisStore:
                 self._outbox.setdefault(elicitation_id, snapshot)
             raise
 
-    async def _publish(self, records: Sequence[SharedRecord]) -> None:
+    async def _publish(self, records: Sequence[StoreRecord]) -> None:
         args = [self.replica, self.keys.live_prefix, self.keys.record_prefix,
                 self.keys.index_prefix, str(self._live_ttl_ms), str(self._keep_ms),
                 str(self._keep_n)]  # fmt: skip
@@ -351,7 +351,7 @@ class RedisStore:
             ]
         await self._run("publish", self._script("publish", [], args))
 
-    async def find(self, elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
+    async def find(self, elicitation_id: str, tenant: Tenant) -> StoreRecord | None:
         key = self.keys.record_prefix + elicitation_id
         got = await self._run("find", lambda c: c.hmget(key, ["j", "w", "dead"]))
         if got[0] is None:
@@ -361,7 +361,7 @@ class RedisStore:
         )
         return visible_to(record, tenant)
 
-    async def list_for(self, tenant: Tenant) -> list[SharedRecord]:
+    async def list_for(self, tenant: Tenant) -> list[StoreRecord]:
         index = self.keys.index_prefix + tenant_digest(tenant)
         flat = await self._run("list", self._script("list", [index], [self.keys.record_prefix]))
         records = []
@@ -380,11 +380,11 @@ class RedisStore:
         call = self._script("ticket", [self.keys.ticket(token)], [step, *args])
         return int(await self._run(f"ticket_{step}", call)) == 1
 
-    async def put_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+    async def put_ticket(self, ticket: StoreTicket, ttl_s: float) -> None:
         await self._write_ticket(ticket, ttl_s)
         self._tickets[ticket.token] = (ticket, trio.current_time() + ttl_s)
 
-    async def _write_ticket(self, ticket: SharedTicket, ttl_s: float) -> None:
+    async def _write_ticket(self, ticket: StoreTicket, ttl_s: float) -> None:
         ttl_ms = str(max(1, round(ttl_s * 1000)))
         await self._ticket(ticket.token, "open", encode_ticket(ticket), ttl_ms)
         if ticket.elicitation_id is not None:
@@ -397,7 +397,7 @@ class RedisStore:
             self._tickets[token] = (bound, mine[1])
         await self._ticket(token, "bind", elicitation_id)
 
-    async def get_ticket(self, token: str) -> SharedTicket | None:
+    async def get_ticket(self, token: str) -> StoreTicket | None:
         key = self.keys.ticket(token)
         got = await self._run("ticket_get", lambda c: c.hmget(key, ["j", "e", "s"]))
         if got[2] is None:
@@ -429,7 +429,7 @@ class RedisStore:
 
     async def put_task(
         self,
-        task: SharedTask,
+        task: StoreTask,
         ttl_s: float,
         *,
         create: bool = False,
@@ -451,7 +451,7 @@ class RedisStore:
         args = [self.replica, *(encode_task_answer(answer) for answer in answers)]
         return int(await self._run("task_answer", self._script("task_answer", keys, args))) == 1
 
-    async def get_task(self, task_id: str, principal: str) -> SharedTask | None:
+    async def get_task(self, task_id: str, principal: str) -> StoreTask | None:
         key = self.keys.task(task_id)
         got = await self._run("task_get", lambda c: c.hmget(key, ["j", "h"]))
         if got[0] is None:
@@ -463,7 +463,7 @@ class RedisStore:
             return None
         return task_visible_to(task, principal)
 
-    async def load_task(self, task_id: str) -> tuple[SharedTask, list[TaskAnswer]] | None:
+    async def load_task(self, task_id: str) -> tuple[StoreTask, list[TaskAnswer]] | None:
         keys = [self.keys.task(task_id), self.keys.task_journal(task_id)]
         got = await self._run("task_load", self._script("task_load", keys, []))
         if not got:

@@ -63,7 +63,7 @@ class BodyPolicy:
 
 @dataclass(frozen=True, slots=True)
 class PrincipalLimits:
-    """Caps per principal (see :mod:`erlmcp_py.transports.principal`).
+    """Caps per principal (see :mod:`erlmcp_py.transports._principal`).
 
     Attributes:
         sessions: Open sessions of one principal; at it, a new one ends the principal's least

@@ -13,7 +13,8 @@ the socket and the application:
   complete it waits for the client to go away and then returns ``http.disconnect``; bytes the
   client sends meanwhile (a pipelined request) are kept for after the response. The wait may be
   cancelled (the application cancels it to wake up, see
-  :class:`~erlmcp_py.transports.http._Stream`): a socket read that is cancelled loses nothing.
+  :class:`~erlmcp_py.transports._http_streams.Stream`): a socket read that is cancelled loses
+  nothing.
 * The scope's ``path`` is the target's path percent-decoded except ``%2F`` (kept encoded, so
   no decoding adds a path segment), ``raw_path`` and ``query_string`` as sent; for an
   absolute-form target the ``host`` header is the target's authority (RFC 9112 §3.2.2).
@@ -27,17 +28,12 @@ the socket and the application:
   fails the client is gone: later writes are dropped and ``receive()`` answers
   ``http.disconnect``.
 
-A deadline for each request head: ``keep_alive_s`` from the end of the last response (or the
-connection's start) until the head is complete, so an idle connection and one that trickles
-its head are closed after ``keep_alive_s``; none for reads while the application runs (the
-application bounds its body reads itself, see
-:func:`~erlmcp_py.transports._limits.read_body`). A deadline for each write, a response's or a
-refusal's: ``write_timeout_s`` (:data:`WRITE_TIMEOUT_S`) plus a second per
-:data:`WRITE_MIN_RATE` bytes, from its first wait for the client to take its bytes; a client
-that stops reading, or reads slower, is given up on (``http_write_timed_out``) and its
-connection closed, its application told it is gone. A streamed response (SSE) gets it per
-message: its client may pause, and a stream whose client falls behind is also ended by the
-application once its queue is full (:class:`~erlmcp_py.transports.http._Stream`).
+Deadlines: one for each request head (``keep_alive_s``, from the end of the last response), none
+for reads while the application runs (it bounds its body reads,
+:func:`~erlmcp_py.transports._limits.read_body`), one for each write (``write_timeout_s`` plus
+a second per :data:`WRITE_MIN_RATE` bytes, from its first wait; per message on a stream); the
+values and what they guarantee: docs/architecture.md ("Policy defaults", the invariants
+"Connections are released" and "Every request is framed unambiguously").
 
 The socket is read and written directly (:class:`_SocketWire`): a call waits only when the
 kernel has nothing to read or no room to write, a deadline is armed only for such a wait, and
@@ -46,28 +42,15 @@ client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431); a head :mod:`~erlmcp_py.transports._http11` cannot frame
-unambiguously (400: a bare CR or LF, a NUL or another control character, a malformed request
-line or field line, obsolete line folding, a ``Content-Length`` that is not one number of at
-most :data:`MAX_LENGTH_DIGITS` digits sent once, both ``Content-Length`` and
-``Transfer-Encoding``, an HTTP/1.1 request without exactly one valid ``Host``, a target that
-is neither origin-form, absolute-form nor ``*`` for ``OPTIONS``); a transfer coding other than
-``chunked`` and ``CONNECT`` (501); a version other than HTTP/1.0 and HTTP/1.1 (505). A head
-not yet complete is refused as soon as a bare CR or LF shows in it. Empty lines before a
-request line are skipped. A malformed chunked body (its chunk lines, the CRLF after each
-chunk's data, its trailer section) is answered 400 and closed (cut short instead when the
-response has started); the application's ``receive()`` reports the client gone and what it
-sends next is dropped. A response whose request body was not read to its end closes the
-connection (``connection: close``), as does HTTP/1.0 without ``keep-alive`` and a request
-with ``connection: close``. Pipelined requests are answered one after the other, in order.
-A connection closed after such a last response (or a refusal) is closed as RFC 9112 §9.6
-asks: its sending side first, then what the client still sends is read and dropped until it
-closes its side, at most :data:`LINGER_S`, so that no reset destroys the response before the
-client reads it.
-
-No exception a client's bytes cause escapes its connection: the last resort logs it
-(``http_connection_failed``), answers 400 when nothing was answered yet and closes that
-connection alone; the server serves on. One raised reading a body is such a refusal too (400,
-never the application's 500).
+unambiguously (400); a transfer coding other than ``chunked``, and ``CONNECT`` (501); a
+version other than HTTP/1.0 and HTTP/1.1 (505). A head not yet complete is refused as soon as
+a bare CR or LF shows in it; empty lines before a request line are skipped. A malformed
+chunked body is answered 400 and closed (cut short once the response has started). A response
+whose request body was not read to its end closes the connection, as does HTTP/1.0 without
+``keep-alive`` and ``connection: close``; such a close lingers (:data:`LINGER_S`, RFC 9112
+§9.6). Pipelined requests are answered one after the other, in order. The last resort for an
+exception a client's bytes cause logs it (``http_connection_failed``), answers 400 when
+nothing was answered yet and closes that connection alone.
 
 Stopping (:func:`serve` with ``shutdown_trigger``): the listeners close, idle connections are
 closed at once, a connection in a request closes after its response, and whatever still runs

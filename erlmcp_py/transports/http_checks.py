@@ -24,7 +24,7 @@ __all__ = [
     "NAME_PARAMS",
     "HostPolicy",
     "accepts",
-    "check_modern_headers",
+    "check_stateless_headers",
     "check_protocol_version_header",
     "decode_header_value",
     "hostname_of",
@@ -324,7 +324,7 @@ def decode_header_value(value: str) -> str | None:
         return None
 
 
-def check_modern_headers(
+def check_stateless_headers(
     headers: Iterable[tuple[bytes, bytes]], method: str, params: object
 ) -> str | None:
     """Check the request metadata headers of a 2026-07-28 POST against its body.

@@ -37,7 +37,7 @@ from erlmcp_py.actors._ratelimiter import Acquire, Release
 from erlmcp_py.actors._record import CreateElicitation, Record, info_row
 from erlmcp_py.actors._validator import Validate
 from erlmcp_py.core.forms import compile_form
-from erlmcp_py.core.store_wire import SharedRecord
+from erlmcp_py.core.store_wire import StoreRecord
 from erlmcp_py.testing import MemoryPeer
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -485,15 +485,15 @@ async def test_the_store_publishes_an_ended_elicitations_row_again_on_rejoin(
 ) -> None:
     rows = _ended_rows(monkeypatch)
     handles = await _end_one_of_each(rt, MemoryPeer())
-    published: dict[str, SharedRecord] = {}
+    published: dict[str, StoreRecord] = {}
 
-    def changed(elicitation_id: str, snapshot: Callable[[], SharedRecord]) -> None:
+    def changed(elicitation_id: str, snapshot: Callable[[], StoreRecord]) -> None:
         published[elicitation_id] = snapshot()
 
     monkeypatch.setattr(rt.store, "changed", changed)
     rt.rejoined()
     await trio.testing.wait_all_tasks_blocked()
     assert published == {
-        h.id: SharedRecord(info_row(rows[h.id]), ALICE, rt.store.replica) for h in handles
+        h.id: StoreRecord(info_row(rows[h.id]), ALICE, rt.store.replica) for h in handles
     }
     assert all(published[h.id].terminal for h in handles)

@@ -45,7 +45,7 @@ from erlmcp_py.actors.peer import AnswerTooLarge, PeerError
 from erlmcp_py.core.errors import StoreUnavailable
 from erlmcp_py.core.outcomes import Outcome
 from erlmcp_py.core.schema import RequestedSchema
-from erlmcp_py.core.store_wire import SharedRecord
+from erlmcp_py.core.store_wire import StoreRecord
 from erlmcp_py.testing import MemoryPeer
 from tests.conftest import count_tasks
 
@@ -1345,8 +1345,8 @@ async def test_a_call_to_a_named_holder_that_does_not_answer_says_what_the_store
         forwarded.append(f"{op}@{replica}")
         raise StoreUnavailable("forward: the replica holding it is not reachable")
 
-    async def find(elicitation_id: str, tenant: Tenant) -> SharedRecord | None:
-        return None if row is None else SharedRecord(row, tenant, "r-other")
+    async def find(elicitation_id: str, tenant: Tenant) -> StoreRecord | None:
+        return None if row is None else StoreRecord(row, tenant, "r-other")
 
     monkeypatch.setattr(rt.store, "forward", unreachable)
     monkeypatch.setattr(rt.store, "find", find)

@@ -28,7 +28,7 @@ from erlmcp_py.app import (
 from erlmcp_py.core.state_token import TOKEN_VERSION
 from erlmcp_py.transports.http import PrincipalLimits
 from tests.deploy.support import free_port, serve_command
-from tests.transports.test_http_mrtr import META, Modern
+from tests.transports.test_http_mrtr import META, StatelessPoster
 
 
 def test_serve_rate_option_sets_the_per_client_rate() -> None:
@@ -130,11 +130,11 @@ async def test_serve_publishes_its_elicitations_to_the_store_it_is_given(tmp_pat
             )
             try:
                 async with httpx2.AsyncClient(timeout=5) as http:
-                    modern = Modern(http, f"http://127.0.0.1:{port}/mcp")
+                    poster = StatelessPoster(http, f"http://127.0.0.1:{port}/mcp")
                     params = {"name": "demo_confirm", "arguments": {}, "_meta": META}
                     while True:
                         try:
-                            answer = await modern.post("tools/call", params)
+                            answer = await poster.post("tools/call", params)
                             break
                         except httpx2.TransportError:
                             await trio.sleep(0.05)
@@ -443,12 +443,12 @@ async def test_serve_seals_request_state_with_the_configured_key(tmp_path: Path)
         )
         try:
             async with httpx2.AsyncClient(timeout=5) as http:
-                modern = Modern(http, url)
+                poster = StatelessPoster(http, url)
                 params = {"name": "demo_confirm", "arguments": {}, "_meta": META}
                 with trio.move_on_after(15):
                     while True:
                         try:
-                            answer = await modern.post("tools/call", params)
+                            answer = await poster.post("tools/call", params)
                             break
                         except httpx2.TransportError:
                             await trio.sleep(0.05)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx2
 
 from tests.transports.test_http_forwarded import alive, lives, open_session, peer
-from tests.transports.test_http_mrtr import META, Modern
+from tests.transports.test_http_mrtr import META, StatelessPoster
 
 __all__ = ["alive", "ask_signup", "lives", "open_session", "peer"]
 
@@ -21,7 +21,7 @@ async def ask_signup(http: httpx2.AsyncClient, url: str, tag: str) -> str:
     """A 2026-07-28 call of the cluster server's ``signup``, whose first question takes one of
     the client's ``--rate`` tokens: ``"asked"`` (the question came, and was declined, which
     ends the call) or ``"rate limited"`` (the tool's error result)."""
-    client = Modern(http, url)
+    client = StatelessPoster(http, url)
     headers = client.headers("tools/call", "signup")
     params: dict[str, Any] = {"name": "signup", "arguments": {"tag": tag}, "_meta": META}
     response = await client.post("tools/call", params, headers=headers)

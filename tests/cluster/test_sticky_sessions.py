@@ -90,10 +90,10 @@ async def test_session_and_stateless_requests_share_one_frontend(cluster: Cluste
     with trio.fail_after(LIMIT):
         async with (
             Client(cluster.url, mode="legacy") as session,
-            Client(cluster.url, mode="2026-07-28", elicitation_callback=on_elicit) as modern,
+            Client(cluster.url, mode="2026-07-28", elicitation_callback=on_elicit) as stateless,
         ):
             tools = await session.list_tools()
-            result = await modern.call_tool("signup", {"tag": "beside", "plan": "pro"})
+            result = await stateless.call_tool("signup", {"tag": "beside", "plan": "pro"})
             assert "signup" in {tool.name for tool in tools.tools}
             assert (await session.list_tools()).tools == tools.tools
     assert result.content[0].text == "pro: Ada, 36, Lisbon, confirmed=True"  # type: ignore[union-attr]

@@ -21,10 +21,10 @@ import httpx2
 import pexpect
 import pytest
 
+from erlmcp_py.core.versions import V_2026_07_28
 from tests.connect.test_terminal import TIMEOUT, _http_server, _run, connect, leave
 from tests.transports.test_page import CSRF
 
-MODERN = "2026-07-28"
 FOLLOWING = re.compile(r"Following task ([0-9a-f]{32}) \(Ctrl-C: cancel it or leave it")
 LINK = re.compile(
     r"Anyone with this link can answer it instead: (http://127\.0\.0\.1:\d+/elicit/\S+)"
@@ -60,7 +60,7 @@ def answer_reviewer(child: pexpect.spawn, name: str, confirm: str) -> str:
 
 
 def test_a_task_tools_question_is_asked_answered_and_its_result_shown(http_url: str) -> None:
-    child = connect([http_url], MODERN)
+    child = connect([http_url], V_2026_07_28)
     child.expect_exact("mcp> ")
     child.sendline("call confirm_delete filename=a.txt")
     following(child)
@@ -81,7 +81,7 @@ def test_a_task_tools_question_is_asked_answered_and_its_result_shown(http_url: 
 
 
 def test_a_question_answered_through_its_link_leaves_the_terminal(http_url: str) -> None:
-    child = connect([http_url], MODERN)
+    child = connect([http_url], V_2026_07_28)
     child.expect_exact("mcp> ")
     child.sendline("call confirm_delete filename=b.txt")
     child.expect(LINK)
@@ -102,7 +102,7 @@ def test_a_question_answered_through_its_link_leaves_the_terminal(http_url: str)
 
 
 def test_a_task_is_resumed_by_a_new_client_after_the_first_one_was_killed(http_url: str) -> None:
-    first = connect([http_url], MODERN, options=["--call", "multi_input"])
+    first = connect([http_url], V_2026_07_28, options=["--call", "multi_input"])
     task_id = following(first)
     answered = answer_reviewer(first, "Ada", "y")
     first.expect(r"Reviewer (first|second): your name\?")  # the other one, on screen
@@ -110,7 +110,7 @@ def test_a_task_is_resumed_by_a_new_client_after_the_first_one_was_killed(http_u
     first.expect(pexpect.EOF)
     first.close()
     # A new process, knowing only the id: the question left is asked, and only it.
-    again = connect([http_url], MODERN, options=["--task", task_id])
+    again = connect([http_url], V_2026_07_28, options=["--task", task_id])
     assert following(again) == task_id
     other = answer_reviewer(again, "Bob", "n")
     assert {answered, other} == {"first", "second"}
@@ -124,7 +124,7 @@ def test_a_task_is_resumed_by_a_new_client_after_the_first_one_was_killed(http_u
 
 
 def test_ctrl_c_leaves_a_task_running_and_the_task_command_resumes_it(http_url: str) -> None:
-    child = connect([http_url], MODERN)
+    child = connect([http_url], V_2026_07_28)
     child.expect_exact("mcp> ")
     child.sendline("call confirm_delete filename=c.txt")
     task_id = following(child)
@@ -139,7 +139,7 @@ def test_ctrl_c_leaves_a_task_running_and_the_task_command_resumes_it(http_url: 
     child.sendline("2")
     child.expect_exact(f"Task {task_id} goes on running; follow it again with: task {task_id}")
     assert leave(child) == 0
-    again = connect([http_url], MODERN)
+    again = connect([http_url], V_2026_07_28)
     again.expect_exact("mcp> ")
     again.sendline(f"task {task_id}")
     assert following(again) == task_id
@@ -154,7 +154,9 @@ def test_ctrl_c_leaves_a_task_running_and_the_task_command_resumes_it(http_url: 
 
 
 def test_ctrl_c_then_cancel_ends_the_task_cancelled(http_url: str) -> None:
-    child = connect([http_url], MODERN, options=["--call", "confirm_delete", "filename=d.txt"])
+    child = connect(
+        [http_url], V_2026_07_28, options=["--call", "confirm_delete", "filename=d.txt"]
+    )
     task_id = following(child)
     child.expect_exact("[y/n] > ")
     child.sendintr()
@@ -172,7 +174,7 @@ def test_ctrl_c_then_cancel_ends_the_task_cancelled(http_url: str) -> None:
 
 
 def test_the_cancel_command_cancels_a_task_left_running(http_url: str) -> None:
-    child = connect([http_url], MODERN)
+    child = connect([http_url], V_2026_07_28)
     child.expect_exact("mcp> ")
     child.sendline("call slow_compute seconds=600")
     task_id = following(child)
@@ -194,7 +196,7 @@ def test_the_cancel_command_cancels_a_task_left_running(http_url: str) -> None:
 def test_an_unknown_task_id_is_the_servers_error_and_exit_status_1(http_url: str) -> None:
     done = _run("--task", "no-such-task-id", http_url)
     assert done.returncode == 1
-    assert f"(protocol {MODERN}, HTTP)" in done.stdout  # --task speaks 2026-07-28 by itself
+    assert f"(protocol {V_2026_07_28}, HTTP)" in done.stdout  # --task speaks 2026-07-28 by itself
     assert "The server answered with error -32602: Failed to retrieve task: Task not found" in (
         done.stdout
     )
@@ -204,7 +206,7 @@ def test_an_unknown_task_id_is_the_servers_error_and_exit_status_1(http_url: str
 
 
 def test_without_the_extension_a_task_tool_runs_as_an_ordinary_call(http_url: str) -> None:
-    child = connect([http_url], MODERN, options=["--no-tasks"])
+    child = connect([http_url], V_2026_07_28, options=["--no-tasks"])
     child.expect_exact("mcp> ")
     child.sendline("call confirm_delete filename=e.txt")
     child.expect_exact("Delete e.txt?")

@@ -23,8 +23,8 @@ from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.store_wire import (
     BucketParams,
     Keys,
-    SharedTask,
-    SharedTicket,
+    StoreTask,
+    StoreTicket,
     StoreUrl,
     TaskReplay,
     decode_call,
@@ -169,7 +169,7 @@ def test_a_forwarded_call_and_its_errors_cross_the_wire() -> None:
 
 
 def test_a_ticket_reads_back_with_who_asks_on_every_replica() -> None:
-    ticket = SharedTicket(
+    ticket = StoreTicket(
         "t" * 43,
         "https://mcp.example/elicit/" + "t" * 43,
         "csrf",
@@ -202,9 +202,9 @@ def test_a_durable_tasks_record_carries_what_replaying_it_takes_and_names_its_ho
         charged=2,
         blocked="url_elicitation",
     )
-    record = SharedTask("t1", {"taskId": "t1", "status": "working"}, "alice", "r1", replay)
+    record = StoreTask("t1", {"taskId": "t1", "status": "working"}, "alice", "r1", replay)
     assert record.durable
-    assert not SharedTask("t1", {}, "alice", "r1").durable
+    assert not StoreTask("t1", {}, "alice", "r1").durable
     assert decode_task(encode_task(record)) == record
     assert decode_task(encode_task(record), "r2").replica == "r2"  # taken over since
     text = json.loads(encode_task(record))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from erlmcp_py.core.store_wire import SharedTask, decode_task, encode_task, task_visible_to
+from erlmcp_py.core.store_wire import StoreTask, decode_task, encode_task, task_visible_to
 from erlmcp_py.core.tasks import (
     TERMINAL_STATUSES,
     TaskState,
@@ -166,14 +166,14 @@ def test_a_warning_shows_until_its_request_leaves_the_map() -> None:
 def test_a_task_record_round_trips_through_the_store_format_and_binds_its_principal() -> None:
     state = new()
     state.ask("q", "elicitation/create", FORM, T0)
-    record = SharedTask("t1", state.detailed(), "addr:10.0.0.1", "r1")
+    record = StoreTask("t1", state.detailed(), "addr:10.0.0.1", "r1")
     back = decode_task(encode_task(record))
     assert back == record
     assert not back.terminal
     assert task_visible_to(back, "addr:10.0.0.1") is back
     assert task_visible_to(back, "addr:10.0.0.2") is None
     state.cancel(T0)
-    assert SharedTask("t1", state.detailed(), "p", "r").terminal
+    assert StoreTask("t1", state.detailed(), "p", "r").terminal
     with pytest.raises(TypeError):
         decode_task('{"id": "t1", "task": {}, "principal": 1, "replica": "r"}')
     with pytest.raises(TypeError):

@@ -1,4 +1,4 @@
-"""``mcp/meta.py``: the 2026-07-28 per-request metadata and which requests are modern."""
+"""``mcp/meta.py``: the 2026-07-28 per-request metadata and which requests are stateless."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from erlmcp_py.mcp.meta import (
     CLIENT_CAPABILITIES,
     PROTOCOL_VERSION,
     RequestMeta,
-    is_modern_request,
+    is_stateless_request,
     parse_request_meta,
     request_meta,
 )
@@ -74,7 +74,7 @@ def test_request_meta_is_a_frozen_value() -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "params", "modern"),
+    ("method", "params", "stateless"),
     [
         ("server/discover", None, True),
         ("tools/call", None, False),
@@ -88,10 +88,10 @@ def test_request_meta_is_a_frozen_value() -> None:
         ("tools/call", MappingProxyType({"_meta": {PROTOCOL_VERSION: 1}}), True),
     ],
 )
-def test_a_request_is_modern_when_its_meta_names_the_protocol_version(
-    method: str, params: Any, modern: bool
+def test_a_request_is_stateless_when_its_meta_names_the_protocol_version(
+    method: str, params: Any, stateless: bool
 ) -> None:
-    assert is_modern_request(Request(1, method, params)) is modern
+    assert is_stateless_request(Request(1, method, params)) is stateless
 
 
 @pytest.mark.parametrize(
@@ -110,7 +110,7 @@ def test_request_meta_leaves_session_era_requests_unread(method: str, params: An
     assert request_meta(Request(1, method, params)) is None
 
 
-def test_request_meta_reads_a_modern_request_as_parse_request_meta_does() -> None:
+def test_request_meta_reads_a_stateless_request_as_parse_request_meta_does() -> None:
     request = Request(1, "tools/call", {"_meta": meta({"elicitation": {}}, {"name": "c"})})
     read = request_meta(request)
     assert read == parse_request_meta(request)
@@ -160,7 +160,7 @@ def test_request_meta_reads_a_modern_request_as_parse_request_meta_does() -> Non
         ),
     ],
 )
-def test_a_modern_request_with_refused_meta_is_refused_by_request_meta(
+def test_a_stateless_request_with_refused_meta_is_refused_by_request_meta(
     method: str, params: Any, code: int, message: str, data: Any
 ) -> None:
     request = Request(9, method, params)

@@ -916,7 +916,7 @@ async def test_a_held_retry_sheds_with_a_state_only_result(
         assert final["content"][0]["text"] == "done Accepted"
 
 
-async def test_legacy_and_modern_requests_share_a_connection(
+async def test_session_and_stateless_requests_share_a_connection(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     server, _ = make_server()
@@ -933,8 +933,8 @@ async def test_legacy_and_modern_requests_share_a_connection(
         await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         legacy = await client.request("tools/call", {"name": "plain", "arguments": {"x": 2}})
         assert legacy["result"] == {"content": [{"type": "text", "text": "4"}]}  # no resultType
-        modern = (await client.call("plain", {"x": 3}))["result"]
-        assert modern["resultType"] == "complete"
+        stateless = (await client.call("plain", {"x": 3}))["result"]
+        assert stateless["resultType"] == "complete"
 
 
 async def test_registry_bound_and_key_rotation(autojump_clock: trio.testing.MockClock) -> None:

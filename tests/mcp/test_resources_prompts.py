@@ -17,15 +17,16 @@ from erlmcp_py.actors.peer import PeerGone
 from erlmcp_py.app.examples.everything import PNG_1X1, STATIC_TEXT
 from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.outcomes import Accepted
+from erlmcp_py.core.versions import V_2026_07_28
+from erlmcp_py.mcp._prompts import make_prompt
+from erlmcp_py.mcp._uritemplate import UriTemplate, UriTemplateError
 from erlmcp_py.mcp.client_results import SampledMessage
 from erlmcp_py.mcp.completion import MAX_VALUES, CompletionRequest
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import CapabilityMissing, ClientRequestError
-from erlmcp_py.mcp.prompts import make_prompt
 from erlmcp_py.mcp.resources import Contents, ResourceNotFound
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import MAX_SUBSCRIPTIONS
-from erlmcp_py.mcp.uritemplate import UriTemplate, UriTemplateError
 from tests.mcp.harness import Wire, connect
 
 WATCHED = "test://watched-resource"
@@ -680,8 +681,8 @@ async def test_sample_errors(autojump_clock: trio.testing.MockClock) -> None:
 
 # -- 2026-07-28 (stateless) ----------------------------------------------------------------------
 
-MODERN_META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+STATELESS_META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": V_2026_07_28,
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
 }
@@ -690,25 +691,27 @@ MODERN_META: dict[str, Any] = {
 async def test_stateless_requests(autojump_clock: trio.testing.MockClock) -> None:
     async with connect(build_server()) as wire:
 
-        async def modern(method: str, **params: Any) -> dict[str, Any]:
-            return await wire.request(method, {**params, "_meta": MODERN_META})
+        async def stateless(method: str, **params: Any) -> dict[str, Any]:
+            return await wire.request(method, {**params, "_meta": STATELESS_META})
 
-        caps = (await modern("server/discover"))["result"]["capabilities"]
+        caps = (await stateless("server/discover"))["result"]["capabilities"]
         assert caps["resources"] == {"listChanged": False}
         assert caps["prompts"] == {"listChanged": False}
         assert caps["completions"] == {}
-        listed = (await modern("resources/list"))["result"]
+        listed = (await stateless("resources/list"))["result"]
         assert listed["resultType"] == "complete"
         assert listed["cacheScope"] == "public"
         assert len(listed["resources"]) == 3
-        read = (await modern("resources/read", uri="test://static-text"))["result"]
+        read = (await stateless("resources/read", uri="test://static-text"))["result"]
         assert read["contents"][0]["text"] == STATIC_TEXT
         assert read["resultType"] == "complete"
         # 2026-07-28 answers an unknown resource with invalid params (-32002 in sessions)
-        assert error_of(await modern("resources/read", uri="test://nope"))[0] == -32602
-        prompt = (await modern("prompts/get", name="test_simple_prompt"))["result"]
+        assert error_of(await stateless("resources/read", uri="test://nope"))[0] == -32602
+        prompt = (await stateless("prompts/get", name="test_simple_prompt"))["result"]
         assert prompt["messages"][0]["role"] == "user"
         ref = {"type": "ref/prompt", "name": "test_prompt_with_arguments"}
-        done = await modern("completion/complete", ref=ref, argument={"name": "arg2", "value": "w"})
+        done = await stateless(
+            "completion/complete", ref=ref, argument={"name": "arg2", "value": "w"}
+        )
         assert done["result"]["completion"]["values"] == ["world"]
-        assert error_of(await modern("resources/subscribe", uri=WATCHED))[0] == -32601
+        assert error_of(await stateless("resources/subscribe", uri=WATCHED))[0] == -32601

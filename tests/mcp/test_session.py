@@ -19,6 +19,7 @@ from erlmcp_py.app.examples.server import build_server
 from erlmcp_py.core.errors import RequestTooLarge
 from erlmcp_py.core.forms import load_form
 from erlmcp_py.core.outcomes import Accepted, Outcome, TimedOut, Unsupported
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.errors import ClientRequestError
@@ -614,8 +615,8 @@ WIDE_FORM = {
         {"id": f"f{i}", "type": "text", "label": f"{HIDDEN} {'x' * 60}"} for i in range(WIDE)
     ],
 }
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": V_2026_07_28,
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
     "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
 }
@@ -649,7 +650,7 @@ async def test_a_schema_over_schema_bytes_is_refused_at_once_every_way_of_asking
         for way in forms:
             params: dict[str, Any] = {"name": "ask", "arguments": {"way": way}}
             if era == "2026-07-28":
-                params["_meta"] = MODERN_META
+                params["_meta"] = STATELESS_META
             result = (await wire.request("tools/call", params))["result"]
             assert result["content"][0]["text"].startswith("refused: requestedSchema"), result
         assert not [f for f in wire.out if f.get("method") == "elicitation/create"]

@@ -69,10 +69,10 @@ async def test_unknown_resource_is_invalid_params_on_2026_and_not_found_on_2025(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(build_server()) as wire:
-        modern = (await wire.request("resources/read", {"uri": UNKNOWN, "_meta": META}))["error"]
-        assert modern["code"] == -32602
-        assert modern["data"] == {"uri": UNKNOWN}
-        assert modern["message"] == f"Resource not found: {UNKNOWN}"
+        stateless = (await wire.request("resources/read", {"uri": UNKNOWN, "_meta": META}))["error"]
+        assert stateless["code"] == -32602
+        assert stateless["data"] == {"uri": UNKNOWN}
+        assert stateless["message"] == f"Resource not found: {UNKNOWN}"
 
         await wire.initialize(version="2025-11-25")
         legacy = (await wire.request("resources/read", {"uri": UNKNOWN}))["error"]

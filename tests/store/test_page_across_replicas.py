@@ -23,7 +23,7 @@ from tests.transports.test_page import (
     CSRF,
     RING,
     TIMEOUT,
-    Modern,
+    StatelessPoster,
     asked,
     final_text,
     page_request,
@@ -149,10 +149,12 @@ async def test_a_2026_call_is_answered_by_a_page_submitted_on_another_replica(
         httpx2.AsyncClient(timeout=TIMEOUT) as http,
     ):
         with trio.fail_after(TIMEOUT):
-            first = await Modern(http, a.url).call("login")
+            first = await StatelessPoster(http, a.url).call("login")
             key, url = page_request(first)
             assert (await submit(http, on(b, url), user="ada", api_key="k-26")).status_code == 200
-            final = await Modern(http, a.url).call("login", first["requestState"], {key: CONSENT})
+            final = await StatelessPoster(http, a.url).call(
+                "login", first["requestState"], {key: CONSENT}
+            )
         assert final_text(final) == "accept user=ada key=k-26"
 
 

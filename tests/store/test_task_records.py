@@ -20,7 +20,7 @@ import trio
 from erlmcp_py import Tenant, open_runtime
 from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.policy import RatePolicy
-from erlmcp_py.core.store_wire import SharedTask
+from erlmcp_py.core.store_wire import StoreTask
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
 from erlmcp_py.mcp.mrtr import open_continuations
@@ -35,9 +35,9 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {EXT: {}}},
 }
-RECORD = SharedTask("t-1", {"taskId": "t-1", "status": "working"}, "alice", "r1")
+RECORD = StoreTask("t-1", {"taskId": "t-1", "status": "working"}, "alice", "r1")
 T = TypeVar("T")
-ENDED = SharedTask("t-2", {"taskId": "t-2", "status": "completed", "result": {}}, "alice", "r1")
+ENDED = StoreTask("t-2", {"taskId": "t-2", "status": "completed", "result": {}}, "alice", "r1")
 
 
 async def test_the_embedded_store_keeps_a_task_for_its_ttl_and_only_for_its_principal(

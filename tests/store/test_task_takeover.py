@@ -28,7 +28,7 @@ import pytest
 import trio
 
 from erlmcp_py.actors.pages import PAGE_URL_META
-from erlmcp_py.core.store_wire import SharedTask, TaskReplay, parse_store_url
+from erlmcp_py.core.store_wire import StoreTask, TaskReplay, parse_store_url
 from erlmcp_py.mcp.jsonrpc import JsonRpcError
 from tests.deploy.support import REPO
 from tests.store.server import RedisServer
@@ -355,7 +355,7 @@ async def test_a_task_taken_over_where_calls_are_not_replayed_ends_failed(
         assert b.probe.runs == []
 
 
-def record(task_id: str, replica_id: str, **facts: Any) -> SharedTask:
+def record(task_id: str, replica_id: str, **facts: Any) -> StoreTask:
     """A durable task's record as a replica that then dies wrote it."""
     detailed = {
         "taskId": task_id,
@@ -368,7 +368,7 @@ def record(task_id: str, replica_id: str, **facts: Any) -> SharedTask:
     call = {"tool": "approve", "arguments": {"item": "INV-7"}, "id": 1,
             "tenant": ["alice", "", ""], "locale": None}  # fmt: skip
     replay = TaskReplay("approve", call, "alice", "2026-07-28", {"elicitation": {}}, **facts)
-    return SharedTask(task_id, detailed, "alice", replica_id, replay)
+    return StoreTask(task_id, detailed, "alice", replica_id, replay)
 
 
 @pytest.mark.parametrize(

@@ -269,13 +269,13 @@ async def test_the_subject_is_the_principal_of_stateless_calls() -> None:
     async with issuer() as iss, protected(iss, server=mrtr.build_server(probe)) as listening:
         token = bearer(iss.token(listening.url, sub="bob"))
         async with httpx2.AsyncClient(timeout=TIMEOUT, headers=token) as http:
-            first = mrtr.ok(await mrtr.Modern(http, listening.url).call())
+            first = mrtr.ok(await mrtr.StatelessPoster(http, listening.url).call())
             assert first["resultType"] == "input_required"
         assert probe.tenants == [Tenant(user=f"sub:bob@{iss.url}")]
         other = bearer(iss.token(listening.url, sub="eve"))
         async with httpx2.AsyncClient(timeout=TIMEOUT, headers=other) as http:
             key, _ = mrtr.only_request(first)
-            retry = await mrtr.Modern(http, listening.url).call(
+            retry = await mrtr.StatelessPoster(http, listening.url).call(
                 first["requestState"], {key: mrtr.ACCEPT_ADA}
             )
         assert retry.json()["error"]["data"]["reason"] == "wrong_principal"
@@ -439,9 +439,9 @@ async def test_subjects_sharing_a_long_prefix_are_two_principals() -> None:
             httpx2.AsyncClient(timeout=TIMEOUT, headers=alice) as a,
             httpx2.AsyncClient(timeout=TIMEOUT, headers=mallory) as m,
         ):
-            first = mrtr.ok(await mrtr.Modern(a, listening.url).call())
+            first = mrtr.ok(await mrtr.StatelessPoster(a, listening.url).call())
             key, _ = mrtr.only_request(first)
-            stolen = await mrtr.Modern(m, listening.url).call(
+            stolen = await mrtr.StatelessPoster(m, listening.url).call(
                 first["requestState"], {key: mrtr.ACCEPT_ADA}
             )
             assert stolen.json()["error"]["data"]["reason"] == "wrong_principal"
@@ -455,7 +455,7 @@ async def test_subjects_sharing_a_long_prefix_are_two_principals() -> None:
             assert ended.status_code == 404
             assert (await session.post(message("ping", id=2))).status_code == 200
 
-            resumed = await mrtr.Modern(a, listening.url).call(
+            resumed = await mrtr.StatelessPoster(a, listening.url).call(
                 first["requestState"], {key: mrtr.ACCEPT_ADA}
             )
             assert mrtr.ok(resumed)["resultType"] == "input_required"  # her second question

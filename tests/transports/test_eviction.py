@@ -173,10 +173,10 @@ async def test_a_full_registry_evicts_a_suspended_call_whose_retry_replays() -> 
         from_address("127.0.0.42") as newcomer_http,
     ):
         with trio.fail_after(TIMEOUT):
-            heavy = mrtr.Modern(heavy_http, listening.url)
+            heavy = mrtr.StatelessPoster(heavy_http, listening.url)
             calls = [mrtr.ok(await heavy.call()) for _ in range(3)]
-            light = mrtr.ok(await mrtr.Modern(light_http, listening.url).call())
-            newcomer = await mrtr.Modern(newcomer_http, listening.url).call()
+            light = mrtr.ok(await mrtr.StatelessPoster(light_http, listening.url).call())
+            newcomer = await mrtr.StatelessPoster(newcomer_http, listening.url).call()
             assert mrtr.ok(newcomer)["resultType"] == "input_required"  # not a 503
             transport = listening.transport
             assert transport.evictions == {"suspended": 1}
@@ -203,7 +203,7 @@ async def test_a_full_registry_evicts_a_suspended_call_whose_retry_replays() -> 
             # the replay made room the same way: heavy's next least recent call went
             assert transport.evictions == {"suspended": 2}
             key, _ = mrtr.only_request(light)
-            resumed = await mrtr.Modern(light_http, listening.url).call(
+            resumed = await mrtr.StatelessPoster(light_http, listening.url).call(
                 light["requestState"], {key: mrtr.ACCEPT_ADA}
             )
             assert mrtr.ok(resumed)["resultType"] == "input_required"
@@ -219,10 +219,10 @@ async def test_an_evicted_suspended_calls_retry_is_unknown_in_suspend_mode() -> 
         from_address("127.0.0.44") as other_http,
     ):
         with trio.fail_after(TIMEOUT):
-            heavy = mrtr.Modern(heavy_http, listening.url)
+            heavy = mrtr.StatelessPoster(heavy_http, listening.url)
             first = mrtr.ok(await heavy.call())
             mrtr.ok(await heavy.call())
-            mrtr.ok(await mrtr.Modern(other_http, listening.url).call())
+            mrtr.ok(await mrtr.StatelessPoster(other_http, listening.url).call())
             key, _ = mrtr.only_request(first)
             retry = await heavy.call(first["requestState"], {key: mrtr.ACCEPT_ADA})
             error = mrtr.refused(retry, 400, -32602)

@@ -23,7 +23,8 @@ from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
-from erlmcp_py.transports.http import HttpConfig, Listening, _classify, serve_http
+from erlmcp_py.transports._http_session import classify
+from erlmcp_py.transports.http import HttpConfig, Listening, serve_http
 from erlmcp_py.transports.http_checks import HostPolicy
 
 ACCEPT_BOTH = "application/json, text/event-stream"
@@ -667,7 +668,7 @@ def test_serve_http_is_public_and_serves_the_server_it_is_given() -> None:
 def test_an_outgoing_frame_is_classified_by_its_id_alone(
     frame: bytes, expected: tuple[bool, Any]
 ) -> None:
-    assert _classify(frame) == expected
+    assert classify(frame) == expected
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,10 @@ async def test_calls_ended_is_set_when_a_suspended_call_finishes_between_rounds(
     """A 2026-07-28 call suspended between rounds ends with no request attached (its question
     times out and the tool returns): the event comes from the continuation registry."""
     runtime = {"form_deadline_s": 0.5, "warn_before_s": 0.0}
-    async with mrtr.serving(mrtr.Probe(), **runtime) as listening, mrtr.modern(listening) as c:
+    async with (
+        mrtr.serving(mrtr.Probe(), **runtime) as listening,
+        mrtr.stateless_poster(listening) as c,
+    ):
         with trio.fail_after(TIMEOUT):
             mrtr.only_request(mrtr.ok(await c.call()))  # suspended: unfinished
             assert listening.transport.calls_in_progress == 1

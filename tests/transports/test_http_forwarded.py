@@ -123,20 +123,20 @@ async def test_the_named_client_is_the_principal_of_a_stateless_call() -> None:
     async with mrtr.serving(probe, TRUST) as listening:
         with trio.fail_after(TIMEOUT):
             async with peer(PROXY, x_forwarded_for="203.0.113.7") as http:
-                alice = mrtr.Modern(http, listening.url)
+                alice = mrtr.StatelessPoster(http, listening.url)
                 first = mrtr.ok(await alice.call())
             key, _ = mrtr.only_request(first)
             answer = {key: mrtr.ACCEPT_ADA}
             async with peer(PROXY, x_forwarded_for="203.0.113.8") as http:
-                other = mrtr.Modern(http, listening.url)
+                other = mrtr.StatelessPoster(http, listening.url)
                 foreign = await other.call(first["requestState"], answer)
             assert mrtr.refused(foreign, 400, -32602)["data"] == {"reason": "wrong_principal"}
             async with peer(PROXY) as http:  # the proxy itself is someone else again
-                proxy = mrtr.Modern(http, listening.url)
+                proxy = mrtr.StatelessPoster(http, listening.url)
                 mine = await proxy.call(first["requestState"], answer)
             assert mrtr.refused(mine, 400, -32602)["data"] == {"reason": "wrong_principal"}
             async with peer(PROXY, forwarded="for=203.0.113.7;proto=https") as http:
-                again = mrtr.Modern(http, listening.url)  # the same client, by Forwarded
+                again = mrtr.StatelessPoster(http, listening.url)  # the same client, by Forwarded
                 second = mrtr.ok(await again.call(first["requestState"], answer))
             assert mrtr.only_request(second)[1]["message"] == "Create a pro account for Ada?"
     assert probe.tenants == [Tenant(user="addr:203.0.113.7")]
@@ -188,7 +188,7 @@ async def test_unreadable_headers_from_a_trusted_proxy_leave_its_address_and_are
     async with mrtr.serving(probe, TRUST) as listening:
         with trio.fail_after(TIMEOUT), structlog.testing.capture_logs() as logs:
             async with peer(PROXY, **headers) as http:
-                assert mrtr.ok(await mrtr.Modern(http, listening.url).call())  # not a 500
+                assert mrtr.ok(await mrtr.StatelessPoster(http, listening.url).call())  # not a 500
     assert probe.tenants == [Tenant(user=f"addr:{PROXY}")]
     [ignored] = [event for event in logs if event["event"] == "forwarded_ignored"]
     assert ignored["peer"] == PROXY

@@ -125,7 +125,7 @@ async def serving(
             nursery.cancel_scope.cancel()
 
 
-class Modern:
+class StatelessPoster:
     """A hand-driven 2026-07-28 client: one POST per request, no session."""
 
     def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
@@ -177,9 +177,9 @@ class Modern:
 
 
 @asynccontextmanager
-async def modern(listening: Listening) -> AsyncIterator[Modern]:
+async def stateless_poster(listening: Listening) -> AsyncIterator[StatelessPoster]:
     async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        yield Modern(http, listening.url)
+        yield StatelessPoster(http, listening.url)
 
 
 def ok(response: httpx2.Response) -> dict[str, Any]:
@@ -228,13 +228,13 @@ ACCEPT_ADA = {"action": "accept", "content": {"name": "Ada", "age": 36}}
 
 
 async def test_discover_without_a_session() -> None:
-    async with serving(Probe()) as listening, modern(listening) as c:
+    async with serving(Probe()) as listening, stateless_poster(listening) as c:
         found = ok(await c.post("server/discover", {"_meta": META}))
         assert found["resultType"] == "complete"
         assert found["supportedVersions"][0] == VERSION
         assert "2025-11-25" in found["supportedVersions"]
         assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mrtr-http"
-        # an Mcp-Session-Id on a modern request is ignored (none exists, none is minted)
+        # an Mcp-Session-Id on a stateless request is ignored (none exists, none is minted)
         headers = c.headers("server/discover", mcp_session_id="nope")
         assert ok(await c.post("server/discover", {"_meta": META}, headers=headers))
         tools = ok(await c.post("tools/list", {"_meta": META}))
@@ -244,7 +244,7 @@ async def test_discover_without_a_session() -> None:
 
 async def test_two_rounds_resume_the_same_coroutine() -> None:
     probe = Probe()
-    async with serving(probe) as listening, modern(listening) as c:
+    async with serving(probe) as listening, stateless_poster(listening) as c:
         with trio.fail_after(TIMEOUT):
             first = ok(await c.call())
             key, params = only_request(first)
@@ -271,7 +271,7 @@ async def test_two_rounds_resume_the_same_coroutine() -> None:
 
 async def test_accept_language_of_the_request_words_the_reprompt() -> None:
     probe = Probe()
-    async with serving(probe) as listening, modern(listening) as c:
+    async with serving(probe) as listening, stateless_poster(listening) as c:
         with trio.fail_after(TIMEOUT):
             first = ok(await c.call(accept_language="pt-BR,en;q=0.5"))
             key, _ = only_request(first)
@@ -286,7 +286,7 @@ async def test_accept_language_of_the_request_words_the_reprompt() -> None:
 async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
     probe = Probe()
     config = HttpConfig(principal_header="X-Principal")
-    async with serving(probe, config) as listening, modern(listening) as c:
+    async with serving(probe, config) as listening, stateless_poster(listening) as c:
         first = ok(await c.call(x_principal="alice"))
         key, _ = only_request(first)
         state = first["requestState"]
@@ -325,7 +325,7 @@ async def test_tampered_foreign_and_mismatched_state_is_refused() -> None:
 
 
 async def test_versions_headers_and_methods() -> None:
-    async with serving(Probe()) as listening, modern(listening) as c:
+    async with serving(Probe()) as listening, stateless_poster(listening) as c:
         future = {**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
         headers = c.headers("server/discover", mcp_protocol_version="2099-01-01")
         unsupported = await c.post("server/discover", {"_meta": future}, headers=headers)
@@ -357,7 +357,7 @@ async def test_versions_headers_and_methods() -> None:
         )
         assert ok(sentinel)["resultType"] == "input_required"
 
-        no_meta = await c.post("tools/list", {})  # modern header, no _meta
+        no_meta = await c.post("tools/list", {})  # 2026-07-28 headers, no _meta
         assert refused(no_meta, 400, -32602)["data"]["missing"]
         refused(await c.post("ping", {"_meta": META}), 404, -32601)  # no ping in 2026-07-28
         # nor initialize: answered statelessly, no session is opened
@@ -371,9 +371,9 @@ async def test_versions_headers_and_methods() -> None:
         refused(bad_params, 400, -32602)
 
 
-async def test_transport_checks_apply_to_modern_requests() -> None:
+async def test_transport_checks_apply_to_stateless_requests() -> None:
     config = HttpConfig(max_frame_bytes=4096)
-    async with serving(Probe(), config) as listening, modern(listening) as c:
+    async with serving(Probe(), config) as listening, stateless_poster(listening) as c:
         discover = {"_meta": META}
         evil = c.headers("server/discover", origin="http://evil.example.com")
         assert (await c.post("server/discover", discover, headers=evil)).status_code == 403
@@ -404,7 +404,7 @@ async def test_transport_checks_apply_to_modern_requests() -> None:
 async def test_deadline_between_rounds() -> None:
     probe = Probe()
     async with serving(probe, form_deadline_s=0.3, warn_before_s=0) as listening:
-        async with modern(listening) as c:
+        async with stateless_poster(listening) as c:
             first = ok(await c.call())
             key, _ = only_request(first)
             await trio.sleep(0.6)  # real time: the runtime's 0.3 s deadline passes
@@ -417,7 +417,7 @@ async def test_deadline_between_rounds() -> None:
 
 async def test_closing_the_post_cancels_the_call() -> None:
     probe = Probe()
-    async with serving(probe) as listening, modern(listening) as c:
+    async with serving(probe) as listening, stateless_poster(listening) as c:
         params = {"name": "slow_after_answer", "arguments": {}, "_meta": META}
         headers = c.headers("tools/call", "slow_after_answer")
         first = ok(await c.post("tools/call", params, headers=headers))
@@ -453,7 +453,7 @@ async def test_closing_the_transport_ends_suspended_calls() -> None:
             listening: Listening = await nursery.start(
                 partial(serve_http, server, host="127.0.0.1", port=0)
             )
-            async with modern(listening) as c:
+            async with stateless_poster(listening) as c:
                 for _ in range(3):
                     only_request(ok(await c.call()))
             registry = listening.transport.continuations
@@ -472,8 +472,8 @@ async def test_closing_the_transport_ends_suspended_calls() -> None:
 
 async def test_a_2025_client_on_the_same_endpoint_is_unaffected() -> None:
     probe = Probe()
-    async with serving(probe) as listening, modern(listening) as c:
-        first = ok(await c.call())  # a modern call stays suspended meanwhile
+    async with serving(probe) as listening, stateless_poster(listening) as c:
+        first = ok(await c.call())  # a stateless call stays suspended meanwhile
         key, _ = only_request(first)
         legacy = {
             "accept": "application/json, text/event-stream",
@@ -671,14 +671,14 @@ def replica_config(mrtr: str = "auto", **options: Any) -> HttpConfig:
 @asynccontextmanager
 async def two_replicas(
     probe: Probe, mrtr: str = "auto", **runtime: Any
-) -> AsyncIterator[tuple[Modern, Modern]]:
+) -> AsyncIterator[tuple[StatelessPoster, StatelessPoster]]:
     """Two servers (two runtimes, two registries) on two ports, sharing the key ring."""
     config = replica_config(mrtr)
     async with (
         serving(probe, config, **runtime) as a,
         serving(probe, config, **runtime) as b,
-        modern(a) as ca,
-        modern(b) as cb,
+        stateless_poster(a) as ca,
+        stateless_poster(b) as cb,
     ):
         yield ca, cb
 
@@ -728,8 +728,8 @@ async def test_replayed_states_are_refused_when_forged_foreign_or_expired() -> N
     async with (
         serving(probe, config) as a,
         serving(probe, config) as b,
-        modern(a) as ca,
-        modern(b) as cb,
+        stateless_poster(a) as ca,
+        stateless_poster(b) as cb,
     ):
         with trio.fail_after(TIMEOUT):
             key, _ = only_request(first := ok(await ca.call(x_user="alice")))
@@ -788,7 +788,7 @@ async def test_replayed_questions_are_charged_once_across_replicas() -> None:
 async def test_a_state_past_its_bound_ends_the_call_with_state_too_large() -> None:
     probe = Probe()
     config = replica_config("replay", max_state_chars=1500)
-    async with serving(probe, config) as listening, modern(listening) as c:
+    async with serving(probe, config) as listening, stateless_poster(listening) as c:
         with trio.fail_after(TIMEOUT):
             key, _ = only_request(first := ok(await c.call()))
             long_name = {"action": "accept", "content": {"name": "A" * 1500, "age": 36}}

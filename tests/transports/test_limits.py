@@ -480,7 +480,7 @@ async def test_a_flood_of_suspended_stateless_calls_does_not_lock_out_another_ad
         from_address("127.0.0.9") as other,
     ):
         with trio.fail_after(30):
-            hog = mrtr.Modern(flooder, listening.url)
+            hog = mrtr.StatelessPoster(flooder, listening.url)
             statuses: Counter[int] = Counter()
             for _ in range(12):
                 answer = await hog.call()
@@ -489,7 +489,7 @@ async def test_a_flood_of_suspended_stateless_calls_does_not_lock_out_another_ad
                     assert answer.json()["error"]["data"]["reason"] == "principal_busy"
                     assert answer.headers["retry-after"] == str(config.retry_after_s)
             assert statuses == {200: 5, 429: 7}
-            peer = mrtr.Modern(other, listening.url)
+            peer = mrtr.StatelessPoster(other, listening.url)
             first = mrtr.ok(await peer.call())
             assert first["resultType"] == "input_required"
             assert listening.transport.suspended_calls == 6
@@ -507,7 +507,7 @@ async def test_a_registry_full_of_calls_at_work_is_a_503_with_retry_after() -> N
     ):
         with trio.fail_after(TIMEOUT):
             for http in (one, two):  # each call's retry waits on the tool's work: attached
-                client = mrtr.Modern(http, listening.url)
+                client = mrtr.StatelessPoster(http, listening.url)
                 params = {**client.call_params(), "name": "slow_after_answer"}
                 first = mrtr.ok(await client.post("tools/call", params))
                 key, _ = mrtr.only_request(first)
@@ -517,7 +517,7 @@ async def test_a_registry_full_of_calls_at_work_is_a_503_with_retry_after() -> N
             registry = listening.transport.continuations
             assert registry is not None
             await poll(lambda: registry.snapshot()["suspended"] == 0, "retries attached", 5)
-            full = await mrtr.Modern(two, listening.url).call()
+            full = await mrtr.StatelessPoster(two, listening.url).call()
             assert full.status_code == 503
             assert full.json()["error"]["data"] == {"reason": "busy"}
             assert full.headers["retry-after"] == str(config.retry_after_s)
@@ -540,7 +540,7 @@ async def test_an_idle_session_expires_and_gives_its_share_back() -> None:
 
 
 async def test_draining_refuses_new_calls_and_lets_suspended_ones_finish() -> None:
-    async with mrtr.serving(mrtr.Probe()) as listening, mrtr.modern(listening) as c:
+    async with mrtr.serving(mrtr.Probe()) as listening, mrtr.stateless_poster(listening) as c:
         with trio.fail_after(TIMEOUT):
             first = mrtr.ok(await c.call())
             key, _ = mrtr.only_request(first)

@@ -31,6 +31,7 @@ from erlmcp_py.core.outcomes import Accepted, Cancelled, Declined, Tenant, Timed
 from erlmcp_py.core.policy import RatePolicy
 from erlmcp_py.core.state_token import KeyRing
 from erlmcp_py.core.validation import AnswerError
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.mcp.context import Context
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.store import MemoryStore
@@ -270,7 +271,7 @@ async def asked(
             yield c, events, params["url"]
 
 
-class Modern:
+class StatelessPoster:
     """A hand-driven 2026-07-28 client (stateless: one POST per request, no session) that
     declares form and URL elicitation; it calls tools with no arguments."""
 
@@ -283,7 +284,7 @@ class Modern:
         self, tool: str, state: str | None = None, responses: Any = None
     ) -> dict[str, Any]:
         """The result of one ``tools/call`` (a retry with ``state`` and ``responses``)."""
-        params: dict[str, Any] = {"name": tool, "arguments": {}, "_meta": MODERN_META}
+        params: dict[str, Any] = {"name": tool, "arguments": {}, "_meta": STATELESS_META}
         if state is not None:
             params.update(requestState=state, inputResponses=responses or {})
         self.ids += 1
@@ -291,7 +292,7 @@ class Modern:
         headers = {
             "accept": ACCEPT_BOTH,
             "content-type": "application/json",
-            "mcp-protocol-version": MODERN_VERSION,
+            "mcp-protocol-version": V_2026_07_28,
             "mcp-method": "tools/call",
             "mcp-name": tool,
         }
@@ -303,9 +304,8 @@ class Modern:
         return result
 
 
-MODERN_VERSION = "2026-07-28"
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": V_2026_07_28,
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
     "io.modelcontextprotocol/clientInfo": {"name": "test-page-2026", "version": "1"},
 }
@@ -1007,7 +1007,7 @@ async def submit(http: httpx2.AsyncClient, url: str, **fields: str) -> httpx2.Re
 
 async def test_a_2026_call_asks_a_secret_on_the_page_and_its_retry_gets_the_result() -> None:
     async with page_server() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        c = Modern(http, listening.url)
+        c = StatelessPoster(http, listening.url)
         with trio.fail_after(TIMEOUT):
             first = await c.call("login")
             key, url = page_request(first)
@@ -1024,7 +1024,7 @@ async def test_a_2026_call_asks_a_secret_on_the_page_and_its_retry_gets_the_resu
 
 async def test_a_2026_retry_that_consents_first_is_answered_when_the_page_is_submitted() -> None:
     async with page_server() as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        c = Modern(http, listening.url)
+        c = StatelessPoster(http, listening.url)
         registry = listening.transport.continuations
         assert registry is not None
         results: list[dict[str, Any]] = []
@@ -1047,7 +1047,7 @@ async def test_a_2026_retry_that_consents_first_is_answered_when_the_page_is_sub
 async def test_a_2026_retry_never_answers_a_page_question_with_its_own_content() -> None:
     http_config = HttpConfig(continuations={"hold_s": 0.2})
     async with page_server(http_config) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        c = Modern(http, listening.url)
+        c = StatelessPoster(http, listening.url)
         with trio.fail_after(TIMEOUT):
             first = await c.call("login")
             key, url = page_request(first)
@@ -1072,7 +1072,7 @@ async def test_a_2026_call_replayed_on_another_replica_asks_on_that_replicas_pag
         page_server(config) as b,
         httpx2.AsyncClient(timeout=TIMEOUT) as http,
     ):
-        on_a, on_b = Modern(http, a.url), Modern(http, b.url)
+        on_a, on_b = StatelessPoster(http, a.url), StatelessPoster(http, b.url)
         with trio.fail_after(TIMEOUT):
             first = await on_a.call("login")
             key, url_a = page_request(first)
@@ -1091,7 +1091,7 @@ async def test_a_server_that_keeps_no_call_between_rounds_refuses_a_page_questio
     config = HttpConfig(continuations={"keyring": RING, "mrtr": "replay"})
     async with page_server(config) as listening, httpx2.AsyncClient(timeout=TIMEOUT) as http:
         with trio.fail_after(TIMEOUT):
-            result = await Modern(http, listening.url).call("login")
+            result = await StatelessPoster(http, listening.url).call("login")
         assert result["resultType"] == "complete"
         assert result["isError"] is True
         text = result["content"][0]["text"]

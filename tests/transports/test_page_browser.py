@@ -30,7 +30,7 @@ from tests.components import require, require_axe_core
 from tests.transports.test_page import (
     CONSENT,
     CSRF,
-    Modern,
+    StatelessPoster,
     asked,
     completion_notified,
     final_text,
@@ -494,7 +494,7 @@ async def test_a_2026_call_gets_what_the_page_submitted_on_its_retry(
         return notice
 
     async with page_server() as listening, httpx2.AsyncClient(timeout=10) as http:
-        client = Modern(http, listening.url)
+        client = StatelessPoster(http, listening.url)
         first = await client.call("login")
         key, url = page_request(first)
         notice = await chromium.run(answer)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from erlmcp_py.transports.principal import principal_for_address
+from erlmcp_py.transports._principal import principal_for_address
 
 
 def test_ipv4_addresses_are_principals_of_their_own() -> None:

@@ -34,6 +34,7 @@ import trio
 
 from erlmcp_py.core.errors import ErlmcpError
 from erlmcp_py.mcp import jsonrpc
+from erlmcp_py.mcp._prompts import PromptArgumentsError, PromptSpec
 from erlmcp_py.mcp.completion import CompletionRequest, UnknownReference
 from erlmcp_py.mcp.errors import UrlElicitationRequired
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request, RequestId
@@ -45,7 +46,6 @@ from erlmcp_py.mcp.params import (
     ResourceUriParams,
     parse_params,
 )
-from erlmcp_py.mcp.prompts import PromptArgumentsError, PromptSpec
 from erlmcp_py.mcp.resources import ResourceNotFound
 
 if TYPE_CHECKING:
