@@ -643,7 +643,7 @@ class _InFlight:
 
 
 class SessionStateless:
-    """Modern requests arriving on a session-era byte stream (stdio): one task per call.
+    """2026-07-28 requests arriving on a session-era byte stream (stdio): one task per call.
 
     A call's progress and log messages are written on the connection while the call (or the
     retry resuming it) is in progress, before its answer. A request's cancellation
