@@ -47,6 +47,7 @@ import trio
 
 from erlmcp_py.client import ConnectionLost, ServerRequest
 from erlmcp_py.core.versions import LATEST_SESSION_VERSION
+from erlmcp_py.gateway._arguments import ArgumentAsker, NotRun
 from erlmcp_py.gateway._asking import Asker, UrlQuestions
 from erlmcp_py.gateway._link import Connection, UpstreamGone
 from erlmcp_py.gateway._session import upstream_capabilities
@@ -102,6 +103,8 @@ class BridgedCall:
         method: ``tools/call`` or ``prompts/get``.
         name: The tool or prompt (the hosted page names it as asking).
         on_info: Told the upstream's ``initialize`` result of each session leased.
+        arguments: Asks for the arguments a ``tools/call`` lacks before it is sent
+            (``--ask-missing-arguments``), as input rounds like the upstream's questions.
     """
 
     def __init__(
@@ -114,6 +117,7 @@ class BridgedCall:
         method: str,
         name: str,
         on_info: Any = None,
+        arguments: ArgumentAsker | None = None,
     ) -> None:
         self.pool = pool
         self.asker = asker
@@ -123,6 +127,7 @@ class BridgedCall:
         self.method = method
         self.name = name
         self._on_info = on_info
+        self.arguments = arguments
         self._urls = UrlQuestions()
         self._questions: set[trio.CancelScope] = set()
         self._ended = False
@@ -166,6 +171,19 @@ class BridgedCall:
                 connection = await link.connection()
                 if self._on_info is not None:
                     self._on_info(link.initialize_result)
+                if self.method == "tools/call" and self.arguments is not None:
+                    completed = await self.arguments.complete(
+                        params,
+                        connection.session,
+                        peer=self.peer,
+                        request_id=self.request_id,
+                        tenant=self.caller.tenant,
+                        locale=self.caller.locale,
+                        who={"principal": self.caller.principal, "user": self.caller.tenant.user},
+                    )
+                    if isinstance(completed, NotRun):
+                        return Response(self.request_id, completed.result)
+                    params = completed
                 return await connection.session.request_raw(self.method, params)
         except UpstreamGone as exc:
             raise JsonRpcError(
@@ -237,6 +255,8 @@ class BridgedCall:
         self, connection: Connection, method: str, params: Mapping[str, Any]
     ) -> None:
         """Queue a notification of the upstream for the call's attached request, in order."""
+        if method == "notifications/tools/list_changed" and self.arguments is not None:
+            self.arguments.schemas.stale()
         try:
             self._notes_in.send_nowait((method, params))
         except trio.WouldBlock:

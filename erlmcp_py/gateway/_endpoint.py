@@ -36,6 +36,7 @@ from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.client import ConnectionLost, ServerRequest
 from erlmcp_py.core.outcomes import Tenant
 from erlmcp_py.core.versions import LATEST_SESSION_VERSION, SUPPORTED_VERSIONS
+from erlmcp_py.gateway._arguments import ArgumentAsker
 from erlmcp_py.gateway._asking import Asker
 from erlmcp_py.gateway._bridge import BridgedCall, upstream_params
 from erlmcp_py.gateway._forward import FORWARD_KIND, ForwardedRetry, error_answer
@@ -132,6 +133,7 @@ class GatewayEndpoint(StatelessEndpoint):
         registry.mrtr = "suspend"
         registry.holder = f"{runtime.store.replica}/{self.key}"
         self._asker = Asker(runtime, server)
+        self._arguments = ArgumentAsker(self._asker) if server.ask_missing_arguments else None
         server.endpoints[self.key] = self
 
     # -- what clients see of the upstream -----------------------------------------------------
@@ -257,6 +259,7 @@ class GatewayEndpoint(StatelessEndpoint):
                 request.method,
                 name,
                 on_info=self.gateway.learn,
+                arguments=self._arguments,
             )
             return await call.run(sent)
 

@@ -140,10 +140,12 @@ async def test_a_tool_the_upstream_adds_later_has_its_arguments_asked(marks: Pat
     assert prop["enum"] == ["red", "green"]
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_the_gateway_command_asks_missing_arguments_for_the_official_client(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    """``erlmcp-py gateway --ask-missing-arguments`` over stdio, the official ``mcp`` client."""
+    """``erlmcp-py gateway --ask-missing-arguments`` over stdio, the official ``mcp`` client in
+    either era (on 2026-07-28 the question is an input round of the bridged call)."""
     script = f"""
 import anyio, json, os, sys
 from mcp import Client, StdioServerParameters, types
@@ -156,7 +158,7 @@ async def main():
     server = StdioServerParameters(
         command=sys.executable, args={_gateway_args()!r}, env=dict(os.environ)
     )
-    async with Client(stdio_client(server), elicitation_callback=answer) as client:
+    async with Client(stdio_client(server), mode={mode!r}, elicitation_callback=answer) as client:
         result = await client.call_tool("book", {{"city": "Faro"}})
         print(json.dumps(result.content[0].text))
 
