@@ -285,3 +285,25 @@ def test_the_terminal_client_answers_a_2026_07_28_servers_question_through_the_g
     assert recorded(tmp_path, "input_responses.jsonl") == [
         {"person": {"action": "accept", "content": PERSON}}
     ]
+
+
+async def test_a_2026_07_28_client_is_asked_the_upstreams_input_requests_in_rounds_of_its_own(
+    upstream_url: str, tmp_path: Path
+) -> None:
+    asked: list[Any] = []
+    answers = [{"name": "Ada", "age": 200}, PERSON]
+
+    async def on_elicit(_ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content=answers.pop(0))
+
+    params = over_http(tmp_path, upstream_url)
+    with trio.fail_after(LIMIT):
+        async with Client(params, mode="2026-07-28", elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+            assert client.protocol_version == "2026-07-28"
+            result = await client.call_tool("ask_person", {})
+    assert text(result) == "accept: Ada (36)"
+    assert len(asked) == 2  # the invalid answer asked again by the gateway, in its own round
+    assert recorded(tmp_path, "input_responses.jsonl") == [
+        {"person": {"action": "accept", "content": PERSON}}
+    ]
