@@ -60,8 +60,8 @@ CLIENT_API = {
 }  # fmt: skip
 
 GATEWAY_API = {
-    "TIMEOUT_META", "Gateway", "GatewaySession", "Upstream", "UpstreamPolicy", "parse_header",
-    "upstream_capabilities",
+    "ERAS", "TIMEOUT_META", "Gateway", "GatewaySession", "Upstream", "UpstreamPolicy",
+    "parse_header", "upstream_capabilities",
 }  # fmt: skip
 
 PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client, erlmcp_py.gateway)

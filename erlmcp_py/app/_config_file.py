@@ -102,6 +102,10 @@ class ServeConfig(BaseModel):
     upstream_header: list[str] | None = None
     upstream_command: list[str] | None = Field(None, min_length=1)
     max_upstreams: int | None = Field(None, gt=0)
+    upstream_era: Literal["auto", "session", "2026-07-28"] | None = None
+    pool_size: int | None = Field(None, gt=0)
+    pool_idle_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    pool_wait_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     ask_missing_arguments: bool | None = None
 
     @field_validator(
@@ -111,6 +115,8 @@ class ServeConfig(BaseModel):
         "shutdown_timeout",
         "session_idle_timeout",
         "auth_jwks_cache",
+        "pool_idle_s",
+        "pool_wait_s",
         mode="before",
     )
     @classmethod

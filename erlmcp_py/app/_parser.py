@@ -345,7 +345,7 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
 
 def _add_upstream_options(gateway: argparse.ArgumentParser) -> None:
     """The gateway's upstream: a command after ``--``, or ``--upstream URL``."""
-    from erlmcp_py.gateway import UpstreamPolicy
+    from erlmcp_py.gateway import ERAS, UpstreamPolicy
 
     upstream = gateway.add_argument_group("upstream")
     upstream.add_argument(
@@ -366,6 +366,12 @@ def _add_upstream_options(gateway: argparse.ArgumentParser) -> None:
         default=None,
         metavar="H",
         help="'Name: value' for --upstream (repeat; default: none)",
+    )
+    upstream.add_argument(
+        "--upstream-era",
+        choices=ERAS,
+        default="auto",
+        help="the upstream's protocol: auto tries initialize, then server/discover",
     )
     upstream.add_argument(
         "--max-upstreams",

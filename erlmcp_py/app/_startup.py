@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from erlmcp_py.actors.api import RuntimeConfig
 from erlmcp_py.app._keyring_file import STATE_KEYS_ENV, state_keyring
@@ -81,6 +81,8 @@ def check_serve(
         raise StartupError("upstream: the upstream is an option of erlmcp-py gateway")
     elif getattr(args, "ask_missing_arguments", None):
         raise StartupError("ask_missing_arguments: an option of erlmcp-py gateway")
+    elif given := [k for k in _GATEWAY_KEYS if getattr(args, k, None) is not None]:
+        raise StartupError(f"{given[0]}: an option of erlmcp-py gateway")
     elif args.server is not None:
         try:
             server = load_server(args.server, config)
@@ -126,6 +128,11 @@ def _check_task_ttl(task_timeout: float | None, task_ttl: float | None) -> None:
         )
 
 
+#: The gateway's configuration-file keys that are no command-line options: the pool of
+#: upstream sessions that 2026-07-28 clients' calls are held on.
+_GATEWAY_KEYS: Final = ("pool_size", "pool_idle_s", "pool_wait_s")
+
+
 def _gateway(args: argparse.Namespace, config: RuntimeConfig) -> Server:
     """The gateway ``erlmcp-py gateway``'s options describe.
 
@@ -148,13 +155,20 @@ def _gateway(args: argparse.Namespace, config: RuntimeConfig) -> Server:
         )
     try:
         headers = tuple(parse_header(text) for text in args.upstream_header or ())
-        upstream = Upstream(command=command, url=args.upstream, headers=headers)
+        upstream = Upstream(
+            command=command, url=args.upstream, headers=headers, era=args.upstream_era
+        )
     except ValueError as exc:
         where = "--upstream-header" if args.upstream_header else "--upstream"
         raise StartupError(f"{where}: {exc}") from None
+    pool = {k: getattr(args, k) for k in _GATEWAY_KEYS if getattr(args, k, None) is not None}
+    try:
+        policy = UpstreamPolicy(max_upstreams=args.max_upstreams, **pool)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
     return Gateway(
         upstream,
-        policy=UpstreamPolicy(max_upstreams=args.max_upstreams),
+        policy=policy,
         runtime_config=config,
         url_policy=UrlPolicy(allow_http_loopback_dev=config.url_dev),
         ask_missing_arguments=args.ask_missing_arguments,

@@ -12,6 +12,8 @@ Each job lives in its own private module:
 * ``_upstream`` -- :class:`Upstream` (where the server is), :class:`UpstreamPolicy`, opening
   one connection and watching it;
 * ``_link`` -- one downstream session's supervised upstream connection;
+* ``_modern`` -- a 2026-07-28 upstream behind a session-era client: the handshake (the
+  upstream's era found out), each request's ``_meta``, the input rounds;
 * ``_pool`` -- session-era upstream connections lent to one call at a time (for 2026-07-28
   clients, which have no session);
 * ``_session`` -- :class:`GatewaySession`: the downstream server session, relayed upstream;
@@ -29,12 +31,14 @@ from erlmcp_py.gateway._session import (
     upstream_capabilities as upstream_capabilities,
 )
 from erlmcp_py.gateway._upstream import (
+    ERAS as ERAS,
     Upstream as Upstream,
     UpstreamPolicy as UpstreamPolicy,
     parse_header as parse_header,
 )
 
 __all__ = [
+    "ERAS",
     "Gateway",
     "GatewaySession",
     "TIMEOUT_META",

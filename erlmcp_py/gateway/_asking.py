@@ -82,7 +82,7 @@ from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.stopwatch import ToolClock
 from supervisors import ActorError
 
-__all__ = ["TIMEOUT_META", "Asker", "Question", "UrlQuestions", "answer_for"]
+__all__ = ["CANCEL", "TIMEOUT_META", "Asker", "Question", "UrlQuestions", "answer_for"]
 
 log = structlog.get_logger("erlmcp.gateway.audit")
 
@@ -439,6 +439,20 @@ class Asker:
             log.info("gateway_completion_ignored", elicitation_id=rid, why=type(exc).__name__)
             return False
         return True
+
+    async def end_url_questions(self, urls: UrlQuestions, tenant: Any, *, completed: bool) -> None:
+        """End every URL-mode question still open in ``urls``: completed (the upstream has
+        answered the call they were asked for, so it waits for no page any more), or
+        cancelled (the call ended without an answer)."""
+        ended = (AlreadyTerminal, ElicitationNotFound, StoreUnavailable, ActorError)
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            for upstream_id in list(urls.open):
+                if completed:
+                    await self.complete(urls, upstream_id, tenant)
+                    continue
+                rid = urls.open.pop(upstream_id)
+                with suppress(*ended):
+                    await self.runtime.cancel_elicitation(rid, tenant=tenant)
 
 
 def _refusal(exc: ErlmcpError) -> ClientRequestError:

@@ -48,8 +48,9 @@ import trio
 from erlmcp_py.client import ConnectionLost, ServerRequest
 from erlmcp_py.core.versions import LATEST_SESSION_VERSION
 from erlmcp_py.gateway._arguments import ArgumentAsker, NotRun
-from erlmcp_py.gateway._asking import Asker, UrlQuestions
+from erlmcp_py.gateway._asking import CANCEL, Asker, UrlQuestions
 from erlmcp_py.gateway._link import Connection, UpstreamGone
+from erlmcp_py.gateway._modern import relay_stateless
 from erlmcp_py.gateway._session import upstream_capabilities
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
@@ -184,7 +185,11 @@ class BridgedCall:
                     if isinstance(completed, NotRun):
                         return Response(self.request_id, completed.result)
                     params = completed
+                if connection.session.stateless:
+                    return await self._ask_stateless(connection, params)
                 return await connection.session.request_raw(self.method, params)
+        except ClientRequestError as exc:  # the client's answer to a 2026-07-28 upstream's
+            raise JsonRpcError(exc.code, exc.message, exc.data) from None
         except UpstreamGone as exc:
             raise JsonRpcError(
                 INTERNAL_ERROR,
@@ -197,6 +202,26 @@ class BridgedCall:
                 f"the upstream server was lost: {exc}",
                 {"reason": "upstream_lost"},
             ) from None
+
+    async def _ask_stateless(
+        self, connection: Connection, params: Mapping[str, Any]
+    ) -> Response | ErrorResponse:
+        """The call on a 2026-07-28 upstream: its input requests asked as the questions of a
+        session-era upstream are (:meth:`_answer`), each round answered in its retry
+        (:mod:`~erlmcp_py.gateway._modern`). A question the runtime refuses is answered
+        ``cancel``: an input response cannot be an error."""
+
+        async def answer(key: str, method: str, asked: Mapping[str, Any]) -> Mapping[str, Any]:
+            try:
+                return await self._answer(connection, ServerRequest(key, method, asked))
+            except ClientRequestError:
+                if method == "elicitation/create":
+                    return dict(CANCEL)
+                raise
+
+        return await relay_stateless(
+            connection.session, self.request_id, self.method, params, answer
+        )
 
     def _end(self) -> None:
         """The call ended: its questions still open end with it (the upstream gets cancel)."""

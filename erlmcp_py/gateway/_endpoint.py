@@ -41,6 +41,7 @@ from erlmcp_py.gateway._asking import Asker
 from erlmcp_py.gateway._bridge import BridgedCall, upstream_params
 from erlmcp_py.gateway._forward import FORWARD_KIND, ForwardedRetry, error_answer
 from erlmcp_py.gateway._link import Connection, UpstreamGone
+from erlmcp_py.gateway._modern import relay_stateless
 from erlmcp_py.gateway._session import upstream_capabilities
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.errors import ClientRequestError
@@ -80,6 +81,13 @@ _CACHEABLE: Final = frozenset(_RELAYED - {"completion/complete"})
 
 #: Seconds a forwarded retry may take beyond the holder's own hold of it.
 _FORWARD_MARGIN_S: Final = 10.0
+
+
+async def _no_input(key: str, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The relayed lists and reads ask nothing; an input request of theirs is refused."""
+    raise ClientRequestError(
+        INVALID_PARAMS, f"{method[:80]} asks nothing of the client", {"reason": "no_input"}
+    )
 
 
 class _NoQuestions:
@@ -202,7 +210,13 @@ class GatewayEndpoint(StatelessEndpoint):
             async with self.gateway.pool.lease(caps, _NoQuestions()) as link:
                 connection = await link.connection()
                 self.gateway.learn(link.initialize_result)
-                answer = await connection.session.request_raw(method, upstream_params(params))
+                given = upstream_params(params)
+                if connection.session.stateless:  # a 2026-07-28 upstream: with its _meta
+                    answer = await relay_stateless(
+                        connection.session, request.id, method, given, _no_input
+                    )
+                else:
+                    answer = await connection.session.request_raw(method, given)
         except UpstreamGone as exc:
             raise jsonrpc.internal_error(
                 f"the upstream server is unavailable: {exc}",

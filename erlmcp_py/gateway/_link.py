@@ -7,7 +7,7 @@ An :class:`UpstreamLink` runs a :class:`~supervisors.Supervisor` with one perman
 opens the wire (:func:`~erlmcp_py.gateway._upstream.open_upstream_wire`: the server process,
 or an HTTP session), a :class:`~erlmcp_py.client.ClientSession` over it, and shakes hands with
 the capabilities and ``clientInfo`` the link was given; it is ready (the supervisor's
-``started``) once the upstream answered ``initialize``. It then lives until the wire is lost
+``started``) once the upstream answered its handshake. It then lives until the wire is lost
 (the process exited, its output ended, an exchange failed), and exits with
 :class:`UpstreamExited`, which the supervisor counts as a crash and restarts, after a backoff
 (:meth:`~erlmcp_py.gateway._upstream.UpstreamPolicy.backoff`: doubling per restart within the
@@ -21,7 +21,10 @@ an error), and its nursery -- where the upstream's requests to the client are be
 and where its URL-mode questions wait for their completion -- is cancelled, so the
 elicitations it asked end (their owner task is gone) and the client is told to drop them.
 
-The first incarnation is the downstream ``initialize``: :meth:`UpstreamLink.run` reports
+The handshake is the upstream's era's (:func:`~erlmcp_py.gateway._modern.shake_hands`):
+``initialize``, or ``server/discover`` for a 2026-07-28 upstream, whose connection then speaks
+2026-07-28 (``connection.session.stateless``). The first incarnation is the downstream
+``initialize``: :meth:`UpstreamLink.run` reports
 ready once it is up (with :attr:`UpstreamLink.initialize_result`), or raises
 :class:`~supervisors.StartError` whose cause says why it could not start
 (:class:`UpstreamRefused` when the upstream answered ``initialize`` with an error). A restarted
@@ -47,6 +50,8 @@ from erlmcp_py.client import (
     ServerRequest,
     open_client_session,
 )
+from erlmcp_py.core.versions import V_2026_07_28
+from erlmcp_py.gateway._modern import shake_hands
 from erlmcp_py.gateway._upstream import (
     Upstream,
     UpstreamPolicy,
@@ -209,8 +214,9 @@ class UpstreamLink:
         self.policy = policy
         self._events = events
         self._slots = slots
+        self._requested = protocol_version
         self._options: dict[str, Any] = {
-            "protocol_version": protocol_version,
+            "protocol_version": V_2026_07_28 if upstream.era == V_2026_07_28 else protocol_version,
             "capabilities": dict(capabilities),
             "client_info": dict(client_info),
             "locale": locale,
@@ -357,7 +363,7 @@ class UpstreamLink:
             cell.append(connection)
             with trio.fail_after(policy.start_timeout_s):
                 try:
-                    result = await session.initialize()
+                    result = await shake_hands(session, self.upstream.era, self._requested)
                 except ClientRequestError as exc:
                     raise UpstreamRefused(exc) from None
                 await self._events.upstream_connected(connection)

@@ -62,7 +62,7 @@ from erlmcp_py.client import CLIENT_INFO, ConnectionLost, ServerRequest
 from erlmcp_py.core.i18n import LOCALE_META_KEY, client_locale
 from erlmcp_py.core.versions import V_2025_06_18
 from erlmcp_py.gateway._arguments import ArgumentAsker, NotRun
-from erlmcp_py.gateway._asking import Asker, UrlQuestions
+from erlmcp_py.gateway._asking import CANCEL, Asker, UrlQuestions
 from erlmcp_py.gateway._link import (
     Connection,
     UpstreamGone,
@@ -70,6 +70,7 @@ from erlmcp_py.gateway._link import (
     UpstreamRefused,
     start_failure,
 )
+from erlmcp_py.gateway._modern import relay_stateless
 from erlmcp_py.gateway._peer import QuestionPeer
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.errors import ClientRequestError
@@ -81,6 +82,7 @@ from erlmcp_py.mcp.jsonrpc import (
     Notification,
     Request,
     RequestId,
+    Response,
 )
 from erlmcp_py.mcp.meta import is_stateless_request
 from erlmcp_py.mcp.params import LOG_LEVELS, InitializeParams, parse_params
@@ -331,7 +333,12 @@ class GatewaySession(ServerSession):
                 if isinstance(completed, NotRun):
                     return jsonrpc.encode_response(req.id, completed.result)
                 params = completed
-            answer = await connection.session.request_raw(req.method, params)
+            if connection.session.stateless:
+                answer = await self._relay_stateless(req, params, relayed, connection)
+            else:
+                answer = await connection.session.request_raw(req.method, params)
+        except ClientRequestError as exc:  # the client's answer to an input request
+            return jsonrpc.encode_error(req.id, exc.code, exc.message, exc.data)
         except UpstreamGone as exc:
             return jsonrpc.encode_error(
                 req.id,
@@ -356,6 +363,48 @@ class GatewaySession(ServerSession):
         except jsonrpc.EncodeError:
             self._glog.warning("upstream_result_unencodable", method=req.method[:80])
             return jsonrpc.internal_error("Result could not be encoded", None, req.id).encode()
+
+    async def _relay_stateless(
+        self,
+        req: Request,
+        params: Mapping[str, Any] | None,
+        relayed: _Relayed,
+        connection: Connection,
+    ) -> Response | ErrorResponse:
+        """A request on a 2026-07-28 upstream: its input rounds asked of this session's
+        user through the runtime (:mod:`~erlmcp_py.gateway._modern`)."""
+        peer = QuestionPeer(self, req.id, relayed.progress_token)
+        urls = UrlQuestions()  # this call's URL-mode questions
+
+        async def answer(key: str, method: str, asked: Mapping[str, Any]) -> Mapping[str, Any]:
+            if method == "ping":
+                return {}
+            if method != "elicitation/create":
+                return await self._asker.relay(method, asked, peer=peer, tenant=self.tenant)
+            try:
+                return await self._asker.elicit(
+                    asked,
+                    peer=peer,
+                    request_id=req.id,
+                    tool=relayed.name or "upstream",
+                    tenant=self.tenant,
+                    locale=self.locale,
+                    who=self._who(key),
+                    urls=urls,
+                    nursery=connection.nursery,
+                )
+            except ClientRequestError:
+                # refused by the runtime (audited, the user not asked): an input response
+                # cannot be an error, and the upstream must not wait for one
+                return dict(CANCEL)
+
+        try:
+            reply = await relay_stateless(connection.session, req.id, req.method, params, answer)
+        except BaseException:
+            await self._asker.end_url_questions(urls, self.tenant, completed=False)
+            raise
+        await self._asker.end_url_questions(urls, self.tenant, completed=True)
+        return reply
 
     def _relay_ended(self, id: RequestId, relayed: _Relayed) -> None:
         self._relayed.pop(id, None)
@@ -388,6 +437,9 @@ class GatewaySession(ServerSession):
         if connection.number == 1:
             return
         session = connection.session
+        if session.stateless:  # the level travels in each request; no subscriptions
+            session.log_level = self._level_set
+            return
         if self._level_set is not None:
             await session.request_raw("logging/setLevel", {"level": self._level_set})
         for uri in sorted(self.subscriptions):

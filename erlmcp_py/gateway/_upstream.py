@@ -29,9 +29,22 @@ from erlmcp_py.client import (
     open_http_wire,
     open_stdio_wire,
 )
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.mcp.jsonrpc import Message
 
-__all__ = ["Upstream", "UpstreamPolicy", "WatchedWire", "open_upstream_wire", "parse_header"]
+__all__ = [
+    "ERAS",
+    "Upstream",
+    "UpstreamPolicy",
+    "WatchedWire",
+    "open_upstream_wire",
+    "parse_header",
+]
+
+#: What :attr:`Upstream.era` may say: ``"auto"`` (``initialize``, and 2026-07-28 when the
+#: upstream refuses it for its version), ``"session"`` (``initialize`` only) or
+#: ``"2026-07-28"`` (``server/discover``, and every request stateless).
+ERAS: Final = ("auto", "session", V_2026_07_28)
 
 #: An HTTP field name (RFC 9110 ``token``).
 _FIELD_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -62,11 +75,14 @@ class Upstream:
         url: A Streamable HTTP endpoint (``http://`` or ``https://``); one MCP session is
             opened there per downstream session.
         headers: Sent on every request to ``url`` (``("Authorization", "Bearer …")``).
+        era: The protocol era the upstream speaks (:data:`ERAS`): ``"auto"`` finds out,
+            ``"session"`` insists on ``initialize``, ``"2026-07-28"`` never sends it.
     """
 
     command: tuple[str, ...] = ()
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    era: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", tuple(self.command))
@@ -81,6 +97,10 @@ class Upstream:
             raise ValueError("upstream headers go with an upstream URL, not a command")
         for name, value in self.headers:
             parse_header(f"{name}: {value}")
+        if self.era not in ERAS:
+            raise ValueError(
+                f"the upstream era is one of {', '.join(ERAS)}, not {str(self.era)[:40]!r}"
+            )
 
     def describe(self) -> str:
         """The upstream in a few words, for logs and errors (never its headers)."""

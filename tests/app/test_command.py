@@ -484,6 +484,43 @@ def test_check_config_prints_the_options_or_names_each_bad_key(tmp_path: Path) -
     assert f"{bad}: keyring: " in refused.stderr
 
 
+def test_the_gateways_pool_and_era_are_keys_that_reach_its_policy_and_are_checked(
+    tmp_path: Path,
+) -> None:
+    from erlmcp_py.app._startup import check_serve
+    from erlmcp_py.gateway import Gateway
+
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        'upstream = "http://127.0.0.1:9/mcp"\nupstream_era = "2026-07-28"\n'
+        "pool_size = 3\npool_idle_s = 5\npool_wait_s = 0.5\n"
+    )
+    args = parse_args(["gateway", "--config", str(path)], {})
+    gateway = check_serve(args, {}, create_keyring=False).server
+    assert isinstance(gateway, Gateway)
+    policy = gateway.upstream_policy
+    assert (policy.pool_size, policy.pool_idle_s, policy.pool_wait_s) == (3, 5.0, 0.5)
+    assert gateway.upstream.era == "2026-07-28"
+    assert gateway.pool.size == 3
+    command = [*serve_command()[:-1], "check-config"]
+    ok = subprocess.run([*command, str(path)], capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert "pool_size = 3\n" in ok.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'upstream_command = ["x"]\npool_size = 0\npool_wait_s = -1\nupstream_era = "x"\n'
+    )
+    refused = subprocess.run([*command, str(bad)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    for key in ("pool_size", "pool_wait_s", "upstream_era"):
+        assert f"{bad}: {key}: " in refused.stderr, refused.stderr
+    served = tmp_path / "serve.toml"
+    served.write_text("pool_size = 2\n")  # no upstream: serve's file, where it means nothing
+    refused = subprocess.run([*command, str(served)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert "pool_size: an option of erlmcp-py gateway" in refused.stderr
+
+
 def test_auth_options_make_a_resource_server_config_only_when_complete() -> None:
     assert auth_config(build_parser().parse_args(["serve"])) is None
     argv = ["serve", "--auth-issuer", "https://id.example", "--auth-resource"]

@@ -38,8 +38,9 @@ def command_options(command: str) -> list[argparse.Action]:
 def test_every_serve_and_gateway_option_is_a_key_of_its_own_name() -> None:
     """``--shutdown-timeout`` is ``shutdown_timeout`` in the file and
     ``ERLMCP_SERVE_SHUTDOWN_TIMEOUT`` in the environment, for every option of ``serve`` and
-    ``gateway``; the gateway's upstream command (after ``--``) is ``upstream_command``."""
-    keys = {"upstream_command"}
+    ``gateway``; the gateway's upstream command (after ``--``) is ``upstream_command``, and
+    its pool's settings are keys only."""
+    keys = {"upstream_command", "pool_size", "pool_idle_s", "pool_wait_s"}
     for command in ("serve", "gateway"):
         for action in command_options(command):
             name = next(o for o in action.option_strings if o.startswith("--"))[2:]
