@@ -194,7 +194,8 @@ class UpstreamPool:
             self._signal()
 
     async def _take(self, key: str, capabilities: Mapping[str, Any]) -> _Pooled:
-        with trio.move_on_after(self.wait_s):
+        room = False
+        with trio.move_on_after(self.wait_s):  # the wait for a free session, not its start
             while True:
                 for pooled in self._pooled:
                     if pooled.key == key and not pooled.leased and not pooled.link.gone:
@@ -205,8 +206,11 @@ class UpstreamPool:
                     if spare:  # make room: the longest idle session of other capabilities
                         self._drop(min(spare, key=lambda p: p.idle_since), "room")
                 if len(self._pooled) < self.size:
-                    return await self._start(key, capabilities)
+                    room = True
+                    break
                 await self._changed.wait()
+        if room:  # its place is taken before any checkpoint; the start has its own timeout
+            return await self._start(key, capabilities)
         raise UpstreamGone(
             f"all {self.size} pooled upstream sessions are busy; none was free within "
             f"{self.wait_s:g} s"

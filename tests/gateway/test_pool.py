@@ -101,6 +101,14 @@ async def test_a_call_waits_for_a_session_when_all_are_lent_then_gets_one() -> N
         await got.wait()
 
 
+async def test_a_session_that_starts_slower_than_wait_s_is_still_lent() -> None:
+    # wait_s bounds the wait for a free session; a new one's start has the start timeout
+    async with pool(size=1, wait_s=0.001) as upstreams:
+        async with upstreams.lease(FORM, Call()) as link:
+            assert int(await tool(link, "pid")) > 0
+        assert upstreams.sessions == 1
+
+
 async def test_a_session_is_lent_only_to_calls_of_the_capabilities_it_declared() -> None:
     async with pool(size=2) as upstreams:
         async with upstreams.lease(FORM, Call()) as link:
