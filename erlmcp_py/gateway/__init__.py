@@ -12,7 +12,7 @@ Each job lives in its own private module:
 * ``_upstream`` -- :class:`Upstream` (where the server is), :class:`UpstreamPolicy`, opening
   one connection and watching it;
 * ``_link`` -- one downstream session's supervised upstream connection;
-* ``_modern`` -- a 2026-07-28 upstream behind a session-era client: the handshake (the
+* ``_stateless_upstream`` -- a 2026-07-28 upstream behind a session-era client: the handshake (the
   upstream's era found out), each request's ``_meta``, the input rounds;
 * ``_pool`` -- session-era upstream connections lent to one call at a time (for 2026-07-28
   clients, which have no session);

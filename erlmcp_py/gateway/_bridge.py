@@ -50,8 +50,8 @@ from erlmcp_py.core.versions import LATEST_SESSION_VERSION
 from erlmcp_py.gateway._arguments import ArgumentAsker, NotRun
 from erlmcp_py.gateway._asking import CANCEL, Asker, UrlQuestions
 from erlmcp_py.gateway._link import Connection, UpstreamGone
-from erlmcp_py.gateway._modern import relay_stateless
 from erlmcp_py.gateway._session import upstream_capabilities
+from erlmcp_py.gateway._stateless_upstream import relay_stateless
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
     INTERNAL_ERROR,
@@ -72,7 +72,7 @@ log = structlog.get_logger("erlmcp.gateway.bridge")
 
 #: The ``_meta`` members of a 2026-07-28 request that are its own (the upstream speaks a
 #: session era, where its session carries them).
-_MODERN_META: Final = "io.modelcontextprotocol/"
+_PROTOCOL_META_PREFIX: Final = "io.modelcontextprotocol/"
 
 #: Upstream notifications queued for one call at most (past it they are dropped, and logged).
 _NOTES: Final = 256
@@ -85,7 +85,7 @@ def upstream_params(params: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
     meta = out.pop("_meta", None)
     if isinstance(meta, Mapping):
-        kept = {k: v for k, v in meta.items() if not str(k).startswith(_MODERN_META)}
+        kept = {k: v for k, v in meta.items() if not str(k).startswith(_PROTOCOL_META_PREFIX)}
         if kept:
             out["_meta"] = kept
     return out
@@ -208,7 +208,7 @@ class BridgedCall:
     ) -> Response | ErrorResponse:
         """The call on a 2026-07-28 upstream: its input requests asked as the questions of a
         session-era upstream are (:meth:`_answer`), each round answered in its retry
-        (:mod:`~erlmcp_py.gateway._modern`). A question the runtime refuses is answered
+        (:mod:`~erlmcp_py.gateway._stateless_upstream`). A question the runtime refuses is answered
         ``cancel``: an input response cannot be an error."""
 
         async def answer(key: str, method: str, asked: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -41,8 +41,8 @@ from erlmcp_py.gateway._asking import Asker
 from erlmcp_py.gateway._bridge import BridgedCall, upstream_params
 from erlmcp_py.gateway._forward import FORWARD_KIND, ForwardedRetry, error_answer
 from erlmcp_py.gateway._link import Connection, UpstreamGone
-from erlmcp_py.gateway._modern import relay_stateless
 from erlmcp_py.gateway._session import upstream_capabilities
+from erlmcp_py.gateway._stateless_upstream import relay_stateless
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (

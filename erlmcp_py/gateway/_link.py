@@ -21,7 +21,7 @@ an error), and its nursery -- where the upstream's requests to the client are be
 and where its URL-mode questions wait for their completion -- is cancelled, so the
 elicitations it asked end (their owner task is gone) and the client is told to drop them.
 
-The handshake is the upstream's era's (:func:`~erlmcp_py.gateway._modern.shake_hands`):
+The handshake is the upstream's era's (:func:`~erlmcp_py.gateway._stateless_upstream.shake_hands`):
 ``initialize``, or ``server/discover`` for a 2026-07-28 upstream, whose connection then speaks
 2026-07-28 (``connection.session.stateless``). The first incarnation is the downstream
 ``initialize``: :meth:`UpstreamLink.run` reports
@@ -51,7 +51,7 @@ from erlmcp_py.client import (
     open_client_session,
 )
 from erlmcp_py.core.versions import V_2026_07_28
-from erlmcp_py.gateway._modern import shake_hands
+from erlmcp_py.gateway._stateless_upstream import shake_hands
 from erlmcp_py.gateway._upstream import (
     Upstream,
     UpstreamPolicy,

@@ -70,8 +70,8 @@ from erlmcp_py.gateway._link import (
     UpstreamRefused,
     start_failure,
 )
-from erlmcp_py.gateway._modern import relay_stateless
 from erlmcp_py.gateway._peer import QuestionPeer
+from erlmcp_py.gateway._stateless_upstream import relay_stateless
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.errors import ClientRequestError
 from erlmcp_py.mcp.jsonrpc import (
@@ -372,7 +372,7 @@ class GatewaySession(ServerSession):
         connection: Connection,
     ) -> Response | ErrorResponse:
         """A request on a 2026-07-28 upstream: its input rounds asked of this session's
-        user through the runtime (:mod:`~erlmcp_py.gateway._modern`)."""
+        user through the runtime (:mod:`~erlmcp_py.gateway._stateless_upstream`)."""
         peer = QuestionPeer(self, req.id, relayed.progress_token)
         urls = UrlQuestions()  # this call's URL-mode questions
 

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from erlmcp_py.client import ClientRequestError, ClientSession, ServerRequest
+from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.gateway import UpstreamPolicy
 from tests.gateway.support import (
     LIMIT,
@@ -38,7 +39,6 @@ from tests.gateway.support import (
     wait_listening,
 )
 
-MODERN = "2026-07-28"
 PERSON = {"name": "Ada", "age": 36}
 
 
@@ -94,12 +94,12 @@ async def test_the_sdk_server_alone_fails_ctx_elicit_on_2026_07_28_the_gateway_c
     command = gateway_command("--log-level", "warning")
     gateway = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
     with trio.fail_after(LIMIT):
-        async with Client(alone, mode=MODERN, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
-            assert client.protocol_version == MODERN
+        async with Client(alone, mode=V_2026_07_28, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+            assert client.protocol_version == V_2026_07_28
             with pytest.raises(MCPError, match="no back-channel"):
                 await client.call_tool("ask_person", {})
-        async with Client(gateway, mode=MODERN, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
-            assert client.protocol_version == MODERN
+        async with Client(gateway, mode=V_2026_07_28, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+            assert client.protocol_version == V_2026_07_28
             result = await client.call_tool("ask_person", {})
     assert not result.is_error, result
     assert result.content[0].text == "accept: Ada (36)"  # type: ignore[union-attr]
@@ -140,14 +140,14 @@ async def test_over_http_a_2026_07_28_client_sees_the_upstream_and_completes_its
         return types.ElicitResult(action="accept", content=PERSON)
 
     with trio.fail_after(LIMIT):
-        async with Client(gateway_url, mode=MODERN, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
-            assert client.protocol_version == MODERN
+        async with Client(gateway_url, mode=V_2026_07_28, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+            assert client.protocol_version == V_2026_07_28
             tools = {tool.name for tool in (await client.list_tools()).tools}
             assert {"ask_person", "echo"} <= tools
             result = await client.call_tool("ask_person", {})
-            echoed = await client.call_tool("echo", {"text": "modern"})
+            echoed = await client.call_tool("echo", {"text": "stateless"})
     assert result.content[0].text == "accept: Ada (36)"  # type: ignore[union-attr]
-    assert echoed.content[0].text == "modern"  # type: ignore[union-attr]
+    assert echoed.content[0].text == "stateless"  # type: ignore[union-attr]
     assert asked[0] == "Who are you?"
     assert "age: must be a whole number" in asked[1]
     assert recorded(tmp_path, "answers.jsonl") == [{"action": "accept", "data": PERSON}]
@@ -159,9 +159,9 @@ async def test_over_http_a_2026_07_28_client_sees_the_upstream_and_completes_its
 async def test_discover_and_the_lists_are_the_upstreams_and_other_methods_are_not_2026_07_28(
     marks: Path,
 ) -> None:
-    async with through_gateway(never, protocol_version=MODERN) as (_, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28) as (_, client):
         found = await client.discover()
-        assert MODERN in found["supportedVersions"]
+        assert V_2026_07_28 in found["supportedVersions"]
         assert found["instructions"] == "An SDK server behind the gateway."
         assert client.server_info["name"] == "sdk-upstream"
         assert "ask_person" in {tool["name"] for tool in await client.list_tools()}
@@ -179,7 +179,7 @@ async def test_discover_and_the_lists_are_the_upstreams_and_other_methods_are_no
 async def test_an_invalid_answer_in_the_retry_is_asked_again_the_upstream_gets_only_the_valid_one(
     marks: Path,
 ) -> None:
-    async with through_gateway(never, protocol_version=MODERN) as (_, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28) as (_, client):
         round1 = await first_round(client, "ask_person")
         key = only_key(round1)
         question = round1["inputRequests"][key]
@@ -202,7 +202,7 @@ async def test_an_invalid_answer_in_the_retry_is_asked_again_the_upstream_gets_o
 async def test_a_decline_and_a_cancel_in_the_retry_reach_the_upstream(
     marks: Path, action: str
 ) -> None:
-    async with through_gateway(never, protocol_version=MODERN) as (_, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28) as (_, client):
         round1 = await first_round(client, "ask_person")
         answer = {only_key(round1): {"action": action}}
         done = await retry(client, "ask_person", round1["requestState"], answer)
@@ -214,7 +214,10 @@ async def test_a_question_nobody_answers_is_answered_cancel_to_the_upstream_at_i
     marks: Path,
 ) -> None:
     runtime = {"form_deadline_s": 1.0, "warn_before_s": 0.5}
-    async with through_gateway(never, protocol_version=MODERN, runtime=runtime) as (_, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28, runtime=runtime) as (
+        _,
+        client,
+    ):
         round1 = await first_round(client, "ask_person")
         await poll(lambda: recorded(marks, "answers.jsonl"), "the upstream's answer")
         assert recorded(marks, "answers.jsonl") == [{"action": "cancel"}]
@@ -233,7 +236,7 @@ async def test_a_client_that_cancels_its_call_cancels_the_upstreams_and_progress
         progress.append(report)
         started.set()
 
-    async with through_gateway(never, protocol_version=MODERN) as (_, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28) as (_, client):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 lambda: client.call_tool("slow", {"seconds": 30}, on_progress=on_progress)
@@ -249,7 +252,7 @@ async def test_an_upstream_that_dies_mid_question_ends_the_call_with_upstream_lo
     marks: Path,
 ) -> None:
     policy = UpstreamPolicy(pool_size=1)
-    async with through_gateway(never, protocol_version=MODERN, policy=policy) as (_, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28, policy=policy) as (_, client):
         pid = int(text(await client.call_tool("pid")))
         round1 = await first_round(client, "ask_person")
         os.kill(pid, signal.SIGKILL)
@@ -268,7 +271,7 @@ async def test_the_pool_bounds_the_upstream_sessions_that_2026_07_28_calls_hold(
     marks: Path,
 ) -> None:
     policy = UpstreamPolicy(pool_size=1, pool_wait_s=0.5)
-    async with through_gateway(never, protocol_version=MODERN, policy=policy) as (gw, client):
+    async with through_gateway(never, protocol_version=V_2026_07_28, policy=policy) as (gw, client):
         round1 = await first_round(client, "ask_person")  # holds the only session
         with pytest.raises(ClientRequestError) as busy:
             await client.call_tool("echo", {"text": "x"})

@@ -1,11 +1,11 @@
 """An upstream for the gateway's tests: an erlmcp-py server spoken to on 2026-07-28.
 
-Served with ``erlmcp-py serve --server tests.gateway.modern_upstream:server`` (stdio or
+Served with ``erlmcp-py serve --server tests.gateway.stateless_upstream:server`` (stdio or
 ``--transport http``). Its tool ``ask_person`` and prompt ``greeting`` call ``ctx.elicit``, which
 on 2026-07-28 is an ``InputRequiredResult`` and a retry. With ``GATEWAY_TEST_MARKS`` naming a
 directory, it appends there every ``inputResponses`` a retry brought (``input_responses.jsonl``)
 and every outcome its tool's question ended with (``answers.jsonl``). With
-``MODERN_UPSTREAM_ONLY=1`` it serves 2026-07-28 only: ``initialize`` is refused ``-32022``, as
+``STATELESS_UPSTREAM_ONLY=1`` it serves 2026-07-28 only: ``initialize`` is refused ``-32022``, as
 a server without the session era answers.
 """
 
@@ -29,7 +29,7 @@ from erlmcp_py.mcp.session import ServerSession
 from erlmcp_py.mcp.stateless import StatelessEndpoint
 
 MARKS = os.environ.get("GATEWAY_TEST_MARKS")
-ONLY = os.environ.get("MODERN_UPSTREAM_ONLY") == "1"
+ONLY = os.environ.get("STATELESS_UPSTREAM_ONLY") == "1"
 
 
 def mark(name: str, record: Any) -> None:
@@ -69,7 +69,7 @@ class RecordingEndpoint(StatelessEndpoint):
         return super().accept(request, **options)
 
 
-class ModernUpstream(Server):
+class StatelessUpstream(Server):
     session_class = ModernOnlySession if ONLY else ServerSession
 
     def stateless_endpoint(
@@ -78,7 +78,7 @@ class ModernUpstream(Server):
         return RecordingEndpoint(self, runtime, registry, **options)
 
 
-server = ModernUpstream("modern-upstream", "1.0", instructions="A 2026-07-28 server.")
+server = StatelessUpstream("stateless-upstream", "1.0", instructions="A 2026-07-28 server.")
 
 
 @server.tool()

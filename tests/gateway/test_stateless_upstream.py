@@ -32,7 +32,7 @@ from tests.gateway.support import (
 )
 
 PERSON = {"name": "Ada", "age": 36}
-UPSTREAM = "tests.gateway.modern_upstream:server"
+UPSTREAM = "tests.gateway.stateless_upstream:server"
 
 
 def serve_upstream(*options: str) -> list[str]:
@@ -94,7 +94,7 @@ async def test_the_official_client_is_asked_again_and_only_the_valid_answer_reac
     with trio.fail_after(LIMIT):
         async with Client(params, mode="legacy", elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
             assert client.server_info is not None
-            assert client.server_info.name == "modern-upstream"
+            assert client.server_info.name == "stateless-upstream"
             result = await client.call_tool("ask_person", {})
     assert text(result) == "accept: Ada (36)"
     first, second = asked
@@ -218,12 +218,12 @@ async def test_an_upstream_that_refuses_initialize_for_its_version_is_spoken_to_
         return {"action": "accept", "content": PERSON}
 
     command = serve_upstream()  # over stdio; it refuses initialize with -32022
-    env = dict(environment(tmp_path), MODERN_UPSTREAM_ONLY="1")
+    env = dict(environment(tmp_path), STATELESS_UPSTREAM_ONLY="1")
     auto = [sys.executable, "-m", "erlmcp_py.app", "gateway", "--log-level", "warning"]
     with trio.fail_after(LIMIT):
         async with connect_stdio([*auto, "--", *command], env=env, handler=fill_in) as session:
             assert session.protocol_version == "2025-11-25"
-            assert session.server_info["name"] == "modern-upstream"
+            assert session.server_info["name"] == "stateless-upstream"
             assert session.instructions == "A 2026-07-28 server."
             result = await session.call_tool("ask_person")
             assert result["content"][0]["text"] == "accept: Ada (36)"
@@ -263,7 +263,7 @@ def test_the_terminal_client_answers_a_2026_07_28_servers_question_through_the_g
         timeout=LIMIT,
         dimensions=(60, 200),
     )
-    child.expect_exact("Connected to modern-upstream 1.0 (protocol 2025-11-25, stdio).")
+    child.expect_exact("Connected to stateless-upstream 1.0 (protocol 2025-11-25, stdio).")
     child.expect_exact("mcp> ")
     child.sendline("call ask_person")
     child.expect_exact("Who are you?")

@@ -71,7 +71,7 @@ ROUNDED: Final = frozenset({"tools/call", "prompts/get"})
 #: Rounds of one call at most: an upstream that never completes ends the call.
 MAX_ROUNDS: Final = 256
 #: The members of a final result that only a 2026-07-28 client reads.
-_MODERN_MEMBERS: Final = ("resultType", "ttlMs", "cacheScope")
+_STATELESS_MEMBERS: Final = ("resultType", "ttlMs", "cacheScope")
 
 
 async def shake_hands(session: ClientSession, era: str, requested: str) -> dict[str, Any]:
@@ -133,7 +133,7 @@ def session_answer(
 
 def _session_result(result: Mapping[str, Any]) -> dict[str, Any]:
     """A 2026-07-28 result as a session-era client takes it."""
-    out = {k: v for k, v in result.items() if k not in _MODERN_MEMBERS}
+    out = {k: v for k, v in result.items() if k not in _STATELESS_MEMBERS}
     meta = out.get("_meta")
     if isinstance(meta, Mapping):
         rest = {k: v for k, v in meta.items() if k != SERVER_INFO}
