@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 :meth:`Asker.elicit` takes the params of the upstream's request and asks the downstream user
 with a :class:`~erlmcp_py.mcp.context.Context` over a :class:`~erlmcp_py.mcp.call_peer.CallPeer`
-(in a session, the :class:`~erlmcp_py.gateway._peer.QuestionPeer` of the client request the
+(in a session, the :class:`~erlmcp_py.mcp.session.RequestPeer` of the client request the
 question relates to): the same path as a tool of this library, so the runtime decides
 everything in its one place -- the client's capability, the schema for its version, the URL
 policy and its DNS check, the sizes, the rate and pending limits of the downstream principal,

@@ -1,10 +1,9 @@
-"""The downstream client as one upstream question sees it: a :class:`CallPeer` over the session.
+"""The downstream client as one upstream question sees it.
 
-A local tool asks through its call's :class:`~erlmcp_py.mcp.session.RequestPeer`; a question
-the upstream asks is asked through a :class:`QuestionPeer`, which is the same thing for the
-request of the client it relates to (the ``tools/call`` or ``prompts/get`` the upstream was
-answering when it asked, when the gateway can tell; else none, and on Streamable HTTP the
-question travels on the session's GET stream).
+A local tool asks through its call's :class:`~erlmcp_py.mcp.session.RequestPeer`, and so does
+a question the upstream asks: the peer of the client request it relates to (the ``tools/call``
+or ``prompts/get`` the upstream was answering when it asked, when the gateway can tell; else
+none, and on Streamable HTTP the question travels on the session's GET stream).
 
 :class:`WatchedPeer` is any call peer whose client answers are seen as they arrive: a URL-mode
 question is answered to the upstream as soon as the user consents, while the runtime goes on
@@ -14,111 +13,14 @@ waiting for the completion.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Final
+from contextlib import AbstractContextManager
+from typing import Any
 
 from erlmcp_py.actors.peer import PeerResponse
 from erlmcp_py.mcp.call_peer import CallPeer
-from erlmcp_py.mcp.jsonrpc import RequestId
-from erlmcp_py.mcp.session import RELATED_REQUEST, ServerSession
 from erlmcp_py.mcp.versions import ClientCapabilities
 
-__all__ = ["QuestionPeer", "WatchedPeer"]
-
-
-class QuestionPeer:
-    """One upstream question's way to the downstream client (see the module docstring).
-
-    Args:
-        session: The downstream session.
-        related: The client request the question relates to, if known.
-        progress_token: That request's progress token, if any.
-    """
-
-    __slots__ = ("_session", "progress_token", "related")
-
-    #: The question's call stays in this process while it is asked (the gateway's hosted
-    #: page may answer it).
-    keeps_call: Final = True
-    #: A session's call is answered on its own request: never a task.
-    task_id: Final = None
-    #: A session has no rounds to count questions for.
-    asking: Final = nullcontext()
-
-    def __init__(
-        self,
-        session: ServerSession,
-        related: RequestId | None,
-        progress_token: str | int | None = None,
-    ) -> None:
-        self._session = session
-        self.related = related
-        self.progress_token = progress_token
-
-    @property
-    def peer_id(self) -> str:
-        """The downstream session's client key: the runtime's rate and pending limits are
-        the downstream principal's."""
-        return self._session.client_key
-
-    @property
-    def protocol_version(self) -> str:
-        """The downstream session's negotiated version."""
-        return self._session.protocol_version
-
-    @property
-    def capabilities(self) -> ClientCapabilities:
-        """What the downstream client declared."""
-        return self._session.client_capabilities
-
-    def supports(self, mode: str) -> bool:
-        """Whether the downstream client declared elicitation in ``mode``."""
-        return self._session.client_capabilities.supports(mode)
-
-    def count_question(self) -> bool:
-        """Every question is charged."""
-        return True
-
-    def with_key(self, key: str) -> QuestionPeer:
-        """Itself: a session's requests are named by their JSON-RPC ids."""
-        return self
-
-    async def send_request(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        request_id: str,
-        on_response: Callable[[PeerResponse], None],
-    ) -> None:
-        """Send a request to the client, on the stream of the related request."""
-        token = RELATED_REQUEST.set(self.related)
-        try:
-            await self._session.send_request(
-                method, params, request_id=request_id, on_response=on_response
-            )
-        finally:
-            RELATED_REQUEST.reset(token)
-
-    def forget_request(self, request_id: str) -> None:
-        """Stop waiting for ``request_id``."""
-        self._session.forget_request(request_id)
-
-    async def send_notification(self, method: str, params: Mapping[str, Any]) -> None:
-        """Send a notification to the client, on the stream of the related request."""
-        token = RELATED_REQUEST.set(self.related)
-        try:
-            await self._session.send_notification(method, params)
-        finally:
-            RELATED_REQUEST.reset(token)
-
-    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        """Like :meth:`send_notification`; dropped when the client is gone."""
-        token = RELATED_REQUEST.set(self.related)
-        try:
-            await self._session.notify(method, params)
-        finally:
-            RELATED_REQUEST.reset(token)
+__all__ = ["WatchedPeer"]
 
 
 class WatchedPeer:

@@ -70,7 +70,6 @@ from erlmcp_py.gateway._link import (
     UpstreamRefused,
     start_failure,
 )
-from erlmcp_py.gateway._peer import QuestionPeer
 from erlmcp_py.gateway._stateless_upstream import relay_stateless
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.errors import ClientRequestError
@@ -86,7 +85,7 @@ from erlmcp_py.mcp.jsonrpc import (
 )
 from erlmcp_py.mcp.meta import is_stateless_request
 from erlmcp_py.mcp.params import LOG_LEVELS, InitializeParams, parse_params
-from erlmcp_py.mcp.session import RELATED_REQUEST, Send, ServerSession
+from erlmcp_py.mcp.session import RELATED_REQUEST, RequestPeer, Send, ServerSession
 from erlmcp_py.mcp.versions import ClientCapabilities, negotiate_version
 from supervisors import StartError
 
@@ -324,7 +323,7 @@ class GatewaySession(ServerSession):
                 completed = await self._arguments.complete(
                     params,
                     connection.session,
-                    peer=QuestionPeer(self, req.id, relayed.progress_token),
+                    peer=RequestPeer(self, req.id, relayed.progress_token),
                     request_id=req.id,
                     tenant=self.tenant,
                     locale=self.locale,
@@ -373,7 +372,7 @@ class GatewaySession(ServerSession):
     ) -> Response | ErrorResponse:
         """A request on a 2026-07-28 upstream: its input rounds asked of this session's
         user through the runtime (:mod:`~erlmcp_py.gateway._stateless_upstream`)."""
-        peer = QuestionPeer(self, req.id, relayed.progress_token)
+        peer = RequestPeer(self, req.id, relayed.progress_token)
         urls = UrlQuestions()  # this call's URL-mode questions
 
         async def answer(key: str, method: str, asked: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -465,7 +464,7 @@ class GatewaySession(ServerSession):
         if relayed is not None:
             relayed.questions.add(scope)
         token = relayed.progress_token if relayed is not None else None
-        peer = QuestionPeer(self, related, token)
+        peer = RequestPeer(self, related, token)
         try:
             with scope:
                 if request.method == "elicitation/create":

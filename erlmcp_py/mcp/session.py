@@ -713,10 +713,12 @@ class RequestPeer:
     def __init__(
         self,
         session: ServerSession,
-        related_request_id: RequestId,
+        related_request_id: RequestId | None,
         progress_token: str | int | None = None,
     ) -> None:
         self._session = session
+        #: The client request its requests and notifications relate to; ``None`` when there
+        #: is none to name (on Streamable HTTP they then travel on the session's GET stream).
         self.related_request_id = related_request_id
         self.progress_token = progress_token
 
@@ -777,8 +779,13 @@ class RequestPeer:
             RELATED_REQUEST.reset(token)
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        """See :meth:`ServerSession.notify` (the tool's progress and log messages)."""
-        await self._session.notify(method, params)
+        """See :meth:`ServerSession.notify` (the tool's progress and log messages), on the
+        stream of the related request."""
+        token = RELATED_REQUEST.set(self.related_request_id)
+        try:
+            await self._session.notify(method, params)
+        finally:
+            RELATED_REQUEST.reset(token)
 
 
 @asynccontextmanager
