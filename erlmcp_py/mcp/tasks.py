@@ -1512,17 +1512,23 @@ async def open_tasks(runtime: Runtime, **options: Any) -> AsyncIterator[TaskRegi
         runtime: The runtime whose store and policy the tasks use.
         **options: Keyword arguments of :class:`TaskRegistry`.
     """
-    async with trio.open_nursery() as nursery:
-        registry = TaskRegistry(nursery, runtime, **options)
-        nursery.start_soon(registry.run_writer)
-        nursery.start_soon(registry.run_timer)
-        if registry.durable:
-            runtime.store.serve_tasks(registry)
-        try:
-            yield registry
-        finally:
+    registry: TaskRegistry | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            registry = TaskRegistry(nursery, runtime, **options)
+            nursery.start_soon(registry.run_writer)
+            nursery.start_soon(registry.run_timer)
             if registry.durable:
-                runtime.store.serve_tasks(None)
-            registry.close()
+                runtime.store.serve_tasks(registry)
+            try:
+                yield registry
+            finally:
+                if registry.durable:
+                    runtime.store.serve_tasks(None)
+                registry.close()
+    finally:
+        # Once the nursery is done: a write the writer had in flight when it was cancelled
+        # is due again only once the writer has unwound, and must not be missed.
+        if registry is not None:
             with trio.CancelScope(shield=True), trio.move_on_after(_FLUSH_S):
                 await registry.flush()

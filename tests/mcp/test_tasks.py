@@ -313,6 +313,32 @@ async def test_the_tasks_methods_need_the_extension_on_the_request_itself(
             assert caught.value.code == -32601
 
 
+async def test_a_task_whose_end_was_being_written_when_its_registry_closes_is_recorded_ended(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = build()
+    async with open_runtime({"rate": 10_000}) as runtime:
+        server.runtime = runtime
+        store = runtime.store
+        real_put = store.put_task
+        in_flight = trio.Event()
+
+        async def put_slowly(task: Any, ttl_s: float, **options: Any) -> bool:
+            if task.detailed["status"] == "completed" and not in_flight.is_set():
+                in_flight.set()
+                await trio.sleep_forever()  # the store answers after the registry closed
+            return await real_put(task, ttl_s, **options)
+
+        store.put_task = put_slowly  # type: ignore[method-assign]
+        async with open_continuations() as registry, open_tasks(runtime) as tasks:
+            ep = Ep(StatelessEndpoint(server, runtime, registry, tasks=tasks), runtime, tasks)
+            task_id = (await ep.call("work", {"seconds": 3}))["taskId"]
+            await in_flight.wait()  # its end is being written when the registry closes
+        stored = await store.get_task(task_id, "alice")
+        assert stored is not None
+        assert stored.detailed["status"] == "completed"  # not left working for a takeover
+
+
 async def test_a_plain_tool_never_becomes_a_task_and_a_legacy_task_param_is_ignored(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
