@@ -19,6 +19,7 @@ import pytest
 import erlmcp_py
 import erlmcp_py.client
 import erlmcp_py.gateway
+import erlmcp_py.mcp.mrtr
 import supervisors
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -64,7 +65,16 @@ GATEWAY_API = {
     "parse_header", "upstream_capabilities",
 }  # fmt: skip
 
-PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client, erlmcp_py.gateway)
+# A public module whose implementation lives in private modules of its package re-exports
+# their public names, pinned like a package's.
+MRTR_API = {
+    "DEFAULT_STATE_TTL_S", "MRTR_MODES", "PRINCIPAL_BUSY", "Attached", "Attachment",
+    "ContinuationElsewhere", "ContinuationRegistry", "Handoff", "MrtrPeer", "NotificationSink",
+    "RequestStateRefused", "RunCall", "Waiter", "open_continuations", "question_of",
+    "response_problem",
+}  # fmt: skip
+
+PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client, erlmcp_py.gateway, erlmcp_py.mcp.mrtr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,8 +89,9 @@ PACKAGES = (erlmcp_py, supervisors, erlmcp_py.client, erlmcp_py.gateway)
         (supervisors, SUPERVISORS_API),
         (erlmcp_py.client, CLIENT_API),
         (erlmcp_py.gateway, GATEWAY_API),
+        (erlmcp_py.mcp.mrtr, MRTR_API),
     ],
-    ids=["erlmcp_py", "supervisors", "erlmcp_py.client", "erlmcp_py.gateway"],
+    ids=["erlmcp_py", "supervisors", "erlmcp_py.client", "erlmcp_py.gateway", "erlmcp_py.mcp.mrtr"],
 )
 def test_all_is_the_pinned_public_api(package: types.ModuleType, pinned: set[str]) -> None:
     assert set(package.__all__) == pinned

@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from erlmcp_py.actors.peer import PeerGone, PeerResponse
-from erlmcp_py.mcp import mrtr
+from erlmcp_py.mcp import _mrtr_peer
 from erlmcp_py.mcp.mrtr import ContinuationRegistry, MrtrPeer, open_continuations
 from erlmcp_py.mcp.versions import ClientCapabilities
 
@@ -53,7 +53,7 @@ class Sink:
 
 
 class LogRecorder(list[dict[str, Any]]):
-    """Stands in for the module's structlog logger: records ``(level, event, fields)``."""
+    """Stands in for the peer module's structlog logger: records ``(level, event, fields)``."""
 
     def __getattr__(self, level: str) -> Callable[..., None]:
         def record(event: str, **fields: Any) -> None:
@@ -225,7 +225,7 @@ async def test_between_rounds_notifications_are_dropped_counted_and_logged(
         first_sink, retry_sink = Sink("first", c.wire), Sink("retry", c.wire)
         first = await c.start(tool, first_sink, progress_token="a", log_level="info")
         events = LogRecorder()
-        monkeypatch.setattr(mrtr, "log", events)
+        monkeypatch.setattr(_mrtr_peer, "log", events)
         tick.set()
         with trio.fail_after(5):
             await ticked.wait()
