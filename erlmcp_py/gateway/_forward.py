@@ -115,6 +115,7 @@ async def _waiting(
 ) -> Mapping[str, Any]:
     """``await send()``, parked in ``waiter`` meanwhile (what ``park`` raises cancels it)."""
     done: list[outcome.Outcome[Mapping[str, Any]]] = []
+    left: Exception | None = None
 
     async def go() -> None:
         try:
@@ -127,7 +128,12 @@ async def _waiting(
         try:
             while not done:
                 await waiter.park()
+        except Exception as exc:  # raised as it is, not in the nursery's group
+            left = exc
+            nursery.cancel_scope.cancel()
         except BaseException:
             nursery.cancel_scope.cancel()
             raise
+    if left is not None:
+        raise left
     return done[0].unwrap()

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 import trio
 
-from tests.cluster.harness import Cluster
+from tests.cluster.harness import Cluster, Replica
 from tests.gateway.support import SDK_UPSTREAM, poll
 
 VERSION = "2026-07-28"
@@ -64,6 +64,11 @@ async def call(
 def forwarded_by(cluster: Cluster) -> dict[str, int]:
     """How many retries each replica forwarded to a holder so far."""
     return {name: len(r.events(event="retry_forwarded")) for name, r in cluster.replicas.items()}
+
+
+def abandoned(replica: Replica) -> list[dict[str, Any]]:
+    """The requests whose client left them on ``replica`` so far."""
+    return replica.events(event="stateless_request_abandoned")
 
 
 def asked_by(cluster: Cluster) -> dict[str, int]:
@@ -143,6 +148,8 @@ async def test_a_forwarded_retry_its_client_abandons_is_cancelled_on_the_holder(
     arguments = {"marks": str(tmp_path)}
     cancelled = tmp_path / "cancelled-ask_then_wait"
     forwarded = forwarded_by(cluster)["r2"]
+    r2_log = cluster.replicas["r2"]
+    left, failed = abandoned(r2_log), len(r2_log.events(event="request_failed"))
     with trio.fail_after(LIMIT):
         first = (await call(r1, 1, tool="ask_then_wait", arguments=arguments))["result"]
         (key,) = first["inputRequests"]
@@ -155,3 +162,6 @@ async def test_a_forwarded_retry_its_client_abandons_is_cancelled_on_the_holder(
         # the holder cancels the call, as when the client left a retry it received itself:
         # the upstream request is cancelled long before the round's hold (30 s) would end
         await poll(cancelled.exists, "the upstream's cancel", timeout=15)
+        # the replica the client left saw it leave, as for a retry it held itself
+        await poll(lambda: len(abandoned(r2_log)) > len(left), "the abandoned retry's log")
+    assert len(r2_log.events(event="request_failed")) == failed
