@@ -14,7 +14,11 @@ and checked again, the answers delivered, validated and re-prompted) and sends b
 :meth:`~erlmcp_py.gateway._endpoint.GatewayEndpoint.accept` returns in place of an
 :class:`~erlmcp_py.mcp.mrtr.Attached` request. When the holder cannot be reached (it stopped,
 crashed, or no longer shares the store) or does not answer in time, the call ends with
-``-32603`` (``data.reason: "holder_gone"``): nothing is run again.
+``-32603`` (``data.reason: "holder_gone"``): nothing is run again. A forwarded retry its
+client abandons (it closes its HTTP request, or sends ``notifications/cancelled``) is cancelled
+on the holder too -- the store sends it a cancel naming the forwarded request -- and ends there
+as a retry cancelled at the holder would: its call is cancelled, and the upstream request with
+it.
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ class ForwardedRetry:
         return await self._run(waiter)
 
     def cancel(self) -> None:
-        """Stop waiting for the holder's answer (the holder's retry ends at its hold)."""
+        """Stop waiting for the holder's answer: the holder's retry is cancelled with it, as a
+        retry cancelled there is (its call and the upstream request end)."""
         self._scope.cancel()
 
     async def _run(self, waiter: Waiter | None) -> dict[str, Any]:
@@ -110,6 +115,7 @@ async def _waiting(
 ) -> Mapping[str, Any]:
     """``await send()``, parked in ``waiter`` meanwhile (what ``park`` raises cancels it)."""
     done: list[outcome.Outcome[Mapping[str, Any]]] = []
+    left: Exception | None = None
 
     async def go() -> None:
         try:
@@ -122,7 +128,12 @@ async def _waiting(
         try:
             while not done:
                 await waiter.park()
+        except Exception as exc:  # raised as it is, not in the nursery's group
+            left = exc
+            nursery.cancel_scope.cancel()
         except BaseException:
             nursery.cancel_scope.cancel()
             raise
+    if left is not None:
+        raise left
     return done[0].unwrap()

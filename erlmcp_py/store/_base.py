@@ -137,7 +137,8 @@ class Store(Protocol):
         """Send a request (any JSON object) to ``replica``, whose host answers it
         (:meth:`StoreHost.forwarded_request`), and wait at most ``timeout_s`` for its answer:
         what reaches the process that holds something only in its memory (a 2026-07-28 call
-        held by a gateway replica).
+        held by a gateway replica). A caller that stops waiting (cancelled, or out of time)
+        cancels the request's handler on ``replica`` too, as if its own client had gone.
 
         Raises:
             StoreUnavailable: no other replica (the embedded store), the replica is not

@@ -22,7 +22,9 @@ limiter never waits for them); the heartbeat writes those that failed while the 
 down. A changed record is written a few milliseconds later, in a batch (``PUBLISH``), and
 read by ``HMGET``/``LIST``; one that cannot be written waits for the next try. A call
 forwarded to the holder replica is a message on its channel; the holder runs it through its
-runtime and answers on the caller's channel.
+runtime and answers on the caller's channel. A forwarded request whose caller stops waiting
+(cancelled, or out of time) is followed by a cancel naming it, which cancels its handler on
+the holder.
 
 A hosted page's ticket is a hash that expires with the longest life its elicitation can
 have; every step of its life (open, bind, claim, release, close) is one script
@@ -169,6 +171,8 @@ class RedisStore:
         self._recoveries = 0
         self._reaped = 0
         self._forwarded = 0
+        # the forwarded requests running here, by (sender, cid): a cancel names one
+        self._serving: dict[tuple[str, str], trio.CancelScope] = {}
         self._taken_over = 0
         self._task_host: TaskHost | None = None
         # a task set outlives the longest task it may hold: its members are running tasks
@@ -552,29 +556,54 @@ class RedisStore:
             receivers = await self._run("forward", lambda c: c.publish(message, channel))
             if not receivers:
                 raise StoreUnavailable("forward: the replica holding it is not reachable")
-            with trio.move_on_after(timeout_s):
-                reply = await receive.receive()
-                self._forwarded += 1
-                answer = reply.get("answer")
-                if not isinstance(answer, Mapping):
-                    raise StoreUnavailable("forward: the replica holding it has no such handler")
-                return answer
+            answered = False
+            try:
+                with trio.move_on_after(timeout_s):
+                    reply = await receive.receive()
+                    answered = True
+                    self._forwarded += 1
+                    answer = reply.get("answer")
+                    if not isinstance(answer, Mapping):
+                        raise StoreUnavailable(
+                            "forward: the replica holding it has no such handler"
+                        )
+                    return answer
+            finally:
+                if not answered:  # cancelled or out of time: the holder stops too
+                    await self._cancel_request(channel, cid)
             self._errors["forward"] += 1
             raise StoreUnavailable("forward: no answer from the replica holding it")
         finally:
             del self._replies[cid]
 
-    async def _serve_request(self, message: Mapping[str, Any]) -> None:
+    async def _cancel_request(self, channel: str, cid: str) -> None:
+        """Tell the replica on ``channel`` that nobody waits for request ``cid`` any more:
+        its handler is cancelled there, as if its own client had gone (shielded, since the
+        caller is often being cancelled; the store's deadline bounds it)."""
+        text = json.dumps({"kind": "cancel", "cid": cid, "from": self.replica})
+        with trio.CancelScope(shield=True), suppress(StoreUnavailable):
+            await self._run("forward_cancel", lambda c: c.publish(text, channel))
+
+    async def _serve_request(self, message: Mapping[str, Any], scope: trio.CancelScope) -> None:
+        key = (str(message.get("from")), str(message.get("cid")))
         reply: dict[str, Any] = {"kind": "reply", "cid": message.get("cid")}
         request = message.get("request")
         try:
-            reply["answer"] = dict(
-                await self._host.forwarded_request(request if isinstance(request, Mapping) else {})
-            )
+            with scope:
+                reply["answer"] = dict(
+                    await self._host.forwarded_request(
+                        request if isinstance(request, Mapping) else {}
+                    )
+                )
         except LookupError as exc:
             log.info("store_forwarded_request_refused", why=str(exc)[:200])
         except Exception as exc:
             log.warning("store_forwarded_request_failed", error=type(exc).__name__)
+        finally:
+            self._serving.pop(key, None)
+        if scope.cancelled_caught:  # its caller stopped waiting: nobody reads a reply
+            log.info("store_forwarded_request_cancelled")
+            return
         channel = self.keys.channel(str(message.get("from")))
         text = json.dumps(reply)
         with suppress(StoreUnavailable):  # else the caller's deadline answers it
@@ -595,7 +624,14 @@ class RedisStore:
         elif kind in ("call", "task") and self._nursery is not None:
             self._nursery.start_soon(self._serve_call, message)
         elif kind == "request" and self._nursery is not None:
-            self._nursery.start_soon(self._serve_request, message)
+            # registered before it starts: a cancel may follow it at once
+            scope = trio.CancelScope()
+            self._serving[(str(message.get("from")), str(message.get("cid")))] = scope
+            self._nursery.start_soon(self._serve_request, message, scope)
+        elif kind == "cancel":
+            serving = self._serving.get((str(message.get("from")), str(message.get("cid"))))
+            if serving is not None:
+                serving.cancel()
 
     async def _serve_call(self, message: Mapping[str, Any]) -> None:
         reply: dict[str, Any] = {"kind": "reply", "cid": message.get("cid")}

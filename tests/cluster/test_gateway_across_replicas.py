@@ -9,13 +9,14 @@ with a clear error.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import trio
 
-from tests.cluster.harness import Cluster
-from tests.gateway.support import SDK_UPSTREAM
+from tests.cluster.harness import Cluster, Replica
+from tests.gateway.support import SDK_UPSTREAM, poll
 
 VERSION = "2026-07-28"
 LIMIT = 60.0
@@ -31,11 +32,16 @@ META = {
 
 
 async def call(
-    port: int, id: int, state: str | None = None, answers: dict[str, Any] | None = None
+    port: int,
+    id: int,
+    state: str | None = None,
+    answers: dict[str, Any] | None = None,
+    tool: str = "ask_person",
+    arguments: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One ``tools/call`` of ``ask_person`` POSTed to the replica on ``port``; its JSON-RPC
-    answer."""
-    params: dict[str, Any] = {"name": "ask_person", "arguments": {}, "_meta": META}
+    """One ``tools/call`` of ``tool`` (``ask_person``) POSTed to the replica on ``port``; its
+    JSON-RPC answer."""
+    params: dict[str, Any] = {"name": tool, "arguments": arguments or {}, "_meta": META}
     if state is not None:
         params["requestState"] = state
     if answers is not None:
@@ -48,7 +54,7 @@ async def call(
                 "Accept": "application/json, text/event-stream",
                 "MCP-Protocol-Version": VERSION,
                 "Mcp-Method": "tools/call",
-                "Mcp-Name": "ask_person",
+                "Mcp-Name": tool,
             },
         )
     reply: dict[str, Any] = answer.json()
@@ -58,6 +64,11 @@ async def call(
 def forwarded_by(cluster: Cluster) -> dict[str, int]:
     """How many retries each replica forwarded to a holder so far."""
     return {name: len(r.events(event="retry_forwarded")) for name, r in cluster.replicas.items()}
+
+
+def abandoned(replica: Replica) -> list[dict[str, Any]]:
+    """The requests whose client left them on ``replica`` so far."""
+    return replica.events(event="stateless_request_abandoned")
 
 
 def asked_by(cluster: Cluster) -> dict[str, int]:
@@ -128,3 +139,29 @@ async def test_a_retry_whose_holder_died_ends_with_holder_gone_and_is_never_repl
     assert error["data"] == {"reason": "holder_gone"}
     assert "not run again" in error["message"]
     assert asked_by(cluster)["r2"] == asked  # nothing was asked (or run) again there
+
+
+async def test_a_forwarded_retry_its_client_abandons_is_cancelled_on_the_holder(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    r1, r2 = (cluster.replicas[name].port for name in ("r1", "r2"))
+    arguments = {"marks": str(tmp_path)}
+    cancelled = tmp_path / "cancelled-ask_then_wait"
+    forwarded = forwarded_by(cluster)["r2"]
+    r2_log = cluster.replicas["r2"]
+    left, failed = abandoned(r2_log), len(r2_log.events(event="request_failed"))
+    with trio.fail_after(LIMIT):
+        first = (await call(r1, 1, tool="ask_then_wait", arguments=arguments))["result"]
+        (key,) = first["inputRequests"]
+        answers = {key: {"action": "accept", "content": PERSON}}
+        # the retry, forwarded to r1, waits there while the upstream's tool runs on: its
+        # client gives up and closes the request
+        with trio.move_on_after(2):
+            await call(r2, 2, first["requestState"], answers, "ask_then_wait", arguments)
+        assert forwarded_by(cluster)["r2"] == forwarded + 1
+        # the holder cancels the call, as when the client left a retry it received itself:
+        # the upstream request is cancelled long before the round's hold (30 s) would end
+        await poll(cancelled.exists, "the upstream's cancel", timeout=15)
+        # the replica the client left saw it leave, as for a retry it held itself
+        await poll(lambda: len(abandoned(r2_log)) > len(left), "the abandoned retry's log")
+    assert len(r2_log.events(event="request_failed")) == failed

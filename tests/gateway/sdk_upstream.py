@@ -124,6 +124,21 @@ async def slow(ctx: Context, seconds: float = 30.0) -> str:
 
 
 @server.tool()
+async def ask_then_wait(ctx: Context, marks: str, seconds: float = 60.0) -> str:
+    """Ask who the user is, then wait; answered, write ``answered-ask_then_wait`` in the
+    directory ``marks`` (a gateway started without ``GATEWAY_TEST_MARKS`` names it), and
+    cancelled, ``cancelled-ask_then_wait``."""
+    await ctx.elicit("Who are you?", Person)
+    (Path(marks) / "answered-ask_then_wait").write_text("1")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        (Path(marks) / "cancelled-ask_then_wait").write_text("1")
+        raise
+    return "done"
+
+
+@server.tool()
 async def sample(ctx: Context) -> str:
     """Ask the client's model."""
     result = await ctx.session.create_message(

@@ -20,11 +20,14 @@ from typing import Any
 
 import pytest
 import trio
+from structlog.testing import capture_logs
 
-from erlmcp_py.client import ClientRequestError, ClientSession, ServerRequest
+from erlmcp_py.client import ClientRequestError, ClientSession, ServerRequest, connect_in_memory
+from erlmcp_py.core.state_token import KeyRing
 from erlmcp_py.core.versions import V_2026_07_28
 from erlmcp_py.gateway import UpstreamPolicy
 from tests.gateway.support import (
+    EVERYTHING,
     LIMIT,
     REPO,
     SDK_UPSTREAM,
@@ -246,6 +249,42 @@ async def test_a_client_that_cancels_its_call_cancels_the_upstreams_and_progress
         await poll(lambda: (marks / "cancelled-slow").exists(), "the upstream's cancel")
         assert text(await client.call_tool("echo", {"text": "after"})) == "after"
     assert progress
+
+
+async def test_a_retry_forwarded_to_the_connection_holding_its_call_and_cancelled_cancels_it(
+    tmp_path: Path,
+) -> None:
+    arguments = {"marks": str(tmp_path)}
+    shared = {"keyring": KeyRing("shared", b"k" * 32)}  # as replicas given one --keyring
+    async with (
+        through_gateway(
+            never, protocol_version=V_2026_07_28, peer_id="ada", continuations=shared
+        ) as (gateway, holder),
+        connect_in_memory(
+            gateway,
+            peer_id="ada",
+            continuations=shared,
+            handler=never,
+            capabilities=EVERYTHING,
+            protocol_version=V_2026_07_28,
+        ) as other,
+    ):
+        first = await first_round(holder, "ask_then_wait", **arguments)
+        answers = {only_key(first): {"action": "accept", "content": PERSON}}
+        async with trio.open_nursery() as nursery:
+            with capture_logs() as logs:
+                nursery.start_soon(
+                    lambda: retry(
+                        other, "ask_then_wait", first["requestState"], answers, **arguments
+                    )
+                )
+                # the retry reached the holder's connection: the upstream's tool got the answer
+                await poll((tmp_path / "answered-ask_then_wait").exists, "the answer upstream")
+            # the other connection's endpoint forwarded it to the holder's
+            assert [e for e in logs if e["event"] == "retry_forwarded"]
+            nursery.cancel_scope.cancel()  # the client stops waiting: notifications/cancelled
+        # the holder ends the retry as one cancelled there: the upstream's call is cancelled
+        await poll((tmp_path / "cancelled-ask_then_wait").exists, "the upstream's cancel")
 
 
 async def test_an_upstream_that_dies_mid_question_ends_the_call_with_upstream_lost(

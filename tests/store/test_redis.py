@@ -374,3 +374,33 @@ async def test_a_server_with_a_password_takes_it_from_the_url(tmp_path: Any) -> 
                 await b.create_elicitation(form(), peer=MemoryPeer(), tenant=ALICE)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("stop", ["cancelled", "out_of_time"])
+async def test_a_forwarded_request_its_caller_stops_waiting_for_is_cancelled_on_the_holder(
+    redis_server: RedisServer, stop: str
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+        started, cancelled = trio.Event(), trio.Event()
+
+        async def handler(body: Any) -> dict[str, Any]:
+            started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                cancelled.set()
+
+        b.handle_requests("test.wait", handler)
+        timeout = 30.0 if stop == "cancelled" else 0.5
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+
+                async def forward() -> None:
+                    with pytest.raises(StoreUnavailable):
+                        await a.forward_request(b.store.replica, "test.wait", {}, timeout)
+
+                nursery.start_soon(forward)
+                await started.wait()
+                if stop == "cancelled":
+                    nursery.cancel_scope.cancel()
+            await cancelled.wait()  # the holder's handler ends with its caller's wait
