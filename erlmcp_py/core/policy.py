@@ -108,12 +108,12 @@ class LifecyclePolicy:
             mode: ``"form"`` or ``"url"``.
             requested_s: The question's own deadline (``ctx.elicit(..., timeout=)``, a
                 form definition's ``timeout``), or ``None`` for the policy's. It is clamped
-                to the policy's deadline for ``mode``: the server's maximum.
+                to the policy's deadline for ``mode``: the server's maximum. It was checked
+                where it entered (:func:`check_timeout`, called by the runtime's
+                ``ElicitationRequest``), so it is not checked again here.
 
         Raises:
-            ValueError: ``mode`` is neither ``"form"`` nor ``"url"``, or ``requested_s`` is
-                not a positive, finite number.
-            TypeError: ``requested_s`` is not a number.
+            ValueError: ``mode`` is neither ``"form"`` nor ``"url"``.
         """
         if mode == "form":
             longest = self.form_deadline_s
@@ -123,7 +123,7 @@ class LifecyclePolicy:
             raise ValueError(f"unknown elicitation mode {mode!r} (expected 'form' or 'url')")
         if requested_s is None:
             return longest
-        return min(check_timeout("requested_s", requested_s), longest)
+        return min(float(requested_s), longest)
 
     def warn_before_for(self, mode: Mode, deadline_s: float) -> float:
         """Return how long before a deadline of ``deadline_s`` seconds the client is warned.

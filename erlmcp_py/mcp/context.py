@@ -45,7 +45,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import structlog
 import trio
@@ -102,10 +102,7 @@ from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.stopwatch import ToolClock
 from erlmcp_py.mcp.versions import ClientCapabilities
 
-if TYPE_CHECKING:
-    from erlmcp_py.mcp.server import Server
-
-__all__ = ["Context"]
+__all__ = ["Context", "ToolServer"]
 
 log = structlog.get_logger("erlmcp.context")
 
@@ -216,6 +213,30 @@ async def _tell_cancelled(peer: Peer, request_id: str, reason: str) -> None:
         )
 
 
+class ToolServer(Protocol):
+    """What a call's :class:`Context` sees of the server it runs on: the names its hosted
+    page shows, and the resource notifications a tool may send. A
+    :class:`~erlmcp_py.mcp.server.Server` is one."""
+
+    @property
+    def name(self) -> str:
+        """The server's name (``serverInfo.name``)."""
+        ...
+
+    @property
+    def title(self) -> str | None:
+        """The server's display name (``serverInfo.title``), if any."""
+        ...
+
+    def tool_title(self, name: str) -> str | None:
+        """The display title of the tool ``name``, if it has one."""
+        ...
+
+    async def notify_resource_updated(self, uri: str) -> int:
+        """Tell every client subscribed to ``uri`` that it changed; how many were told."""
+        ...
+
+
 class Context:
     """Per-call services for a tool. Annotate a tool parameter with it to receive one.
 
@@ -225,8 +246,8 @@ class Context:
             notifies goes through it.
         runtime: The elicitation runtime that asks.
         url_policy: The policy of a form definition's URL fields (the server's).
-        server: The server this call belongs to (:attr:`server`; the hosted page names it and
-            the tool when it asks).
+        server: What the call sees of its server (:attr:`server`; the hosted page names it
+            and the tool when it asks).
         task_starter: What makes the call a task when the tool says so
             (:meth:`start_task`); ``None`` where it cannot become one.
 
@@ -262,7 +283,7 @@ class Context:
         peer: CallPeer,
         runtime: Runtime,
         url_policy: UrlPolicy,
-        server: Server,
+        server: ToolServer,
         tenant: Tenant,
         request_id: str | int,
         tool_name: str,
@@ -316,8 +337,8 @@ class Context:
         return self._peer.capabilities
 
     @property
-    def server(self) -> Server:
-        """The server this tool belongs to (e.g. for ``notify_resource_updated``)."""
+    def server(self) -> ToolServer:
+        """The server this tool runs on (e.g. for ``notify_resource_updated``)."""
         return self._server
 
     # -- tasks ----------------------------------------------------------------------------------
@@ -656,13 +677,12 @@ class Context:
     def _page_question(self, message: str, prepared: _Prepared) -> PageQuestion:
         """What the hosted page shows of this question, naming the server and the tool."""
         server = self._server
-        spec = server.tools.get(self.tool_name)
         return PageQuestion(
             message,
             prepared.page_schema,
             prepared.widgets,
             server=server.title or server.name,
-            tool=(spec.title if spec is not None else None) or self.tool_name,
+            tool=server.tool_title(self.tool_name) or self.tool_name,
         )
 
     def _task_links(self, peer: CallPeer) -> bool:

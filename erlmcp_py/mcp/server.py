@@ -296,6 +296,12 @@ class Server:
         self.resources.add_template(spec)
         return spec
 
+    def tool_title(self, name: str) -> str | None:
+        """The display title of the tool ``name``; ``None`` when it has none or there is no
+        such tool."""
+        spec = self.tools.get(name)
+        return None if spec is None else spec.title
+
     async def notify_resource_updated(self, uri: str) -> int:
         """Send ``notifications/resources/updated`` to every client subscribed to ``uri``.
 

@@ -55,3 +55,15 @@ def test_the_context_reads_no_attribute_by_name() -> None:
         and node.func.id in {"getattr", "hasattr"}
     ]
     assert calls == []
+
+
+def test_the_context_depends_on_interfaces_not_on_the_server_class() -> None:
+    """``Context`` takes a ``CallPeer``, the ``Runtime``, the URL policy and a ``ToolServer``:
+    it imports nothing of ``erlmcp_py.mcp.server``, at run time or for type checking."""
+    tree = ast.parse((MCP / "context.py").read_text())
+    imported = [
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+    ]
+    assert "erlmcp_py.mcp.server" not in imported

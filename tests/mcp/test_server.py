@@ -9,6 +9,7 @@ import trio
 import trio.testing
 
 from erlmcp_py import Context, RuntimeConfig, Server, UnsafeURLError, Unsupported, UrlPolicy
+from erlmcp_py.mcp.context import ToolServer
 from tests.mcp.harness import connect
 
 
@@ -127,3 +128,21 @@ async def test_a_url_the_policy_refuses_is_an_error_and_nothing_is_sent(
         answered = await wire.call("visit")
         assert answered["result"]["content"][0]["text"].startswith("refused: ")
         assert not [f for f in wire.out if f.get("method") == "elicitation/create"]
+
+
+def test_a_server_is_what_a_context_sees_of_its_server() -> None:
+    server = Server("acme", "1.0", title="Acme")
+
+    @server.tool(title="Sign in")
+    async def sign_in() -> str:
+        return "ok"
+
+    @server.tool()
+    async def plain() -> str:
+        return "ok"
+
+    seen: ToolServer = server  # mypy checks the protocol; this checks what it answers
+    assert (seen.name, seen.title) == ("acme", "Acme")
+    assert seen.tool_title("sign_in") == "Sign in"
+    assert seen.tool_title("plain") is None
+    assert seen.tool_title("no_such_tool") is None
