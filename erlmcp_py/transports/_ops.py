@@ -23,6 +23,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from erlmcp_py.actors.runtime import Runtime
+
 __all__ = ["OPS_PATHS", "OpsAnswer", "OpsSource", "answer_ops"]
 
 #: The operations paths, answered on GET beside the MCP endpoint.
@@ -32,7 +34,8 @@ OPS_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 class OpsSource(Protocol):
     """What the operations endpoints read (the HTTP transport)."""
 
-    runtime: Any
+    @property
+    def runtime(self) -> Runtime: ...
 
     @property
     def draining(self) -> bool: ...
@@ -62,13 +65,10 @@ class OpsAnswer:
     content_type: str
 
 
-def tree_up(runtime: Any) -> bool:
+def tree_up(runtime: Runtime) -> bool:
     """Whether every child of the runtime's supervision tree is running."""
-    supervisor = getattr(runtime, "supervisor", None)
-    if supervisor is None:
-        return runtime is not None
     try:
-        counts = supervisor.count_children()
+        counts = runtime.supervisor.count_children()
     except Exception:  # a tree being torn down
         return False
     return bool(counts.specs) and counts.active == counts.specs
@@ -100,7 +100,7 @@ class _Collector:
 
     def collect(self) -> Iterator[Metric]:
         source = self._source
-        snapshot: dict[str, Any] = source.runtime.metrics() if source.runtime else {}
+        snapshot: dict[str, Any] = source.runtime.metrics()
         created = CounterMetricFamily(
             "erlmcp_elicitations_created", "Elicitations created, by mode.", labels=["mode"]
         )
@@ -171,8 +171,7 @@ class _Collector:
             "Restarts of the runtime's actors by their supervisor, by actor.",
             labels=["actor"],
         )
-        supervisor = getattr(source.runtime, "supervisor", None)
-        for actor, n in sorted(getattr(supervisor, "restarts", {}).items()):
+        for actor, n in sorted(source.runtime.supervisor.restarts.items()):
             restarts.add_metric([actor], n)
         yield restarts
         yield GaugeMetricFamily(

@@ -59,6 +59,7 @@ import structlog
 import trio
 
 from erlmcp_py.actors.pages import PAGE_PATH, PageRegistry, PageTicket
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.core.errors import (
     AlreadyTerminal,
     AnswerInFlight,
@@ -116,7 +117,7 @@ class ElicitationPage:
         body: Bounds of a submitted form.
     """
 
-    def __init__(self, runtime: Any, hosts: HostPolicy, body: BodyPolicy) -> None:
+    def __init__(self, runtime: Runtime, hosts: HostPolicy, body: BodyPolicy) -> None:
         self.runtime = runtime
         self.hosts = hosts
         self.body = body

@@ -27,6 +27,7 @@ from typing import Any, Final
 import structlog
 import trio
 
+from erlmcp_py.actors.runtime import Runtime
 from erlmcp_py.mcp import jsonrpc
 from erlmcp_py.mcp.jsonrpc import JsonRpcError, Request
 from erlmcp_py.mcp.mrtr import ContinuationRegistry
@@ -198,7 +199,7 @@ class HttpTransport:
         config: Transport policy.
     """
 
-    def __init__(self, server: Server, runtime: Any, config: HttpConfig | None = None) -> None:
+    def __init__(self, server: Server, runtime: Runtime, config: HttpConfig | None = None) -> None:
         self.server = server
         self.runtime = runtime
         self.config = config or HttpConfig()
@@ -618,7 +619,7 @@ async def serve_http(
         shutdown_trigger=shutdown_trigger,
     )
 
-    async def run(runtime: Any) -> None:
+    async def run(runtime: Runtime) -> None:
         transport = HttpTransport(server, runtime, config)
         stopped = trio.Event()
         async with trio.open_nursery() as nursery:
