@@ -6,7 +6,7 @@ The peer writes nothing to a wire: :meth:`MrtrPeer.send_request` records each re
 the call's replay or a first call's own ``inputResponses``), and
 :meth:`MrtrPeer.send_notification` hands a notification to the sink of the request attached
 to the call, or drops it (:mod:`~erlmcp_py.mcp.mrtr` says which goes where). What it records
-lives in the call's :class:`~erlmcp_py.mcp._continuations.Continuation`, which the registry
+lives in the call's :class:`~erlmcp_py.mcp._call_record.Continuation`, which the registry
 reads to decide a round.
 """
 
@@ -26,7 +26,7 @@ from erlmcp_py.mcp.params import LOG_LEVELS
 from erlmcp_py.mcp.versions import ClientCapabilities
 
 if TYPE_CHECKING:
-    from erlmcp_py.mcp._continuations import Continuation
+    from erlmcp_py.mcp._call_record import Continuation
 
 __all__ = ["Asking", "InputRequest", "MrtrPeer", "NotificationSink", "response_problem"]
 

@@ -70,25 +70,29 @@ says which elicitations were charged already.
 
 Past ``max_state_chars`` the state cannot be sealed: the call ends with ``state_too_large``.
 
-Where it lives: the registry, its calls and their timer in
-:mod:`~erlmcp_py.mcp._continuations`; the peer and the requests a round asks in
-:mod:`~erlmcp_py.mcp._mrtr_peer`; the journal and :func:`question_of` in
-:mod:`~erlmcp_py.mcp._replay`. This module is their public face.
+Where it lives: the registry's calls (start, resume, replay, forward, answer) in
+:mod:`~erlmcp_py.mcp._continuations`, on what it holds, its bounds and its timer in
+:mod:`~erlmcp_py.mcp._held_calls`; one held call's record in :mod:`~erlmcp_py.mcp._call_record`;
+the attached request and when its round ends in :mod:`~erlmcp_py.mcp._attached`; the sealed
+state and the refusals of a retry in :mod:`~erlmcp_py.mcp._request_state`; the peer and the
+requests a round asks in :mod:`~erlmcp_py.mcp._mrtr_peer`; the journal and
+:func:`question_of` in :mod:`~erlmcp_py.mcp._replay`. This module is their public face.
 """
 
+from erlmcp_py.mcp._attached import (
+    Attached as Attached,
+    Attachment as Attachment,
+    Waiter as Waiter,
+)
+from erlmcp_py.mcp._call_record import Handoff as Handoff, RunCall as RunCall
 from erlmcp_py.mcp._continuations import (
+    ContinuationRegistry as ContinuationRegistry,
+    open_continuations as open_continuations,
+)
+from erlmcp_py.mcp._held_calls import (
     DEFAULT_STATE_TTL_S as DEFAULT_STATE_TTL_S,
     MRTR_MODES as MRTR_MODES,
     PRINCIPAL_BUSY as PRINCIPAL_BUSY,
-    Attached as Attached,
-    Attachment as Attachment,
-    ContinuationElsewhere as ContinuationElsewhere,
-    ContinuationRegistry as ContinuationRegistry,
-    Handoff as Handoff,
-    RequestStateRefused as RequestStateRefused,
-    RunCall as RunCall,
-    Waiter as Waiter,
-    open_continuations as open_continuations,
 )
 from erlmcp_py.mcp._mrtr_peer import (
     MrtrPeer as MrtrPeer,
@@ -96,6 +100,10 @@ from erlmcp_py.mcp._mrtr_peer import (
     response_problem as response_problem,
 )
 from erlmcp_py.mcp._replay import question_of as question_of
+from erlmcp_py.mcp._request_state import (
+    ContinuationElsewhere as ContinuationElsewhere,
+    RequestStateRefused as RequestStateRefused,
+)
 
 __all__ = [
     "Attached",
