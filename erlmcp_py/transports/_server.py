@@ -42,8 +42,8 @@ client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431); a head :mod:`~erlmcp_py.transports._http11` cannot frame
-unambiguously (400); a transfer coding other than ``chunked``, and ``CONNECT`` (501); a
-version other than HTTP/1.0 and HTTP/1.1 (505). A head not yet complete is refused as soon as
+unambiguously (400); a transfer coding before ``chunked``, and ``CONNECT`` (501); a major
+version other than HTTP/1 (505). A head not yet complete is refused as soon as
 a bare CR or LF shows in it; empty lines before a request line are skipped. A malformed
 chunked body is answered 400 and closed (cut short once the response has started). A response
 whose request body was not read to its end closes the connection, as does HTTP/1.0 without
