@@ -688,3 +688,29 @@ async def test_the_real_server_refuses_each_refused_payload_and_serves_on(
     # exactly
     check_answer(case, await exchange(serve_port, to_the_mcp_endpoint(case.wire)), echoed=False)
     assert responses(await exchange(serve_port, HEALTHZ)) == [(200, b"ok\n")]
+
+
+SMUGGLED = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # 42 bytes
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        # CL.0: the route never reads the body; its 42 bytes are still the body, not a request
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 42\r\n\r\n" + SMUGGLED,
+        b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 42\r\n\r\n" + SMUGGLED,
+        # TE.0: the same with a chunked body the route never reads
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2a\r\n" + SMUGGLED + b"\r\n0\r\n\r\n",
+        b"OPTIONS /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2a\r\n" + SMUGGLED + b"\r\n0\r\n\r\n",
+    ],
+    ids=["cl0-get", "cl0-post", "te0-get", "te0-options"],
+)
+async def test_a_body_the_route_never_reads_is_never_read_as_a_request(
+    wire: bytes, serve_port: int
+) -> None:
+    assert b"# TYPE" in await exchange(serve_port, SMUGGLED)  # what a smuggled one answers
+    answer = await exchange(serve_port, wire)
+    assert len(responses(answer)) == 1, answer
+    assert b"# HELP" not in answer and b"# TYPE" not in answer  # no /metrics answer
