@@ -253,6 +253,10 @@ CASES: list[Case] = [
     refused("cl-past-int-limit", post(b"Content-Length: " + b"9" * 4301, body=b"hello")),
     refused("cl-vertical-tab", post(b"Content-Length: 5\x0b", body=b"hello")),
     refused("cl-space-before-colon", post(b"Content-Length : 5", body=b"hello")),
+    # a body the client ends the connection inside: a client error (RFC 9112 §8), never a 500
+    refused("cl-body-cut-short", post(b"Content-Length: 10", body=b"hello")),
+    refused("chunk-body-cut-short", te(b"chunked", b"5\r\nhel")),
+    refused("chunk-cut-before-last-chunk", te(b"chunked", b"5\r\nhello\r\n")),
     # -- Content-Length with Transfer-Encoding (CL.TE, TE.CL) --------------------------------------
     refused(
         "cl-te",
