@@ -19,12 +19,14 @@ another (request smuggling). So:
   starts with whitespace (obsolete line folding, or whitespace before the first field) is
   refused (400, §5.2, §2.2).
 * **The request line** (§3): method, one space, target, one space, ``HTTP/1.1`` or
-  ``HTTP/1.0`` (another ``HTTP/x.y``: 505).
+  ``HTTP/1.0``; a higher minor version of HTTP/1 (``HTTP/1.2``) is read as HTTP/1.1 (RFC 9110
+  §2.5), another major version is 505.
 * **Body framing** (§6): a ``Content-Length`` is one number of at most
   :data:`MAX_LENGTH_DIGITS` digits, sent once (a second line, even with the same value, is
-  refused); ``Transfer-Encoding`` is exactly ``chunked``, once (anything else: 501); both
-  together, or chunked on HTTP/1.0, are refused (400), not resolved: the front end may have
-  resolved them the other way.
+  refused). The ``Transfer-Encoding`` lines together list tokens ending in ``chunked``, which
+  appears once (else 400: the body's length cannot be known, §6.3); codings before it are 501
+  (none is decoded here, §6.1). Both fields together, or ``Transfer-Encoding`` in HTTP/1.0,
+  are refused (400), not resolved: the front end may have resolved them the other way.
 * **Host and target** (§3.2, RFC 9110 §7.2): an HTTP/1.1 request carries exactly one ``Host``,
   an HTTP/1.0 one at most one, and its value is a ``host[:port]`` (else 400). The target is
   origin-form (``/path?query``: the path by RFC 3986's ``pchar`` grammar, every ``%`` followed
@@ -100,6 +102,9 @@ _HOST: Final = re.compile(
     rb"(?:\[[-0-9A-Za-z:._~%!$&'()*+,;=]+\]|[-0-9A-Za-z._~%!$&'()*+,;=]*)(?::[0-9]*)?"
 )
 _ENCODED_SLASH: Final = re.compile(rb"%2[fF]")
+#: An HTTP version (RFC 9112 §2.3), and a higher minor version of HTTP/1 than 1.1.
+_VERSION: Final = re.compile(rb"HTTP/[0-9]\.[0-9]")
+_HIGHER_MINOR: Final = re.compile(rb"HTTP/1\.[2-9]")
 #: The fields that frame the request or say what to do with the connection.
 _FRAMING: Final = frozenset(
     {b"host", b"content-length", b"transfer-encoding", b"connection", b"expect"}
@@ -186,8 +191,8 @@ def parse_head(data: bytes) -> RequestHead:
     """Parse a request head (without its closing empty line).
 
     Raises:
-        HttpRequestError: The head is malformed (400), names a transfer coding other than
-            ``chunked`` (501) or an HTTP version other than 1.0 and 1.1 (505).
+        HttpRequestError: The head is malformed (400), names a transfer coding before
+            ``chunked`` (501) or a major HTTP version other than 1 (505).
     """
     lines = _lines(data)
     parts = lines[0].split(b" ")
@@ -200,7 +205,9 @@ def parse_head(data: bytes) -> RequestHead:
         version = "1.1"
     elif proto == b"HTTP/1.0":
         version = "1.0"
-    elif re.fullmatch(rb"HTTP/[0-9]\.[0-9]", proto):
+    elif _HIGHER_MINOR.fullmatch(proto):  # RFC 9110 §2.5: read as the highest minor we know
+        version = "1.1"
+    elif _VERSION.fullmatch(proto):
         raise HttpRequestError(505, "unsupported HTTP version")
     else:
         raise HttpRequestError(400, "malformed request line")
@@ -208,7 +215,7 @@ def parse_head(data: bytes) -> RequestHead:
         raise HttpRequestError(501, "CONNECT is not supported")
     headers: list[tuple[bytes, bytes]] = []
     length: int | None = None
-    chunked = False
+    codings: list[bytes] = []  # the transfer codings, in the order applied
     connection = b""
     expect = False
     host = -1  # the index of the Host field
@@ -233,18 +240,15 @@ def parse_head(data: bytes) -> RequestHead:
             if not value.isdigit() or len(value) > MAX_LENGTH_DIGITS:
                 raise HttpRequestError(400, "malformed Content-Length")
             length = int(value)
-        elif name == b"transfer-encoding":
-            if value.lower() != b"chunked" or chunked:
-                raise HttpRequestError(501, "unsupported Transfer-Encoding")
-            chunked = True
+        elif name == b"transfer-encoding":  # field lines of a list combine (RFC 9110 §5.3)
+            codings += [coding.strip(b" \t") for coding in value.lower().split(b",")]
         elif name == b"connection":
             connection += b"," + value.lower()
         elif name == b"expect":
             expect = value.lower() == b"100-continue"
-    if chunked and length is not None:
-        raise HttpRequestError(400, "both Content-Length and Transfer-Encoding")
-    if chunked and version == "1.0":
-        raise HttpRequestError(400, "chunked body in HTTP/1.0")
+    chunked = bool(codings)
+    if chunked:
+        _check_transfer_codings(codings, version, length)
     if host < 0 and version == "1.1":
         raise HttpRequestError(400, "missing Host")
     path, query, authority = _target(target, method)
@@ -267,6 +271,31 @@ def parse_head(data: bytes) -> RequestHead:
         keep_alive,
         expect and version == "1.1",
     )
+
+
+def _check_transfer_codings(codings: list[bytes], version: str, length: int | None) -> None:
+    """Check the transfer codings of a request: only ``chunked`` frames a body here.
+
+    Raises:
+        HttpRequestError: Any in HTTP/1.0 (RFC 9112 §6.1: the framing is faulty), beside a
+            ``Content-Length`` (§6.3: refused, not resolved), a coding that is not a token
+            (an empty list element, a quoted string, a parameter, non-ASCII), ``chunked``
+            not the final coding or applied more than once (§6.3, §7: the body's length
+            cannot be known): 400. ``chunked`` after other codings (``gzip, chunked``): 501,
+            none is decoded here (§6.1).
+    """
+    if version == "1.0":
+        raise HttpRequestError(400, "Transfer-Encoding in HTTP/1.0")
+    if length is not None:
+        raise HttpRequestError(400, "both Content-Length and Transfer-Encoding")
+    if any(not coding or coding.translate(None, _TOKEN) for coding in codings):
+        raise HttpRequestError(400, "malformed Transfer-Encoding")
+    if codings[-1] != b"chunked":
+        raise HttpRequestError(400, "chunked is not the final transfer coding")
+    if codings.count(b"chunked") > 1:
+        raise HttpRequestError(400, "chunked applied twice")
+    if len(codings) > 1:
+        raise HttpRequestError(501, "unsupported transfer coding")
 
 
 def _target(target: bytes, method: bytes) -> tuple[bytes, bytes, bytes | None]:

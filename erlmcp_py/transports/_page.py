@@ -11,6 +11,8 @@ ticket, or an ended elicitation, says "expired or used" (410); an unknown token,
 elicitation its tenant cannot see, says "not found" (404). Nothing ever renders another
 tenant's question.
 
+``HEAD`` is answered as ``GET``, without the body (RFC 9110 §9.3.2).
+
 ``POST`` carries the form (``application/x-www-form-urlencoded``), the ticket's CSRF value and
 the pressed button (``_action``: ``accept``, ``decline`` or ``cancel``). It is refused (403)
 unless the CSRF value matches and the request comes from the page itself (``Origin`` equal to
@@ -142,8 +144,8 @@ class ElicitationPage:
             await respond.notice(403, "mcp.elicitation.page.forbidden")
             return
         method = scope.get("method")
-        if method not in ("GET", "POST"):
-            await respond.raw(405, b"", [(b"allow", b"GET, POST")])
+        if method not in ("GET", "HEAD", "POST"):  # HEAD: GET's answer, without its body
+            await respond.raw(405, b"", [(b"allow", b"GET, HEAD, POST")])
             return
         token = str(scope.get("path"))[len(PAGE_PATH) :]
         pages = self.pages

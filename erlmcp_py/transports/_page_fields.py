@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -26,6 +27,10 @@ from erlmcp_py.core.i18n import Texts
 from erlmcp_py.core.validation import AnswerError
 
 __all__ = ["PageField", "content_from_form", "page_errors", "page_fields"]
+
+#: HTML's valid floating-point number (what a number input submits), and an integer.
+_FLOAT: Final = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_INTEGER: Final = re.compile(r"-?[0-9]+")
 
 Kind = Literal[
     "text",
@@ -183,12 +188,20 @@ def page_fields(question: PageQuestion) -> tuple[PageField, ...]:
 
 
 def _number(text: str, integer: bool) -> Any:
+    """A number field's value: the number a browser's number input sends (HTML's valid
+    floating-point number, ASCII digits only), else the text as sent. Python's ``float`` and
+    ``int`` also read ``1_000``, other scripts' digits, ``inf`` and ``nan``: never here."""
+    if (_INTEGER if integer else _FLOAT).fullmatch(text) is None:
+        return text  # not a number: the runtime reports the field's type
     try:
         value = int(text) if integer else float(text)
-    except ValueError:
-        return text  # not a number: the runtime reports the field's type
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and "." not in text:
-        return int(value)
+    except ValueError:  # more digits than int() converts
+        return text
+    if isinstance(value, float):
+        if not math.isfinite(value):  # past a double's range
+            return text
+        if value.is_integer() and "." not in text:
+            return int(value)
     return value
 
 

@@ -42,10 +42,11 @@ client cannot starve the others.
 
 Refused without calling the application, the connection closed after the answer: a head over
 :data:`MAX_HEAD_BYTES` (431); a head :mod:`~erlmcp_py.transports._http11` cannot frame
-unambiguously (400); a transfer coding other than ``chunked``, and ``CONNECT`` (501); a
-version other than HTTP/1.0 and HTTP/1.1 (505). A head not yet complete is refused as soon as
+unambiguously (400); a transfer coding before ``chunked``, and ``CONNECT`` (501); a major
+version other than HTTP/1 (505). A head not yet complete is refused as soon as
 a bare CR or LF shows in it; empty lines before a request line are skipped. A malformed
-chunked body is answered 400 and closed (cut short once the response has started). A response
+chunked body is answered 400 and closed (cut short once the response has started), as is a
+body the client ends the connection inside when the application answered nothing. A response
 whose request body was not read to its end closes the connection, as does HTTP/1.0 without
 ``keep-alive`` and ``connection: close``; such a close lingers (:data:`LINGER_S`, RFC 9112
 §9.6). Pipelined requests are answered one after the other, in order. The last resort for an
@@ -368,6 +369,7 @@ class _Connection:
         "_chunks",
         "_client",
         "_continue",
+        "_cut_short",
         "_delivered",
         "_eof",
         "_head_only",
@@ -422,6 +424,7 @@ class _Connection:
         self._head_only = False
         self._will_close = False
         self._refused = False  # the body was refused: the application's answer is dropped
+        self._cut_short = False  # the client ended the connection inside the body
         self._version = "1.1"
 
     def stop_when_idle(self) -> None:
@@ -593,6 +596,9 @@ class _Connection:
             return False
         if self._refused:  # answered already (or cut short)
             return False
+        if self._phase == _NOTHING and self._cut_short:  # an incomplete request (RFC 9112 §8)
+            await self._refuse(400, "request body cut short")
+            return False
         if self._phase == _NOTHING:  # the application answered nothing
             self._status, self._headers = 500, [(b"content-type", b"text/plain")]
             await self._write_head(b"no response\n", more=False)
@@ -633,7 +639,7 @@ class _Connection:
             chunks = self._chunks
             body = await (self._read_length() if chunks is None else self._read_chunked(chunks))
         except _Gone:
-            self._body_done = self._delivered = True
+            self._body_done = self._delivered = self._cut_short = True
             return {"type": "http.disconnect"}
         except Exception as exc:  # a malformed body (or bytes the reader did not foresee)
             refused = exc if isinstance(exc, HttpRequestError) else None
