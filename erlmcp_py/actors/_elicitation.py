@@ -94,7 +94,7 @@ from erlmcp_py.core.errors import (
     UnsafeURLError,
     ValidatorError,
 )
-from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
+from erlmcp_py.core.i18n import DEFAULT_LOCALE, LOCALES, Texts
 from erlmcp_py.core.lifecycle import (
     AnswerRefused,
     Cancel,
@@ -153,6 +153,8 @@ class ElicitationActor(Actor):
     ) -> None:
         self.policy = policy
         self.locale = locale  # for a request that names none
+        # A Texts is an immutable view of the catalog in one locale: one each, made here.
+        self._texts = {name: Texts(name) for name in LOCALES}
         self.store = store
         self.url_policy = url_policy
         self.resolver = resolver
@@ -512,7 +514,7 @@ class ElicitationActor(Actor):
     def texts(self, record: Record) -> Texts:
         """What the runtime says to ``record``'s user, in the request's locale (else the
         runtime's default)."""
-        return Texts(record.request.locale or self.locale)
+        return self._texts[record.request.locale or self.locale]
 
     def _answer_too_large(self, record: Record, content: Any) -> bool:
         """Refuse (feed an invalid verdict for) an answer over the size policy; fail one
