@@ -396,22 +396,24 @@ class ElicitationActor(Actor):
         work = record.work  # the record's one queue, never replaced
         try:
             while record.outcome is None:
-                with trio.CancelScope(deadline=record.core.next_wakeup()) as scope:
+                # Busy from one effect to the next, idle once parked: the scope's deadline
+                # moves only when the child goes from one to the other (no effect yields
+                # between two, and the scope's end needs no deadline).
+                record.performing = bool(work)
+                deadline = record.core.next_wakeup(busy=record.performing)
+                with trio.CancelScope(deadline=deadline) as scope:
                     record.scope = scope
                     while record.outcome is None and not record.owner_down:
                         if work:
-                            record.performing = True
-                            record.move_scope()
-                            try:
-                                await self._perform(record, work.pop(0))
-                            finally:
-                                record.performing = False
-                            record.move_scope()
+                            record.set_performing(True)
+                            await self._perform(record, work.pop(0))
                         else:
+                            record.set_performing(False)
                             # Parked until record.wake(); the record is the park's abort.
                             record.waiter = trio.lowlevel.current_task()
                             await trio.lowlevel.wait_task_rescheduled(record)
                 record.scope = None
+                record.performing = False
                 if record.outcome is None:
                     self._on_wake(record)
             while work:  # after the end: notices, not timed

@@ -456,6 +456,12 @@ class Record:
 
     # -- the child's timer and sleep -----------------------------------------------------------
 
+    def set_performing(self, performing: bool) -> None:
+        """The child starts or stops performing live effects: the scope's deadline follows."""
+        if self.performing is not performing:
+            self.performing = performing
+            self.move_scope()
+
     def move_scope(self) -> None:
         """Set the child's scope deadline to the lifecycle's next wake-up (while the child
         performs a live effect, the one that may interrupt it)."""
