@@ -277,9 +277,8 @@ class ElicitationActor(Actor):
         record.monitor = self.hub.monitor(msg.owner, record.on_owner_down)
         # Started here, not in the child: the request is outstanding from the create on, so
         # an application completion that comes before the child's first turn is honoured.
-        record.start()
+        record.start()  # published to the store with the start's effects (Record.apply)
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
-        self.changed(record.id, record)
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
