@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -499,7 +500,7 @@ async def test_the_store_is_told_of_each_change_of_an_elicitation_once(
     await trio.testing.wait_all_tasks_blocked()
     assert published[0] == (handle.id, "pending")
     assert published[-1] == (handle.id, "declined")
-    assert all(a != b for a, b in zip(published, published[1:], strict=False))  # no repeats
+    assert all(a != b for a, b in itertools.pairwise(published))  # no repeats
 
 
 async def test_the_store_publishes_an_ended_elicitations_row_again_on_rejoin(
