@@ -280,12 +280,11 @@ class ClientSession:
             capabilities=self.capabilities,
             client_info=self.client_info,
         )
-        extra: dict[str, Any] = {}
+        meta = out["_meta"]  # a dict of its own, where the caller's members are already
         if self.log_level is not None:
-            extra[LOG_LEVEL] = self.log_level
+            meta.setdefault(LOG_LEVEL, self.log_level)
         if self.locale is not None:
-            extra[LOCALE_META_KEY] = self.locale
-        out["_meta"] = {**extra, **out["_meta"]}
+            meta.setdefault(LOCALE_META_KEY, self.locale)
         return out
 
     async def request(
