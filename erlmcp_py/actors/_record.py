@@ -366,7 +366,7 @@ class Record:
         self.rid: str | None = None  # JSON-RPC id of our latest elicitation/create
         self.monitor: MonitorRef | None = None
         self.owner_down = False  # the owner exited; the child feeds OwnerDown
-        self.performing = False  # the child is performing a live effect
+        self.performing = False  # the child performs live effects, one after another, till it parks
         self.ended_at: float | None = None
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) -------------------
