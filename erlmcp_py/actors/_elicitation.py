@@ -94,7 +94,7 @@ from erlmcp_py.core.errors import (
     UnsafeURLError,
     ValidatorError,
 )
-from erlmcp_py.core.i18n import DEFAULT_LOCALE, Texts
+from erlmcp_py.core.i18n import DEFAULT_LOCALE, LOCALES, Texts
 from erlmcp_py.core.lifecycle import (
     AnswerRefused,
     Cancel,
@@ -153,6 +153,8 @@ class ElicitationActor(Actor):
     ) -> None:
         self.policy = policy
         self.locale = locale  # for a request that names none
+        # A Texts is an immutable view of the catalog in one locale: one each, made here.
+        self._texts = {name: Texts(name) for name in LOCALES}
         self.store = store
         self.url_policy = url_policy
         self.resolver = resolver
@@ -275,9 +277,8 @@ class ElicitationActor(Actor):
         record.monitor = self.hub.monitor(msg.owner, record.on_owner_down)
         # Started here, not in the child: the request is outstanding from the create on, so
         # an application completion that comes before the child's first turn is honoured.
-        record.start()
+        record.start()  # published to the store with the start's effects (Record.apply)
         self.nursery.start_soon(self._child, record, name=_CHILD_TASK)
-        self.changed(record.id, record)
         self.event("created", record)
         return ElicitationHandle(record.id, record.mode, record)
 
@@ -394,22 +395,24 @@ class ElicitationActor(Actor):
         work = record.work  # the record's one queue, never replaced
         try:
             while record.outcome is None:
-                with trio.CancelScope(deadline=record.core.next_wakeup()) as scope:
+                # Busy from one effect to the next, idle once parked: the scope's deadline
+                # moves only when the child goes from one to the other (no effect yields
+                # between two, and the scope's end needs no deadline).
+                record.performing = bool(work)
+                deadline = record.core.next_wakeup(busy=record.performing)
+                with trio.CancelScope(deadline=deadline) as scope:
                     record.scope = scope
                     while record.outcome is None and not record.owner_down:
                         if work:
-                            record.performing = True
-                            record.move_scope()
-                            try:
-                                await self._perform(record, work.pop(0))
-                            finally:
-                                record.performing = False
-                            record.move_scope()
+                            record.set_performing(True)
+                            await self._perform(record, work.pop(0))
                         else:
+                            record.set_performing(False)
                             # Parked until record.wake(); the record is the park's abort.
                             record.waiter = trio.lowlevel.current_task()
                             await trio.lowlevel.wait_task_rescheduled(record)
                 record.scope = None
+                record.performing = False
                 if record.outcome is None:
                     self._on_wake(record)
             while work:  # after the end: notices, not timed
@@ -512,7 +515,7 @@ class ElicitationActor(Actor):
     def texts(self, record: Record) -> Texts:
         """What the runtime says to ``record``'s user, in the request's locale (else the
         runtime's default)."""
-        return Texts(record.request.locale or self.locale)
+        return self._texts[record.request.locale or self.locale]
 
     def _answer_too_large(self, record: Record, content: Any) -> bool:
         """Refuse (feed an invalid verdict for) an answer over the size policy; fail one

@@ -102,14 +102,8 @@ waiter's handle keeps the outcome object)."""
 
 def ended(record: Record) -> Ended:
     """What the registry keeps of ``record`` once it has ended and its child is done."""
-    info = record.info()
     tenant = record.tenant
-    return (
-        *[getattr(info, name) for name in _INFO_FIELDS],
-        tenant.user,
-        tenant.workspace,
-        tenant.conversation,
-    )
+    return (*record.row(), tenant.user, tenant.workspace, tenant.conversation)
 
 
 def info_of(entry: Record | Ended) -> ElicitationInfo:
@@ -372,7 +366,7 @@ class Record:
         self.rid: str | None = None  # JSON-RPC id of our latest elicitation/create
         self.monitor: MonitorRef | None = None
         self.owner_down = False  # the owner exited; the child feeds OwnerDown
-        self.performing = False  # the child is performing a live effect
+        self.performing = False  # the child performs live effects, one after another, till it parks
         self.ended_at: float | None = None
 
     # -- feeding the lifecycle (synchronous: callable from any trio task) -------------------
@@ -462,6 +456,12 @@ class Record:
 
     # -- the child's timer and sleep -----------------------------------------------------------
 
+    def set_performing(self, performing: bool) -> None:
+        """The child starts or stops performing live effects: the scope's deadline follows."""
+        if self.performing is not performing:
+            self.performing = performing
+            self.move_scope()
+
     def move_scope(self) -> None:
         """Set the child's scope deadline to the lifecycle's next wake-up (while the child
         performs a live effect, the one that may interrupt it)."""
@@ -488,17 +488,23 @@ class Record:
 
     def info(self) -> ElicitationInfo:
         """This elicitation's status row."""
+        return ElicitationInfo(*self.row())
+
+    def row(self) -> tuple[Any, ...]:
+        """The values of this elicitation's status row, in :class:`ElicitationInfo`'s field
+        order (what :func:`ended` keeps: no row object is built for it)."""
         core = self.core
-        return ElicitationInfo(
-            id=self.id,
-            mode=self.mode,
-            status=core.status.value,
-            client=self.client,
-            created_at=core.created_at,
-            deadline=core.deadline,
-            sent_at=core.sent_at,
-            ended_at=self.ended_at,
-            extensions_used=core.extensions_used,
-            reprompts_used=core.reprompts_used,
-            outcome=None if self.outcome is None else type(self.outcome).__name__,
+        outcome = self.outcome
+        return (
+            self.id,
+            self.mode,
+            core.status.value,
+            self.client,
+            core.created_at,
+            core.deadline,
+            core.sent_at,
+            self.ended_at,
+            core.extensions_used,
+            core.reprompts_used,
+            None if outcome is None else type(outcome).__name__,
         )

@@ -75,16 +75,23 @@ def checked_verdict(result: object) -> ValidationResult | ValidatorRaised:
         return ValidatorRaised(
             f"the validator returned {type(result).__name__}, not a ValidationResult"
         )
-    if type(result.ok) is not bool:
+    ok = result.ok
+    if type(ok) is not bool:
         return ValidatorRaised("the validator returned a ValidationResult whose ok is not a bool")
     errors = result.errors
-    if not isinstance(errors, tuple | list) or not all(isinstance(e, AnswerError) for e in errors):
-        return ValidatorRaised("the validator returned errors that are not AnswerError values")
-    if result.ok and errors:
-        return ValidatorRaised("the validator accepted the answer with errors")
-    if not result.ok and not errors:
+    if not isinstance(errors, tuple | list):
+        return ValidatorRaised(_NOT_ANSWER_ERRORS)
+    if errors:  # an acceptance has none to look at
+        if not all(isinstance(e, AnswerError) for e in errors):
+            return ValidatorRaised(_NOT_ANSWER_ERRORS)
+        if ok:
+            return ValidatorRaised("the validator accepted the answer with errors")
+    elif not ok:
         return ValidatorRaised("the validator refused the answer without an error")
     return result
+
+
+_NOT_ANSWER_ERRORS = "the validator returned errors that are not AnswerError values"
 
 
 class ValidatorActor(Actor):

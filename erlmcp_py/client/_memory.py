@@ -13,7 +13,8 @@ its frames to the wire's channel, and :meth:`MemoryWire.receive` checks each one
 The client → server channel is unbounded and the server → client one bounded, so the client's
 sends never block on the server (an answer to ``elicitation/create`` is written at once) and
 the server's writes get back-pressure from a client that does not read: neither side can
-deadlock the other.
+deadlock the other. A send that cannot block has nothing to wait for: it is a cancel point
+(a cancelled caller sends nothing) but does not yield to the scheduler.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ class MemoryWire(FramedWire):
         Raises:
             ConnectionLost: the server side is gone.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            await self._to_server.send(frame)
+            self._to_server.send_nowait(frame)  # unbounded: never blocks
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise ConnectionLost("the in-memory server is gone") from None
 

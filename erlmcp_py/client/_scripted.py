@@ -315,8 +315,15 @@ class ScriptedClient:
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Wait until ``predicate()`` holds (re-checked after every inbound message)."""
-        while not predicate():
-            await self._changed.wait()
+        while True:
+            # A change sets the event; a waiter takes a fresh one before it looks, so a change
+            # after the look wakes it (what arrives costs one set, no event of its own).
+            if self._changed.is_set():
+                self._changed = trio.Event()
+            changed = self._changed
+            if predicate():
+                return
+            await changed.wait()
 
     async def next_server_request(self, after: int = 0) -> ServerRequest:
         """Wait for the server request number ``after`` (0-based) and return it."""
@@ -327,7 +334,6 @@ class ScriptedClient:
 
     def _bump(self) -> None:
         self._changed.set()
-        self._changed = trio.Event()
 
     def _arrived(self, item: Inbound) -> None:
         if isinstance(item, Refused):

@@ -49,8 +49,8 @@ from __future__ import annotations
 import copy
 import inspect
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict
 
@@ -178,12 +178,12 @@ def _result(answer: Response | ErrorResponse) -> dict[str, Any]:
     return answer.result
 
 
-def _with_members(params: Mapping[str, Any] | None, members: Mapping[str, Any]) -> Any:
-    """``params`` with ``members`` added to its ``_meta``."""
-    if not members:
+def _with_progress_token(params: Mapping[str, Any] | None, token: str | None) -> Any:
+    """``params`` with ``progressToken`` added to its ``_meta`` (as they are without one)."""
+    if token is None:
         return params
     out = dict(params or {})
-    out["_meta"] = {**(out.get("_meta") or {}), **members}
+    out["_meta"] = {**(out.get("_meta") or {}), "progressToken": token}
     return out
 
 
@@ -280,12 +280,11 @@ class ClientSession:
             capabilities=self.capabilities,
             client_info=self.client_info,
         )
-        extra: dict[str, Any] = {}
+        meta = out["_meta"]  # a dict of its own, where the caller's members are already
         if self.log_level is not None:
-            extra[LOG_LEVEL] = self.log_level
+            meta.setdefault(LOG_LEVEL, self.log_level)
         if self.locale is not None:
-            extra[LOCALE_META_KEY] = self.locale
-        out["_meta"] = {**extra, **out["_meta"]}
+            meta.setdefault(LOCALE_META_KEY, self.locale)
         return out
 
     async def request(
@@ -309,11 +308,19 @@ class ClientSession:
             ClientRequestError: the server answered with an error.
             ConnectionLost: no answer can come.
         """
-        with self._progress_token(on_progress) as members:
-            params = _with_members(params, members)
-            if self.stateless:
-                params = self.with_meta(params)
-            return _result(await self.request_raw(method, params, id=id))
+        token = self._watch_progress(on_progress)
+        try:
+            return await self._request(method, _with_progress_token(params, token), id)
+        finally:
+            self._unwatch_progress(token)
+
+    async def _request(
+        self, method: str, params: Mapping[str, Any] | None, id: RequestId | None
+    ) -> dict[str, Any]:
+        """One request, with this session's ``_meta`` on 2026-07-28; its result."""
+        if self.stateless:
+            params = self.with_meta(params)
+        return _result(await self.request_raw(method, params, id=id))
 
     async def request_raw(
         self, method: str, params: Mapping[str, Any] | None = None, *, id: RequestId | None = None
@@ -373,17 +380,17 @@ class ClientSession:
             answer = Response(id, dict(outcome))
         await self.wire.send(answer)
 
-    @contextmanager
-    def _progress_token(self, on_progress: OnProgress | None) -> Iterator[dict[str, Any]]:
-        """The ``_meta`` members that ask for progress (none without ``on_progress``)."""
+    def _watch_progress(self, on_progress: OnProgress | None) -> str | None:
+        """A fresh progress token whose notifications go to ``on_progress`` (``None``
+        without one); the caller unwatches it when its request ends."""
         if on_progress is None:
-            yield {}
-            return
+            return None
         token = f"progress-{next(self._tokens)}"
         self._progress[_key(token)] = on_progress
-        try:
-            yield {"progressToken": token}
-        finally:
+        return token
+
+    def _unwatch_progress(self, token: str | None) -> None:
+        if token is not None:
             del self._progress[_key(token)]
 
     # -- the eras -----------------------------------------------------------------------------
@@ -566,19 +573,22 @@ class ClientSession:
         on_progress: OnProgress | None,
     ) -> dict[str, Any]:
         """One request in a session; on 2026-07-28, its input rounds until it is complete."""
-        with self._progress_token(on_progress) as members:
-            params = _with_members(params, members)
+        token = self._watch_progress(on_progress)
+        try:
+            params = _with_progress_token(params, token)
             if not self.stateless:
-                return await self.request(method, params, id=id)
+                return await self._request(method, params, id)
             first = id
 
             async def send(retry: dict[str, Any]) -> dict[str, Any]:
                 nonlocal first  # the first round's id; the retries take fresh ones
                 rid, first = first, None
-                return await self.request(method, retry, id=rid)
+                return await self._request(method, retry, rid)
 
             rounds = self.max_rounds if max_rounds is None else max_rounds
             return await call_until_complete(send, self._answer_input, params, max_rounds=rounds)
+        finally:
+            self._unwatch_progress(token)
 
     async def _answer_input(
         self, key: str, method: str, params: Mapping[str, Any]

@@ -461,19 +461,19 @@ class StatelessEndpoint:
             )
         as_task = self._runs_as_task(spec, caller.meta, request.id)
         run_tool_with = self._tool_with(spec, params.arguments, request.id, caller.tenant, locale)
-        # What runs it again on another replica, should it run as a task and that replica
-        # take the task over (JSON: it is kept in the task's record).
-        resume = {
-            "tool": spec.name,
-            "arguments": params.arguments,
-            "id": request.id,
-            "tenant": [caller.tenant.user, caller.tenant.workspace, caller.tenant.conversation],
-            "locale": locale,
-        }
 
         async def run(peer: MrtrPeer) -> Mapping[str, Any] | Handoff:
             if not as_task or self.tasks is None:
                 return await run_tool_with(peer, None)
+            # What runs it again on another replica, should that replica take the task over
+            # (JSON: it is kept in the task's record).
+            resume = {
+                "tool": spec.name,
+                "arguments": params.arguments,
+                "id": request.id,
+                "tenant": [caller.tenant.user, caller.tenant.workspace, caller.tenant.conversation],
+                "locale": locale,
+            }
             call = TaskCall(
                 tool=spec.name,
                 principal=caller.principal,

@@ -9,8 +9,7 @@ the call is pending, and restarts it with the budget that was left when the last
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -57,19 +56,37 @@ class ToolClock:
             return self._remaining
         return max(0.0, self.scope.deadline - trio.current_time())
 
-    @contextmanager
-    def pause(self) -> Iterator[None]:
-        """Stop the clock for the duration of the block (nests; concurrent blocks count)."""
+    def pause(self) -> _Pause:
+        """Stop the clock for the duration of the ``with`` block (nests; concurrent blocks
+        count)."""
+        return _Pause(self)
+
+    def _stop(self) -> None:
         if self.budget is not None and self._paused == 0:
             self._remaining = max(0.0, self.scope.deadline - trio.current_time())
             self.scope.deadline = math.inf
         self._paused += 1
-        try:
-            yield
-        finally:
-            self._paused -= 1
-            if self.budget is not None and self._paused == 0:
-                self.scope.deadline = trio.current_time() + self._remaining
+
+    def _restart(self) -> None:
+        self._paused -= 1
+        if self.budget is not None and self._paused == 0:
+            self.scope.deadline = trio.current_time() + self._remaining
+
+
+class _Pause:
+    """One :meth:`ToolClock.pause` block (a plain context manager: every question the tool
+    asks enters one, and a generator-based one costs a generator and its wrapper each)."""
+
+    __slots__ = ("_clock",)
+
+    def __init__(self, clock: ToolClock) -> None:
+        self._clock = clock
+
+    def __enter__(self) -> None:
+        self._clock._stop()
+
+    def __exit__(self, *exc: object) -> None:
+        self._clock._restart()
 
 
 async def run_tool(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -478,6 +479,28 @@ async def test_an_ended_elicitation_holds_no_peer_request_or_waiter(
     assert all(type(v) in (str, int, float, type(None)) for v in entry)  # plain values only
     assert not gc.is_tracked(entry)  # nothing for the garbage collector to walk
     assert await handle.outcome() is outcome  # the handle kept its outcome, and only that
+
+
+async def test_the_store_is_told_of_each_change_of_an_elicitation_once(
+    rt: Runtime, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    published: list[tuple[str, str]] = []
+
+    def changed(elicitation_id: str, snapshot: Callable[[], StoreRecord]) -> None:
+        published.append((elicitation_id, snapshot().row["status"]))
+
+    monkeypatch.setattr(rt.store, "changed", changed)
+    peer = MemoryPeer()  # answered by hand below
+    handle = await rt.create_elicitation(REQUEST, peer=peer, tenant=ALICE)
+    assert published == [(handle.id, "pending")]  # as it is created
+    await peer.wait_request()
+    await trio.testing.wait_all_tasks_blocked()
+    assert peer.answer(peer.requests[0].id, {"action": "decline"})
+    assert await handle.outcome() == Declined()
+    await trio.testing.wait_all_tasks_blocked()
+    assert published[0] == (handle.id, "pending")
+    assert published[-1] == (handle.id, "declined")
+    assert all(a != b for a, b in itertools.pairwise(published))  # no repeats
 
 
 async def test_the_store_publishes_an_ended_elicitations_row_again_on_rejoin(

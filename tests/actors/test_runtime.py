@@ -19,6 +19,7 @@ from erlmcp_py import (
     AlreadyTerminal,
     Cancelled,
     Declined,
+    ElicitationInfo,
     ElicitationNotFound,
     ElicitationRequest,
     ExtensionDenied,
@@ -93,6 +94,36 @@ async def test_accept_returns_validated_content_with_defaults(
     assert sent.params == {"message": "Who are you?", "requestedSchema": SCHEMA}
     info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
     assert (info.status, info.outcome) == ("completed", "Accepted")
+
+
+async def test_an_ended_elicitations_status_row_keeps_every_field(
+    rt: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    peer = MemoryPeer()  # answered by hand below
+    start = trio.current_time()
+    handle = await rt.create_elicitation(form(), peer=peer, tenant=ALICE)
+    await trio.sleep(1)
+    assert peer.answer(peer.requests[0].id, {"action": "accept", "content": {"name": ""}})
+    await trio.sleep(2)  # the re-prompt's answer, 3 s after the start
+    assert peer.answer(peer.requests[1].id, {"action": "accept", "content": {"name": "Ada"}})
+    assert await handle.outcome() == Accepted({"name": "Ada", "age": 30})
+    live = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    await trio.sleep(1)  # the child is done: the registry keeps the ended row
+    info = await rt.get_elicitation_status(handle.id, tenant=ALICE)
+    assert info == live
+    assert info == ElicitationInfo(
+        id=handle.id,
+        mode="form",
+        status="completed",
+        client=peer.peer_id,
+        created_at=start,
+        deadline=start + 300,
+        sent_at=start,  # the first request's
+        ended_at=start + 3,
+        extensions_used=0,
+        reprompts_used=1,
+        outcome="Accepted",
+    )
 
 
 @pytest.mark.parametrize(

@@ -164,6 +164,30 @@ async def test_stateless_discover(autojump_clock: trio.testing.MockClock) -> Non
             await client.initialize()
 
 
+async def test_every_script_waiting_sees_what_arrives(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_client(build(), handler=accept) as client:
+        seen: list[str] = []
+
+        async def waits_for(count: int, name: str) -> None:
+            await client.wait_for(lambda: len(client.notifications) >= count)
+            seen.append(name)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waits_for, 1, "first")
+            nursery.start_soon(waits_for, 1, "second")
+            nursery.start_soon(waits_for, 2, "later")
+            await trio.sleep(1)
+            assert seen == []
+            assert text(await client.call_tool("chatty")) == "done"  # one notification
+            await trio.sleep(1)
+            assert sorted(seen) == ["first", "second"]
+            await client.call_tool("chatty")
+        assert sorted(seen) == ["first", "later", "second"]
+        await client.wait_for(lambda: True)  # holds already: returns at once
+
+
 async def bad(client: MemoryClient, message: Any, id: Any = None) -> dict[str, Any]:
     """Send ``message`` unchecked; return the error response the server answers it with."""
     seen = len(client.unmatched)

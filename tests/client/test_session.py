@@ -474,6 +474,15 @@ async def test_a_stateless_session_discovers_and_puts_its_meta_on_every_request(
         LOCALE_META_KEY: "pt-BR",
     }
     assert (session.server_info, session.server_capabilities) == ({"name": "m"}, {"tools": {}})
+    own = {"_meta": {LOCALE_META_KEY: "en-US", LOG_LEVEL: "error"}}
+    assert session.with_meta(own)["_meta"] == {
+        PROTOCOL_VERSION: STATELESS,
+        CLIENT_CAPABILITIES: {"elicitation": {"form": {}}},
+        CLIENT_INFO: {"name": "erlmcp-py", "version": "0.1.0"},
+        LOG_LEVEL: "error",  # the caller's own members win over the session's too
+        LOCALE_META_KEY: "en-US",
+    }
+    assert own == {"_meta": {LOCALE_META_KEY: "en-US", LOG_LEVEL: "error"}}  # not changed
 
 
 async def test_stateless_input_rounds_go_to_the_handler_and_refusals_are_left_out(
