@@ -40,7 +40,7 @@ import trio.testing
 from erlmcp_py.transports._http11 import MAX_HEAD_BYTES, decode_path
 from erlmcp_py.transports._server import serve, serve_stream
 from tests.deploy.support import free_port
-from tests.transports.test_http11_differential import Framed, _fields, frame_h11
+from tests.transports.test_http11_differential import Framed, frame_h11, record_request
 from tests.transports.test_http11_strict import exchange, responses
 
 Served = tuple[str, str, bytes]  # method, path (as the application reads it), body
@@ -503,24 +503,9 @@ def by_id(cases: list[Case]) -> Any:
 async def recording_echo(framed: list[Framed], scope: Any, receive: Any, send: Any) -> None:
     """Record the request as framed, and answer its method, path and body as JSON (the body's
     bytes as Latin-1 code points)."""
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-        body += message["body"]
-        if not message["more_body"]:
-            break
-    framed.append(
-        Framed(
-            scope["method"],
-            scope["raw_path"],
-            scope["query_string"],
-            scope["http_version"],
-            _fields(scope["headers"]),
-            bytes(body),
-        )
-    )
+    body = await record_request(framed, scope, receive)
+    if body is None:
+        return
     answer = {"method": scope["method"], "path": scope["path"], "body": body.decode("latin-1")}
     out = json.dumps(answer).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]

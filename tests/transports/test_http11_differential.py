@@ -86,30 +86,38 @@ class Ours:
     log: list[dict[str, Any]]
 
 
+async def record_request(framed: list[Framed], scope: Any, receive: Any) -> bytes | None:
+    """Read the request's body and record the request as framed; its body, or ``None`` when
+    the body never came whole (the server refused it, or the client left)."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message["body"]
+        if not message["more_body"]:
+            break
+    framed.append(
+        Framed(
+            scope["method"],
+            scope["raw_path"],
+            scope["query_string"],
+            scope["http_version"],
+            _fields(scope["headers"]),
+            bytes(body),
+        )
+    )
+    return bytes(body)
+
+
 def frame_ours(data: bytes, cuts: list[int]) -> Ours:
     """What :func:`serve_stream` hands its application for ``data``, sent in pieces cut at
     ``cuts`` (each piece read before the next is sent), then the end of the stream."""
     framed: list[Framed] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return  # a body refused, or not all there
-            body += message["body"]
-            if not message["more_body"]:
-                break
-        framed.append(
-            Framed(
-                scope["method"],
-                scope["raw_path"],
-                scope["query_string"],
-                scope["http_version"],
-                _fields(scope["headers"]),
-                bytes(body),
-            )
-        )
+        if await record_request(framed, scope, receive) is None:
+            return  # a body refused, or not all there
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
