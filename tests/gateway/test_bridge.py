@@ -287,6 +287,53 @@ async def test_a_retry_forwarded_to_the_connection_holding_its_call_and_cancelle
         await poll((tmp_path / "cancelled-ask_then_wait").exists, "the upstream's cancel")
 
 
+async def test_a_retry_forwarded_to_the_connection_holding_its_call_relays_its_progress_and_logs(
+    tmp_path: Path,
+) -> None:
+    shared = {"keyring": KeyRing("shared", b"k" * 32)}  # as replicas given one --keyring
+    seen: list[tuple[str, Any]] = []  # what the retry's client saw, in order
+    async with (
+        through_gateway(
+            never, protocol_version=V_2026_07_28, peer_id="ada", continuations=shared
+        ) as (gateway, holder),
+        connect_in_memory(
+            gateway,
+            peer_id="ada",
+            continuations=shared,
+            handler=never,
+            capabilities=EVERYTHING,
+            protocol_version=V_2026_07_28,
+            log_level="info",
+            on_notification=lambda method, params: seen.append((method, params)),
+        ) as other,
+    ):
+        call = {"name": "ask_then_report", "arguments": {"steps": 3}}
+        first = await holder.request("tools/call", call, on_progress=lambda _: None)
+        assert first["resultType"] == "input_required"
+        answers = {only_key(first): {"action": "accept", "content": PERSON}}
+        with capture_logs() as logs:
+            done = await other.request(
+                "tools/call",
+                {**call, "requestState": first["requestState"], "inputResponses": answers},
+                on_progress=lambda params: seen.append(("progress", params)),
+            )
+            seen.append(("answer", text(done)))
+        # the other connection's endpoint forwarded it to the holder's
+        assert [e for e in logs if e["event"] == "retry_forwarded"]
+    # every progress report (under the retry's own token) and log message of the holder's
+    # round reached the retry's connection, in order, before its answer
+    progress = [(p["progress"], p["message"]) for kind, p in seen if kind == "progress"]
+    assert progress == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
+    messages = [p["data"] for kind, p in seen if kind == "notifications/message"]
+    assert messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert [kind for kind, _ in seen] == [
+        *("progress", "notifications/message") * 3,
+        "answer",
+    ]
+    assert seen[-1] == ("answer", "accept: 3 steps")
+    assert not [e for e in logs if e["event"] == "forwarded_notes_dropped"]
+
+
 async def test_an_upstream_that_dies_mid_question_ends_the_call_with_upstream_lost(
     marks: Path,
 ) -> None:

@@ -383,7 +383,7 @@ async def test_a_forwarded_request_its_caller_stops_waiting_for_is_cancelled_on_
     async with replicas(redis_server.url(), rate=100) as (a, b):
         started, cancelled = trio.Event(), trio.Event()
 
-        async def handler(body: Any) -> dict[str, Any]:
+        async def handler(body: Any, note: Any) -> dict[str, Any]:
             started.set()
             try:
                 await trio.sleep_forever()
