@@ -69,14 +69,15 @@ from erlmcp_py.core.store_wire import CallOp
 from erlmcp_py.core.typeschema import FormType, schema_for
 from erlmcp_py.core.urlpolicy import UrlPolicy
 from erlmcp_py.core.versions import LATEST_VERSION
-from erlmcp_py.store import Store, open_store
+from erlmcp_py.store import NoteSink, Store, open_store
 from supervisors import ActorGone, ActorRef, Busy, ChildSpec, Supervisor, actor_starter
 
 __all__ = ["RequestHandler", "Runtime", "open_runtime"]
 
-RequestHandler = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+RequestHandler = Callable[[Mapping[str, Any], NoteSink], Awaitable[Mapping[str, Any]]]
 """Answers one request another replica forwarded (:meth:`Runtime.handle_requests`): a JSON
-object in, a JSON object out."""
+object in, a JSON object out; what it passes to its :data:`~erlmcp_py.store.NoteSink`
+meanwhile (JSON objects) reaches the caller before the answer."""
 
 
 class Registry(dict[str, ActorRef]):
@@ -521,10 +522,20 @@ class Runtime:
             self._request_handlers[kind] = handler
 
     async def forward_request(
-        self, replica: str, kind: str, request: Mapping[str, Any], timeout_s: float
+        self,
+        replica: str,
+        kind: str,
+        request: Mapping[str, Any],
+        timeout_s: float,
+        on_note: NoteSink | None = None,
     ) -> Mapping[str, Any]:
         """Send ``request`` to the handler of ``kind`` on ``replica`` (this one included) and
-        return its answer, waiting at most ``timeout_s``.
+        return its answer, waiting at most ``timeout_s``. The notes the handler sends
+        meanwhile reach ``on_note`` (a sync call that never blocks), in order, before the
+        answer: called by the handler itself on this replica, carried by the store from
+        another, where a note that cannot be carried is dropped
+        (:meth:`~erlmcp_py.store.Store.forward_request`); without ``on_note`` they are
+        dropped.
 
         Raises:
             StoreUnavailable: the replica is gone or unreachable, did not answer in time, or
@@ -535,13 +546,16 @@ class Runtime:
             if handler is None:
                 raise StoreUnavailable(f"forward: no handler of {kind[:40]} here")
             with trio.move_on_after(timeout_s):
-                return await handler(request)
+                return await handler(request, on_note or _no_note)
             raise StoreUnavailable("forward: no answer in time")
         message = {"to": kind, "body": dict(request)}
-        return await self.store.forward_request(replica, message, timeout_s)
+        return await self.store.forward_request(replica, message, timeout_s, on_note)
 
-    async def forwarded_request(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Answer a request another replica forwarded here (the store's host).
+    async def forwarded_request(
+        self, request: Mapping[str, Any], note: NoteSink
+    ) -> Mapping[str, Any]:
+        """Answer a request another replica forwarded here (the store's host); ``note``
+        carries the handler's notes to the caller.
 
         Raises:
             LookupError: no handler takes its kind.
@@ -550,7 +564,7 @@ class Runtime:
         body = request.get("body")
         if handler is None or not isinstance(body, Mapping):
             raise LookupError(f"no handler of {str(request.get('to'))[:40]}")
-        return await handler(body)
+        return await handler(body, note)
 
     def rejoined(self) -> None:
         """The store lost this replica's records: the elicitation actor publishes them all."""
@@ -567,6 +581,10 @@ class Runtime:
     def actor(self, name: str) -> ActorRef:
         """The current ref of ``ratelimiter``, ``validator`` or ``elicitation`` (for ops/tests)."""
         return self._registry[name]
+
+
+def _no_note(note: Mapping[str, Any]) -> None:
+    """The notes of a forwarded request whose caller takes none."""
 
 
 def _version_of(peer: Peer) -> str:

@@ -25,7 +25,8 @@ continuation registry runs for a ``tools/call`` or ``prompts/get`` of the gatewa
   cancel (a question nobody answered before its deadline). Its ``sampling/createMessage`` and
   ``roots/list`` become input requests too; ``ping`` is answered at once;
 * its progress and log messages go to the request attached to the call now (the MrtrPeer
-  drops them between rounds), progress under that request's own token;
+  drops them between rounds), progress under that request's own token, in the order the
+  upstream sent them; those it sent before its answer are all passed before the answer;
 * the upstream's answer is the call's: its result (``complete``), or its JSON-RPC error.
 
 A call that ends (answered, cancelled by its client, evicted, expired) ends the upstream
@@ -151,8 +152,9 @@ class BridgedCall:
             except JsonRpcError as exc:  # raised out of the nursery, not in a group
                 failed = exc
             finally:
+                # the notifications the upstream sent before its answer are passed before it
+                # (at most the queue's bound); a call cancelled cancels their passing too
                 self._end()
-                nursery.cancel_scope.cancel()
         if failed is not None:
             raise failed
         if isinstance(answer, ErrorResponse):

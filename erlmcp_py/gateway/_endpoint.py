@@ -53,10 +53,17 @@ from erlmcp_py.mcp.jsonrpc import (
     Request,
 )
 from erlmcp_py.mcp.meta import RequestMeta, parse_request_meta
-from erlmcp_py.mcp.mrtr import Attachment, ContinuationElsewhere, ContinuationRegistry, MrtrPeer
+from erlmcp_py.mcp.mrtr import (
+    Attachment,
+    ContinuationElsewhere,
+    ContinuationRegistry,
+    MrtrPeer,
+    NotificationSink,
+)
 from erlmcp_py.mcp.resources import RESOURCE_NOT_FOUND
 from erlmcp_py.mcp.stateless import INPUT_METHODS, Caller, StatelessEndpoint
 from erlmcp_py.mcp.versions import ClientCapabilities
+from erlmcp_py.store import NoteSink
 
 if TYPE_CHECKING:
     from erlmcp_py.gateway._server import Gateway
@@ -284,6 +291,7 @@ class GatewayEndpoint(StatelessEndpoint):
     def _forward(self, holder: str, request: Request, options: Mapping[str, Any]) -> ForwardedRetry:
         replica, _, key = holder.partition("/")
         tenant = options.get("tenant") or self.tenant
+        notify: NotificationSink | None = options.get("notify")
         body = {
             "endpoint": key,
             "request": {"id": request.id, "method": request.method, "params": request.params},
@@ -291,18 +299,21 @@ class GatewayEndpoint(StatelessEndpoint):
             "tenant": [tenant.user, tenant.workspace, tenant.conversation],
             "client_id": options.get("client_id") or self.client_id,
             "accept_language": options.get("accept_language"),
+            "notes": notify is not None,  # the holder relays its notifications, or not
         }
         timeout = self.registry.hold_s + _FORWARD_MARGIN_S
         log.info("retry_forwarded", holder=replica, method=request.method)
 
-        async def send() -> Mapping[str, Any]:
-            return await self.runtime.forward_request(replica, FORWARD_KIND, body, timeout)
+        async def send(on_note: NoteSink) -> Mapping[str, Any]:
+            return await self.runtime.forward_request(replica, FORWARD_KIND, body, timeout, on_note)
 
-        return ForwardedRetry(send)
+        return ForwardedRetry(send, notify)
 
-    async def take_forwarded(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def take_forwarded(self, body: Mapping[str, Any], note: NoteSink) -> dict[str, Any]:
         """Answer a retry another endpoint forwarded here: taken as if it had arrived here,
-        its answer ``{"result": …}`` or ``{"error": …}``."""
+        its answer ``{"result": …}`` or ``{"error": …}``; the notifications the retry's round
+        sends its request (progress, log messages) go to ``note``, for the forwarder's
+        (see :mod:`~erlmcp_py.gateway._forward`)."""
         raw = body.get("request")
         tenant = body.get("tenant")
         if not (isinstance(raw, Mapping) and isinstance(tenant, list) and len(tenant) == 3):
@@ -312,6 +323,10 @@ class GatewayEndpoint(StatelessEndpoint):
             return error_answer(jsonrpc.invalid_request("a forwarded retry needs its id"))
         request = Request(rid, str(raw.get("method")), raw.get("params"))
         language = body.get("accept_language")
+
+        async def relay(method: str, params: Mapping[str, Any]) -> None:
+            note({"method": method, "params": dict(params)})  # queued: never waited for
+
         try:
             attached = self.accept(
                 request,
@@ -319,6 +334,7 @@ class GatewayEndpoint(StatelessEndpoint):
                 tenant=Tenant(*(str(part) for part in tenant)),
                 client_id=str(body.get("client_id")),
                 accept_language=language if isinstance(language, str) else None,
+                notify=relay if body.get("notes") is True else None,
                 forwarded=True,
             )
             return {"result": await self.answer(attached)}

@@ -24,6 +24,7 @@ from erlmcp_py.mcp.mrtr import ContinuationRegistry
 from erlmcp_py.mcp.server import Server
 from erlmcp_py.mcp.session import ServerSession
 from erlmcp_py.mcp.stateless import StatelessEndpoint
+from erlmcp_py.store import NoteSink
 
 __all__ = ["Gateway"]
 
@@ -116,11 +117,11 @@ class Gateway(Server):
                 runtime.handle_requests(FORWARD_KIND, None)
                 nursery.cancel_scope.cancel()
 
-    async def _take_forwarded(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    async def _take_forwarded(self, body: Mapping[str, Any], note: NoteSink) -> Mapping[str, Any]:
         endpoint = self.endpoints.get(str(body.get("endpoint")))
         if endpoint is None:
             return error_answer(holder_gone("its endpoint has closed"))
-        return await endpoint.take_forwarded(body)
+        return await endpoint.take_forwarded(body, note)
 
     def stateless_endpoint(
         self, runtime: Runtime, registry: ContinuationRegistry, **options: Any

@@ -15,10 +15,20 @@ from contextlib import asynccontextmanager
 
 from erlmcp_py.core.policy import Policy
 from erlmcp_py.core.store_wire import StoreUrl, parse_store_url
-from erlmcp_py.store._base import Store, StoreHost
+from erlmcp_py.store._base import NoteSink, Store, StoreHost
 from erlmcp_py.store._memory import MemoryStore
+from erlmcp_py.store._notes import NOTES_QUEUED
 
-__all__ = ["MemoryStore", "Store", "StoreHost", "StoreUrl", "open_store", "parse_store_url"]
+__all__ = [
+    "NOTES_QUEUED",
+    "MemoryStore",
+    "NoteSink",
+    "Store",
+    "StoreHost",
+    "StoreUrl",
+    "open_store",
+    "parse_store_url",
+]
 
 
 @asynccontextmanager

@@ -16,7 +16,12 @@ from erlmcp_py.core.store_wire import (
     TaskOp,
 )
 
-__all__ = ["Store", "StoreHost", "TaskHost"]
+__all__ = ["NoteSink", "Store", "StoreHost", "TaskHost"]
+
+NoteSink = Callable[[Mapping[str, Any]], None]
+"""Takes one *note* (a JSON object) that the handler of a forwarded request sends its caller
+before its answer (a 2026-07-28 call's progress and log messages): it never blocks and never
+raises; a note that cannot be carried is dropped."""
 
 
 class StoreHost(Protocol):
@@ -32,9 +37,12 @@ class StoreHost(Protocol):
         """
         ...
 
-    async def forwarded_request(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+    async def forwarded_request(
+        self, request: Mapping[str, Any], note: NoteSink
+    ) -> Mapping[str, Any]:
         """Answer a request another replica forwarded to a handler of this one (see
-        :meth:`Store.forward_request`); its answer.
+        :meth:`Store.forward_request`); its answer. What the handler passes to ``note`` goes
+        to the caller, in order, before the answer.
 
         Raises:
             LookupError: no handler of this replica takes it.
@@ -132,13 +140,24 @@ class Store(Protocol):
         ...
 
     async def forward_request(
-        self, replica: str, request: Mapping[str, Any], timeout_s: float
+        self,
+        replica: str,
+        request: Mapping[str, Any],
+        timeout_s: float,
+        on_note: NoteSink | None = None,
     ) -> Mapping[str, Any]:
         """Send a request (any JSON object) to ``replica``, whose host answers it
         (:meth:`StoreHost.forwarded_request`), and wait at most ``timeout_s`` for its answer:
         what reaches the process that holds something only in its memory (a 2026-07-28 call
         held by a gateway replica). A caller that stops waiting (cancelled, or out of time)
         cancels the request's handler on ``replica`` too, as if its own client had gone.
+
+        The notes the handler sends meanwhile reach ``on_note``, in order, each before the
+        answer is returned. The holder publishes them from a queue of its own, so its handler
+        never waits for them; a note it cannot publish (the store is down, nobody listens
+        for it any more) is dropped with every later one, a note past the queue's bound
+        (:data:`~erlmcp_py.store.NOTES_QUEUED`) too, and the holder logs how many
+        (``forwarded_notes_dropped``) once per request.
 
         Raises:
             StoreUnavailable: no other replica (the embedded store), the replica is not

@@ -31,7 +31,7 @@ from erlmcp_py.core.store_wire import (
     closed_ticket,
     task_visible_to,
 )
-from erlmcp_py.store._base import TaskHost
+from erlmcp_py.store._base import NoteSink, TaskHost
 
 __all__ = ["MemoryStore"]
 
@@ -82,7 +82,11 @@ class MemoryStore:
         raise ElicitationNotFound(elicitation_id)  # no other replica holds anything
 
     async def forward_request(
-        self, replica: str, request: Mapping[str, Any], timeout_s: float
+        self,
+        replica: str,
+        request: Mapping[str, Any],
+        timeout_s: float,
+        on_note: NoteSink | None = None,
     ) -> Mapping[str, Any]:
         await trio.lowlevel.checkpoint()
         raise StoreUnavailable("forward: no other replica shares the embedded store")

@@ -24,7 +24,9 @@ read by ``HMGET``/``LIST``; one that cannot be written waits for the next try. A
 forwarded to the holder replica is a message on its channel; the holder runs it through its
 runtime and answers on the caller's channel. A forwarded request whose caller stops waiting
 (cancelled, or out of time) is followed by a cancel naming it, which cancels its handler on
-the holder.
+the holder. The notes a forwarded request's handler sends its caller (a 2026-07-28 call's
+progress and log messages) go on the caller's channel too, each naming the request, from a
+bounded queue that the answer follows (:mod:`~erlmcp_py.store._notes`).
 
 A hosted page's ticket is a hash that expires with the longest life its elicitation can
 have; every step of its life (open, bind, claim, release, close) is one script
@@ -98,7 +100,8 @@ from erlmcp_py.core.store_wire import (
     tenant_digest,
     visible_to,
 )
-from erlmcp_py.store._base import StoreHost, TaskHost
+from erlmcp_py.store._base import NoteSink, StoreHost, TaskHost
+from erlmcp_py.store._notes import NoteOutbox
 from erlmcp_py.store._scripts import (
     ADMIT,
     BEAT,
@@ -186,6 +189,7 @@ class RedisStore:
         self._admitted = 0
         self._refused: Counter[str] = Counter()
         self._replies: dict[str, trio.MemorySendChannel[Mapping[str, Any]]] = {}
+        self._notes: dict[str, NoteSink] = {}  # the requests forwarded from here, by cid
         self._tickets: dict[str, tuple[StoreTicket, float]] = {}  # ours: ticket, expiry
         self._nursery: trio.Nursery | None = None
 
@@ -543,14 +547,26 @@ class RedisStore:
             del self._replies[cid]
 
     async def forward_request(
-        self, replica: str, request: Mapping[str, Any], timeout_s: float
+        self,
+        replica: str,
+        request: Mapping[str, Any],
+        timeout_s: float,
+        on_note: NoteSink | None = None,
     ) -> Mapping[str, Any]:
         cid = secrets.token_hex(8)
         message = json.dumps(
-            {"kind": "request", "cid": cid, "from": self.replica, "request": dict(request)}
+            {
+                "kind": "request",
+                "cid": cid,
+                "from": self.replica,
+                "request": dict(request),
+                "notes": on_note is not None,
+            }
         )
         send, receive = trio.open_memory_channel[Mapping[str, Any]](1)
         self._replies[cid] = send
+        if on_note is not None:
+            self._notes[cid] = on_note
         try:
             channel = self.keys.channel(replica)
             receivers = await self._run("forward", lambda c: c.publish(message, channel))
@@ -575,6 +591,7 @@ class RedisStore:
             raise StoreUnavailable("forward: no answer from the replica holding it")
         finally:
             del self._replies[cid]
+            self._notes.pop(cid, None)
 
     async def _cancel_request(self, channel: str, cid: str) -> None:
         """Tell the replica on ``channel`` that nobody waits for request ``cid`` any more:
@@ -585,26 +602,40 @@ class RedisStore:
             await self._run("forward_cancel", lambda c: c.publish(text, channel))
 
     async def _serve_request(self, message: Mapping[str, Any], scope: trio.CancelScope) -> None:
+        """Answer a request forwarded here; the notes its handler sends go first, from their
+        outbox, on the caller's channel (see :mod:`~erlmcp_py.store._notes`)."""
         key = (str(message.get("from")), str(message.get("cid")))
         reply: dict[str, Any] = {"kind": "reply", "cid": message.get("cid")}
         request = message.get("request")
+        channel = self.keys.channel(str(message.get("from")))
+
+        async def publish(text: str) -> int:
+            return await self._run("note", lambda c: c.publish(text, channel))
+
+        outbox = NoteOutbox(publish, str(message.get("cid")))
+        note = outbox.put if message.get("notes") is True else _no_note
         try:
             with scope:
-                reply["answer"] = dict(
-                    await self._host.forwarded_request(
-                        request if isinstance(request, Mapping) else {}
-                    )
-                )
-        except LookupError as exc:
-            log.info("store_forwarded_request_refused", why=str(exc)[:200])
-        except Exception as exc:
-            log.warning("store_forwarded_request_failed", error=type(exc).__name__)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(outbox.run)
+                    try:
+                        reply["answer"] = dict(
+                            await self._host.forwarded_request(
+                                request if isinstance(request, Mapping) else {}, note
+                            )
+                        )
+                    except LookupError as exc:
+                        log.info("store_forwarded_request_refused", why=str(exc)[:200])
+                    except Exception as exc:
+                        log.warning("store_forwarded_request_failed", error=type(exc).__name__)
+                    finally:
+                        outbox.close()  # its notes go out, then the answer
         finally:
             self._serving.pop(key, None)
+            outbox.report()
         if scope.cancelled_caught:  # its caller stopped waiting: nobody reads a reply
             log.info("store_forwarded_request_cancelled")
             return
-        channel = self.keys.channel(str(message.get("from")))
         text = json.dumps(reply)
         with suppress(StoreUnavailable):  # else the caller's deadline answers it
             await self._run("reply", lambda c: c.publish(text, channel))
@@ -621,6 +652,11 @@ class RedisStore:
             if send is not None:
                 with suppress(trio.WouldBlock):  # a duplicate reply
                     send.send_nowait(message)
+        elif kind == "note":  # before its request's reply: the holder published it first
+            on_note = self._notes.get(message.get("cid"))
+            note = message.get("note")
+            if on_note is not None and isinstance(note, Mapping):
+                on_note(note)
         elif kind in ("call", "task") and self._nursery is not None:
             self._nursery.start_soon(self._serve_call, message)
         elif kind == "request" and self._nursery is not None:
@@ -771,6 +807,10 @@ class RedisStore:
                     log.warning("store_leave_failed", replica=self.replica)
                 await self._client.close()
             self._client = None
+
+
+def _no_note(note: Mapping[str, Any]) -> None:
+    """The notes of a request whose caller takes none."""
 
 
 _quiet = False

@@ -8,6 +8,7 @@ with a clear error.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,25 @@ async def call(
 ) -> dict[str, Any]:
     """One ``tools/call`` of ``tool`` (``ask_person``) POSTed to the replica on ``port``; its
     JSON-RPC answer."""
-    params: dict[str, Any] = {"name": tool, "arguments": arguments or {}, "_meta": META}
+    return (await call_streamed(port, id, state, answers, tool, arguments))[-1]
+
+
+async def call_streamed(
+    port: int,
+    id: int,
+    state: str | None = None,
+    answers: dict[str, Any] | None = None,
+    tool: str = "ask_person",
+    arguments: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Like :func:`call` (with ``meta`` added to the request's ``_meta``): every message of
+    its response, in order (an SSE stream's events, the answer last)."""
+    params: dict[str, Any] = {
+        "name": tool,
+        "arguments": arguments or {},
+        "_meta": {**META, **(meta or {})},
+    }
     if state is not None:
         params["requestState"] = state
     if answers is not None:
@@ -57,8 +76,13 @@ async def call(
                 "Mcp-Name": tool,
             },
         )
-    reply: dict[str, Any] = answer.json()
-    return reply
+    if not answer.headers.get("content-type", "").startswith("text/event-stream"):
+        return [answer.json()]
+    return [
+        json.loads(line.removeprefix("data:"))
+        for line in answer.text.splitlines()
+        if line.startswith("data:")
+    ]
 
 
 def forwarded_by(cluster: Cluster) -> dict[str, int]:
@@ -165,3 +189,39 @@ async def test_a_forwarded_retry_its_client_abandons_is_cancelled_on_the_holder(
         # the replica the client left saw it leave, as for a retry it held itself
         await poll(lambda: len(abandoned(r2_log)) > len(left), "the abandoned retry's log")
     assert len(r2_log.events(event="request_failed")) == failed
+
+
+async def test_a_forwarded_retry_streams_the_holders_progress_and_logs_before_its_answer(
+    cluster: Cluster,
+) -> None:
+    r1, r2 = (cluster.replicas[name].port for name in ("r1", "r2"))
+    forwarded = forwarded_by(cluster)["r2"]
+    arguments = {"steps": 3}
+    with trio.fail_after(LIMIT):
+        (first,) = await call_streamed(
+            r1, 1, tool="ask_then_report", arguments=arguments, meta={"progressToken": "p-1"}
+        )
+        (key,) = first["result"]["inputRequests"]
+        answers = {key: {"action": "accept", "content": PERSON}}
+        # the retry reaches r2, which forwards it to r1, where the upstream's tool reports
+        # its steps once it has its answer
+        messages = await call_streamed(
+            r2,
+            2,
+            first["result"]["requestState"],
+            answers,
+            "ask_then_report",
+            arguments,
+            meta={"progressToken": "p-2", "io.modelcontextprotocol/logLevel": "info"},
+        )
+    assert forwarded_by(cluster)["r2"] == forwarded + 1
+    *notes, done = messages
+    assert done["id"] == 2
+    assert done["result"]["content"][0]["text"] == "accept: 3 steps"
+    # on r2's response stream, before the answer, in the order the upstream sent them
+    assert [(n["method"], n["params"].get("progressToken")) for n in notes] == [
+        ("notifications/progress", "p-2"),  # the retry's own token
+        ("notifications/message", None),
+    ] * 3
+    assert [n["params"]["progress"] for n in notes[::2]] == [1, 2, 3]
+    assert [n["params"]["data"] for n in notes[1::2]] == [f"step {s} of 3" for s in (1, 2, 3)]

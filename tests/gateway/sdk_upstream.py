@@ -139,6 +139,16 @@ async def ask_then_wait(ctx: Context, marks: str, seconds: float = 60.0) -> str:
 
 
 @server.tool()
+async def ask_then_report(ctx: Context, steps: int = 3) -> str:
+    """Ask who the user is, then report the progress of each step of the work and log it."""
+    result = await ctx.elicit("Who are you?", Person)
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+        await ctx.info(f"step {step} of {steps}")
+    return f"{result.action}: {steps} steps"
+
+
+@server.tool()
 async def sample(ctx: Context) -> str:
     """Ask the client's model."""
     result = await ctx.session.create_message(

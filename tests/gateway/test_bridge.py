@@ -25,7 +25,8 @@ from structlog.testing import capture_logs
 from erlmcp_py.client import ClientRequestError, ClientSession, ServerRequest, connect_in_memory
 from erlmcp_py.core.state_token import KeyRing
 from erlmcp_py.core.versions import V_2026_07_28
-from erlmcp_py.gateway import UpstreamPolicy
+from erlmcp_py.gateway import Upstream, UpstreamPolicy
+from tests.gateway.odd_upstreams import BURST
 from tests.gateway.support import (
     EVERYTHING,
     LIMIT,
@@ -43,6 +44,7 @@ from tests.gateway.support import (
 )
 
 PERSON = {"name": "Ada", "age": 36}
+ODD_UPSTREAMS = str(Path(__file__).with_name("odd_upstreams.py"))
 
 
 @pytest.fixture
@@ -285,6 +287,81 @@ async def test_a_retry_forwarded_to_the_connection_holding_its_call_and_cancelle
             nursery.cancel_scope.cancel()  # the client stops waiting: notifications/cancelled
         # the holder ends the retry as one cancelled there: the upstream's call is cancelled
         await poll((tmp_path / "cancelled-ask_then_wait").exists, "the upstream's cancel")
+
+
+async def test_a_retry_forwarded_to_the_connection_holding_its_call_relays_its_progress_and_logs(
+    tmp_path: Path,
+) -> None:
+    shared = {"keyring": KeyRing("shared", b"k" * 32)}  # as replicas given one --keyring
+    seen: list[tuple[str, Any]] = []  # what the retry's client saw, in order
+    async with (
+        through_gateway(
+            never, protocol_version=V_2026_07_28, peer_id="ada", continuations=shared
+        ) as (gateway, holder),
+        connect_in_memory(
+            gateway,
+            peer_id="ada",
+            continuations=shared,
+            handler=never,
+            capabilities=EVERYTHING,
+            protocol_version=V_2026_07_28,
+            log_level="info",
+            on_notification=lambda method, params: seen.append((method, params)),
+        ) as other,
+    ):
+        steps = 20  # all sent by the upstream just before its answer
+        call = {"name": "ask_then_report", "arguments": {"steps": steps}}
+        first = await holder.request("tools/call", call, on_progress=lambda _: None)
+        assert first["resultType"] == "input_required"
+        answers = {only_key(first): {"action": "accept", "content": PERSON}}
+        with capture_logs() as logs:
+            done = await other.request(
+                "tools/call",
+                {**call, "requestState": first["requestState"], "inputResponses": answers},
+                on_progress=lambda params: seen.append(("progress", params)),
+            )
+            seen.append(("answer", text(done)))
+        # the other connection's endpoint forwarded it to the holder's
+        assert [e for e in logs if e["event"] == "retry_forwarded"]
+    # every progress report (under the retry's own token) and log message of the holder's
+    # round reached the retry's connection, in order, before its answer
+    progress = [(p["progress"], p["message"]) for kind, p in seen if kind == "progress"]
+    assert progress == [(n, f"step {n}") for n in range(1, steps + 1)]
+    messages = [p["data"] for kind, p in seen if kind == "notifications/message"]
+    assert messages == [f"step {n} of {steps}" for n in range(1, steps + 1)]
+    assert [kind for kind, _ in seen] == [
+        *("progress", "notifications/message") * steps,
+        "answer",
+    ]
+    assert seen[-1] == ("answer", f"accept: {steps} steps")
+    assert not [e for e in logs if e["event"] == "forwarded_notes_dropped"]
+
+
+async def test_the_notifications_an_upstream_sends_with_its_answer_all_precede_it() -> None:
+    upstream = Upstream(command=(sys.executable, ODD_UPSTREAMS, "bursts"))
+    seen: list[tuple[str, Any]] = []
+    async with through_gateway(
+        never,
+        upstream=upstream,
+        protocol_version=V_2026_07_28,
+        log_level="info",
+        on_notification=lambda method, params: seen.append((method, params)),
+    ) as (_, client):
+        call = {"name": "report", "arguments": {}}
+        first = await client.request("tools/call", call, on_progress=lambda _: None)
+        answers = {only_key(first): {"action": "accept", "content": {"name": "Ada"}}}
+        # the upstream writes its 20 steps' notifications and its answer at once
+        done = await client.request(
+            "tools/call",
+            {**call, "requestState": first["requestState"], "inputResponses": answers},
+            on_progress=lambda params: seen.append(("progress", params)),
+        )
+        seen.append(("answer", text(done)))
+    assert [kind for kind, _ in seen] == [
+        *("progress", "notifications/message") * BURST,
+        "answer",
+    ]
+    assert [p["progress"] for kind, p in seen if kind == "progress"] == list(range(1, BURST + 1))
 
 
 async def test_an_upstream_that_dies_mid_question_ends_the_call_with_upstream_lost(

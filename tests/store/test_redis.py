@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 import trio
+from structlog.testing import capture_logs
 
 from erlmcp_py import (
     Accepted,
@@ -33,7 +34,7 @@ from erlmcp_py import (
     open_runtime,
 )
 from erlmcp_py.core.errors import StoreUnavailable
-from erlmcp_py.store import _redis as redis_store
+from erlmcp_py.store import NOTES_QUEUED, NoteSink, _redis as redis_store
 from erlmcp_py.testing import MemoryPeer
 from tests.store.server import RedisServer
 
@@ -383,7 +384,7 @@ async def test_a_forwarded_request_its_caller_stops_waiting_for_is_cancelled_on_
     async with replicas(redis_server.url(), rate=100) as (a, b):
         started, cancelled = trio.Event(), trio.Event()
 
-        async def handler(body: Any) -> dict[str, Any]:
+        async def handler(body: Any, note: Any) -> dict[str, Any]:
             started.set()
             try:
                 await trio.sleep_forever()
@@ -404,3 +405,115 @@ async def test_a_forwarded_request_its_caller_stops_waiting_for_is_cancelled_on_
                 if stop == "cancelled":
                     nursery.cancel_scope.cancel()
             await cancelled.wait()  # the holder's handler ends with its caller's wait
+
+
+async def test_a_forwarded_requests_notes_reach_its_caller_in_order_before_its_answer(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+
+        async def handler(body: Any, note: NoteSink) -> dict[str, Any]:
+            for n in range(body["notes"]):
+                note({"n": n})
+                await trio.lowlevel.checkpoint()  # the handler goes on: notes are not waited for
+            return {"sent": body["notes"]}
+
+        b.handle_requests("test.notes", handler)
+        seen: list[Any] = []
+        with trio.fail_after(10), capture_logs() as logs:
+            answer = await a.forward_request(
+                b.store.replica, "test.notes", {"notes": 50}, 5.0, seen.append
+            )
+            seen.append(answer)
+    assert seen == [*({"n": n} for n in range(50)), {"sent": 50}]
+    assert not [e for e in logs if e["event"] == "forwarded_notes_dropped"]
+
+
+async def test_a_flood_of_notes_is_bounded_on_the_holder_the_newest_dropped_and_logged_once(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url(), rate=100) as (a, b):
+
+        async def handler(body: Any, note: NoteSink) -> dict[str, Any]:
+            for n in range(NOTES_QUEUED + 100):  # faster than any store: nothing is sent yet
+                note({"n": n})
+            return {"done": True}
+
+        b.handle_requests("test.notes", handler)
+        seen: list[Any] = []
+        with trio.fail_after(10), capture_logs() as logs:
+            answer = await a.forward_request(b.store.replica, "test.notes", {}, 5.0, seen.append)
+    assert answer == {"done": True}
+    assert seen == [{"n": n} for n in range(NOTES_QUEUED)]  # the oldest kept, in order
+    (dropped,) = [e for e in logs if e["event"] == "forwarded_notes_dropped"]
+    assert (dropped["count"], dropped["why"]) == (100, "the queue is full")
+
+
+async def test_the_notes_for_a_forwarder_that_is_gone_stop_at_the_first_and_never_delay_the_answer(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url()
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    async with replicas(url, 1, rate=100) as (b,):
+        started, gone = trio.Event(), trio.Event()
+        returned: list[float] = []
+
+        async def handler(body: Any, note: NoteSink) -> dict[str, Any]:
+            started.set()
+            await gone.wait()
+            for n in range(200):
+                note({"n": n})  # never blocks: the round goes on at once
+            returned.append(trio.current_time())
+            return {"done": True}
+
+        b.handle_requests("test.notes", handler)
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "tests.store.forwarder", url, b.store.replica],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        try:
+            assert process.stdout is not None
+            line = b""
+            with trio.fail_after(30):
+                while not line.endswith(b"\n"):
+                    line += await process.stdout.receive_some()
+                channel = b.store.keys.channel(line.decode().strip())  # type: ignore[attr-defined]
+                await started.wait()
+            process.send_signal(signal.SIGKILL)  # gone, without a word to the holder
+            await process.wait()
+            await eventually(
+                lambda: trio.to_thread.run_sync(redis_server.cli, "pubsub", "numsub", channel),
+                lambda numsub: numsub[-1] == "0",
+            )
+            published = _publishes(redis_server)
+            with capture_logs() as logs:
+
+                async def drops() -> list[Any]:
+                    await trio.lowlevel.checkpoint()
+                    return [e for e in logs if e["event"] == "forwarded_notes_dropped"]
+
+                gone.set()
+                with trio.fail_after(1):  # within the store's deadline (0.5 s), twice
+                    await eventually(drops, bool)
+            # one note found nobody listening; the other 199 were never tried; the answer
+            # went out after it (to nobody: the forwarder is gone)
+            await eventually(
+                lambda: trio.to_thread.run_sync(_publishes, redis_server),
+                lambda n: n == published + 2,
+            )
+            (dropped,) = [e for e in logs if e["event"] == "forwarded_notes_dropped"]
+            assert (dropped["count"], dropped["why"]) == (200, "the caller is gone")
+            assert returned
+        finally:
+            process.kill()
+            with trio.move_on_after(5):
+                await process.wait()
+
+
+def _publishes(server: RedisServer) -> int:
+    """How many PUBLISH commands the server has run."""
+    for line in server.cli("info", "commandstats"):
+        if line.startswith("cmdstat_publish:"):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
