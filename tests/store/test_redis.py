@@ -252,6 +252,16 @@ async def _notified(peer: MemoryPeer) -> bool:
         "elicitationId"]}) in peer.notifications  # fmt: skip
 
 
+async def first_line(process: trio.Process) -> str:
+    """The first line a subprocess writes on its stdout (what it says it is), within 30 s."""
+    assert process.stdout is not None
+    line = b""
+    with trio.fail_after(30):
+        while not line.endswith(b"\n"):
+            line += await process.stdout.receive_some()
+    return line.decode().strip()
+
+
 async def test_a_dead_replicas_elicitations_end_failed(redis_server: RedisServer) -> None:
     url = redis_server.url()
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
@@ -261,12 +271,7 @@ async def test_a_dead_replicas_elicitations_end_failed(redis_server: RedisServer
         env=env,
     )
     try:
-        assert process.stdout is not None
-        line = b""
-        with trio.fail_after(30):
-            while not line.endswith(b"\n"):
-                line += await process.stdout.receive_some()
-        elicitation_id = line.decode().strip()
+        elicitation_id = await first_line(process)
         async with replicas(url, 1) as (b,):
             await eventually(
                 lambda: _status(b, elicitation_id, Tenant("alice")),
@@ -473,12 +478,9 @@ async def test_the_notes_for_a_forwarder_that_is_gone_stop_at_the_first_and_neve
             env=env,
         )
         try:
-            assert process.stdout is not None
-            line = b""
+            replica = await first_line(process)
             with trio.fail_after(30):
-                while not line.endswith(b"\n"):
-                    line += await process.stdout.receive_some()
-                channel = b.store.keys.channel(line.decode().strip())  # type: ignore[attr-defined]
+                channel = b.store.keys.channel(replica)  # type: ignore[attr-defined]
                 await started.wait()
             process.send_signal(signal.SIGKILL)  # gone, without a word to the holder
             await process.wait()
