@@ -72,6 +72,7 @@ class ServeConfig(BaseModel):
     ops_port: int | None = Field(None, ge=0, le=65535)
     public_url: str | None = Field(None, min_length=1)
     forwarded_allow_ips: str | None = None
+    proxy_protocol: bool | None = None
     elicitation_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     task_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     task_ttl: float | None = Field(None, gt=0, allow_inf_nan=False)

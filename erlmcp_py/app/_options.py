@@ -108,6 +108,7 @@ def http_config(
     return HttpConfig(
         public_url=args.public_url,
         forwarded_allow_ips=args.forwarded_allow_ips,
+        proxy_protocol=args.proxy_protocol,
         ops_port=args.ops_port,
         idle_timeout=args.session_idle_timeout,
         limits=limits,

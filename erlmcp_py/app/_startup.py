@@ -108,6 +108,10 @@ def check_serve(
             f"--host {args.host} is reachable from the network: configure authentication "
             "(--auth-issuer, --auth-resource, --auth-jwks-url) or say --insecure-no-auth"
         )
+    if getattr(args, "proxy_protocol", False) and not args.forwarded_allow_ips:
+        raise StartupError(
+            "--proxy-protocol: name the balancers that send the header in --forwarded-allow-ips"
+        )
     return Startup(server, http_config(args, keyring, environ))
 
 

@@ -53,6 +53,11 @@ whose request body was not read to its end closes the connection, as does HTTP/1
 exception a client's bytes cause logs it (``http_connection_failed``), answers 400 when
 nothing was answered yet and closes that connection alone.
 
+Behind a TCP-mode balancer (:func:`serve` with ``proxy_from``) a connection from a trusted
+balancer first reads the PROXY protocol header (:mod:`~erlmcp_py.transports._proxy_protocol`)
+under the request head's deadline; its client is the connection's ``client``. A missing or
+invalid header closes the connection without an answer.
+
 Stopping (:func:`serve` with ``shutdown_trigger``): the listeners close, idle connections are
 closed at once, a connection in a request closes after its response, and whatever still runs
 ``graceful_s`` later is cancelled.
@@ -81,6 +86,7 @@ from erlmcp_py.transports._http11 import (
     find_bare_line_end,
     parse_head,
 )
+from erlmcp_py.transports._proxy_protocol import ProxyHeaderError, parse_proxy_header
 
 __all__ = [
     "KEEP_ALIVE_S",
@@ -378,6 +384,7 @@ class _Connection:
         "_left",
         "_lingers",
         "_phase",
+        "_proxied",
         "_refused",
         "_server",
         "_status",
@@ -397,8 +404,10 @@ class _Connection:
         server: tuple[str, int] | None,
         keep_alive_s: float,
         write_timeout_s: float,
+        proxied: bool = False,
     ) -> None:
         self._stream = stream
+        self._proxied = proxied  # starts with a PROXY protocol header naming the client
         self._app = app
         self._client = client
         self._server = server
@@ -439,6 +448,10 @@ class _Connection:
         if connections is not None:
             connections.add(self)
         try:
+            if self._proxied and not await self._read_proxy_header(
+                trio.current_time() + self._keep_alive_s
+            ):
+                return
             while not self.closing:
                 self._reset()
                 self.idle = True
@@ -503,6 +516,28 @@ class _Connection:
             self._eof = True
             raise _Gone
         self._buffer += data
+
+    async def _read_proxy_header(self, deadline: float) -> bool:
+        """Read the PROXY protocol header a trusted balancer starts the connection with, by
+        ``deadline``; the client it names becomes the connection's. False: it did not come or
+        is invalid, and the connection closes without an answer (the protocol's receiver must
+        not guess)."""
+        while True:
+            try:
+                header = parse_proxy_header(self._buffer)
+            except ProxyHeaderError as exc:
+                log.info("proxy_header_refused", peer=self._client, why=str(exc))
+                return False
+            if header is not None:
+                break
+            try:
+                await self._fill(deadline)
+            except _Gone:
+                return False
+        del self._buffer[: header.length]
+        if header.client is not None:
+            self._client = header.client
+        return True
 
     async def _read_head(self, deadline: float) -> RequestHead | None:
         """The next request head, read by ``deadline`` (else ``None``: the connection closes,
@@ -764,8 +799,15 @@ class _Connection:
 class _Server:
     """The listeners and the connections of one :func:`serve`."""
 
-    def __init__(self, app: App, keep_alive_s: float, write_timeout_s: float) -> None:
+    def __init__(
+        self,
+        app: App,
+        keep_alive_s: float,
+        write_timeout_s: float,
+        proxy_from: Callable[[str], bool] | None = None,
+    ) -> None:
         self.app = app
+        self.proxy_from = proxy_from
         self.keep_alive_s = keep_alive_s
         self.write_timeout_s = write_timeout_s
         self.connections: set[_Connection] = set()
@@ -794,8 +836,15 @@ class _Server:
                 sock.close()
                 continue
             client = (str(peer[0]), int(peer[1]))
+            proxied = self.proxy_from is not None and self.proxy_from(client[0])
             connection = _Connection(
-                _SocketWire(sock), self.app, client, addr, self.keep_alive_s, self.write_timeout_s
+                _SocketWire(sock),
+                self.app,
+                client,
+                addr,
+                self.keep_alive_s,
+                self.write_timeout_s,
+                proxied,
             )
             nursery.start_soon(connection.run, self.connections)
 
@@ -863,6 +912,7 @@ async def serve(
     write_timeout_s: float = WRITE_TIMEOUT_S,
     graceful_s: float = 1.0,
     backlog: int = 1024,
+    proxy_from: Callable[[str], bool] | None = None,
     shutdown_trigger: Callable[[], Awaitable[object]] | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -878,12 +928,16 @@ async def serve(
             :data:`WRITE_MIN_RATE` bytes) before the connection is closed.
         graceful_s: Seconds requests in flight get to finish once stopping.
         backlog: The listen backlog.
+        proxy_from: Whether a peer's address is a balancer that starts each connection with
+            a PROXY protocol header (:mod:`~erlmcp_py.transports._proxy_protocol`, v1 or v2);
+            from such a peer the header is required (else the connection closes unanswered,
+            within ``keep_alive_s``) and its client is the scope's ``client``. ``None``: none.
         shutdown_trigger: Returns to stop gracefully.
         task_status: Started with the bound base URLs (``http://host:port``).
     """
     listener = await _bind_socket(host, port, backlog)
     with listener:
-        server = _Server(app, keep_alive_s, write_timeout_s)
+        server = _Server(app, keep_alive_s, write_timeout_s, proxy_from)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 accepting.start_soon(server.accept_loop, listener, connections)

@@ -126,6 +126,12 @@ class HttpConfig:
             ``X-Forwarded-For`` (or ``Forwarded: for=``) that is not itself trusted; from any
             other peer those headers are ignored (:mod:`~erlmcp_py.transports.forwarded`).
             Empty (the default): no one; the client's address is the connection's peer.
+        proxy_protocol: Every connection from a peer in ``forwarded_allow_ips`` starts with a
+            PROXY protocol header (v1 or v2, as a TCP-mode balancer such as HAProxy with
+            ``send-proxy-v2`` or an AWS NLB writes it), whose source address is the client's
+            from then on; such a connection without a valid header is closed unanswered.
+            Other peers' connections are plain HTTP (a header they send is a bad request).
+            :func:`serve_http`'s MCP port only: the ``ops_port`` listener takes none.
         continuations: Keyword arguments of the 2026-07-28 continuation registry
             (:class:`~erlmcp_py.mcp.mrtr.ContinuationRegistry`: ``keyring``, ``state_ttl``,
             ``max_continuations``, ``hold_s``); ``state_ttl`` defaults to
@@ -151,13 +157,18 @@ class HttpConfig:
     backlog: int = 256
     principal_header: str | None = None
     forwarded_allow_ips: str | tuple[str, ...] = ()
+    proxy_protocol: bool = False
     continuations: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         try:
-            TrustedProxies.parse(self.forwarded_allow_ips)
+            trusted = TrustedProxies.parse(self.forwarded_allow_ips)
         except ValueError as exc:
             raise ValueError(f"forwarded_allow_ips: {exc}") from None
+        if self.proxy_protocol and not trusted:
+            raise ValueError(
+                "proxy_protocol needs forwarded_allow_ips: the balancers that send the header"
+            )
         if self.public_url is not None:
             try:
                 public_origin(self.public_url)
@@ -618,6 +629,8 @@ async def serve_http(
         graceful_s=1.0,
         shutdown_trigger=shutdown_trigger,
     )
+    trusted = TrustedProxies.parse(config.forwarded_allow_ips)
+    proxy_from = trusted.trusts_peer if config.proxy_protocol else None
 
     async def run(runtime: Runtime) -> None:
         transport = HttpTransport(server, runtime, config)
@@ -626,9 +639,8 @@ async def serve_http(
             await nursery.start(transport.run)
             try:
                 try:
-                    binds = await nursery.start(
-                        _until_stopped, partial(listen, transport, port=port), stopped
-                    )
+                    mcp = partial(listen, transport, port=port, proxy_from=proxy_from)
+                    binds = await nursery.start(_until_stopped, mcp, stopped)
                 except OSError as exc:
                     raise cannot_listen(exc, host, port) from None
                 urls = tuple(f"{b}{config.path}" for b in binds)

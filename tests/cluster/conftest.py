@@ -17,11 +17,14 @@ def running_cluster(
     """Redis, three replicas and HAProxy for the module; the replicas get the module's
     ``REPLICA_ARGS`` (a sequence of ``serve`` options) when it defines them, and run its
     ``REPLICA_COMMAND`` (default: ``serve`` with the cluster's server) followed by its
-    ``REPLICA_TAIL`` (a gateway's ``-- UPSTREAM_CMD``)."""
+    ``REPLICA_TAIL`` (a gateway's ``-- UPSTREAM_CMD``); behind the shipped TCP-mode HAProxy
+    sending the PROXY protocol when it sets ``PROXY_PROTOCOL = True``."""
     extra = getattr(request.module, "REPLICA_ARGS", ())
     command = getattr(request.module, "REPLICA_COMMAND", SERVE)
     tail = getattr(request.module, "REPLICA_TAIL", ())
-    with open_cluster(tmp_path_factory.mktemp("cluster"), extra, command, tail) as cluster:
+    proxied = getattr(request.module, "PROXY_PROTOCOL", False)
+    tmp = tmp_path_factory.mktemp("cluster")
+    with open_cluster(tmp, extra, command, tail, proxy_protocol=proxied) as cluster:
         yield cluster
 
 

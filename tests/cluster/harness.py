@@ -37,6 +37,11 @@ from tests.components import require
 from tests.deploy.support import REPO, free_port, log_events
 
 SHIPPED_HAPROXY = REPO / "deploy" / "haproxy" / "erlmcp-py.cfg"
+#: The shipped TCP-mode configuration (PROXY protocol v2 to the replicas).
+SHIPPED_HAPROXY_TCP = REPO / "deploy" / "haproxy" / "erlmcp-py-tcp.cfg"
+#: What a connection opens with to a replica that takes the PROXY protocol from 127.0.0.1
+#: (the harness's own probes: a header that names no client, the peer stays the client).
+PROXY_UNKNOWN = b"PROXY UNKNOWN\r\n"
 SHIPPED_PROGRAM = REPO / "deploy" / "supervisord" / "erlmcp-py.conf"
 BACKEND = "erlmcp-py"
 REPLICAS = ("r1", "r2", "r3")  # the server names of the shipped backend
@@ -67,13 +72,18 @@ def trusted_balancer_args() -> tuple[str, ...]:
     return ("--forwarded-allow-ips", command[command.index("--forwarded-allow-ips") + 1])
 
 
-def shipped_haproxy_config(frontend: int, replicas: Mapping[str, int], stats_socket: Path) -> str:
-    """The shipped HAProxy configuration with this cluster's ports and stats socket.
+def shipped_haproxy_config(
+    frontend: int,
+    replicas: Mapping[str, int],
+    stats_socket: Path,
+    shipped: Path = SHIPPED_HAPROXY,
+) -> str:
+    """A shipped HAProxy configuration with this cluster's ports and stats socket.
 
     Each replaced string must be in the shipped file (so the test follows the file): its
     frontend address, its replicas' addresses and its stats socket path.
     """
-    text = SHIPPED_HAPROXY.read_text()
+    text = shipped.read_text()
     replacements = {
         "bind 127.0.0.1:8000\n": f"bind 127.0.0.1:{frontend}\n",
         "stats socket /run/haproxy/erlmcp-py.sock ": f"stats socket {stats_socket} ",
@@ -83,7 +93,7 @@ def shipped_haproxy_config(frontend: int, replicas: Mapping[str, int], stats_soc
             f"server {name} 127.0.0.1:{replicas[name]}\n"
         )
     for old, new in replacements.items():
-        assert text.count(old) == 1, f"{old!r} is no longer in {SHIPPED_HAPROXY}: update this"
+        assert text.count(old) == 1, f"{old!r} is no longer in {shipped}: update this"
         text = text.replace(old, new)
     settings = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     assert not any("/run/" in line for line in settings)
@@ -194,10 +204,15 @@ async def until(predicate: Callable[[], bool], what: str, timeout: float = START
             await trio.sleep(POLL)  # another process's state: nothing to wait on but time
 
 
-def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, str]:
-    """``GET path`` on 127.0.0.1:port; the status and body."""
+def http_get(port: int, path: str, timeout: float = 2.0, preamble: bytes = b"") -> tuple[int, str]:
+    """``GET path`` on 127.0.0.1:port, the connection opened with ``preamble``; the status
+    and body."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
+        if preamble:
+            connection.connect()
+            assert connection.sock is not None
+            connection.sock.sendall(preamble)
         connection.request("GET", path)
         response = connection.getresponse()
         return response.status, response.read().decode(errors="replace")
@@ -210,11 +225,12 @@ class Replica(Child):
     """An ``erlmcp-py serve --transport http`` replica."""
 
     port: int = 0
+    preamble: bytes = b""  # what each connection opens with (a PROXY protocol header)
 
     def ready(self) -> bool:
         self.check_running()
         try:
-            return http_get(self.port, "/readyz")[0] == 200
+            return http_get(self.port, "/readyz", preamble=self.preamble)[0] == 200
         except OSError:
             return False
 
@@ -403,10 +419,12 @@ def open_cluster(
     replica_args: Sequence[str] = (),
     command: Sequence[str] = SERVE,
     tail: Sequence[str] = (),
+    proxy_protocol: bool = False,
 ) -> Iterator[Cluster]:
     """Start Redis, three replicas (``command``, with ``replica_args`` besides the shared key
     ring, :func:`store_args` and :func:`trusted_balancer_args`, then ``tail``) and HAProxy;
-    stop them all at the end.
+    stop them all at the end. With ``proxy_protocol`` HAProxy runs the shipped TCP-mode
+    configuration and the replicas take ``--proxy-protocol``.
 
     Raises:
         AssertionError: a process did not become ready; the message has every log.
@@ -418,7 +436,8 @@ def open_cluster(
     stats_socket = tmp / "haproxy.sock"
     keyring = tmp / "keyring"  # created by the first replica to start: mode 0600
     config = tmp / "haproxy.cfg"
-    config.write_text(shipped_haproxy_config(frontend, ports, stats_socket))
+    shipped = SHIPPED_HAPROXY_TCP if proxy_protocol else SHIPPED_HAPROXY
+    config.write_text(shipped_haproxy_config(frontend, ports, stats_socket, shipped))
     redis_dir = tmp / "redis"
     redis_dir.mkdir()
     redis = Child(
@@ -449,9 +468,13 @@ def open_cluster(
         stats_socket=stats_socket,
     )
     extra = (*store_args(cluster.redis_url), *trusted_balancer_args(), *replica_args)
+    if proxy_protocol:
+        extra = (*extra, "--proxy-protocol")
+    preamble = PROXY_UNKNOWN if proxy_protocol else b""
     for name, port in ports.items():
         argv = _replica_command(port, frontend, keyring, extra, command, tail)
-        cluster.replicas[name] = Replica(name, argv, tmp / f"{name}.log", port=port)
+        log = tmp / f"{name}.log"
+        cluster.replicas[name] = Replica(name, argv, log, port=port, preamble=preamble)
     try:
         try:
             redis.start()
