@@ -365,6 +365,32 @@ def test_serve_forwarded_allow_ips_option_sets_the_trusted_proxies() -> None:
     assert http_config(anyone).forwarded_allow_ips == ("*",)
 
 
+def test_serve_proxy_protocol_option_and_key_need_a_trusted_balancer(tmp_path: Path) -> None:
+    from erlmcp_py.app._startup import StartupError, check_serve
+
+    assert http_config(build_parser().parse_args(["serve"])).proxy_protocol is False
+    argv = ["serve", "--transport", "http", "--proxy-protocol"]
+    args = build_parser().parse_args([*argv, "--forwarded-allow-ips", "10.0.0.0/8"])
+    assert check_serve(args, {}, create_keyring=False).http == http_config(args)
+    assert http_config(args).proxy_protocol is True
+    with pytest.raises(StartupError, match="--proxy-protocol: name the balancers"):
+        check_serve(build_parser().parse_args(argv), {}, create_keyring=False)
+    command = [*serve_command()[:-1], "check-config"]
+    path = tmp_path / "serve.toml"
+    path.write_text('transport = "http"\nproxy_protocol = true\nforwarded_allow_ips = "10.0.0.1"\n')
+    ok = subprocess.run([*command, str(path)], capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert "proxy_protocol = True\n" in ok.stdout
+    assert parse_args(["serve", "--config", str(path)], {}).proxy_protocol is True
+    path.write_text('transport = "http"\nproxy_protocol = true\n')
+    refused = subprocess.run([*command, str(path)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert "--proxy-protocol: name the balancers" in refused.stderr, refused.stderr
+    path.write_text("proxy_protocl = true\n")
+    refused = subprocess.run([*command, str(path)], capture_output=True, text=True, check=False)
+    assert "did you mean 'proxy_protocol'?" in refused.stderr, refused.stderr
+
+
 @pytest.mark.parametrize(
     ("bad", "why"),
     [
