@@ -260,8 +260,7 @@ def _add_serve_options(serve: argparse.ArgumentParser, *, gateway: bool) -> None
     http.add_argument(
         "--proxy-protocol",
         action="store_true",
-        help="connections from --forwarded-allow-ips start with a PROXY protocol header "
-        "(v1/v2, HAProxy send-proxy, AWS NLB) naming the client (default: off)",
+        help="they open with a PROXY v1/v2 header (default: off)",
     )
     http.add_argument(
         "--keyring",
