@@ -37,7 +37,13 @@ and with a trio ``Instrument`` counting task spawns, task steps and scheduler pa
 same load, and prints where one op's server time goes by layer (trio, the HTTP/1.1 layer, our
 transport, ``erlmcp_py.mcp``, the runtime, ...) and the counts per op.
 
-    python benchmarks/bench_http.py [--quick] [--profile DIR]
+``--instructions N`` instead runs only our server, under valgrind (``--tool=callgrind``, its
+instrumentation switched on by ``callgrind_control`` for the measured ops alone, hash seed 0),
+and prints the instructions the server executes per op over ``N`` sequential ops (after 20
+unmeasured) in each era: a count, not a time, so two commits compare on a busy machine to
+within about 0.3 %. Needs valgrind; about 20 s per era for ``N`` = 200.
+
+    python benchmarks/bench_http.py [--quick] [--profile DIR] [--instructions N]
 
 ``--quick`` is about 30 s. Loopback only; bounded: every op under a timeout, every slice bounded
 in time, the servers are stopped (SIGINT, then SIGKILL) on the way out. The last line is one
@@ -51,6 +57,7 @@ import json
 import os
 import platform
 import pstats
+import shutil
 import signal
 import socket
 import statistics
@@ -754,6 +761,85 @@ async def main(quick: bool, profile_dir: Path | None) -> dict[str, Any]:
     return results
 
 
+def start_under_callgrind(tmp: Path, out: Path) -> ServerProc:
+    """Our server under callgrind, its instrumentation off until switched on."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None or shutil.which("callgrind_control") is None:
+        raise BenchError("--instructions needs valgrind (and its callgrind_control)")
+    port = free_port()
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), str(tmp), env.get("PYTHONPATH", "")) if p
+    )
+    command = [
+        valgrind,
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out}",
+        *our_command(port, None, tmp),
+    ]
+    proc = subprocess.Popen(
+        command, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    return ServerProc("ours", port, proc)
+
+
+def callgrind_instrument(server: ServerProc, on: bool) -> None:
+    command = ["callgrind_control", "-i", "on" if on else "off", str(server.pid)]
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+
+
+def callgrind_total(out: Path) -> int:
+    """The instructions counted, from the files callgrind wrote at exit."""
+    total = 0
+    for path in out.parent.glob(f"{out.name}*"):
+        for line in path.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                total = max(total, int(line.split()[1]))
+    if not total:
+        raise BenchError(f"no instruction count in {out}")
+    return total
+
+
+async def server_instructions(tmp: Path, era: str, ops: int) -> int:
+    """Instructions our server executes per op over ``ops`` sequential ops (callgrind)."""
+    out = tmp / f"callgrind-{era}.out"
+    server = start_under_callgrind(tmp, out)
+    try:
+        with trio.fail_after(10 * START_TIMEOUT_S):  # start-up under valgrind is slow
+            while True:
+                try:
+                    await wait_listening(server)
+                    break
+                except trio.TooSlowError:
+                    continue
+        mode = "legacy" if era == LEGACY else V_2026_07_28
+        async with AsyncExitStack() as stack:
+            (op,) = await open_clients(stack, server, mode, "ask", 1)
+            for _ in range(20):
+                await timed(op)
+            callgrind_instrument(server, on=True)
+            for _ in range(ops):
+                await timed(op)
+            callgrind_instrument(server, on=False)
+    finally:
+        stop_server(server)
+    return round(callgrind_total(out) / ops)
+
+
+async def instructions_main(ops: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_http-") as tmpdir:
+        tmp = Path(tmpdir)
+        (tmp / "bench_server.py").write_text(OUR_HTTP_MODULE)
+        (tmp / "bench_counts.py").write_text(INSTRUMENT_MODULE)  # installed only in profiles
+        for era in ERAS:
+            tag = "legacy" if era == LEGACY else "2026"
+            out[f"ours_{tag}_instructions_per_op"] = n = await server_instructions(tmp, era, ops)
+            print(f"ours erlmcp-py serve {era}: {n:,} instructions per op ({ops} ops)", flush=True)
+    return {**out, "ops": ops}
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds (~30 s)")
@@ -763,7 +849,16 @@ if __name__ == "__main__":
         metavar="DIR",
         help="profile our server alone (cProfile + trio counts into DIR) instead",
     )
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="N",
+        help="count our server's instructions per op over N sequential ops (valgrind) instead",
+    )
     args = parser.parse_args()
+    if args.instructions is not None:
+        print(json.dumps(trio.run(instructions_main, args.instructions)))
+        sys.exit(0)
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     result = trio.run(main, args.quick, args.profile)

@@ -185,6 +185,9 @@ class MrtrPeer:
         request the retry's state has an answer for (the same method and params) is answered
         with it at once; so is a request under a key the first call's ``inputResponses``
         answer."""
+        # A yield, not only a cancellation point: a question recorded here with nothing else
+        # counted can make the call look parked (its round then ends at once), so tasks the
+        # tool started just before this one get to begin their own questions first.
         await trio.lowlevel.checkpoint()
         cont = self._cont
         key = self._key

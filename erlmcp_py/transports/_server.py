@@ -225,6 +225,10 @@ class _Wire(trio.abc.AsyncResource):
         """Close the sending side alone (the client reads the end); False: cannot."""
         raise NotImplementedError
 
+    async def close_now(self) -> None:
+        """Close at once, even in a cancelled scope (the connection's last step)."""
+        raise NotImplementedError
+
     async def aclose(self) -> None:
         raise NotImplementedError
 
@@ -313,10 +317,14 @@ class _SocketWire(_Wire):
             return False
         return True
 
-    async def aclose(self) -> None:
+    async def close_now(self) -> None:
+        # a close never waits: no cancel scope nor yield around it (the task ends next)
         if self._sock.fileno() != -1:
             trio.lowlevel.notify_closing(self._sock)
             self._sock.close()
+
+    async def aclose(self) -> None:
+        await self.close_now()
         await trio.lowlevel.checkpoint()
 
 
@@ -359,6 +367,9 @@ class _StreamWire(_Wire):
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
         return True
+
+    async def close_now(self) -> None:
+        await trio.aclose_forcefully(self._stream)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -483,7 +494,7 @@ class _Connection:
             finally:
                 if connections is not None:
                     connections.discard(self)
-                await trio.aclose_forcefully(stream)  # closes at once, even when cancelled
+                await stream.close_now()
 
     async def _linger(self) -> None:
         """Close after a last response as RFC 9112 §9.6 asks: the sending side first, then read
